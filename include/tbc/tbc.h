@@ -1,0 +1,136 @@
+/* tbc compiler library: import ONNX models, inspect them, run them with the
+ * reference interpreter.  The `tbc` command is a thin client of this header. */
+#ifndef TBC_TBC_H
+#define TBC_TBC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TBC_VERSION_MAJOR 0
+#define TBC_VERSION_MINOR 1
+#define TBC_VERSION_PATCH 0
+#define TBC_VERSION_STRING "0.1.0"
+
+/* Element types.  The values are ONNX's TensorProto.DataType numbers and are
+ * never renumbered. */
+typedef enum tbc_dtype {
+	TBC_DT_UNDEFINED = 0,
+	TBC_DT_F32 = 1,
+	TBC_DT_U8 = 2,
+	TBC_DT_I8 = 3,
+	TBC_DT_U16 = 4,
+	TBC_DT_I16 = 5,
+	TBC_DT_I32 = 6,
+	TBC_DT_I64 = 7,
+	TBC_DT_STRING = 8,
+	TBC_DT_BOOL = 9,
+	TBC_DT_F16 = 10,
+	TBC_DT_F64 = 11,
+	TBC_DT_U32 = 12,
+	TBC_DT_U64 = 13,
+	TBC_DT_C64 = 14,
+	TBC_DT_C128 = 15,
+	TBC_DT_BF16 = 16,
+	TBC_DT_F8E4M3FN = 17,
+	TBC_DT_F8E4M3FNUZ = 18,
+	TBC_DT_F8E5M2 = 19,
+	TBC_DT_F8E5M2FNUZ = 20,
+	TBC_DT_U4 = 21,
+	TBC_DT_I4 = 22,
+	TBC_DT_F4E2M1 = 23,
+	TBC_DT_COUNT = 24
+} tbc_dtype;
+
+/* Result codes.  Values are explicit and never renumbered. */
+typedef enum tbc_code {
+	TBC_OK = 0,
+	TBC_ERR_INVALID_MODEL = 1, /* malformed or inconsistent input */
+	TBC_ERR_UNSUPPORTED = 2,   /* valid ONNX that tbc does not handle */
+	TBC_ERR_IO = 3,            /* a file could not be read or written */
+	TBC_ERR_NO_MEMORY = 4,
+	TBC_ERR_INVALID_ARGUMENT = 5, /* the caller passed something wrong */
+	TBC_ERR_RUNTIME = 6,       /* an op failed while running */
+	TBC_ERR_INTERNAL = 7       /* a broken invariant: a bug in tbc */
+} tbc_code;
+
+/* ---- Diagnostics ----------------------------------------------------------
+ * Every error carries where it comes from: the file, the ONNX node (name and
+ * op type) and the tensor it concerns, where known. */
+typedef struct tbc_diags tbc_diags;
+
+typedef struct tbc_diag {
+	tbc_code code;
+	const char *file;    /* model file, or NULL */
+	const char *node;    /* ONNX node name, or NULL */
+	const char *op_type; /* ONNX op type, or NULL */
+	const char *tensor;  /* tensor or value name, or NULL */
+	const char *message;
+} tbc_diag;
+
+tbc_diags *tbc_diags_create(void);
+void tbc_diags_destroy(tbc_diags *d);
+size_t tbc_diags_count(const tbc_diags *d);
+const tbc_diag *tbc_diags_get(const tbc_diags *d, size_t i);
+/* "file: node 'n' (Op): tensor 't': message" into buf (truncated to size). */
+void tbc_diag_format(const tbc_diag *diag, char *buf, size_t size);
+
+/* ---- Tensors --------------------------------------------------------------
+ * A dense host tensor.  Sub-byte types (int4, uint4, float4e2m1) hold one
+ * element per byte; every other type is stored in its natural width. */
+#define TBC_MAX_RANK 16
+
+typedef struct tbc_tensor {
+	tbc_dtype dtype;
+	int rank;
+	int64_t dims[TBC_MAX_RANK];
+	int64_t numel;
+	void *data;
+} tbc_tensor;
+
+/* NULL when the shape overflows, is negative, exceeds limits or memory runs out. */
+tbc_tensor *tbc_tensor_create(tbc_dtype dtype, int rank, const int64_t *dims);
+void tbc_tensor_destroy(tbc_tensor *t);
+size_t tbc_dtype_size(tbc_dtype dtype);
+const char *tbc_dtype_name(tbc_dtype dtype);
+
+/* ---- Models ---------------------------------------------------------------*/
+typedef struct tbc_module tbc_module;
+
+/* Reads and imports an ONNX model.  On failure *out_module is NULL and the
+ * reasons are in diags. */
+tbc_code tbc_module_load_onnx(const char *path, tbc_diags *diags, tbc_module **out_module);
+tbc_code tbc_module_load_onnx_memory(const void *data, size_t size, const char *base_dir,
+				     const char *display_name, tbc_diags *diags,
+				     tbc_module **out_module);
+void tbc_module_destroy(tbc_module *m);
+
+size_t tbc_module_input_count(const tbc_module *m);
+size_t tbc_module_output_count(const tbc_module *m);
+const char *tbc_module_input_name(const tbc_module *m, size_t i);
+const char *tbc_module_output_name(const tbc_module *m, size_t i);
+tbc_dtype tbc_module_input_dtype(const tbc_module *m, size_t i);
+
+/* Text form of the IR; the caller frees the string with free(). */
+char *tbc_module_print(const tbc_module *m);
+/* Human summary: ops by kind, parameter count and bytes, inputs and outputs. */
+char *tbc_module_summary(const tbc_module *m);
+
+/* Runs the reference interpreter.  inputs are in graph-input order; on success
+ * out_outputs[i] receives a tensor the caller destroys. */
+tbc_code tbc_interpret(const tbc_module *m, tbc_tensor *const *inputs, size_t n_inputs,
+		       tbc_tensor **out_outputs, size_t n_outputs, tbc_diags *diags);
+
+/* ---- Tensor files ---------------------------------------------------------*/
+/* .npy (by the NPY magic) or an ONNX TensorProto .pb. */
+tbc_code tbc_tensor_read_file(const char *path, tbc_diags *diags, tbc_tensor **out_tensor,
+			      char **out_name);
+tbc_code tbc_tensor_write_npy(const char *path, const tbc_tensor *t, tbc_diags *diags);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
