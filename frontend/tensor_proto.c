@@ -1,0 +1,223 @@
+/* TensorProto decoding: every numeric dtype, from raw_data (little-endian,
+ * 4-bit types packed two per byte, low nibble first), from the typed fields
+ * (int32_data also carries the bit patterns of the narrow types), or from
+ * external data.  The data must match the shape exactly: a tensor that
+ * declares more (or fewer) elements than it carries is rejected before any
+ * allocation, so a hostile model cannot make us allocate what it does not
+ * contain. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+
+static bool is_packed4(tbc_dtype dt) { return dt == TBC_DT_I4 || dt == TBC_DT_U4 || dt == TBC_DT_F4E2M1; }
+
+/* Bytes the raw encoding of numel elements of dt takes. */
+static uint64_t raw_bytes(tbc_dtype dt, int64_t numel) {
+	if (is_packed4(dt)) return ((uint64_t)numel + 1) / 2;
+	return (uint64_t)numel * tbc_dtype_size(dt);
+}
+
+static void unpack4(tbc_dtype dt, const uint8_t *src, uint8_t *dst, int64_t numel) {
+	for (int64_t i = 0; i < numel; i++) {
+		uint8_t nib = (uint8_t)((src[i / 2] >> (4 * (i % 2))) & 0xF);
+		if (dt == TBC_DT_I4)
+			dst[i] = (uint8_t)(int8_t)((int8_t)(nib << 4) >> 4);
+		else
+			dst[i] = nib;
+	}
+}
+
+static void decode_raw(tbc_tensor *t, const uint8_t *src) {
+	if (is_packed4(t->dtype)) {
+		unpack4(t->dtype, src, t->data, t->numel);
+		return;
+	}
+	memcpy(t->data, src, (size_t)t->numel * tbc_dtype_size(t->dtype));
+	if (t->dtype == TBC_DT_BOOL)
+		for (int64_t i = 0; i < t->numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
+}
+
+#define ERR(code, ...) (tbc_diags_add(diags, code, file, NULL, NULL, name, __VA_ARGS__), (code))
+
+/* Which typed field carries dt, and how many entries it must have. */
+static tbc_code decode_typed(const Onnx__TensorProto *tp, tbc_tensor *t, const char *file, const char *name,
+			     tbc_diags *diags) {
+	tbc_dtype dt = t->dtype;
+	int64_t n = t->numel;
+	size_t have;
+	const char *field;
+	uint64_t want = (uint64_t)n;
+	switch (dt) {
+	case TBC_DT_F32: have = tp->n_float_data; field = "float_data"; break;
+	case TBC_DT_I64: have = tp->n_int64_data; field = "int64_data"; break;
+	case TBC_DT_F64: have = tp->n_double_data; field = "double_data"; break;
+	case TBC_DT_U32:
+	case TBC_DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
+	default:
+		have = tp->n_int32_data;
+		field = "int32_data";
+		if (is_packed4(dt)) want = ((uint64_t)n + 1) / 2;
+		break;
+	}
+	if (have != want) {
+		if (have == 0)
+			return ERR(TBC_ERR_INVALID_MODEL, "declares %lld elements of %s but carries no data", (long long)n,
+				   tbc_dtype_name(dt));
+		return ERR(TBC_ERR_INVALID_MODEL, "%s has %zu entries, the shape needs %llu", field, have,
+			   (unsigned long long)want);
+	}
+	uint8_t *d8 = t->data;
+	for (int64_t i = 0; i < n; i++) {
+		switch (dt) {
+		case TBC_DT_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
+		case TBC_DT_I64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
+		case TBC_DT_F64: ((double *)t->data)[i] = tp->double_data[i]; break;
+		case TBC_DT_U32: ((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i]; break;
+		case TBC_DT_U64: ((uint64_t *)t->data)[i] = tp->uint64_data[i]; break;
+		case TBC_DT_I32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
+		case TBC_DT_I16: ((int16_t *)t->data)[i] = (int16_t)tp->int32_data[i]; break;
+		case TBC_DT_U16:
+		case TBC_DT_F16:
+		case TBC_DT_BF16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
+		case TBC_DT_BOOL: d8[i] = tp->int32_data[i] != 0; break;
+		case TBC_DT_I4:
+		case TBC_DT_U4:
+		case TBC_DT_F4E2M1: {
+			uint8_t byte = (uint8_t)tp->int32_data[i / 2];
+			uint8_t nib = (uint8_t)((byte >> (4 * (i % 2))) & 0xF);
+			d8[i] = dt == TBC_DT_I4 ? (uint8_t)(int8_t)((int8_t)(nib << 4) >> 4) : nib;
+			break;
+		}
+		default: d8[i] = (uint8_t)tp->int32_data[i]; break; /* int8, uint8, float8 */
+		}
+	}
+	return TBC_OK;
+}
+
+tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, const char *file,
+				  tbc_diags *diags, tbc_tensor **out) {
+	*out = NULL;
+	const char *name = tp->name && *tp->name ? tp->name : NULL;
+	int dti = tp->has_data_type ? tp->data_type : 0;
+	if (!tbc_dtype_valid(dti))
+		return ERR(TBC_ERR_INVALID_MODEL, "unknown data type %d", dti);
+	tbc_dtype dt = (tbc_dtype)dti;
+	if (!tbc_dtype_supported(dt))
+		return ERR(TBC_ERR_UNSUPPORTED, "tensors of type %s are not supported", tbc_dtype_name(dt));
+	if (tp->n_dims > TBC_MAX_RANK)
+		return ERR(TBC_ERR_UNSUPPORTED, "rank %zu exceeds the limit of %d", tp->n_dims, TBC_MAX_RANK);
+	int rank = (int)tp->n_dims;
+	for (int i = 0; i < rank; i++)
+		if (tp->dims[i] < 0) return ERR(TBC_ERR_INVALID_MODEL, "dim %d is negative (%lld)", i, (long long)tp->dims[i]);
+	int64_t numel = tbc_shape_numel(rank, tp->dims);
+	if (numel < 0) return ERR(TBC_ERR_INVALID_MODEL, "the product of its dims overflows");
+	if (numel > TBC_MAX_TENSOR_BYTES / (int64_t)tbc_dtype_size(dt))
+		return ERR(TBC_ERR_UNSUPPORTED, "%lld elements exceed the tensor size limit", (long long)numel);
+	if (tp->segment) return ERR(TBC_ERR_UNSUPPORTED, "segmented tensors are not supported");
+
+	bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+	if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
+		return ERR(TBC_ERR_INVALID_MODEL, "unknown data_location %d", (int)tp->data_location);
+	tbc_fe_external ext = {0};
+	const uint8_t *raw = NULL;
+	size_t raw_len = 0;
+	if (external) {
+		if (!base_dir) return ERR(TBC_ERR_UNSUPPORTED, "external data is not allowed here");
+		tbc_code c = tbc_fe_external_load(tp, base_dir, file, diags, &ext);
+		if (c) return c;
+		raw = ext.data;
+		raw_len = ext.size;
+	} else if (tp->has_raw_data) {
+		raw = tp->raw_data.data;
+		raw_len = tp->raw_data.len;
+	}
+	tbc_code rc = TBC_OK;
+	if (raw || tp->has_raw_data) {
+		uint64_t want = raw_bytes(dt, numel);
+		if (raw_len != want) {
+			rc = ERR(TBC_ERR_INVALID_MODEL, "%s has %zu bytes, the shape [%d dims, %lld elements of %s] needs %llu",
+				 external ? "external data" : "raw_data", raw_len, rank, (long long)numel,
+				 tbc_dtype_name(dt), (unsigned long long)want);
+			goto done;
+		}
+	}
+	tbc_tensor *t = tbc_tensor_create(dt, rank, tp->dims);
+	if (!t) {
+		rc = ERR(TBC_ERR_NO_MEMORY, "out of memory for %lld elements", (long long)numel);
+		goto done;
+	}
+	if (raw || tp->has_raw_data)
+		decode_raw(t, raw);
+	else
+		rc = decode_typed(tp, t, file, name, diags);
+	if (rc)
+		tbc_tensor_destroy(t);
+	else
+		*out = t;
+done:
+	tbc_fe_external_release(&ext);
+	return rc;
+}
+
+tbc_code tbc_fe_tensor_from_sparse(const Onnx__SparseTensorProto *sp, const char *base_dir, const char *file,
+				   tbc_diags *diags, tbc_tensor **out) {
+	*out = NULL;
+	const char *name = sp->values && sp->values->name && *sp->values->name ? sp->values->name : NULL;
+	if (!sp->values || !sp->indices) return ERR(TBC_ERR_INVALID_MODEL, "sparse tensor without values or indices");
+	if (sp->n_dims > TBC_MAX_RANK)
+		return ERR(TBC_ERR_UNSUPPORTED, "rank %zu exceeds the limit of %d", sp->n_dims, TBC_MAX_RANK);
+	int rank = (int)sp->n_dims;
+	for (int i = 0; i < rank; i++)
+		if (sp->dims[i] < 0) return ERR(TBC_ERR_INVALID_MODEL, "dim %d is negative", i);
+	if (tbc_shape_numel(rank, sp->dims) < 0) return ERR(TBC_ERR_INVALID_MODEL, "the product of its dims overflows");
+	tbc_tensor *vals = NULL, *idx = NULL, *t = NULL;
+	tbc_code rc = tbc_fe_tensor_from_proto(sp->values, base_dir, file, diags, &vals);
+	if (!rc) rc = tbc_fe_tensor_from_proto(sp->indices, base_dir, file, diags, &idx);
+	if (rc) goto done;
+	int64_t nnz = vals->rank == 1 ? vals->dims[0] : -1;
+	if (nnz < 0) {
+		rc = ERR(TBC_ERR_INVALID_MODEL, "sparse values must be 1-D");
+		goto done;
+	}
+	bool linear = idx->rank == 1 && idx->dims[0] == nnz;
+	bool coords = idx->rank == 2 && idx->dims[0] == nnz && idx->dims[1] == rank;
+	if (idx->dtype != TBC_DT_I64 || (!linear && !coords)) {
+		rc = ERR(TBC_ERR_INVALID_MODEL, "sparse indices must be int64 of shape [NNZ] or [NNZ, rank]");
+		goto done;
+	}
+	t = tbc_tensor_create(vals->dtype, rank, sp->dims);
+	if (!t) {
+		rc = ERR(TBC_ERR_NO_MEMORY, "out of memory densifying a sparse tensor");
+		goto done;
+	}
+	size_t es = tbc_dtype_size(t->dtype);
+	const int64_t *ix = idx->data;
+	for (int64_t k = 0; k < nnz; k++) {
+		int64_t pos = 0;
+		if (linear) {
+			pos = ix[k];
+		} else {
+			for (int d = 0; d < rank; d++) {
+				int64_t c = ix[k * rank + d];
+				if (c < 0 || c >= sp->dims[d]) {
+					pos = -1;
+					break;
+				}
+				pos = pos * sp->dims[d] + c;
+			}
+		}
+		if (pos < 0 || pos >= t->numel) {
+			rc = ERR(TBC_ERR_INVALID_MODEL, "sparse index %lld is out of range", (long long)k);
+			goto done;
+		}
+		memcpy((uint8_t *)t->data + (size_t)pos * es, (uint8_t *)vals->data + (size_t)k * es, es);
+	}
+	*out = t;
+	t = NULL;
+done:
+	tbc_tensor_destroy(vals);
+	tbc_tensor_destroy(idx);
+	tbc_tensor_destroy(t);
+	return rc;
+}

@@ -1,0 +1,561 @@
+/* Conformance harness: runs the ONNX node test suite through a target and
+ * compares every output with the expected one (rtol 1e-3, atol 1e-7, exact
+ * for integers and bools, NaN equal to NaN, shapes and dtypes equal).
+ *
+ * Each case runs in a child process, so a crash or a hang is one failed
+ * case, not a dead run.  The expected-failure list is strict: a case that
+ * fails and is not listed fails the run, and so does a listed case that
+ * passes, so the list only shrinks. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ir/dtype.h"
+#include "onnx/onnx.pb-c.h"
+#include "tbc/tbc.h"
+
+typedef enum { R_PASS, R_FAIL, R_UNSUPPORTED_OK, R_SKIP } result_kind;
+
+typedef struct {
+	char *name;
+	bool in_scope;
+	char *xfail_reason; /* NULL when not listed */
+	result_kind result;
+	char message[512];
+	char **ops; /* op types in the model */
+	int n_ops;
+	double seconds;
+} test_case;
+
+/* ---- Targets ------------------------------------------------------------ */
+typedef struct target {
+	const char *name;
+	tbc_code (*run)(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			tbc_diags *d);
+} target;
+
+static const target targets[] = {
+	{"interp", tbc_interpret},
+};
+
+/* ---- Small utilities ------------------------------------------------------*/
+static char *xstrdup(const char *s) {
+	char *r = strdup(s);
+	if (!r) {
+		perror("strdup");
+		exit(2);
+	}
+	return r;
+}
+
+static bool file_exists(const char *p) {
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void first_diag(tbc_diags *d, char *buf, size_t size) {
+	if (tbc_diags_count(d))
+		tbc_diag_format(tbc_diags_get(d, 0), buf, size);
+	else
+		snprintf(buf, size, "(no diagnostic)");
+}
+
+/* ---- Comparison ------------------------------------------------------------*/
+static bool compare(const tbc_tensor *got, const tbc_tensor *want, const char *what, char *msg, size_t size) {
+	if (got->dtype != want->dtype) {
+		snprintf(msg, size, "%s: dtype %s, expected %s", what, tbc_dtype_name(got->dtype),
+			 tbc_dtype_name(want->dtype));
+		return false;
+	}
+	bool same = got->rank == want->rank;
+	for (int i = 0; same && i < got->rank; i++) same = got->dims[i] == want->dims[i];
+	if (!same) {
+		char a[128] = "", b[128] = "";
+		for (int i = 0; i < got->rank; i++)
+			snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", i ? "," : "", (long long)got->dims[i]);
+		for (int i = 0; i < want->rank; i++)
+			snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", i ? "," : "", (long long)want->dims[i]);
+		snprintf(msg, size, "%s: shape [%s], expected [%s]", what, a, b);
+		return false;
+	}
+	bool fl = tbc_dtype_is_float(got->dtype);
+	for (int64_t i = 0; i < got->numel; i++) {
+		if (fl) {
+			double g = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			double w = tbc_load_f64(want->dtype, want->data, (size_t)i);
+			if (isnan(w) && isnan(g)) continue;
+			if (isinf(w) && g == w) continue;
+			if (!(fabs(g - w) <= 1e-7 + 1e-3 * fabs(w))) {
+				snprintf(msg, size, "%s[%lld]: %.9g, expected %.9g", what, (long long)i, g, w);
+				return false;
+			}
+		} else if (got->dtype == TBC_DT_U64) {
+			uint64_t g = tbc_load_u64(got->dtype, got->data, (size_t)i);
+			uint64_t w = tbc_load_u64(want->dtype, want->data, (size_t)i);
+			if (g != w) {
+				snprintf(msg, size, "%s[%lld]: %llu, expected %llu", what, (long long)i,
+					 (unsigned long long)g, (unsigned long long)w);
+				return false;
+			}
+		} else {
+			int64_t g = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			int64_t w = tbc_load_i64(want->dtype, want->data, (size_t)i);
+			if (g != w) {
+				snprintf(msg, size, "%s[%lld]: %lld, expected %lld", what, (long long)i, (long long)g,
+					 (long long)w);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* ---- Running one case (in the child) -----------------------------------------*/
+static bool run_data_set(const target *tg, const tbc_module *m, const char *dir, char *msg, size_t size) {
+	size_t n_in = tbc_module_input_count(m), n_out = tbc_module_output_count(m);
+	tbc_tensor **in = calloc(n_in + 1, sizeof *in), **want = calloc(n_out + 1, sizeof *want),
+		   **got = calloc(n_out + 1, sizeof *got);
+	bool ok = in && want && got;
+	char path[8192];
+	tbc_diags *d = tbc_diags_create();
+	for (size_t i = 0; ok && i < n_in; i++) {
+		snprintf(path, sizeof path, "%s/input_%zu.pb", dir, i);
+		if (tbc_tensor_read_file(path, d, &in[i], NULL) != TBC_OK) {
+			char e[400];
+			first_diag(d, e, sizeof e);
+			snprintf(msg, size, "reading input %zu: %s", i, e);
+			ok = false;
+		}
+	}
+	for (size_t i = 0; ok && i < n_out; i++) {
+		snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i);
+		if (tbc_tensor_read_file(path, d, &want[i], NULL) != TBC_OK) {
+			char e[400];
+			first_diag(d, e, sizeof e);
+			snprintf(msg, size, "reading expected output %zu: %s", i, e);
+			ok = false;
+		}
+	}
+	if (ok) {
+		snprintf(path, sizeof path, "%s/input_%zu.pb", dir, n_in);
+		if (file_exists(path)) {
+			snprintf(msg, size, "the data set has more inputs than the model (%zu)", n_in);
+			ok = false;
+		}
+	}
+	if (ok && tg->run(m, in, n_in, got, n_out, d) != TBC_OK) {
+		char e[480];
+		first_diag(d, e, sizeof e);
+		snprintf(msg, size, "%s", e);
+		ok = false;
+	}
+	for (size_t i = 0; ok && i < n_out; i++) {
+		const char *name = tbc_module_output_name(m, i);
+		ok = compare(got[i], want[i], name ? name : "output", msg, size);
+	}
+	for (size_t i = 0; i < n_in; i++) tbc_tensor_destroy(in ? in[i] : NULL);
+	for (size_t i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want ? want[i] : NULL);
+		tbc_tensor_destroy(got ? got[i] : NULL);
+	}
+	free(in);
+	free(want);
+	free(got);
+	tbc_diags_destroy(d);
+	return ok;
+}
+
+static result_kind run_case(const target *tg, const char *root, const test_case *c, char *msg, size_t size) {
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s/model.onnx", root, c->name);
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = NULL;
+	tbc_code code = tbc_module_load_onnx(path, d, &m);
+	if (code != TBC_OK) {
+		char e[480];
+		first_diag(d, e, sizeof e);
+		snprintf(msg, size, "%s", e);
+		tbc_diags_destroy(d);
+		return !c->in_scope && code == TBC_ERR_UNSUPPORTED ? R_UNSUPPORTED_OK : R_FAIL;
+	}
+	tbc_diags_destroy(d);
+	if (!c->in_scope) {
+		tbc_module_destroy(m);
+		snprintf(msg, size, "out-of-scope case loaded without an 'unsupported' error");
+		return R_FAIL;
+	}
+	bool ok = true;
+	int sets = 0;
+	for (int k = 0; ok; k++) {
+		snprintf(path, sizeof path, "%s/%s/test_data_set_%d", root, c->name, k);
+		struct stat st;
+		if (stat(path, &st) != 0) break;
+		sets++;
+		ok = run_data_set(tg, m, path, msg, size);
+	}
+	tbc_module_destroy(m);
+	if (ok && sets == 0) {
+		snprintf(msg, size, "no test data sets");
+		return R_FAIL;
+	}
+	return ok ? R_PASS : R_FAIL;
+}
+
+/* ---- Op types of a case, for the report -----------------------------------------*/
+static void add_op(test_case *c, const char *op) {
+	for (int i = 0; i < c->n_ops; i++)
+		if (!strcmp(c->ops[i], op)) return;
+	c->ops = realloc(c->ops, (size_t)(c->n_ops + 1) * sizeof *c->ops);
+	if (!c->ops) exit(2);
+	c->ops[c->n_ops++] = xstrdup(op);
+}
+
+static void collect_ops(test_case *c, const Onnx__GraphProto *g, int depth) {
+	if (!g || depth > 8) return;
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *n = g->node[i];
+		if (n->op_type) add_op(c, n->op_type);
+		for (size_t a = 0; a < n->n_attribute; a++) {
+			collect_ops(c, n->attribute[a]->g, depth + 1);
+			for (size_t k = 0; k < n->attribute[a]->n_graphs; k++) collect_ops(c, n->attribute[a]->graphs[k], depth + 1);
+		}
+	}
+}
+
+static void read_ops(test_case *c, const char *root) {
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s/model.onnx", root, c->name);
+	FILE *f = fopen(path, "rb");
+	if (!f) return;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *buf = n > 0 ? malloc((size_t)n) : NULL;
+	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)n, buf);
+		if (mp) {
+			collect_ops(c, mp->graph, 0);
+			onnx__model_proto__free_unpacked(mp, NULL);
+		}
+	}
+	free(buf);
+	fclose(f);
+}
+
+/* ---- Lists -----------------------------------------------------------------------*/
+static char **read_lines(const char *path, int *n_out) {
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "tbc-conformance: cannot open %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	char **lines = NULL;
+	int n = 0;
+	char buf[4096];
+	while (fgets(buf, sizeof buf, f)) {
+		buf[strcspn(buf, "\r\n")] = 0;
+		char *s = buf;
+		while (*s == ' ' || *s == '\t') s++;
+		if (!*s || *s == '#') continue;
+		lines = realloc(lines, (size_t)(n + 1) * sizeof *lines);
+		if (!lines) exit(2);
+		lines[n++] = xstrdup(s);
+	}
+	fclose(f);
+	*n_out = n;
+	return lines;
+}
+
+static test_case *find_case(test_case *cs, int n, const char *name) {
+	for (int i = 0; i < n; i++)
+		if (!strcmp(cs[i].name, name)) return &cs[i];
+	return NULL;
+}
+
+/* ---- Report ------------------------------------------------------------------------*/
+typedef struct {
+	const char *op;
+	int cases, passed;
+} op_row;
+
+static int cmp_row(const void *a, const void *b) { return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op); }
+
+static void write_report(const char *path, const target *tg, test_case *cs, int n, int in_scope, int passed) {
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "tbc-conformance: cannot write %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	op_row *rows = NULL;
+	int nr = 0;
+	for (int i = 0; i < n; i++) {
+		if (!cs[i].in_scope || cs[i].result == R_SKIP) continue;
+		for (int k = 0; k < cs[i].n_ops; k++) {
+			op_row *r = NULL;
+			for (int j = 0; j < nr; j++)
+				if (!strcmp(rows[j].op, cs[i].ops[k])) r = &rows[j];
+			if (!r) {
+				rows = realloc(rows, (size_t)(nr + 1) * sizeof *rows);
+				if (!rows) exit(2);
+				r = &rows[nr++];
+				*r = (op_row){cs[i].ops[k], 0, 0};
+			}
+			r->cases++;
+			r->passed += cs[i].result == R_PASS;
+		}
+	}
+	qsort(rows, (size_t)nr, sizeof *rows, cmp_row);
+	fprintf(f, "# Conformance\n\n");
+	fprintf(f, "Generated by `tbc-conformance --report` (tests/conformance/) from the ONNX node test suite\n"
+		   "(../shared/onnx-tests/node, ONNX 1.23.0). Do not edit by hand: `ctest -R conformance` rewrites it.\n\n");
+	fprintf(f, "Outputs are compared with rtol 1e-3 and atol 1e-7, exactly for integers and bools;\n"
+		   "in-scope cases are those ../shared/tools/scope.py accepts. Failing cases and their reasons\n"
+		   "are in tests/conformance/%s.xfail.\n\n", tg->name);
+	fprintf(f, "## Totals\n\n| target | in-scope cases | passed | share |\n|---|---:|---:|---:|\n");
+	fprintf(f, "| %s | %d | %d | %.1f%% |\n\n", tg->name, in_scope, passed, in_scope ? 100.0 * passed / in_scope : 0.0);
+	fprintf(f, "## By op\n\nA case counts for every op type its model contains (expanded function\n"
+		   "tests therefore count for their constituent ops too).\n\n");
+	fprintf(f, "| op | cases | %s |\n|---|---:|---:|\n", tg->name);
+	for (int i = 0; i < nr; i++) fprintf(f, "| %s | %d | %d |\n", rows[i].op, rows[i].cases, rows[i].passed);
+	free(rows);
+	fclose(f);
+}
+
+/* ---- Main --------------------------------------------------------------------------*/
+static void usage(void) {
+	fputs("usage: tbc-conformance --cases DIR [--target interp] [--scope FILE] [--xfail FILE]\n"
+	      "                       [--report FILE.md] [--filter SUBSTR] [--jobs N] [--timeout SEC] [-v]\n"
+	      "  --scope FILE   in-scope case names, one a line (scope.py --list); without it every case is in scope\n"
+	      "  --xfail FILE   expected failures: 'case  reason' per line; strict both ways\n"
+	      "  --filter S     only cases whose name contains S (no strictness about unlisted cases)\n",
+	      stderr);
+}
+
+int main(int argc, char **argv) {
+	const char *root = NULL, *scope = NULL, *xfail = NULL, *report = NULL, *filter = NULL, *tname = "interp";
+	int jobs = 1, timeout = 120;
+	bool verbose = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--cases") && v) root = argv[++i];
+		else if (!strcmp(a, "--scope") && v) scope = argv[++i];
+		else if (!strcmp(a, "--xfail") && v) xfail = argv[++i];
+		else if (!strcmp(a, "--report") && v) report = argv[++i];
+		else if (!strcmp(a, "--filter") && v) filter = argv[++i];
+		else if (!strcmp(a, "--target") && v) tname = argv[++i];
+		else if (!strcmp(a, "--jobs") && v) jobs = atoi(argv[++i]);
+		else if (!strcmp(a, "--timeout") && v) timeout = atoi(argv[++i]);
+		else if (!strcmp(a, "-v")) verbose = true;
+		else {
+			usage();
+			return 2;
+		}
+	}
+	if (!root) {
+		usage();
+		return 2;
+	}
+	const target *tg = NULL;
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
+		if (!strcmp(targets[i].name, tname)) tg = &targets[i];
+	if (!tg) {
+		fprintf(stderr, "tbc-conformance: unknown target '%s'\n", tname);
+		return 2;
+	}
+	if (jobs < 1) jobs = 1;
+
+	DIR *dir = opendir(root);
+	if (!dir) {
+		fprintf(stderr, "tbc-conformance: cannot open %s: %s\n", root, strerror(errno));
+		return 2;
+	}
+	char **names = NULL;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(dir));) {
+		if (strncmp(e->d_name, "test_", 5)) continue;
+		names = realloc(names, (size_t)(n + 1) * sizeof *names);
+		if (!names) return 2;
+		names[n++] = xstrdup(e->d_name);
+	}
+	closedir(dir);
+	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	test_case *cs = calloc((size_t)(n ? n : 1), sizeof *cs);
+	if (!cs) return 2;
+	for (int i = 0; i < n; i++) {
+		cs[i].name = names[i];
+		cs[i].in_scope = scope == NULL;
+		cs[i].result = filter && !strstr(names[i], filter) ? R_SKIP : R_FAIL;
+	}
+	free(names);
+	int bad_lists = 0;
+	if (scope) {
+		int k;
+		char **lines = read_lines(scope, &k);
+		for (int i = 0; i < k; i++) {
+			test_case *c = find_case(cs, n, lines[i]);
+			if (c)
+				c->in_scope = true;
+			else
+				fprintf(stderr, "tbc-conformance: scope names an unknown case %s\n", lines[i]), bad_lists++;
+			free(lines[i]);
+		}
+		free(lines);
+	}
+	if (xfail) {
+		int k;
+		char **lines = read_lines(xfail, &k);
+		for (int i = 0; i < k; i++) {
+			char *sp = lines[i] + strcspn(lines[i], " \t");
+			char *reason = sp;
+			while (*reason == ' ' || *reason == '\t') reason++;
+			*sp = 0;
+			test_case *c = find_case(cs, n, lines[i]);
+			if (!c) {
+				fprintf(stderr, "tbc-conformance: %s lists an unknown case %s\n", xfail, lines[i]);
+				bad_lists++;
+			} else if (!*reason) {
+				fprintf(stderr, "tbc-conformance: %s: %s has no reason\n", xfail, lines[i]);
+				bad_lists++;
+			} else {
+				c->xfail_reason = xstrdup(reason);
+			}
+			free(lines[i]);
+		}
+		free(lines);
+	}
+
+	/* Run the selected cases, `jobs` children at a time; each child writes
+	 * its verdict into a pipe. */
+	typedef struct {
+		pid_t pid;
+		int fd, idx;
+		struct timespec start;
+	} child;
+	child *running = calloc((size_t)jobs, sizeof *running);
+	int next = 0, active = 0;
+	while (next < n || active) {
+		while (active < jobs && next < n) {
+			int i = next++;
+			if (cs[i].result == R_SKIP) continue;
+			if (report) read_ops(&cs[i], root);
+			int p[2];
+			if (pipe(p)) {
+				perror("pipe");
+				return 2;
+			}
+			fflush(NULL);
+			pid_t pid = fork();
+			if (pid == 0) {
+				close(p[0]);
+				alarm((unsigned)timeout);
+				char msg[512] = "";
+				result_kind r = run_case(tg, root, &cs[i], msg, sizeof msg);
+				char out[600];
+				int len = snprintf(out, sizeof out, "%d %s", (int)r, msg);
+				if (write(p[1], out, (size_t)(len < (int)sizeof out ? len : (int)sizeof out - 1)) < 0) _exit(3);
+				_exit(0);
+			}
+			close(p[1]);
+			running[active].pid = pid;
+			running[active].fd = p[0];
+			running[active].idx = i;
+			clock_gettime(CLOCK_MONOTONIC, &running[active].start);
+			active++;
+		}
+		if (!active) break;
+		int status;
+		pid_t pid = wait(&status);
+		if (pid < 0) break;
+		for (int k = 0; k < active; k++) {
+			if (running[k].pid != pid) continue;
+			test_case *c = &cs[running[k].idx];
+			char buf[600] = "";
+			ssize_t len = read(running[k].fd, buf, sizeof buf - 1);
+			close(running[k].fd);
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			c->seconds = (double)(now.tv_sec - running[k].start.tv_sec) +
+				     (double)(now.tv_nsec - running[k].start.tv_nsec) * 1e-9;
+			if (WIFSIGNALED(status)) {
+				c->result = R_FAIL;
+				snprintf(c->message, sizeof c->message, "crashed with signal %d%s", WTERMSIG(status),
+					 WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+			} else if (len <= 0 || WEXITSTATUS(status) != 0) {
+				c->result = R_FAIL;
+				snprintf(c->message, sizeof c->message, "child exited with status %d", WEXITSTATUS(status));
+			} else {
+				buf[len] = 0;
+				char *sp = strchr(buf, ' ');
+				c->result = (result_kind)atoi(buf);
+				snprintf(c->message, sizeof c->message, "%s", sp ? sp + 1 : "");
+			}
+			running[k] = running[--active];
+			break;
+		}
+	}
+	free(running);
+
+	int in_scope = 0, passed = 0, failed = 0, xfailed = 0, unexpected_fail = 0, unexpected_pass = 0, oos_bad = 0;
+	for (int i = 0; i < n; i++) {
+		test_case *c = &cs[i];
+		if (c->result == R_SKIP) continue;
+		if (!c->in_scope) {
+			if (c->result != R_UNSUPPORTED_OK) {
+				oos_bad++;
+				printf("FAIL   %s (out of scope): %s\n", c->name, c->message);
+			} else if (verbose) {
+				printf("unsup  %s: %s\n", c->name, c->message);
+			}
+			continue;
+		}
+		in_scope++;
+		if (c->result == R_PASS) {
+			passed++;
+			if (c->xfail_reason) {
+				unexpected_pass++;
+				printf("XPASS  %s: listed as failing (%s) but passes: remove it from the list\n", c->name,
+				       c->xfail_reason);
+			} else if (verbose) {
+				printf("ok     %s (%.2fs)\n", c->name, c->seconds);
+			}
+		} else {
+			failed++;
+			if (c->xfail_reason) {
+				xfailed++;
+				if (verbose) printf("xfail  %s: %s\n", c->name, c->message);
+			} else {
+				unexpected_fail++;
+				printf("FAIL   %s: %s\n", c->name, c->message);
+			}
+		}
+	}
+	if (report && !filter) write_report(report, tg, cs, n, in_scope, passed);
+	printf("\n%s: %d in-scope cases, %d passed, %d failed (%d expected), %d unexpected passes, "
+	       "%d out-of-scope cases without an unsupported error\n",
+	       tg->name, in_scope, passed, failed, xfailed, unexpected_pass, oos_bad);
+	/* With a filter the run is a developer's probe: every failure counts.
+	 * The full run with a list is strict both ways. */
+	bool strict = xfail != NULL && !filter;
+	int bad = oos_bad + bad_lists + (strict ? unexpected_fail + unexpected_pass : failed);
+	printf("%s: %d passed, %d failed\n", tg->name, passed, bad);
+	for (int i = 0; i < n; i++) {
+		free(cs[i].name);
+		free(cs[i].xfail_reason);
+		for (int k = 0; k < cs[i].n_ops; k++) free(cs[i].ops[k]);
+		free(cs[i].ops);
+	}
+	free(cs);
+	return bad ? 1 : 0;
+}
