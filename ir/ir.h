@@ -215,7 +215,8 @@ void tbc_diags_add(tbc_diags *d, tbc_code code, const char *file, const char *no
 		   const char *op_type, const char *tensor, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
 void tbc_diags_addv(tbc_diags *d, tbc_code code, const char *file, const char *node,
-		    const char *op_type, const char *tensor, const char *fmt, va_list ap);
+		    const char *op_type, const char *tensor, const char *fmt, va_list ap)
+	__attribute__((format(printf, 7, 0)));
 /* An error about op (its node name and op type are filled in). */
 void tbc_diags_op(tbc_diags *d, tbc_code code, const tbc_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
