@@ -73,6 +73,9 @@ typedef struct tbc_fe_options {
 tbc_code tbc_fe_load(const void *data, size_t size, const char *base_dir, const char *display_name,
 		     const tbc_fe_options *opt, tbc_diags *diags, tbc_module **out_module);
 
+/* Reads a whole regular file of at most limit bytes (malloc'd). */
+tbc_code tbc_fe_read_file(const char *path, size_t limit, tbc_diags *diags, uint8_t **out, size_t *out_size);
+
 /* ---- import.c, node.c, function.c: importing graphs ----------------------- */
 /* Names visible in one graph; a subgraph's scope has its enclosing graph's
  * scope as parent (inner names shadow outer ones). */
@@ -127,8 +130,10 @@ typedef struct tbc_fe {
 	const tbc_fe_call *call;
 } tbc_fe;
 
-#define TBC_FE_ERR(cx, code, node, op_type, tensor, ...) \
-	(tbc_diags_add((cx)->diags, code, (cx)->file, node, op_type, tensor, __VA_ARGS__), false)
+/* Reports an error located at a node and/or tensor; returns false. */
+bool tbc_fe_err(tbc_fe *cx, tbc_code code, const char *node, const char *op_type, const char *tensor,
+		const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+#define TBC_FE_ERR tbc_fe_err
 
 void tbc_fe_scope_free(tbc_fe_scope *s);
 tbc_value *tbc_fe_scope_lookup(const tbc_fe_scope *s, const char *name);

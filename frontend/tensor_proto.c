@@ -40,33 +40,26 @@ static void decode_raw(tbc_tensor *t, const uint8_t *src) {
 
 #define ERR(code, ...) (tbc_diags_add(diags, code, file, NULL, NULL, name, __VA_ARGS__), (code))
 
-/* Which typed field carries dt, and how many entries it must have. */
-static tbc_code decode_typed(const Onnx__TensorProto *tp, tbc_tensor *t, const char *file, const char *name,
-			     tbc_diags *diags) {
+/* Which typed field carries dt: its name and entry count, and the count the
+ * shape needs. */
+static const char *typed_field(const Onnx__TensorProto *tp, tbc_dtype dt, int64_t n, size_t *have, uint64_t *want) {
+	*want = (uint64_t)n;
+	switch (dt) {
+	case TBC_DT_F32: *have = tp->n_float_data; return "float_data";
+	case TBC_DT_I64: *have = tp->n_int64_data; return "int64_data";
+	case TBC_DT_F64: *have = tp->n_double_data; return "double_data";
+	case TBC_DT_U32:
+	case TBC_DT_U64: *have = tp->n_uint64_data; return "uint64_data";
+	default:
+		*have = tp->n_int32_data;
+		if (is_packed4(dt)) *want = ((uint64_t)n + 1) / 2;
+		return "int32_data";
+	}
+}
+
+static void decode_typed(const Onnx__TensorProto *tp, tbc_tensor *t) {
 	tbc_dtype dt = t->dtype;
 	int64_t n = t->numel;
-	size_t have;
-	const char *field;
-	uint64_t want = (uint64_t)n;
-	switch (dt) {
-	case TBC_DT_F32: have = tp->n_float_data; field = "float_data"; break;
-	case TBC_DT_I64: have = tp->n_int64_data; field = "int64_data"; break;
-	case TBC_DT_F64: have = tp->n_double_data; field = "double_data"; break;
-	case TBC_DT_U32:
-	case TBC_DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
-	default:
-		have = tp->n_int32_data;
-		field = "int32_data";
-		if (is_packed4(dt)) want = ((uint64_t)n + 1) / 2;
-		break;
-	}
-	if (have != want) {
-		if (have == 0)
-			return ERR(TBC_ERR_INVALID_MODEL, "declares %lld elements of %s but carries no data", (long long)n,
-				   tbc_dtype_name(dt));
-		return ERR(TBC_ERR_INVALID_MODEL, "%s has %zu entries, the shape needs %llu", field, have,
-			   (unsigned long long)want);
-	}
 	uint8_t *d8 = t->data;
 	for (int64_t i = 0; i < n; i++) {
 		switch (dt) {
@@ -92,7 +85,6 @@ static tbc_code decode_typed(const Onnx__TensorProto *tp, tbc_tensor *t, const c
 		default: d8[i] = (uint8_t)tp->int32_data[i]; break; /* int8, uint8, float8 */
 		}
 	}
-	return TBC_OK;
 }
 
 tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, const char *file,
@@ -112,16 +104,16 @@ tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_
 		if (tp->dims[i] < 0) return ERR(TBC_ERR_INVALID_MODEL, "dim %d is negative (%lld)", i, (long long)tp->dims[i]);
 	int64_t numel = tbc_shape_numel(rank, tp->dims);
 	if (numel < 0) return ERR(TBC_ERR_INVALID_MODEL, "the product of its dims overflows");
-	if (numel > TBC_MAX_TENSOR_BYTES / (int64_t)tbc_dtype_size(dt))
-		return ERR(TBC_ERR_UNSUPPORTED, "%lld elements exceed the tensor size limit", (long long)numel);
 	if (tp->segment) return ERR(TBC_ERR_UNSUPPORTED, "segmented tensors are not supported");
 
 	bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 	if (tp->has_data_location && !external && tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
 		return ERR(TBC_ERR_INVALID_MODEL, "unknown data_location %d", (int)tp->data_location);
+	/* The data must match the shape before anything is allocated. */
 	tbc_fe_external ext = {0};
 	const uint8_t *raw = NULL;
 	size_t raw_len = 0;
+	bool is_raw = external || tp->has_raw_data;
 	if (external) {
 		if (!base_dir) return ERR(TBC_ERR_UNSUPPORTED, "external data is not allowed here");
 		tbc_code c = tbc_fe_external_load(tp, base_dir, file, diags, &ext);
@@ -133,28 +125,44 @@ tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_
 		raw_len = tp->raw_data.len;
 	}
 	tbc_code rc = TBC_OK;
-	if (raw || tp->has_raw_data) {
-		uint64_t want = raw_bytes(dt, numel);
-		if (raw_len != want) {
-			rc = ERR(TBC_ERR_INVALID_MODEL, "%s has %zu bytes, the shape [%d dims, %lld elements of %s] needs %llu",
-				 external ? "external data" : "raw_data", raw_len, rank, (long long)numel,
-				 tbc_dtype_name(dt), (unsigned long long)want);
+	size_t es = tbc_dtype_size(dt);
+	if (is_raw) {
+		bool fits = is_packed4(dt) || (uint64_t)numel <= UINT64_MAX / es;
+		uint64_t want = fits ? raw_bytes(dt, numel) : 0;
+		if (!fits || raw_len != want) {
+			rc = ERR(TBC_ERR_INVALID_MODEL, "%s has %zu bytes, the shape (%lld elements of %s) needs %llu",
+				 external ? "external data" : "raw_data", raw_len, (long long)numel, tbc_dtype_name(dt),
+				 (unsigned long long)want);
 			goto done;
 		}
+	} else {
+		size_t have;
+		uint64_t want;
+		const char *field = typed_field(tp, dt, numel, &have, &want);
+		if (have != want) {
+			if (have == 0)
+				rc = ERR(TBC_ERR_INVALID_MODEL, "declares %lld elements of %s but carries no data",
+					 (long long)numel, tbc_dtype_name(dt));
+			else
+				rc = ERR(TBC_ERR_INVALID_MODEL, "%s has %zu entries, the shape needs %llu", field, have,
+					 (unsigned long long)want);
+			goto done;
+		}
+	}
+	if (numel > TBC_MAX_TENSOR_BYTES / (int64_t)es) {
+		rc = ERR(TBC_ERR_UNSUPPORTED, "%lld elements exceed the tensor size limit", (long long)numel);
+		goto done;
 	}
 	tbc_tensor *t = tbc_tensor_create(dt, rank, tp->dims);
 	if (!t) {
 		rc = ERR(TBC_ERR_NO_MEMORY, "out of memory for %lld elements", (long long)numel);
 		goto done;
 	}
-	if (raw || tp->has_raw_data)
+	if (is_raw)
 		decode_raw(t, raw);
 	else
-		rc = decode_typed(tp, t, file, name, diags);
-	if (rc)
-		tbc_tensor_destroy(t);
-	else
-		*out = t;
+		decode_typed(tp, t);
+	*out = t;
 done:
 	tbc_fe_external_release(&ext);
 	return rc;
