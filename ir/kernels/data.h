@@ -5,6 +5,8 @@
 #ifndef TBC_IR_KERNELS_DATA_H
 #define TBC_IR_KERNELS_DATA_H
 
+#include <stdio.h>
+
 #include "kernels.h"
 
 /* Values of constant integer input `index` (rank 0 or 1) into vals[0..max).
