@@ -4,6 +4,8 @@
 #ifndef TBC_IR_KERNELS_REDUCE_COMMON_H
 #define TBC_IR_KERNELS_REDUCE_COMMON_H
 
+#include <stdio.h>
+
 #include "kernels.h"
 
 /* Unsigned integers and bool compare as uint64, signed integers as int64,
@@ -32,5 +34,10 @@ bool tbc_red_type_broadcasts_to(const tbc_type *t, const tbc_type *x);
 
 /* Loads a whole tensor as doubles / int64 (malloc'd; NULL when out of memory). */
 double *tbc_red_load_f64s(const tbc_tensor *t);
+
+/* For each element of x (row-major), the flat index of the element it reduces
+ * to when the axes in mask are reduced (keepdims layout); NULL when out of
+ * memory. */
+int64_t *tbc_red_output_map(const tbc_tensor *x, const bool *mask);
 
 #endif
