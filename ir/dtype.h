@@ -14,6 +14,9 @@ bool tbc_dtype_supported(tbc_dtype dt); /* numeric: everything but string and co
 bool tbc_dtype_is_float(tbc_dtype dt);
 bool tbc_dtype_is_int(tbc_dtype dt);  /* signed or unsigned integer, not bool */
 bool tbc_dtype_is_signed(tbc_dtype dt); /* signed integers and floats */
+bool tbc_dtype_is_unsigned(tbc_dtype dt); /* unsigned integers */
+/* Width of one element in bits: 4 for int4/uint4/float4e2m1, 2 for int2/uint2. */
+int tbc_dtype_bits(tbc_dtype dt);
 /* Parses a text-form name ("f32"); TBC_DT_UNDEFINED when unknown. */
 tbc_dtype tbc_dtype_from_name(const char *name);
 
@@ -39,5 +42,13 @@ float tbc_f8_to_f32(tbc_dtype dt, uint8_t v);
 uint8_t tbc_f32_to_f8(tbc_dtype dt, float f, bool saturate);
 float tbc_f4e2m1_to_f32(uint8_t v);
 uint8_t tbc_f32_to_f4e2m1(float f);
+/* float8e8m0 (a power of two; Cast's round_mode and saturate attributes). */
+typedef enum tbc_round_mode { TBC_ROUND_UP, TBC_ROUND_DOWN, TBC_ROUND_NEAREST } tbc_round_mode;
+double tbc_e8m0_to_f64(uint8_t v);
+uint8_t tbc_f32_to_e8m0(float f, bool saturate, tbc_round_mode mode);
+
+/* Raw bit patterns of element i (BitCast): the low tbc_dtype_bits(dt) bits. */
+uint64_t tbc_load_bits(tbc_dtype dt, const void *base, size_t i);
+void tbc_store_bits(tbc_dtype dt, void *base, size_t i, uint64_t bits);
 
 #endif

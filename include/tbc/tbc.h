@@ -42,7 +42,10 @@ typedef enum tbc_dtype {
 	TBC_DT_U4 = 21,
 	TBC_DT_I4 = 22,
 	TBC_DT_F4E2M1 = 23,
-	TBC_DT_COUNT = 24
+	TBC_DT_F8E8M0 = 24,
+	TBC_DT_U2 = 25,
+	TBC_DT_I2 = 26,
+	TBC_DT_COUNT = 27
 } tbc_dtype;
 
 /* Result codes.  Values are explicit and never renumbered. */
@@ -79,7 +82,7 @@ const tbc_diag *tbc_diags_get(const tbc_diags *d, size_t i);
 void tbc_diag_format(const tbc_diag *diag, char *buf, size_t size);
 
 /* ---- Tensors --------------------------------------------------------------
- * A dense host tensor.  Sub-byte types (int4, uint4, float4e2m1) hold one
+ * A dense host tensor.  Sub-byte types (int4, uint4, float4e2m1, int2, uint2) hold one
  * element per byte; every other type is stored in its natural width. */
 #define TBC_MAX_RANK 16
 
