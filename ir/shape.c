@@ -22,7 +22,10 @@ const tbc_tensor *tbc_input_const(const tbc_op *op, int index) {
 }
 
 bool tbc_infer_op(tbc_infer *cx, tbc_op *op) {
-	for (int i = 0; i < op->n_attrs; i++) {
+	/* Control-flow rules infer their bodies themselves: a body's input types
+	 * come from the op's inputs (ONNX lets a subgraph leave them undeclared). */
+	bool own_bodies = tbc_ops[op->code].category == TBC_CAT_CONTROL_FLOW;
+	for (int i = 0; i < op->n_attrs && !own_bodies; i++) {
 		const tbc_attr *a = &op->attrs[i];
 		if (a->kind == TBC_ATTR_GRAPH || a->kind == TBC_ATTR_GRAPHS)
 			for (int k = 0; k < (a->kind == TBC_ATTR_GRAPH ? 1 : a->n); k++)
