@@ -5,6 +5,8 @@
  * narrower type would), never through double.  An empty reduction gives the
  * op's identity: 0 for sums, 1 for ReduceProd, -inf (or the smallest integer,
  * or false) for ReduceMax, -inf for ReduceLogSum(Exp), NaN for ReduceMean.
+ * With noop_with_empty_axes and no axes nothing is reduced, but the
+ * element-wise part still applies, as the spec says.
  * Also the helpers of reduce_common.h. */
 #include <stdio.h>
 
@@ -315,12 +317,9 @@ static int reduce_run(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 	if (axes && tbc_red_class_of(axes->dtype) == TBC_RED_FLOAT)
 		return tbc_interp_error(ip, op, "axes must be an integer tensor");
 	if (!axes || axes->numel == 0) {
-		if (noop) {
-			if (!(out[0] = tbc_interp_new(ip, op, x->dtype, x->rank, x->dims))) return -1;
-			memcpy(out[0]->data, x->data, (size_t)x->numel * tbc_dtype_size(x->dtype));
-			return 0;
-		}
-		for (int d = 0; d < x->rank; d++) mask[d] = true;
+		/* noop_with_empty_axes reduces nothing, but the element-wise part
+		 * still applies (ReduceSumSquare squares, ReduceLogSum takes logs). */
+		for (int d = 0; d < x->rank; d++) mask[d] = !noop;
 	} else {
 		char err[128];
 		int64_t *v = tbc_tensor_i64s(axes);
