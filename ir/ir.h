@@ -224,7 +224,14 @@ tbc_code tbc_diags_first_code(const tbc_diags *d);
 
 /* ---- Verifier and text form ----------------------------------------------- */
 bool tbc_verify(const tbc_module *m, tbc_diags *d);
+/* Flags of tbc_verify_ex.  ALLOW_UNTYPED: op results may still lack a type
+ * (dtype undefined, rank -1), as before shape inference. */
+#define TBC_VERIFY_ALLOW_UNTYPED 1u
+bool tbc_verify_ex(const tbc_module *m, tbc_diags *d, unsigned flags);
 char *tbc_print(const tbc_module *m); /* malloc'd */
+/* As tbc_print, but constants over max_const_bytes print as "<N bytes elided>"
+ * (for reading, e.g. tbc inspect; the parser refuses such text). */
+char *tbc_print_abridged(const tbc_module *m, size_t max_const_bytes);
 tbc_module *tbc_parse(const char *text, const char *filename, tbc_diags *d);
 
 /* ---- Shape inference ------------------------------------------------------ */
