@@ -88,7 +88,7 @@ static bool target_dtype(tbc_infer *cx, tbc_op *op, const char *attr, tbc_dtype 
 }
 
 bool tbc_shape_Cast(tbc_infer *cx, tbc_op *op) {
-	tbc_dtype to;
+	tbc_dtype to = TBC_DT_UNDEFINED;
 	if (!target_dtype(cx, op, "to", &to) || !check_cast_attrs(cx, op)) return false;
 	op->outputs[0]->type = op->inputs[0]->type;
 	op->outputs[0]->type.dtype = to;
@@ -117,7 +117,7 @@ int tbc_interp_BitCast(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const
 }
 
 bool tbc_shape_BitCast(tbc_infer *cx, tbc_op *op) {
-	tbc_dtype to;
+	tbc_dtype to = TBC_DT_UNDEFINED;
 	if (!target_dtype(cx, op, "to", &to)) return false;
 	tbc_dtype from = op->inputs[0]->type.dtype;
 	if (tbc_dtype_bits(to) != tbc_dtype_bits(from))
