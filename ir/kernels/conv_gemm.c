@@ -11,6 +11,12 @@
 
 #include "conv_util.h"
 
+/* The hot loop of the interpreter: optimise it even in -O0 debug builds
+ * (GCC; clang has no per-file switch). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__)
+#pragma GCC optimize("O2")
+#endif
+
 #define MR 4 /* rows of W per micro-kernel */
 #define NR 8 /* output positions per micro-kernel */
 #define NB 8 /* column panels gathered per block */
