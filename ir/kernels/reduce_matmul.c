@@ -1,9 +1,9 @@
 /* Contractions: MatMul (numpy semantics: batch broadcasting, 1-D operands
  * promoted and their dim removed), Gemm, MatMulInteger, QLinearMatMul, and
- * Det.  Every product is a dot product of an A row with a column of B, both
- * made contiguous first (B is transposed once), which keeps the loops cache
- * friendly.  Floats accumulate in double; integer MatMul/Gemm accumulate
- * exactly in 64 bits, wrapping like the narrow type. */
+ * Det.  Operands are loaded once into double (or int64) arrays, transposed
+ * where Gemm asks, and multiplied in i-k-j order, which keeps every inner
+ * loop on contiguous rows.  Floats accumulate in double; integer MatMul and
+ * Gemm accumulate exactly in 64 bits, wrapping like the narrow type. */
 #include "reduce_common.h"
 
 /* ---- Batched matrix products --------------------------------------------- */
@@ -44,8 +44,7 @@ static bool mm_plan_make(int ra, const int64_t *da, int rb, const int64_t *db, m
 	return true;
 }
 
-/* t's last two dims (rows, cols) swapped, as doubles / int64; the dims before
- * them are kept.  A 1-D t is one column. */
+/* v's last two dims (rows, cols) swapped; the dims before them are kept. */
 static double *transpose_f64(const double *v, int64_t total, int64_t rows, int64_t cols) {
 	double *t = malloc((size_t)(total ? total : 1) * sizeof *t);
 	int64_t mat = rows * cols;
@@ -66,46 +65,52 @@ static int64_t *transpose_i64(const int64_t *v, int64_t total, int64_t rows, int
 	return t;
 }
 
-/* y[batch, i, j] = sum_k a[batch, i, k] * bt[batch, j, k]. */
-static void mm_f64(const mm_plan *p, const double *a, const double *bt, double *y) {
+/* y[batch, i, :] = sum_k a[batch, i, k] * b[batch, k, :], in i-k-j order:
+ * the inner loop runs along rows of b and y, contiguous and free of a
+ * loop-carried sum, so the compiler vectorizes it without reassociating. */
+static void mm_f64(const mm_plan *p, const double *a, const double *b, double *y) {
 	int64_t idx[TBC_MAX_RANK] = {0}, nb = 1;
 	for (int d = 0; d < p->batch_rank; d++) nb *= p->batch[d];
-	for (int64_t b = 0; b < nb; b++) {
+	for (int64_t t = 0; t < nb; t++) {
 		int64_t ao = 0, bo = 0;
 		for (int d = 0; d < p->batch_rank; d++) {
 			ao += idx[d] * p->a_str[d];
 			bo += idx[d] * p->b_str[d];
 		}
-		const double *am = a + ao * p->m * p->k, *bm = bt + bo * p->n * p->k;
-		double *ym = y + b * p->m * p->n;
-		for (int64_t i = 0; i < p->m; i++)
-			for (int64_t j = 0; j < p->n; j++) {
-				const double *ar = am + i * p->k, *bc = bm + j * p->k;
-				double s = 0;
-				for (int64_t q = 0; q < p->k; q++) s += ar[q] * bc[q];
-				ym[i * p->n + j] = s;
+		const double *am = a + ao * p->m * p->k, *bm = b + bo * p->k * p->n;
+		for (int64_t i = 0; i < p->m; i++) {
+			double *yr = y + (t * p->m + i) * p->n;
+			for (int64_t j = 0; j < p->n; j++) yr[j] = 0;
+			for (int64_t q = 0; q < p->k; q++) {
+				double av = am[i * p->k + q];
+				const double *br = bm + q * p->n;
+				for (int64_t j = 0; j < p->n; j++) yr[j] += av * br[j];
 			}
+		}
 		tbc_index_next(p->batch_rank, p->batch, idx);
 	}
 }
 
-static void mm_i64(const mm_plan *p, const int64_t *a, const int64_t *bt, int64_t *y) {
+/* The same in 64-bit integers, wrapping instead of overflowing. */
+static void mm_i64(const mm_plan *p, const int64_t *a, const int64_t *b, int64_t *y) {
 	int64_t idx[TBC_MAX_RANK] = {0}, nb = 1;
 	for (int d = 0; d < p->batch_rank; d++) nb *= p->batch[d];
-	for (int64_t b = 0; b < nb; b++) {
+	for (int64_t t = 0; t < nb; t++) {
 		int64_t ao = 0, bo = 0;
 		for (int d = 0; d < p->batch_rank; d++) {
 			ao += idx[d] * p->a_str[d];
 			bo += idx[d] * p->b_str[d];
 		}
-		const int64_t *am = a + ao * p->m * p->k, *bm = bt + bo * p->n * p->k;
-		int64_t *ym = y + b * p->m * p->n;
-		for (int64_t i = 0; i < p->m; i++)
-			for (int64_t j = 0; j < p->n; j++) {
-				uint64_t s = 0; /* wraps instead of overflowing */
-				for (int64_t q = 0; q < p->k; q++) s += (uint64_t)am[i * p->k + q] * (uint64_t)bm[j * p->k + q];
-				ym[i * p->n + j] = (int64_t)s;
+		const int64_t *am = a + ao * p->m * p->k, *bm = b + bo * p->k * p->n;
+		for (int64_t i = 0; i < p->m; i++) {
+			uint64_t *yr = (uint64_t *)(y + (t * p->m + i) * p->n);
+			for (int64_t j = 0; j < p->n; j++) yr[j] = 0;
+			for (int64_t q = 0; q < p->k; q++) {
+				uint64_t av = (uint64_t)am[i * p->k + q];
+				const int64_t *br = bm + q * p->n;
+				for (int64_t j = 0; j < p->n; j++) yr[j] += av * (uint64_t)br[j];
 			}
+		}
 		tbc_index_next(p->batch_rank, p->batch, idx);
 	}
 }
@@ -156,27 +161,25 @@ int tbc_interp_MatMul(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 	bool ok;
 	if (tbc_red_class_of(a->dtype) == TBC_RED_FLOAT) {
 		double *av = tbc_red_load_f64s(a), *bv = tbc_red_load_f64s(b);
-		double *bt = bv ? transpose_f64(bv, b->numel, p.k, p.n) : NULL;
 		double *yv = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yv);
-		ok = av && bt && yv;
+		ok = av && bv && yv;
 		if (ok) {
-			mm_f64(&p, av, bt, yv);
+			mm_f64(&p, av, bv, yv);
 			if (y->dtype == TBC_DT_F32)
 				for (int64_t i = 0; i < y->numel; i++) ((float *)y->data)[i] = (float)yv[i];
 			else
 				for (int64_t i = 0; i < y->numel; i++) tbc_set_f64(y, i, yv[i]);
 		}
-		free(av), free(bv), free(bt), free(yv);
+		free(av), free(bv), free(yv);
 	} else {
 		int64_t *av = tbc_tensor_i64s(a), *bv = tbc_tensor_i64s(b);
-		int64_t *bt = bv ? transpose_i64(bv, b->numel, p.k, p.n) : NULL;
 		int64_t *yv = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yv);
-		ok = av && bt && yv;
+		ok = av && bv && yv;
 		if (ok) {
-			mm_i64(&p, av, bt, yv);
+			mm_i64(&p, av, bv, yv);
 			for (int64_t i = 0; i < y->numel; i++) tbc_set_i64(y, i, yv[i]);
 		}
-		free(av), free(bv), free(bt), free(yv);
+		free(av), free(bv), free(yv);
 	}
 	if (!ok) {
 		tbc_tensor_destroy(y);
@@ -235,14 +238,14 @@ int tbc_interp_Gemm(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *i
 	bool ok, is_float = tbc_red_class_of(a->dtype) == TBC_RED_FLOAT;
 	bool exact = !is_float && alpha == floor(alpha) && beta == floor(beta) && fabs(alpha) < 1e15 && fabs(beta) < 1e15;
 	if (!exact) {
-		/* Make A (M, K) and B (N, K) row-major, then dot rows. */
+		/* Make A (M, K) and B (K, N) row-major. */
 		double *av = tbc_red_load_f64s(a), *bv = tbc_red_load_f64s(b);
 		double *at = av && ta ? transpose_f64(av, a->numel, p.k, p.m) : NULL;
-		double *bt = bv && !tb ? transpose_f64(bv, b->numel, p.k, p.n) : NULL;
+		double *bt = bv && tb ? transpose_f64(bv, b->numel, p.n, p.k) : NULL;
 		double *yv = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yv);
-		ok = av && bv && (!ta || at) && (tb || bt) && yv;
+		ok = av && bv && (!ta || at) && (!tb || bt) && yv;
 		if (ok) {
-			mm_f64(&p, ta ? at : av, tb ? bv : bt, yv);
+			mm_f64(&p, ta ? at : av, tb ? bt : bv, yv);
 			for (int64_t i = 0; i < p.m; i++)
 				for (int64_t j = 0; j < p.n; j++) {
 					double v = alpha * yv[i * p.n + j];
@@ -254,11 +257,11 @@ int tbc_interp_Gemm(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *i
 	} else {
 		int64_t *av = tbc_tensor_i64s(a), *bv = tbc_tensor_i64s(b);
 		int64_t *at = av && ta ? transpose_i64(av, a->numel, p.k, p.m) : NULL;
-		int64_t *bt = bv && !tb ? transpose_i64(bv, b->numel, p.k, p.n) : NULL;
+		int64_t *bt = bv && tb ? transpose_i64(bv, b->numel, p.n, p.k) : NULL;
 		int64_t *yv = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *yv);
-		ok = av && bv && (!ta || at) && (tb || bt) && yv;
+		ok = av && bv && (!ta || at) && (!tb || bt) && yv;
 		if (ok) {
-			mm_i64(&p, ta ? at : av, tb ? bv : bt, yv);
+			mm_i64(&p, ta ? at : av, tb ? bt : bv, yv);
 			uint64_t al = (uint64_t)(int64_t)alpha, be = (uint64_t)(int64_t)beta;
 			for (int64_t i = 0; i < p.m; i++)
 				for (int64_t j = 0; j < p.n; j++) {
@@ -318,11 +321,10 @@ static bool qmm(const tbc_tensor *a, const tbc_tensor *azp, const tbc_tensor *b,
 	if (!mm_plan_make(a->rank, a->dims, b->rank, b->dims, p, err, errsz)) return false;
 	snprintf(err, errsz, "out of memory");
 	double *av = load_minus_zp(a, azp, false, "a", err, errsz), *bv = load_minus_zp(b, bzp, true, "b", err, errsz);
-	double *bt = bv ? transpose_f64(bv, b->numel, p->k, p->n) : NULL;
 	int64_t n = tbc_shape_numel(p->out_rank, p->out_dims);
-	double *y = av && bt ? malloc((size_t)(n > 0 ? n : 1) * sizeof *y) : NULL;
-	if (y) mm_f64(p, av, bt, y);
-	free(av), free(bv), free(bt);
+	double *y = av && bv ? malloc((size_t)(n > 0 ? n : 1) * sizeof *y) : NULL;
+	if (y) mm_f64(p, av, bv, y);
+	free(av), free(bv);
 	*yv = y;
 	return y != NULL;
 }
