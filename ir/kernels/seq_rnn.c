@@ -232,7 +232,8 @@ static void rnn_step(const rnn_run *rn, int d, int64_t t, int64_t b, double *h, 
 			double f = rn->input_forget ? 1 - i : rnn_act(rn, d, 0, gf);
 			cn[j] = f * c[j] + i * rnn_act(rn, d, 1, gc);
 			double go = rnn_xw(rn, d, t, b, H + j) + rnn_hr(rn, d, h, H + j) + (p ? p[H + j] * cn[j] : 0);
-			hn[j] = rnn_act(rn, d, 0, go) * rnn_act(rn, d, 2, cn[j]);
+			/* The cell state is not clipped before h (as onnxruntime does). */
+			hn[j] = rnn_act(rn, d, 0, go) * act_apply(&rn->acts[d][2], cn[j]);
 		}
 		memcpy(c, cn, (size_t)H * sizeof *c);
 		memcpy(h, hn, (size_t)H * sizeof *h);
