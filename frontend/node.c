@@ -12,6 +12,11 @@
 static bool is_onnx_domain(const char *d) { return !*d || !strcmp(d, "ai.onnx"); }
 
 /* ---- Attributes ---------------------------------------------------------- */
+/* protobuf-c leaves data NULL for empty bytes. */
+static const char *bytes_dup(tbc_arena *ar, ProtobufCBinaryData b) {
+	return b.len ? tbc_arena_strndup(ar, (const char *)b.data, b.len) : tbc_arena_strdup(ar, "");
+}
+
 static bool import_subgraph(tbc_fe *cx, tbc_op *op, tbc_fe_scope *outer, const Onnx__GraphProto *gp,
 			    tbc_graph **out) {
 	const char *nname = op->name, *op_type = tbc_ops[op->code].onnx_name;
@@ -60,7 +65,7 @@ static bool import_attr(tbc_fe *cx, tbc_op *op, tbc_fe_scope *scope, const char 
 		return true;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
 		if (!(at = tbc_op_add_attr(op, name, TBC_ATTR_STRING))) break;
-		at->s = tbc_arena_strndup(ar, (const char *)a->s.data, a->s.len);
+		at->s = bytes_dup(ar, a->s);
 		at->s_len = a->s.len;
 		if (!at->s) break;
 		return true;
@@ -84,7 +89,7 @@ static bool import_attr(tbc_fe *cx, tbc_op *op, tbc_fe_scope *scope, const char 
 		at->n = (int)a->n_strings;
 		if (!(at->strings = tbc_arena_array(ar, a->n_strings ? a->n_strings : 1, sizeof *at->strings))) break;
 		for (size_t i = 0; i < a->n_strings; i++)
-			if (!(at->strings[i] = tbc_arena_strndup(ar, (const char *)a->strings[i].data, a->strings[i].len)))
+			if (!(at->strings[i] = bytes_dup(ar, a->strings[i])))
 				goto oom;
 		return true;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:

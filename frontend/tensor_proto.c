@@ -10,29 +10,53 @@
 
 #include "frontend.h"
 
-static bool is_packed4(tbc_dtype dt) { return dt == TBC_DT_I4 || dt == TBC_DT_U4 || dt == TBC_DT_F4E2M1; }
+/* ONNX numbers of uint2/int2 (IR version 12), newer than some of our headers. */
+#define ONNX_DT_UINT2 25
+#define ONNX_DT_INT2 26
+
+/* Bits per element of the sub-byte types, packed low bits first; 0 for the
+ * byte-sized ones. */
+static int packed_bits(tbc_dtype dt) {
+	if (dt == TBC_DT_I4 || dt == TBC_DT_U4 || dt == TBC_DT_F4E2M1) return 4;
+	if ((int)dt == ONNX_DT_UINT2 || (int)dt == ONNX_DT_INT2) return 2;
+	return 0;
+}
+
+static bool is_packed(tbc_dtype dt) { return packed_bits(dt) != 0; }
 
 /* Bytes the raw encoding of numel elements of dt takes. */
 static uint64_t raw_bytes(tbc_dtype dt, int64_t numel) {
-	if (is_packed4(dt)) return ((uint64_t)numel + 1) / 2;
+	int bits = packed_bits(dt);
+	if (bits) {
+		uint64_t per = (uint64_t)(8 / bits);
+		return (uint64_t)numel / per + ((uint64_t)numel % per != 0);
+	}
 	return (uint64_t)numel * tbc_dtype_size(dt);
 }
 
-static void unpack4(tbc_dtype dt, const uint8_t *src, uint8_t *dst, int64_t numel) {
-	for (int64_t i = 0; i < numel; i++) {
-		uint8_t nib = (uint8_t)((src[i / 2] >> (4 * (i % 2))) & 0xF);
-		if (dt == TBC_DT_I4)
-			dst[i] = (uint8_t)(int8_t)((int8_t)(nib << 4) >> 4);
-		else
-			dst[i] = nib;
+/* Element i of packed sub-byte data, sign-extended for the signed types. */
+static uint8_t packed_elem(tbc_dtype dt, uint8_t byte_of_i, int64_t i) {
+	int bits = packed_bits(dt), per = 8 / bits;
+	uint8_t mask = (uint8_t)((1u << bits) - 1);
+	uint8_t v = (uint8_t)((byte_of_i >> (bits * (int)(i % per))) & mask);
+	if (dt == TBC_DT_I4 || (int)dt == ONNX_DT_INT2) {
+		int shift = 8 - bits;
+		return (uint8_t)(int8_t)((int8_t)(uint8_t)(v << shift) >> shift);
 	}
+	return v;
+}
+
+static void unpack4(tbc_dtype dt, const uint8_t *src, uint8_t *dst, int64_t numel) {
+	int per = 8 / packed_bits(dt);
+	for (int64_t i = 0; i < numel; i++) dst[i] = packed_elem(dt, src[i / per], i);
 }
 
 static void decode_raw(tbc_tensor *t, const uint8_t *src) {
-	if (is_packed4(t->dtype)) {
+	if (is_packed(t->dtype)) {
 		unpack4(t->dtype, src, t->data, t->numel);
 		return;
 	}
+	if (!t->numel) return; /* src may be NULL */
 	memcpy(t->data, src, (size_t)t->numel * tbc_dtype_size(t->dtype));
 	if (t->dtype == TBC_DT_BOOL)
 		for (int64_t i = 0; i < t->numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
@@ -52,7 +76,7 @@ static const char *typed_field(const Onnx__TensorProto *tp, tbc_dtype dt, int64_
 	case TBC_DT_U64: *have = tp->n_uint64_data; return "uint64_data";
 	default:
 		*have = tp->n_int32_data;
-		if (is_packed4(dt)) *want = ((uint64_t)n + 1) / 2;
+		if (is_packed(dt)) *want = raw_bytes(dt, n);
 		return "int32_data";
 	}
 }
@@ -74,15 +98,12 @@ static void decode_typed(const Onnx__TensorProto *tp, tbc_tensor *t) {
 		case TBC_DT_F16:
 		case TBC_DT_BF16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
 		case TBC_DT_BOOL: d8[i] = tp->int32_data[i] != 0; break;
-		case TBC_DT_I4:
-		case TBC_DT_U4:
-		case TBC_DT_F4E2M1: {
-			uint8_t byte = (uint8_t)tp->int32_data[i / 2];
-			uint8_t nib = (uint8_t)((byte >> (4 * (i % 2))) & 0xF);
-			d8[i] = dt == TBC_DT_I4 ? (uint8_t)(int8_t)((int8_t)(nib << 4) >> 4) : nib;
+		default:
+			if (is_packed(dt))
+				d8[i] = packed_elem(dt, (uint8_t)tp->int32_data[i / (8 / packed_bits(dt))], i);
+			else
+				d8[i] = (uint8_t)tp->int32_data[i]; /* int8, uint8, float8 */
 			break;
-		}
-		default: d8[i] = (uint8_t)tp->int32_data[i]; break; /* int8, uint8, float8 */
 		}
 	}
 }
@@ -127,7 +148,7 @@ tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_
 	tbc_code rc = TBC_OK;
 	size_t es = tbc_dtype_size(dt);
 	if (is_raw) {
-		bool fits = is_packed4(dt) || (uint64_t)numel <= UINT64_MAX / es;
+		bool fits = is_packed(dt) || (uint64_t)numel <= UINT64_MAX / es;
 		uint64_t want = fits ? raw_bytes(dt, numel) : 0;
 		if (!fits || raw_len != want) {
 			rc = ERR(TBC_ERR_INVALID_MODEL, "%s has %zu bytes, the shape (%lld elements of %s) needs %llu",
