@@ -187,8 +187,9 @@ bool tbc_shape_Loop(tbc_infer *cx, tbc_op *op) {
 			free(cin), free(cout), free(free_in);
 			return tbc_infer_error(cx, op, "loop-carried input %d is missing", i);
 		}
-		free_in[i] = !declared(bv);
-		if (free_in[i]) bv->type = *init;
+		/* A declared type is kept unless the body itself contradicts it. */
+		free_in[i] = true;
+		if (!declared(bv)) bv->type = *init;
 		cin[i] = 2 + i;
 		cout[i] = 1 + i;
 	}
@@ -410,8 +411,8 @@ bool tbc_shape_Scan(tbc_infer *cx, tbc_op *op) {
 			drop_dim(init, 0, &bt);
 		}
 		tbc_value *bv = body->inputs[i];
-		free_in[i] = !declared(bv);
-		if (free_in[i]) bv->type = bt;
+		free_in[i] = true;
+		if (!declared(bv)) bv->type = bt;
 		cin[i] = i, cout[i] = i;
 	}
 	for (int i = 0; i < c.n_scan; i++) {
