@@ -82,6 +82,21 @@ static tbc_op *new_before(canon *c, tbc_opcode code, int n_in, tbc_value *const 
 	return o;
 }
 
+/* Adds a STRING attribute (tbc_op_add_attr moves the attribute array, so
+ * each one is filled in before the next is added). */
+static bool set_string(canon *c, const char *name, const char *value) {
+	tbc_attr *a = tbc_op_add_attr(c->op, name, TBC_ATTR_STRING);
+	if (!a || !(a->s = tbc_arena_strdup(c->op->graph->module->arena, value))) return oom(c);
+	a->s_len = strlen(value);
+	return true;
+}
+
+static bool set_int(tbc_op *op, const char *name, int64_t value) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INT);
+	if (a) a->i = value;
+	return a != NULL;
+}
+
 static bool ensure_inputs(canon *c, int n) {
 	if (c->op->n_inputs >= n) return true;
 	return tbc_op_resize_inputs(c->op, n) || oom(c);
@@ -281,19 +296,10 @@ static bool canon_resize(canon *c, bool upsample) {
 		char m[16];
 		snprintf(m, sizeof m, "%s", mode);
 		tbc_op_remove_attr(op, "mode");
-		tbc_attr *a = tbc_op_add_attr(op, "mode", TBC_ATTR_STRING);
-		tbc_attr *ct = a ? tbc_op_add_attr(op, "coordinate_transformation_mode", TBC_ATTR_STRING) : NULL;
-		tbc_attr *nm = ct ? tbc_op_add_attr(op, "nearest_mode", TBC_ATTR_STRING) : NULL;
-		if (!nm) return oom(c);
-		tbc_arena *ar = op->graph->module->arena;
-		a->s = tbc_arena_strdup(ar, m);
-		ct->s = "asymmetric";
-		nm->s = "floor";
-		a->s_len = strlen(m);
-		ct->s_len = strlen(ct->s);
-		nm->s_len = strlen(nm->s);
-		if (!a->s) return oom(c);
-		return true;
+		tbc_op_remove_attr(op, "coordinate_transformation_mode");
+		tbc_op_remove_attr(op, "nearest_mode");
+		return set_string(c, "mode", m) && set_string(c, "coordinate_transformation_mode", "asymmetric") &&
+		       set_string(c, "nearest_mode", "floor");
 	}
 	/* Opset 11-12 require roi and scales; empty constants mean "absent". */
 	for (int i = 1; i < op->n_inputs && i < 3; i++) {
@@ -340,10 +346,7 @@ static bool canon_groupnorm(canon *c) {
 	tbc_value *x = op->inputs[0];
 	tbc_op *shape = new_before(c, TBC_OP_Shape, 1, &x, 1);
 	if (!shape) return oom(c);
-	tbc_attr *a = tbc_op_add_attr(shape, "start", TBC_ATTR_INT), *b = tbc_op_add_attr(shape, "end", TBC_ATTR_INT);
-	if (!a || !b) return oom(c);
-	a->i = 1;
-	b->i = 2;
+	if (!set_int(shape, "start", 1) || !set_int(shape, "end", 2)) return oom(c);
 	int64_t gv = g, g1[2] = {g, 1}, minus1 = -1;
 	tbc_value *gk = const_i64s(c, &gv, 1);
 	tbc_value *in[2] = {shape->outputs[0], gk};

@@ -69,10 +69,12 @@ static bool check_header(tbc_fe *cx, const Onnx__ModelProto *mp) {
 		const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
 		if (is_onnx_domain(tbc_fe_str(o->domain))) opset = o->has_version ? o->version : -1;
 	}
-	if (opset < 0)
+	/* A model of other domains only (ai.onnx.ml, training) needs no ai.onnx
+	 * opset; a node of the ai.onnx domain then reports the missing import. */
+	if (opset < 0 && !mp->n_opset_import)
 		return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL,
 				  "the model has no opset_import for the ai.onnx domain");
-	if (opset < TBC_MIN_OPSET || opset > TBC_MAX_OPSET)
+	if (opset >= 0 && (opset < TBC_MIN_OPSET || opset > TBC_MAX_OPSET))
 		return TBC_FE_ERR(cx, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, "ai.onnx opset %lld is not supported (%d to %d)",
 				  (long long)opset, TBC_MIN_OPSET, TBC_MAX_OPSET);
 	if (!mp->graph) return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL, "the model has no graph");

@@ -203,6 +203,9 @@ static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const c
 	 * input is always required. */
 	if (op->code != TBC_OP_Loop && op->n_inputs > 0 && !op->inputs[0])
 		return NERR(TBC_ERR_INVALID_MODEL, "required input 0 is missing");
+	/* Only optional outputs may be omitted (""): the first min_outputs are required. */
+	for (int i = 0; i < oi->min_outputs && i < op->n_outputs; i++)
+		if (!op->outputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required output %d is omitted", i);
 	return true;
 }
 
@@ -216,6 +219,7 @@ bool tbc_fe_import_node(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 	if (fn) return tbc_fe_inline_call(cx, g, scope, n, fn);
 	if (!is_onnx_domain(domain))
 		return NERR(TBC_ERR_UNSUPPORTED, "domain '%s' is not supported (only ai.onnx)", domain);
+	if (cx->opset < 0) return NERR(TBC_ERR_INVALID_MODEL, "the model has no opset_import for the ai.onnx domain");
 
 	tbc_fe_attr_ref *attrs = NULL;
 	size_t n_attrs = 0;
