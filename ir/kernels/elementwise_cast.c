@@ -2,6 +2,7 @@
  * Dropout (an identity at inference).  The scalar conversions themselves are
  * in ir/dtype.c; here is which one applies to a pair of types. */
 #include "elementwise.h"
+#include "rng_mt19937.h"
 
 /* ---- Cast ------------------------------------------------------------------*/
 typedef struct cast_mode {
@@ -130,8 +131,21 @@ bool tbc_shape_BitCast(tbc_infer *cx, tbc_op *op) {
 
 /* ---- Dropout(data, ratio, training_mode) -> (output, mask) ----------------
  * At inference (training_mode absent or false) and with ratio 0 it is the
- * identity with an all-true mask.  Training with ratio > 0 draws random
- * numbers, which the reference interpreter does not do. */
+ * identity with an all-true mask.  In training it does what ONNX's reference
+ * implementation does (onnx/reference/ops/op_dropout.py):
+ *   mask = RandomState(seed).uniform(0, 1, shape) >= ratio
+ *   output = mask * data * (1 / (1 - ratio))
+ * with numpy's legacy MT19937 reproduced bit for bit (rng_mt19937.c), elements
+ * drawn in row-major order.  Without a seed attribute the seed is 0, so runs
+ * are reproducible (docs/decisions.md); a seed outside [0, 2^32) is taken
+ * modulo 2^32 (numpy refuses such seeds).  The scale is rounded to the ratio's
+ * type, as numpy computes it in that type. */
+static double round_to(tbc_dtype dt, double v) {
+	uint64_t buf = 0;
+	tbc_store_f64(dt, &buf, 0, v);
+	return tbc_load_f64(dt, &buf, 0);
+}
+
 int tbc_interp_Dropout(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *in, tbc_tensor **out) {
 	const tbc_tensor *x = in[0];
 	const tbc_tensor *ratio = op->n_inputs > 1 ? in[1] : NULL;
@@ -144,22 +158,42 @@ int tbc_interp_Dropout(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const
 	if (training && training->numel != 1) return tbc_interp_error(ip, op, "training_mode must be a scalar");
 	bool train = training && tbc_get_i64(training, 0) != 0;
 	if (train && !(r >= 0 && r < 1)) return tbc_interp_error(ip, op, "ratio must be in [0, 1), it is %g", r);
-	if (train && r != 0) {
-		tbc_diags_op(ip->diags, TBC_ERR_UNSUPPORTED, op,
-			     "Dropout in training mode with ratio %g is random; the interpreter does not run it", r);
-		return -1;
+	bool want_mask = op->n_outputs > 1 && op->outputs[1];
+	if (!train || r == 0) {
+		tbc_tensor *y = tbc_tensor_clone(x);
+		if (!y) return tbc_interp_error(ip, op, "out of memory");
+		if (want_mask) {
+			tbc_tensor *mask = tbc_interp_new(ip, op, TBC_DT_BOOL, x->rank, x->dims);
+			if (!mask) {
+				tbc_tensor_destroy(y);
+				return -1;
+			}
+			memset(mask->data, 1, (size_t)mask->numel);
+			out[1] = mask;
+		}
+		out[0] = y;
+		return 0;
 	}
-	tbc_tensor *y = tbc_tensor_clone(x);
-	if (!y) return tbc_interp_error(ip, op, "out of memory");
-	if (op->n_outputs > 1 && op->outputs[1]) {
-		tbc_tensor *mask = tbc_interp_new(ip, op, TBC_DT_BOOL, x->rank, x->dims);
+	double scale = ratio ? round_to(ratio->dtype, 1.0 / round_to(ratio->dtype, 1.0 - r)) : 1.0 / (1.0 - r);
+	tbc_tensor *y = tbc_interp_new(ip, op, x->dtype, x->rank, x->dims);
+	if (!y) return -1;
+	tbc_tensor *mask = NULL;
+	if (want_mask) {
+		mask = tbc_interp_new(ip, op, TBC_DT_BOOL, x->rank, x->dims);
 		if (!mask) {
 			tbc_tensor_destroy(y);
 			return -1;
 		}
-		memset(mask->data, 1, (size_t)mask->numel);
-		out[1] = mask;
 	}
+	tbc_mt19937 mt;
+	tbc_mt19937_seed(&mt, (uint32_t)tbc_attr_int(op, "seed", 0));
+	for (int64_t i = 0; i < x->numel; i++) {
+		bool keep = tbc_mt19937_next_double(&mt) >= r;
+		/* numpy multiplies by the mask (0 * -x = -0, 0 * inf = NaN), then scales. */
+		tbc_set_f64(y, i, tbc_get_f64(x, i) * (keep ? 1.0 : 0.0) * scale);
+		if (mask) ((uint8_t *)mask->data)[i] = keep;
+	}
+	if (mask) out[1] = mask;
 	out[0] = y;
 	return 0;
 }
