@@ -92,8 +92,13 @@ static bool ein_parse(const char *equation, int n_in, const int *ranks, ein_spec
 				for (int j = 0; j < ell[k]; j++) s->label[k][d++] = s->ell_rank - ell[k] + j;
 				q += 2;
 			} else {
-				count[letter_code(*q)]++;
-				s->label[k][d++] = s->ell_rank + letter_code(*q);
+				int c = letter_code(*q);
+				if (c < 0) {
+					snprintf(err, errsz, "'%c' is not a subscript letter", *q);
+					return false;
+				}
+				count[c]++;
+				s->label[k][d++] = s->ell_rank + c;
 			}
 		}
 		for (d = 0; d < ranks[k]; d++) s->used[s->label[k][d]] = true;
