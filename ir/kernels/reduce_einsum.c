@@ -225,6 +225,8 @@ int tbc_interp_Einsum(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 		if (in_out[l]) continue;
 		sum_l[n_sum] = l;
 		sum_dims[n_sum++] = size[l];
+		if (size[l] && sum_total > ((int64_t)1 << 50) / size[l])
+			return tbc_interp_error(ip, op, "equation '%s' sums over too many terms for the interpreter", eq);
 		sum_total *= size[l];
 	}
 	tbc_tensor *y = tbc_interp_new(ip, op, in[0]->dtype, s.out_rank, odims);
