@@ -191,6 +191,17 @@ typedef struct printer {
 	int graph_depth;
 } printer;
 
+/* A broken op list (a pass linked it into a loop) must not hang a dump. */
+static bool ops_loop(const tbc_graph *g) {
+	const tbc_op *slow = g->first, *fast = g->first;
+	while (fast && fast->next) {
+		slow = slow->next;
+		fast = fast->next->next;
+		if (slow == fast) return true;
+	}
+	return false;
+}
+
 static void collect_names(printer *p, const tbc_graph *g, int depth);
 
 static void collect_value(printer *p, const tbc_value *v) {
@@ -208,7 +219,7 @@ static void collect_attrs(printer *p, const tbc_op *op, int depth) {
 }
 
 static void collect_names(printer *p, const tbc_graph *g, int depth) {
-	if (depth > TBC_MAX_SUBGRAPH_DEPTH) return;
+	if (depth > TBC_MAX_SUBGRAPH_DEPTH || ops_loop(g)) return;
 	for (int i = 0; i < g->n_inputs; i++) collect_value(p, g->inputs[i]);
 	for (int i = 0; i < g->n_consts; i++) collect_value(p, g->consts[i]);
 	for (const tbc_op *op = g->first; op; op = op->next) {
@@ -280,7 +291,7 @@ static void leave_scope(printer *p, const tbc_value *v) {
 /* Names values in print order, mirroring the parser's scopes: a subgraph
  * sees what was defined before its op, and its own names vanish after it. */
 static void name_graph(printer *p, const tbc_graph *g, int depth) {
-	if (depth > TBC_MAX_SUBGRAPH_DEPTH) return;
+	if (depth > TBC_MAX_SUBGRAPH_DEPTH || ops_loop(g)) return;
 	for (int i = 0; i < g->n_inputs; i++) {
 		name_value(p, g->inputs[i]);
 		enter_scope(p, g->inputs[i]);
@@ -413,6 +424,11 @@ static bool format_elem(const tbc_tensor *t, size_t i, char *out, size_t size) {
 		if (isnan(v) || isinf(v)) {
 			snprintf(out, size, isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
 			return CHECK();
+		}
+		/* Whole numbers read better whole: 65504, not 6.55e+04. */
+		if (v == floor(v) && fabs(v) < 1e9 && !(v == 0 && signbit(v))) {
+			snprintf(out, size, "%.0f", v);
+			if (CHECK()) return true;
 		}
 		for (int prec = 1; prec <= 17; prec++) {
 			snprintf(out, size, "%.*g", prec, v);
@@ -628,8 +644,12 @@ static void print_graph(printer *p, const tbc_graph *g, int depth) {
 		else puts_(b, "<no data>");
 		put(b, "\n", 1);
 	}
-	size_t guard = 0;
-	for (const tbc_op *op = g->first; op && guard < 100000000; op = op->next, guard++) print_op(p, op, depth + 1);
+	if (ops_loop(g)) {
+		indent(b, depth + 1);
+		puts_(b, "# the op list loops\n");
+	} else {
+		for (const tbc_op *op = g->first; op; op = op->next) print_op(p, op, depth + 1);
+	}
 	indent(b, depth + 1);
 	puts_(b, "return");
 	for (int i = 0; i < g->n_outputs; i++) {

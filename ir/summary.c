@@ -25,8 +25,18 @@ static int elem_bits(tbc_dtype dt) {
 	}
 }
 
+static bool ops_loop(const tbc_graph *g) {
+	const tbc_op *slow = g->first, *fast = g->first;
+	while (fast && fast->next) {
+		slow = slow->next;
+		fast = fast->next->next;
+		if (slow == fast) return true;
+	}
+	return false;
+}
+
 static void count_graph(stats *s, const tbc_graph *g, int depth) {
-	if (!g || depth > TBC_MAX_SUBGRAPH_DEPTH) return;
+	if (!g || depth > TBC_MAX_SUBGRAPH_DEPTH || ops_loop(g)) return;
 	for (int i = 0; i < g->n_consts; i++) {
 		const tbc_tensor *t = g->consts[i] ? g->consts[i]->constant : NULL;
 		if (!t) continue;

@@ -224,9 +224,9 @@ static void check_const(verifier *V, const tbc_value *v) {
 }
 
 static void check_uses(verifier *V, const tbc_value *v) {
-	uint32_t want = V->uses[v->id], n = 0;
+	uint32_t want = V->uses[v->id], n = 0, limit = want + 64; /* a bound, in case the list loops */
 	for (const tbc_use *u = v->uses; u; u = u->next) {
-		if (++n > want) break;
+		if (++n > limit) break;
 		if (!u->op || !pset_has(&V->ops, u->op)) {
 			err_value(V, v, "use list names an op that is not in any graph");
 			continue;
@@ -235,8 +235,8 @@ static void check_uses(verifier *V, const tbc_value *v) {
 			err_value(V, v, "use list entry (input %d of %s) does not match the op's inputs", u->index,
 				  (unsigned)u->op->code < TBC_OP_COUNT ? tbc_ops[u->op->code].name : "?");
 	}
-	if (n != want) err_value(V, v, "use list has %s%" PRIu32 " entries but the value is an input %" PRIu32 " times",
-				 n > want ? "more than " : "", n > want ? want : n, want);
+	if (n > limit) err_value(V, v, "use list has more than %" PRIu32 " entries but the value is an input %" PRIu32 " times", limit, want);
+	else if (n != want) err_value(V, v, "use list has %" PRIu32 " entries but the value is an input %" PRIu32 " times", n, want);
 }
 
 static void define(verifier *V, const tbc_value *v, const tbc_graph *g, tbc_value_kind kind, const tbc_op *op, int index) {
