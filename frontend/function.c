@@ -22,6 +22,24 @@ static int64_t onnx_opset_of(Onnx__OperatorSetIdProto *const *ops, size_t n, int
 	return dflt;
 }
 
+/* protobuf-c keeps an unknown length-delimited field with its length varint
+ * in front; the pre-scan has checked the bytes, we check them again. */
+static bool skip_length_prefix(const ProtobufCMessageUnknownField *u, const uint8_t **body, size_t *len) {
+	uint64_t n = 0;
+	size_t i = 0;
+	for (int shift = 0; i < u->len && shift < 64; shift += 7) {
+		uint8_t b = u->data[i++];
+		n |= (uint64_t)(b & 0x7F) << shift;
+		if (!(b & 0x80)) {
+			if (n != u->len - i) return false;
+			*body = u->data + i;
+			*len = (size_t)n;
+			return true;
+		}
+	}
+	return false;
+}
+
 bool tbc_fe_functions_init(tbc_fe *cx, const Onnx__ModelProto *mp) {
 	if (!mp->n_functions) return true;
 	cx->functions = calloc(mp->n_functions, sizeof *cx->functions);
@@ -42,9 +60,11 @@ bool tbc_fe_functions_init(tbc_fe *cx, const Onnx__ModelProto *mp) {
 		for (unsigned k = 0; k < base->n_unknown_fields; k++) {
 			const ProtobufCMessageUnknownField *u = &base->unknown_fields[k];
 			if (u->tag != FUNCTION_ATTRIBUTE_PROTO_FIELD) continue;
-			Onnx__AttributeProto *a = u->wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED
-							  ? onnx__attribute_proto__unpack(NULL, u->len, u->data)
-							  : NULL;
+			Onnx__AttributeProto *a = NULL;
+			const uint8_t *body;
+			size_t len;
+			if (u->wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED && skip_length_prefix(u, &body, &len))
+				a = onnx__attribute_proto__unpack(NULL, len, body);
 			if (!a)
 				return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL,
 						  "function '%s' has a malformed default attribute", tbc_fe_str(fp->name));

@@ -1,24 +1,20 @@
-/* TensorProto decoding: every numeric dtype, from raw_data (little-endian,
- * 4-bit types packed two per byte, low nibble first), from the typed fields
- * (int32_data also carries the bit patterns of the narrow types), or from
- * external data.  The data must match the shape exactly: a tensor that
- * declares more (or fewer) elements than it carries is rejected before any
- * allocation, so a hostile model cannot make us allocate what it does not
- * contain. */
+/* TensorProto decoding: every numeric dtype, from raw_data (little-endian;
+ * 4-bit types packed two per byte and 2-bit types four per byte, low bits
+ * first), from the typed fields (int32_data also carries the bit patterns of
+ * the narrow types), or from external data.  The data must match the shape
+ * exactly: a tensor that declares more (or fewer) elements than it carries is
+ * rejected before any allocation, so a hostile model cannot make us allocate
+ * what it does not contain. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend.h"
 
-/* ONNX numbers of uint2/int2 (IR version 12), newer than some of our headers. */
-#define ONNX_DT_UINT2 25
-#define ONNX_DT_INT2 26
-
 /* Bits per element of the sub-byte types, packed low bits first; 0 for the
  * byte-sized ones. */
 static int packed_bits(tbc_dtype dt) {
 	if (dt == TBC_DT_I4 || dt == TBC_DT_U4 || dt == TBC_DT_F4E2M1) return 4;
-	if ((int)dt == ONNX_DT_UINT2 || (int)dt == ONNX_DT_INT2) return 2;
+	if (dt == TBC_DT_U2 || dt == TBC_DT_I2) return 2;
 	return 0;
 }
 
@@ -39,7 +35,7 @@ static uint8_t packed_elem(tbc_dtype dt, uint8_t byte_of_i, int64_t i) {
 	int bits = packed_bits(dt), per = 8 / bits;
 	uint8_t mask = (uint8_t)((1u << bits) - 1);
 	uint8_t v = (uint8_t)((byte_of_i >> (bits * (int)(i % per))) & mask);
-	if (dt == TBC_DT_I4 || (int)dt == ONNX_DT_INT2) {
+	if (dt == TBC_DT_I4 || dt == TBC_DT_I2) {
 		int shift = 8 - bits;
 		return (uint8_t)(int8_t)((int8_t)(uint8_t)(v << shift) >> shift);
 	}

@@ -1,7 +1,7 @@
 /* Tensor files: .npy (NumPy format versions 1-3, little-endian, C order) and
  * ONNX TensorProto .pb files in; .npy out.  Types NumPy has no dtype for are
  * written widened (docs/limits.md): bfloat16, float8 and float4 as float32,
- * int4/uint4 as int8/uint8. */
+ * int4/int2 as int8, uint4/uint2 as uint8. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,9 +169,11 @@ static const char *npy_descr(tbc_dtype dt, bool *widen) {
 	case TBC_DT_F64: return "<f8";
 	case TBC_DT_F16: return "<f2";
 	case TBC_DT_I8:
-	case TBC_DT_I4: return "|i1";
+	case TBC_DT_I4:
+	case TBC_DT_I2: return "|i1";
 	case TBC_DT_U8:
-	case TBC_DT_U4: return "|u1";
+	case TBC_DT_U4:
+	case TBC_DT_U2: return "|u1";
 	case TBC_DT_I16: return "<i2";
 	case TBC_DT_U16: return "<u2";
 	case TBC_DT_I32: return "<i4";
@@ -184,6 +186,7 @@ static const char *npy_descr(tbc_dtype dt, bool *widen) {
 	case TBC_DT_F8E4M3FNUZ:
 	case TBC_DT_F8E5M2:
 	case TBC_DT_F8E5M2FNUZ:
+	case TBC_DT_F8E8M0:
 	case TBC_DT_F4E2M1: *widen = true; return "<f4";
 	default: return NULL;
 	}

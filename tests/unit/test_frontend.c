@@ -112,6 +112,55 @@ static void loop_body_sees_its_inputs_and_canonical_unsqueeze(void **state) {
 	tbc_module_destroy(m);
 }
 
+static const char *corpus(const char *file) {
+	const char *src = getenv("TBC_SOURCE_DIR");
+	static char buf[4096];
+	snprintf(buf, sizeof buf, "%s/tests/malformed/%s", src ? src : ".", file);
+	return buf;
+}
+
+/* Twice(x) = Scale(Scale(x)): Scale's default alpha (2) on the first call,
+ * Twice's beta=3 reaching the second call through ref_attr_name. */
+static void functions_are_inlined_with_attribute_references_and_defaults(void **state) {
+	(void)state;
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = NULL;
+	assert_int_equal(tbc_module_load_onnx(corpus("function_ok.onnx"), d, &m), TBC_OK);
+	int64_t dims[2] = {2, 3};
+	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 2, dims);
+	for (int i = 0; i < 6; i++) ((float *)x->data)[i] = (float)i;
+	tbc_tensor *y = NULL;
+	assert_int_equal(tbc_interpret(m, &x, 1, &y, 1, d), TBC_OK);
+	for (int i = 0; i < 6; i++) assert_true(((float *)y->data)[i] == (float)(i * 6));
+	assert_string_equal(tbc_module_output_name(m, 0), "y");
+	tbc_tensor_destroy(x);
+	tbc_tensor_destroy(y);
+	tbc_module_destroy(m);
+	tbc_diags_destroy(d);
+}
+
+/* The model size limit (2 GiB - 1): one byte past it is refused before
+ * anything is read (a sparse file costs no disk). */
+static void model_one_byte_past_the_size_limit_is_refused(void **state) {
+	(void)state;
+	char path[] = "/tmp/tbc_test_big_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)TBC_MAX_MODEL_BYTES + 1), 0);
+	close(fd);
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = NULL;
+	assert_int_equal(tbc_module_load_onnx(path, d, &m), TBC_ERR_UNSUPPORTED);
+	assert_null(m);
+	assert_non_null(strstr(tbc_diags_get(d, 0)->message, "more than the limit"));
+	tbc_diags_destroy(d);
+	/* In memory, the limit is checked on the size alone. */
+	d = tbc_diags_create();
+	assert_int_equal(tbc_module_load_onnx_memory("", TBC_MAX_MODEL_BYTES + 1, NULL, "big", d, &m), TBC_ERR_UNSUPPORTED);
+	tbc_diags_destroy(d);
+	unlink(path);
+}
+
 /* ---- TensorProto decoding ---- */
 static tbc_tensor *decode(Onnx__TensorProto *tp, tbc_code want) {
 	tbc_diags *d = tbc_diags_create();
@@ -146,6 +195,30 @@ static void int4_raw_data_unpacks_low_nibble_first_and_sign_extends(void **state
 	assert_int_equal(((uint8_t *)t->data)[0], 15);
 	assert_int_equal(((uint8_t *)t->data)[2], 8);
 	tbc_tensor_destroy(t);
+}
+
+static void int2_raw_data_unpacks_four_per_byte_low_bits_first(void **state) {
+	(void)state;
+	Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+	int64_t dims[1] = {5};
+	uint8_t raw[2] = {0xE4, 0x01}; /* 0b11100100: 0, 1, 2 -> -2, 3 -> -1; then 1 */
+	tp.n_dims = 1;
+	tp.dims = dims;
+	tp.has_data_type = 1;
+	tp.data_type = TBC_DT_I2;
+	tp.has_raw_data = 1;
+	tp.raw_data.len = 2;
+	tp.raw_data.data = raw;
+	tbc_tensor *t = decode(&tp, TBC_OK);
+	int8_t *v = t->data;
+	assert_int_equal(v[0], 0);
+	assert_int_equal(v[1], 1);
+	assert_int_equal(v[2], -2);
+	assert_int_equal(v[3], -1);
+	assert_int_equal(v[4], 1);
+	tbc_tensor_destroy(t);
+	tp.raw_data.len = 1; /* 5 elements need 2 bytes */
+	decode(&tp, TBC_ERR_INVALID_MODEL);
 }
 
 static void float16_from_int32_data_keeps_bit_patterns(void **state) {
@@ -261,7 +334,10 @@ int main(void) {
 		cmocka_unit_test(add_imports_inputs_op_and_output),
 		cmocka_unit_test(if_branches_become_subgraphs),
 		cmocka_unit_test(loop_body_sees_its_inputs_and_canonical_unsqueeze),
+		cmocka_unit_test(functions_are_inlined_with_attribute_references_and_defaults),
+		cmocka_unit_test(model_one_byte_past_the_size_limit_is_refused),
 		cmocka_unit_test(int4_raw_data_unpacks_low_nibble_first_and_sign_extends),
+		cmocka_unit_test(int2_raw_data_unpacks_four_per_byte_low_bits_first),
 		cmocka_unit_test(float16_from_int32_data_keeps_bit_patterns),
 		cmocka_unit_test(uint32_from_uint64_data),
 		cmocka_unit_test(raw_data_shorter_than_shape_is_rejected),
