@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Real models end to end: a ResNet-50 (224x224) and a transformer encoder block,
+# run by `tbc run` on the interpreter and compared with onnxruntime.
+# usage: interp_vs_onnxruntime.sh TBC PYTHON SOURCE_DIR WORK_DIR
+set -euo pipefail
+tbc=$1 py=$2 src=$3 work=$4
+mkdir -p "$work"
+[ -f "$work/resnet50.onnx" ] && [ -f "$work/transformer.onnx" ] || "$py" "$src/bench/make_models.py" "$work" >/dev/null
+"$tbc" run "$work/resnet50.onnx" --input image="$work/resnet50.image.npy" --output-dir "$work/out-resnet50" >/dev/null
+"$py" "$src/examples/compare_with_onnxruntime.py" "$work/resnet50.onnx" image="$work/resnet50.image.npy" "$work/out-resnet50"
+"$tbc" run "$work/transformer.onnx" --input x="$work/transformer.x.npy" --output-dir "$work/out-transformer" >/dev/null
+"$py" "$src/examples/compare_with_onnxruntime.py" "$work/transformer.onnx" x="$work/transformer.x.npy" "$work/out-transformer"
