@@ -165,6 +165,30 @@ static void fresh_dim_counter_skips_dims_named_in_the_text(void **state) {
 	tbc_diags_destroy(d);
 }
 
+/* The example in docs/ir.md is what the printer prints. */
+static void docs_example_is_canonical(void **state) {
+	(void)state;
+	const char *src = getenv("TBC_SOURCE_DIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/docs/ir.md", src ? src : ".");
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		print_message("no %s: skipped\n", path);
+		skip();
+	}
+	static char doc[1 << 16];
+	size_t n = fread(doc, 1, sizeof doc - 1, f);
+	fclose(f);
+	doc[n] = 0;
+	char *start = strstr(doc, "## Example\n\n```\n");
+	assert_non_null(start);
+	start += strlen("## Example\n\n```\n");
+	char *end = strstr(start, "```");
+	assert_non_null(end);
+	*end = 0;
+	assert_canonical(start);
+}
+
 /* ---- A module built with every feature ---- */
 
 static tbc_type ty(tbc_dtype dt, int rank, const int64_t *dims) {
@@ -636,6 +660,7 @@ int main(void) {
 		cmocka_unit_test(parser_accepts_comments_spacing_and_no_header),
 		cmocka_unit_test(unnamed_values_are_numbered_in_print_order),
 		cmocka_unit_test(fresh_dim_counter_skips_dims_named_in_the_text),
+		cmocka_unit_test(docs_example_is_canonical),
 		cmocka_unit_test(built_module_round_trips_and_verifies),
 		cmocka_unit_test(float_attributes_read_back_to_the_same_double),
 		cmocka_unit_test(large_constants_print_as_hex_and_small_ones_readable),
