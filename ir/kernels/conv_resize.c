@@ -136,25 +136,28 @@ bool tbc_shape_Resize(tbc_infer *cx, tbc_op *op) {
 		return tbc_infer_error(cx, op, "%s has %lld values for %d axes", has_sizes ? "sizes" : "scales",
 				       (long long)vt->dims[0].size, c.n_axes);
 	const tbc_tensor *v = tbc_input_const(op, vi);
-	bool known = v != NULL;
+	if (v && v->numel != c.n_axes) return tbc_infer_error(cx, op, "scales/sizes must hold one value per axis");
 	int64_t in[TBC_MAX_RANK], out[TBC_MAX_RANK];
+	double sc[TBC_MAX_RANK], scale[TBC_MAX_RANK];
+	int64_t sz[TBC_MAX_RANK];
+	bool all_in = true;
 	for (int d = 0; d < x->rank; d++) in[d] = x->dims[d].sym ? -1 : x->dims[d].size;
-	for (int i = 0; i < c.n_axes; i++) known = known && in[c.axes[i]] >= 0;
-	if (known) {
-		if (v->numel != c.n_axes) return tbc_infer_error(cx, op, "scales/sizes must hold one value per axis");
-		double sc[TBC_MAX_RANK], scale[TBC_MAX_RANK];
-		int64_t sz[TBC_MAX_RANK];
+	for (int i = 0; i < c.n_axes; i++) all_in = all_in && in[c.axes[i]] >= 0;
+	if (v) {
+		int64_t in2[TBC_MAX_RANK];
 		for (int i = 0; i < c.n_axes; i++) {
 			sc[i] = tbc_get_f64(v, i);
 			sz[i] = tbc_get_i64(v, i);
 		}
-		int64_t in2[TBC_MAX_RANK];
 		for (int d = 0; d < x->rank; d++) in2[d] = in[d] < 0 ? 1 : in[d];
 		if ((err = resize_out_dims(&c, in2, sc, has_sizes ? sz : NULL, out, scale))) return tbc_infer_error(cx, op, "%s", err);
 	}
 	for (int i = 0; i < c.n_axes; i++) {
 		int a = c.axes[i];
-		y.dims[a] = known ? (tbc_dim){out[a], NULL} : tbc_module_fresh_dim(cx->module);
+		bool stat = v && (has_sizes ? c.policy == KA_STRETCH || all_in : in[a] >= 0);
+		if (stat) y.dims[a] = (tbc_dim){out[a], NULL};
+		else if (v && !has_sizes && sc[i] == 1.0) y.dims[a] = x->dims[a]; /* floor(d * 1) == d */
+		else y.dims[a] = tbc_module_fresh_dim(cx->module);
 	}
 	op->outputs[0]->type = y;
 	return true;

@@ -169,6 +169,7 @@ int tbc_interp_GridSample(tbc_interp *ip, const tbc_op *op, const tbc_tensor *co
 				tbc_set_f64(y, (n * C + c) * osz + ol, acc);
 			}
 		}
+#undef RP
 	free(xd);
 	out[0] = y;
 	return 0;
@@ -301,17 +302,23 @@ int tbc_interp_RoiAlign(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 		tbc_tensor_destroy(y);
 		return tbc_interp_error(ip, op, "out of memory");
 	}
-	double off = half_pixel ? 0.5 : 0.0;
+	/* The region geometry is computed in the rois' precision, as the
+	 * reference does (it decides the sampling grid through ceil). */
+	bool wide = rois->dtype == TBC_DT_F64;
+#define RP(v) (wide ? (double)(v) : (double)(float)(v))
+	double off = half_pixel ? 0.5 : 0.0, fscale = RP(scale);
 	for (int64_t r = 0; r < R; r++) {
-		double sw = tbc_get_f64(rois, r * 4 + 0) * scale - off, sh = tbc_get_f64(rois, r * 4 + 1) * scale - off;
-		double ew = tbc_get_f64(rois, r * 4 + 2) * scale - off, eh = tbc_get_f64(rois, r * 4 + 3) * scale - off;
-		double rw = ew - sw, rh = eh - sh;
+		double sw = RP(RP(tbc_get_f64(rois, r * 4 + 0) * fscale) - off);
+		double sh = RP(RP(tbc_get_f64(rois, r * 4 + 1) * fscale) - off);
+		double ew = RP(RP(tbc_get_f64(rois, r * 4 + 2) * fscale) - off);
+		double eh = RP(RP(tbc_get_f64(rois, r * 4 + 3) * fscale) - off);
+		double rw = RP(ew - sw), rh = RP(eh - sh);
 		if (!half_pixel) {
 			rw = fmax(rw, 1.0);
 			rh = fmax(rh, 1.0);
 		}
-		double bh = rh / (double)PH, bw = rw / (double)PW;
-		double gh_d = ratio > 0 ? (double)ratio : ceil(rh / (double)PH), gw_d = ratio > 0 ? (double)ratio : ceil(rw / (double)PW);
+		double bh = RP(rh / (double)PH), bw = RP(rw / (double)PW);
+		double gh_d = ratio > 0 ? (double)ratio : ceil(RP(rh / (double)PH)), gw_d = ratio > 0 ? (double)ratio : ceil(RP(rw / (double)PW));
 		if (!(gh_d >= 0 && gh_d < 1e6 && gw_d >= 0 && gw_d < 1e6)) {
 			free(xd);
 			tbc_tensor_destroy(y);
@@ -326,9 +333,9 @@ int tbc_interp_RoiAlign(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 					double acc = 0.0;
 					bool have = false;
 					for (int64_t iy = 0; iy < gh; iy++) {
-						double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+						double yy = RP(RP(sh + RP((double)ph * bh)) + RP(RP(((double)iy + 0.5) * bh) / (double)gh));
 						for (int64_t ix = 0; ix < gw; ix++) {
-							double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+							double xx = RP(RP(sw + RP((double)pw * bw)) + RP(RP(((double)ix + 0.5) * bw) / (double)gw));
 							double v1 = 0, v2 = 0, v3 = 0, v4 = 0;
 							if (!(yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W)) {
 								double yv = fmax(yy, 0.0), xv = fmax(xx, 0.0);
@@ -337,7 +344,7 @@ int tbc_interp_RoiAlign(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 								else yh = yl + 1;
 								if (xl >= W - 1) xh = xl = W - 1, xv = (double)xl;
 								else xh = xl + 1;
-								double ly = yv - (double)yl, lx = xv - (double)xl, hy = 1 - ly, hx = 1 - lx;
+								double ly = RP(yv - (double)yl), lx = RP(xv - (double)xl), hy = RP(1 - ly), hx = RP(1 - lx);
 								v1 = hy * hx * plane[yl * W + xl];
 								v2 = hy * lx * plane[yl * W + xh];
 								v3 = ly * hx * plane[yh * W + xl];
@@ -357,6 +364,7 @@ int tbc_interp_RoiAlign(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 				}
 		}
 	}
+#undef RP
 	free(xd);
 	out[0] = y;
 	return 0;

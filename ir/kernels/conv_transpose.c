@@ -66,14 +66,26 @@ static const char *tconv_geom_make(tconv_geom *g, const tbc_op *op, int nsp, con
 			g->out[i] = -1;
 			continue;
 		}
-		if (fixed >= 0) g->out[i] = fixed;
-		else if (same) g->out[i] = in[i] * g->stride[i];
-		else g->out[i] = g->stride[i] * (in[i] - 1) + g->out_pad[i] + eff - g->pad_begin[i] - g->pad_end[i];
-		if (same && in[i] >= 0 && eff >= 0) {
-			int64_t total = g->stride[i] * (in[i] - 1) + g->out_pad[i] + eff - g->out[i];
-			int64_t half = floor_div2(total);
-			g->pad_begin[i] = ap == AUTOPAD_SAME_UPPER ? half : total - half;
-			g->pad_end[i] = ap == AUTOPAD_SAME_UPPER ? total - half : half;
+		int64_t full = in[i] >= 0 && eff >= 0 ? g->stride[i] * (in[i] - 1) + g->out_pad[i] + eff : -1;
+		if (fixed >= 0) {
+			/* output_shape given: the pads follow from it (the spec's
+			 * total_padding, more at the start unless SAME_UPPER). */
+			g->out[i] = fixed;
+			if (full >= 0) {
+				int64_t total = full - fixed, half = floor_div2(total);
+				g->pad_begin[i] = ap == AUTOPAD_SAME_UPPER ? half : total - half;
+				g->pad_end[i] = ap == AUTOPAD_SAME_UPPER ? total - half : half;
+			}
+		} else if (same) {
+			/* out = in * stride, unless that needs negative padding (a
+			 * kernel smaller than the stride): then no padding at all. */
+			int64_t total = full - in[i] * g->stride[i];
+			if (total < 0) total = 0;
+			g->out[i] = full - total;
+			g->pad_begin[i] = ap == AUTOPAD_SAME_UPPER ? total / 2 : total - total / 2;
+			g->pad_end[i] = total - g->pad_begin[i];
+		} else {
+			g->out[i] = full - g->pad_begin[i] - g->pad_end[i];
 		}
 		if (g->out[i] <= 0) return "the output of ConvTranspose would be empty (pads too large)";
 	}
@@ -194,13 +206,13 @@ static int read_shape_input(const tbc_tensor *t, int64_t *v, int max) {
 
 /* Geometry from the attributes; g.in = image dims, g.out = blocks per dim. */
 static const char *col2im_geom(conv_geom *g, const tbc_op *op, int nsp, const int64_t *image, const int64_t *block) {
-	const char *err = conv_geom_read(g, op, nsp, block, true, false);
-	if (err) return err;
 	for (int i = 0; i < nsp; i++) {
 		if (block[i] <= 0) return "block_shape values must be positive";
 		if (image[i] <= 0) return "image_shape values must be positive";
-		g->in[i] = image[i];
 	}
+	const char *err = conv_geom_read(g, op, nsp, block, true, false);
+	if (err) return err;
+	for (int i = 0; i < nsp; i++) g->in[i] = image[i];
 	return conv_geom_resolve(g);
 }
 
