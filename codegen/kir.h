@@ -1,0 +1,130 @@
+/* Kernel IR: the loop-level IR between the graph IR and the targets.
+ *
+ * A kernel is a function over buffers: nests of loops (marked parallel,
+ * vector or sequential) whose bodies load, compute scalars, and store.  It is
+ * target-neutral: the CPU, NVPTX, AMDGPU and OpenCL backends consume the same
+ * kernels and differ only in how they map loops (threads and vectors on a
+ * CPU, grids and blocks on a GPU).
+ *
+ * Conventions every producer and consumer relies on:
+ *  - Buffers are dense, row-major, addressed by a linear element index (an
+ *    index expression).  A buffer's dims are index expressions over the
+ *    kernel's size parameters, so a symbolic batch stays symbolic.
+ *  - Index arithmetic is int64 (KIR_INDEX).  Scalar values have an element
+ *    dtype (tbc_dtype) or KIR_INDEX / bool.  Narrow floats (f16, bf16, f8) are
+ *    loaded and stored in their storage type; arithmetic on them happens in
+ *    f32 after an explicit cast, as the lowering writes it.
+ *  - Parallel loops have independent iterations (no two iterations store to
+ *    the same element, none reads what another stores).  A reduction is a
+ *    sequential loop updating a scalar local inside the parallel nest.
+ *  - Everything lives in the kernel's arena: built once, never freed piecemeal.
+ */
+#ifndef TBC_CODEGEN_KIR_H
+#define TBC_CODEGEN_KIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+#define KIR_INDEX ((tbc_dtype)100) /* int64 index arithmetic */
+
+typedef enum kir_loop_kind {
+	KIR_LOOP_SEQUENTIAL = 0,
+	KIR_LOOP_PARALLEL = 1, /* iterations independent: threads / grid */
+	KIR_LOOP_VECTOR = 2    /* iterations independent and contiguous: SIMD lanes */
+} kir_loop_kind;
+
+typedef enum kir_buffer_role {
+	KIR_BUF_INPUT,  /* a graph input, read only */
+	KIR_BUF_OUTPUT, /* a graph output */
+	KIR_BUF_CONST,  /* weights, read only */
+	KIR_BUF_TEMP    /* an intermediate: placed in the arena by memory planning */
+} kir_buffer_role;
+
+typedef enum kir_unop {
+	KIR_NEG, KIR_ABS, KIR_NOT /* logical for bool, bitwise for ints */, KIR_SQRT, KIR_EXP, KIR_LOG,
+	KIR_SIN, KIR_COS, KIR_TAN, KIR_ASIN, KIR_ACOS, KIR_ATAN, KIR_SINH, KIR_COSH, KIR_TANH,
+	KIR_ASINH, KIR_ACOSH, KIR_ATANH, KIR_ERF, KIR_FLOOR, KIR_CEIL, KIR_ROUND_EVEN, KIR_TRUNC,
+	KIR_ISNAN, KIR_ISINF, KIR_SIGN, KIR_UNOP_COUNT
+} kir_unop;
+
+typedef enum kir_binop {
+	KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV /* ints: truncating */, KIR_REM /* ints: C %, floats: fmod */,
+	KIR_FLOORDIV, KIR_FLOORMOD /* index math: floor semantics */, KIR_MIN, KIR_MAX, KIR_POW,
+	KIR_AND, KIR_OR, KIR_XOR, KIR_SHL, KIR_SHR, KIR_ATAN2, KIR_BINOP_COUNT
+} kir_binop;
+
+typedef enum kir_cmp { KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE } kir_cmp;
+
+typedef struct kir_buffer {
+	int id;
+	const char *name;
+	tbc_dtype dtype;
+	kir_buffer_role role;
+	int rank;
+	struct kir_expr *dims[TBC_MAX_RANK];
+} kir_buffer;
+
+typedef struct kir_var {
+	int id;
+	const char *name;
+	tbc_dtype type;
+} kir_var;
+
+typedef enum kir_expr_kind {
+	KIR_E_INT,    /* i: an integer constant of `type` */
+	KIR_E_FLOAT,  /* f: a float constant of `type` */
+	KIR_E_VAR,    /* var: a loop variable or scalar local */
+	KIR_E_SIZE,   /* size: the kernel's size parameter number `size` */
+	KIR_E_LOAD,   /* buf[a] */
+	KIR_E_UNARY,  /* unop(a) */
+	KIR_E_BINARY, /* binop(a, b) */
+	KIR_E_CMP,    /* cmp(a, b): bool */
+	KIR_E_SELECT, /* a ? b : c */
+	KIR_E_CAST    /* (type)a, with ONNX Cast semantics (saturate for float8) */
+} kir_expr_kind;
+
+typedef struct kir_expr {
+	kir_expr_kind kind;
+	tbc_dtype type;
+	int64_t i;
+	double f;
+	int op; /* kir_unop / kir_binop / kir_cmp */
+	int size;
+	kir_var *var;
+	kir_buffer *buf;
+	struct kir_expr *a, *b, *c;
+} kir_expr;
+
+typedef enum kir_stmt_kind {
+	KIR_S_FOR,   /* for var in [lo, hi) step `step`: body */
+	KIR_S_STORE, /* buf[index] = value */
+	KIR_S_SET,   /* var = value (scalar locals: accumulators) */
+	KIR_S_IF     /* if cond: body else: orelse */
+} kir_stmt_kind;
+
+typedef struct kir_stmt {
+	kir_stmt_kind kind;
+	kir_var *var;
+	kir_expr *lo, *hi;
+	int64_t step;
+	kir_loop_kind loop;
+	kir_buffer *buf;
+	kir_expr *index, *value, *cond;
+	struct kir_stmt *body, *orelse; /* lists linked by next */
+	struct kir_stmt *next;
+} kir_stmt;
+
+typedef struct kir_kernel {
+	tbc_arena *arena;
+	const char *name;
+	int n_buffers;
+	kir_buffer **buffers;
+	int n_sizes;
+	const char **size_names; /* symbolic dims the kernel takes at run time */
+	int n_vars;
+	kir_stmt *body;
+} kir_kernel;
+
+#endif
