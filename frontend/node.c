@@ -199,10 +199,10 @@ static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const c
 		return NERR(TBC_ERR_INVALID_MODEL, "needs at least %d outputs, has %d", oi->min_outputs, op->n_outputs);
 	if (oi->max_outputs >= 0 && op->n_outputs > oi->max_outputs)
 		return NERR(TBC_ERR_INVALID_MODEL, "has at most %d outputs, has %d", oi->max_outputs, op->n_outputs);
-	/* Loop's first two inputs (M, cond) are optional; elsewhere the first
-	 * input is always required. */
-	if (op->code != TBC_OP_Loop && op->n_inputs > 0 && !op->inputs[0])
-		return NERR(TBC_ERR_INVALID_MODEL, "required input 0 is missing");
+	/* The first min_inputs inputs are required (ops.def), except Loop's M
+	 * and cond, which may be omitted (""). */
+	for (int i = op->code == TBC_OP_Loop ? 2 : 0; i < oi->min_inputs && i < op->n_inputs; i++)
+		if (!op->inputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required input %d is missing", i);
 	/* Only optional outputs may be omitted (""): the first min_outputs are required. */
 	for (int i = 0; i < oi->min_outputs && i < op->n_outputs; i++)
 		if (!op->outputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required output %d is omitted", i);

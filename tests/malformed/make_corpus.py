@@ -189,6 +189,9 @@ def main():
          "needs at least 2 inputs")
     save("omitted_required_input.onnx", model([helper.make_node("Add", ["", "x"], ["y"])], [vi("x")], [vi("y")]), 1,
          "required input 0 is missing")
+    save("omitted_middle_required_input.onnx",
+         model([helper.make_node("Col2Im", ["x", "", "x"], ["y"])], [vi("x")], [vi("y", shape=None)]), 1,
+         "required input 1 is missing")
     save("too_many_inputs.onnx", model([helper.make_node("Relu", ["x", "x"], ["y"])], [vi("x")], [vi("y")]), 1,
          "takes at most 1 inputs")
     save("constant_without_value.onnx", model([helper.make_node("Constant", [], ["y"])], [], [vi("y")]), 1,
