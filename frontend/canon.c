@@ -457,9 +457,8 @@ bool tbc_fe_canon_op(tbc_op *op, const char *op_type, int64_t opset, tbc_diags *
 	case TBC_OP_LpPool:
 	case TBC_OP_GlobalLpPool: return canon_lppool(c);
 	case TBC_OP_DFT: return canon_dft(c);
-	case TBC_OP_Scan:
-		if (opset < 9) return fail(c, TBC_ERR_UNSUPPORTED, "Scan-8 (with a batch axis) is not supported");
-		return true;
+	/* Scan-8 (batch axis, sequence_lens input) is left as it is: the Scan
+	 * rule and kernel tell it apart by the module's opset. */
 	case TBC_OP_Tile:
 		if (opset < 6) return fail(c, TBC_ERR_UNSUPPORTED, "Tile-1 is not supported");
 		return true;

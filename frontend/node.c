@@ -200,8 +200,9 @@ static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const c
 	if (oi->max_outputs >= 0 && op->n_outputs > oi->max_outputs)
 		return NERR(TBC_ERR_INVALID_MODEL, "has at most %d outputs, has %d", oi->max_outputs, op->n_outputs);
 	/* The first min_inputs inputs are required (ops.def), except Loop's M
-	 * and cond, which may be omitted (""). */
-	for (int i = op->code == TBC_OP_Loop ? 2 : 0; i < oi->min_inputs && i < op->n_inputs; i++)
+	 * and cond and Scan-8's sequence_lens, which may be omitted (""). */
+	int first = op->code == TBC_OP_Loop ? 2 : op->code == TBC_OP_Scan && cx->opset < 9 ? 1 : 0;
+	for (int i = first; i < oi->min_inputs && i < op->n_inputs; i++)
 		if (!op->inputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required input %d is missing", i);
 	/* Only optional outputs may be omitted (""): the first min_outputs are required. */
 	for (int i = 0; i < oi->min_outputs && i < op->n_outputs; i++)

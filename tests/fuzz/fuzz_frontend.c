@@ -1,5 +1,9 @@
-/* libFuzzer harness for the ONNX frontend: every input is a candidate model
- * handed to tbc_module_load_onnx_memory.  External data resolves inside a
+/* libFuzzer harnesses for the ONNX frontend: every input is a candidate model.
+ * fuzz_frontend hands it to tbc_module_load_onnx_memory (decoding, import,
+ * canonicalisation and the shape rules of every op); fuzz_import, built with
+ * TBC_FUZZ_IMPORT_ONLY, stops before shape inference, so it exercises the
+ * frontend's own code (wire pre-scan, protobuf decoding, tensors, external
+ * data, import, functions, canonicalisation) alone.  External data resolves inside a
  * scratch folder holding one data file, a subfolder and a symbolic link, so
  * the path checks and offset/length arithmetic are fuzzed too.  The loader
  * must never crash, leak or leave a module behind on failure. */
@@ -9,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tbc/tbc.h"
+#include "frontend/frontend.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,7 +41,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = NULL;
+#ifdef TBC_FUZZ_IMPORT_ONLY
+	tbc_fe_options opt = {.skip_infer = true};
+	tbc_code rc = tbc_fe_load(data, size, base_dir, "fuzz.onnx", &opt, d, &m);
+#else
 	tbc_code rc = tbc_module_load_onnx_memory(data, size, base_dir, "fuzz.onnx", d, &m);
+#endif
 	if ((rc == TBC_OK) != (m != NULL)) abort();
 	if (rc != TBC_OK && tbc_diags_count(d) == 0) abort(); /* every failure says why */
 	tbc_module_destroy(m);
