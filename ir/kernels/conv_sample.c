@@ -52,6 +52,7 @@ bool tbc_shape_GridSample(tbc_infer *cx, tbc_op *op) {
 
 static double gs_reflect(double x, double lo, double hi) {
 	double rng = hi - lo;
+	if (!(rng > 0)) return lo; /* a dim of one pixel with aligned corners */
 	if (x < lo) {
 		double dx = lo - x, n = trunc(dx / rng), r = dx - n * rng;
 		return fmod(n, 2) == 0 ? lo + r : hi - r;
@@ -325,6 +326,12 @@ int tbc_interp_RoiAlign(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 			return tbc_interp_error(ip, op, "roi %lld is too large or not finite", (long long)r);
 		}
 		int64_t gh = (int64_t)gh_d, gw = (int64_t)gw_d, count = gh * gw > 1 ? gh * gw : 1;
+		if (count > ((int64_t)1 << 24)) {
+			free(xd);
+			tbc_tensor_destroy(y);
+			return tbc_interp_error(ip, op, "roi %lld needs %lld samples per bin (more than 2^24)", (long long)r,
+						(long long)count);
+		}
 		int64_t b = tbc_get_i64(bi, r);
 		for (int64_t c = 0; c < C; c++) {
 			const double *plane = xd + (b * C + c) * H * W;

@@ -281,8 +281,13 @@ int tbc_interp_Col2Im(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 	tbc_tensor *y = tbc_interp_new(ip, op, x->dtype, nsp + 2, ydims);
 	if (!y) return -1;
 	int64_t img_size = conv_prod(0, nsp, image);
+	/* Integers sum exactly (wrapping, in uint64), everything else in double. */
+	bool exact = tbc_dtype_is_int(x->dtype);
 	double *yd = calloc((size_t)(y->numel ? y->numel : 1), sizeof *yd);
-	if (!yd) {
+	uint64_t *yi = exact ? calloc((size_t)(y->numel ? y->numel : 1), sizeof *yi) : NULL;
+	if (!yd || (exact && !yi)) {
+		free(yd);
+		free(yi);
 		tbc_tensor_destroy(y);
 		return tbc_interp_error(ip, op, "out of memory");
 	}
@@ -300,11 +305,18 @@ int tbc_interp_Col2Im(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 						inside = i >= 0 && i < image[d];
 						il = il * image[d] + i;
 					}
-					if (inside) yd[(n * C + c) * img_size + il] += tbc_get_f64(x, row + l);
+					if (!inside) continue;
+					int64_t at = (n * C + c) * img_size + il;
+					if (exact) yi[at] += tbc_load_u64(x->dtype, x->data, (size_t)(row + l));
+					else yd[at] += tbc_get_f64(x, row + l);
 				}
 			}
 		}
-	for (int64_t e = 0; e < y->numel; e++) tbc_set_f64(y, e, yd[e]);
+	for (int64_t e = 0; e < y->numel; e++) {
+		if (exact) tbc_store_u64(y->dtype, y->data, (size_t)e, yi[e]);
+		else tbc_set_f64(y, e, yd[e]);
+	}
+	free(yi);
 	free(yd);
 	out[0] = y;
 	return 0;

@@ -67,6 +67,11 @@ const char *conv_geom_read(conv_geom *g, const tbc_op *op, int nsp, const int64_
 		    g->stride[i] > ((int64_t)1 << 40))
 			return "window attributes are out of range";
 	}
+	int64_t ksz = 1;
+	for (int i = 0; i < nsp; i++) {
+		ksz *= g->kernel[i];
+		if (ksz > ((int64_t)1 << 31)) return "the window has more than 2^31 elements";
+	}
 	for (int i = 0; i < nsp; i++) g->in[i] = g->out[i] = -1;
 	return NULL;
 }
