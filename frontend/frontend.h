@@ -135,6 +135,10 @@ bool tbc_fe_err(tbc_fe *cx, tbc_code code, const char *node, const char *op_type
 		const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 #define TBC_FE_ERR tbc_fe_err
 
+/* Bound in a function body's scope to a formal input the caller omitted:
+ * a use of it in the body is an omitted input too. */
+extern tbc_value tbc_fe_omitted;
+
 void tbc_fe_scope_free(tbc_fe_scope *s);
 tbc_value *tbc_fe_scope_lookup(const tbc_fe_scope *s, const char *name);
 bool tbc_fe_scope_has_local(const tbc_fe_scope *s, const char *name);

@@ -176,10 +176,9 @@ bool tbc_fe_inline_call(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 	if (!tbc_fe_resolve_attrs(cx, n, &call.attrs, &call.n_attrs)) return false;
 	tbc_fe_scope fscope = {0};
 	bool ok = false;
-	for (size_t i = 0; i < n->n_input; i++) {
-		const char *iname = tbc_fe_str(n->input[i]);
-		if (!*iname) continue;
-		tbc_value *v = tbc_fe_scope_lookup(scope, iname);
+	for (size_t i = 0; i < fp->n_input; i++) {
+		const char *iname = i < n->n_input ? tbc_fe_str(n->input[i]) : "";
+		tbc_value *v = *iname ? tbc_fe_scope_lookup(scope, iname) : &tbc_fe_omitted;
 		if (!v) {
 			TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, nname, op_type, iname, "input '%s' is not defined", iname);
 			goto out;
@@ -217,7 +216,7 @@ bool tbc_fe_inline_call(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 		const char *oname = tbc_fe_str(n->output[i]), *formal = tbc_fe_str(fp->output[i]);
 		if (!*oname) continue;
 		tbc_value *v = tbc_fe_scope_lookup(&fscope, formal);
-		if (!v) {
+		if (!v || v == &tbc_fe_omitted) {
 			ok = TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, nname, op_type, formal,
 					"function '%s' never defines its output '%s'", op_type, formal);
 			break;

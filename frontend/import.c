@@ -18,6 +18,8 @@ bool tbc_fe_err(tbc_fe *cx, tbc_code code, const char *node, const char *op_type
 	return false;
 }
 
+tbc_value tbc_fe_omitted;
+
 /* ---- Scopes: open-addressing hash maps of name -> value ------------------ */
 static uint64_t hash(const char *s) {
 	uint64_t h = 1469598103934665603ull;
@@ -219,7 +221,7 @@ static bool add_outputs(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *gp, tb
 	for (size_t i = 0; i < gp->n_output; i++) {
 		const char *name = tbc_fe_str(gp->output[i]->name);
 		tbc_value *v = *name ? tbc_fe_scope_lookup(scope, name) : NULL;
-		if (!v)
+		if (!v || v == &tbc_fe_omitted)
 			return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, name,
 					  "graph output '%s' is not defined by any node, input or initializer", name);
 		tbc_type t;

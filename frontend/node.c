@@ -246,6 +246,10 @@ bool tbc_fe_import_node(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 		const char *iname = tbc_fe_str(n->input[i]);
 		if (!*iname) continue;
 		in[i] = tbc_fe_scope_lookup(scope, iname);
+		if (in[i] == &tbc_fe_omitted) {
+			in[i] = NULL;
+			continue;
+		}
 		if (!in[i]) {
 			if (tbc_fe_scope_is_later(scope, iname))
 				TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, nname, op_type, iname,

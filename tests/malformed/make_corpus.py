@@ -283,6 +283,12 @@ def main():
               opset=OPSET + [helper.make_opsetid("local", 1)])
     m.functions.extend([scale, twice])
     save("function_ok.onnx", m, 0, "-")
+    clamp = helper.make_function("local", "Clamp", ["a", "lo", "hi"], ["b"],
+                                 [helper.make_node("Clip", ["a", "lo", "hi"], ["b"])], OPSET)
+    m = model([helper.make_node("Clamp", ["x", "", "m"], ["y"], domain="local")], [vi("x"), vi("m", shape=())],
+              [vi("y")], opset=OPSET + [helper.make_opsetid("local", 1)])
+    m.functions.append(clamp)
+    save("function_omitted_input_ok.onnx", m, 0, "-")
     save("omitted_required_output.onnx", model([helper.make_node("Add", ["x", "x"], [""])], [vi("x")], [vi("x")]),
          1, "required output 0 is omitted")
 
