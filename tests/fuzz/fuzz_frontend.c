@@ -20,11 +20,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char base_dir[64];
 
+static void remove_scratch(void) {
+	static const char *const names[] = {"link.bin", "weights.bin", "sub"};
+	char path[128];
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", base_dir, names[i]);
+		i == 2 ? rmdir(path) : unlink(path);
+	}
+	rmdir(base_dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
 	(void)argc;
 	(void)argv;
 	snprintf(base_dir, sizeof base_dir, "/tmp/tbc-fuzz-XXXXXX");
 	if (!mkdtemp(base_dir)) abort();
+	atexit(remove_scratch);
 	char path[128];
 	snprintf(path, sizeof path, "%s/weights.bin", base_dir);
 	FILE *f = fopen(path, "wb");
