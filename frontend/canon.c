@@ -457,6 +457,15 @@ bool tbc_fe_canon_op(tbc_op *op, const char *op_type, int64_t opset, tbc_diags *
 	case TBC_OP_LpPool:
 	case TBC_OP_GlobalLpPool: return canon_lppool(c);
 	case TBC_OP_DFT: return canon_dft(c);
+	case TBC_OP_GridSample: {
+		/* GridSample-16 named its modes bilinear and bicubic; 20 says linear and cubic. */
+		const char *mode = tbc_attr_string(op, "mode", NULL);
+		if (opset >= 20 || !mode) return true;
+		const char *renamed = !strcmp(mode, "bilinear") ? "linear" : !strcmp(mode, "bicubic") ? "cubic" : NULL;
+		if (!renamed) return true;
+		tbc_op_remove_attr(op, "mode");
+		return set_string(c, "mode", renamed);
+	}
 	/* Scan-8 (batch axis, sequence_lens input) is left as it is: the Scan
 	 * rule and kernel tell it apart by the module's opset. */
 	case TBC_OP_Tile:

@@ -110,6 +110,10 @@ def main():
     case("test_legacy_groupnorm_opset18", 18,
          [n("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2, epsilon=1e-5)],
          [("x", F, (2, 4, 3)), ("s", F, (2,)), ("b", F, (2,))], [("y", F)], [x(2, 4, 3), x(2), x(2)])
+    grid = (rng.random((1, 3, 2, 2)) * 2 - 1).astype(np.float32)
+    for mode in ["bilinear", "bicubic"]:
+        case(f"test_legacy_gridsample_{mode}_opset16", 16, [n("GridSample", ["x", "g"], ["y"], mode=mode)],
+             [("x", F, (1, 1, 3, 4)), ("g", F, (1, 3, 2, 2))], [("y", F)], [x(1, 1, 3, 4), grid])
 
 
 if __name__ == "__main__":
