@@ -14,17 +14,6 @@ typedef struct stats {
 	int64_t ops, sub_ops, consts, params, bits;
 } stats;
 
-static int elem_bits(tbc_dtype dt) {
-	switch ((int)dt) {
-	case TBC_DT_U4:
-	case TBC_DT_I4:
-	case TBC_DT_F4E2M1: return 4;
-	case 25: /* uint2 */
-	case 26: /* int2 */ return 2;
-	default: return (int)tbc_dtype_size(dt) * 8;
-	}
-}
-
 static bool ops_loop(const tbc_graph *g) {
 	const tbc_op *slow = g->first, *fast = g->first;
 	while (fast && fast->next) {
@@ -42,7 +31,7 @@ static void count_graph(stats *s, const tbc_graph *g, int depth) {
 		if (!t) continue;
 		s->consts++;
 		s->params += t->numel;
-		s->bits += t->numel * elem_bits(t->dtype);
+		s->bits += t->numel * tbc_dtype_bits(t->dtype);
 	}
 	for (const tbc_op *op = g->first; op; op = op->next) {
 		if ((unsigned)op->code >= TBC_OP_COUNT) continue;
