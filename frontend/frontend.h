@@ -25,6 +25,9 @@
 #define TBC_MAX_TYPE_DEPTH 16
 /* Nested calls of model-local functions. */
 #define TBC_MAX_FUNCTION_DEPTH 16
+/* Nodes created by inlining function bodies, in all: calls that each call
+ * another function twice would otherwise grow exponentially. */
+#define TBC_MAX_INLINED_NODES 1000000
 
 /* A null-safe view of protobuf-c's optional strings. */
 static inline const char *tbc_fe_str(const char *s) { return s ? s : ""; }
@@ -125,6 +128,7 @@ typedef struct tbc_fe {
 	int graph_depth;
 	int call_depth;
 	unsigned n_calls; /* for unique name prefixes */
+	size_t n_inlined;  /* function-body nodes imported so far */
 	tbc_fe_function *functions;
 	size_t n_functions;
 	const tbc_fe_call *call;

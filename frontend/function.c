@@ -168,6 +168,10 @@ bool tbc_fe_inline_call(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 	if (cx->call_depth >= TBC_MAX_FUNCTION_DEPTH)
 		return TBC_FE_ERR(cx, TBC_ERR_UNSUPPORTED, nname, op_type, NULL,
 				  "function calls are nested deeper than the limit of %d", TBC_MAX_FUNCTION_DEPTH);
+	if (fp->n_node > TBC_MAX_INLINED_NODES - cx->n_inlined)
+		return TBC_FE_ERR(cx, TBC_ERR_UNSUPPORTED, nname, op_type, NULL,
+				  "inlining model-local functions would create more than %d nodes", TBC_MAX_INLINED_NODES);
+	cx->n_inlined += fp->n_node;
 	if (n->n_input > fp->n_input || n->n_output > fp->n_output)
 		return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, nname, op_type, NULL,
 				  "function '%s' takes %zu inputs and %zu outputs, the node has %zu and %zu", op_type,

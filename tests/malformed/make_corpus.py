@@ -289,6 +289,17 @@ def main():
               [vi("y")], opset=OPSET + [helper.make_opsetid("local", 1)])
     m.functions.append(clamp)
     save("function_omitted_input_ok.onnx", m, 0, "-")
+    # F0 = Relu; Fk calls Fk-1 ten times: 10^8 nodes if it were inlined blindly.
+    fns = [helper.make_function("local", "F0", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])], OPSET)]
+    for k in range(1, 9):
+        chain = [helper.make_node(f"F{k-1}", ["a" if j == 0 else f"t{j-1}"], ["b" if j == 9 else f"t{j}"],
+                                  domain="local") for j in range(10)]
+        fns.append(helper.make_function("local", f"F{k}", ["a"], ["b"], chain,
+                                        OPSET + [helper.make_opsetid("local", 1)]))
+    m = model([helper.make_node("F8", ["x"], ["y"], domain="local")], [vi("x")], [vi("y")],
+              opset=OPSET + [helper.make_opsetid("local", 1)])
+    m.functions.extend(fns)
+    save("function_exponential.onnx", m, 2, "would create more than")
     save("omitted_required_output.onnx", model([helper.make_node("Add", ["x", "x"], [""])], [vi("x")], [vi("x")]),
          1, "required output 0 is omitted")
 
