@@ -28,6 +28,9 @@
 /* Nodes created by inlining function bodies, in all: calls that each call
  * another function twice would otherwise grow exponentially. */
 #define TBC_MAX_INLINED_NODES 1000000
+/* Bytes of tensors (Constant values, tensor attributes, initializers of
+ * subgraphs) that function inlining copies, in all. */
+#define TBC_MAX_INLINED_BYTES ((size_t)256 << 20)
 
 /* A null-safe view of protobuf-c's optional strings. */
 static inline const char *tbc_fe_str(const char *s) { return s ? s : ""; }
@@ -129,6 +132,7 @@ typedef struct tbc_fe {
 	int call_depth;
 	unsigned n_calls; /* for unique name prefixes */
 	size_t n_inlined;  /* function-body nodes imported so far */
+	size_t inlined_bytes; /* tensor bytes copied by inlining so far */
 	tbc_fe_function *functions;
 	size_t n_functions;
 	const tbc_fe_call *call;
@@ -150,6 +154,10 @@ bool tbc_fe_scope_put(tbc_fe_scope *s, const char *name, tbc_value *v);
 bool tbc_fe_scope_is_later(const tbc_fe_scope *s, const char *name);
 /* A value name under the current call's prefix, in the arena. */
 const char *tbc_fe_value_name(tbc_fe *cx, const char *name);
+
+/* Counts the bytes of a tensor a function body's node creates (nothing
+ * outside function bodies); false after reporting when over the limit. */
+bool tbc_fe_count_tensor(tbc_fe *cx, const tbc_tensor *t, const char *node, const char *op_type);
 
 /* Imports gp's initializers, inputs, nodes and outputs into g. */
 bool tbc_fe_import_graph(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *gp, tbc_fe_scope *scope);

@@ -134,6 +134,17 @@ bool tbc_fe_resolve_attrs(tbc_fe *cx, const Onnx__NodeProto *n, tbc_fe_attr_ref 
 	return true;
 }
 
+bool tbc_fe_count_tensor(tbc_fe *cx, const tbc_tensor *t, const char *node, const char *op_type) {
+	if (!cx->call) return true;
+	size_t bytes = (size_t)t->numel * tbc_dtype_size(t->dtype);
+	if (bytes > TBC_MAX_INLINED_BYTES - cx->inlined_bytes)
+		return TBC_FE_ERR(cx, TBC_ERR_UNSUPPORTED, node, op_type, NULL,
+				  "inlining model-local functions would copy more than %zu MiB of tensors",
+				  TBC_MAX_INLINED_BYTES >> 20);
+	cx->inlined_bytes += bytes;
+	return true;
+}
+
 /* Binds the caller's output name to v, the value the body computed for a
  * formal output: renames v when the call defined it, else copies it through
  * an Identity so the output has a value of its own. */

@@ -168,6 +168,10 @@ static bool add_initializers(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *g
 		if (!*name) return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL, "initializer %zu has no name", i);
 		tbc_tensor *t = NULL;
 		if (tbc_fe_tensor_from_proto(tp, cx->base_dir, cx->file, cx->diags, &t)) return false;
+		if (!tbc_fe_count_tensor(cx, t, NULL, NULL)) {
+			tbc_tensor_destroy(t);
+			return false;
+		}
 		tbc_value *v = tbc_graph_add_const(g, tbc_fe_value_name(cx, name), t);
 		tbc_tensor_destroy(t);
 		if (!v) return TBC_FE_ERR(cx, TBC_ERR_NO_MEMORY, NULL, NULL, name, "out of memory");
@@ -179,6 +183,10 @@ static bool add_initializers(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *g
 		if (!*name) return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL, "sparse initializer %zu has no name", i);
 		tbc_tensor *t = NULL;
 		if (tbc_fe_tensor_from_sparse(sp, cx->base_dir, cx->file, cx->diags, &t)) return false;
+		if (!tbc_fe_count_tensor(cx, t, NULL, NULL)) {
+			tbc_tensor_destroy(t);
+			return false;
+		}
 		tbc_value *v = tbc_graph_add_const(g, tbc_fe_value_name(cx, name), t);
 		tbc_tensor_destroy(t);
 		if (!v) return TBC_FE_ERR(cx, TBC_ERR_NO_MEMORY, NULL, NULL, name, "out of memory");

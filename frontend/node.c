@@ -105,6 +105,10 @@ static bool import_attr(tbc_fe *cx, tbc_op *op, tbc_fe_scope *scope, const char 
 			tbc_tensor *t = NULL;
 			if (tbc_fe_tensor_from_proto(one ? a->t : a->tensors[i], cx->base_dir, cx->file, cx->diags, &t))
 				return NERR(tbc_diags_first_code(cx->diags), "attribute '%s' holds a bad tensor", name);
+			if (!tbc_fe_count_tensor(cx, t, nname, op_type)) {
+				tbc_tensor_destroy(t);
+				return false;
+			}
 			at->tensors[i] = tbc_tensor_copy_to_arena(ar, t);
 			tbc_tensor_destroy(t);
 			if (!at->tensors[i]) goto oom;
@@ -128,6 +132,10 @@ static bool import_attr(tbc_fe *cx, tbc_op *op, tbc_fe_scope *scope, const char 
 		tbc_tensor *t = NULL;
 		if (!a->sparse_tensor) return NERR(TBC_ERR_INVALID_MODEL, "attribute '%s' has no sparse tensor", name);
 		if (tbc_fe_tensor_from_sparse(a->sparse_tensor, cx->base_dir, cx->file, cx->diags, &t)) return false;
+		if (!tbc_fe_count_tensor(cx, t, nname, op_type)) {
+			tbc_tensor_destroy(t);
+			return false;
+		}
 		at = tbc_op_add_attr(op, name, TBC_ATTR_TENSOR);
 		bool ok = at && (at->tensors = tbc_arena_array(ar, 1, sizeof *at->tensors)) &&
 			  (at->tensors[0] = tbc_tensor_copy_to_arena(ar, t));
@@ -177,6 +185,10 @@ static bool import_constant(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const
 	}
 	if (!t) return NERR(TBC_ERR_NO_MEMORY, "out of memory");
 	const char *oname = n->output[0];
+	if (!tbc_fe_count_tensor(cx, t, nname, op_type)) {
+		tbc_tensor_destroy(t);
+		return false;
+	}
 	tbc_value *v = tbc_graph_add_const(g, tbc_fe_value_name(cx, oname), t);
 	tbc_tensor_destroy(t);
 	if (!v) return NERR(TBC_ERR_NO_MEMORY, "out of memory");

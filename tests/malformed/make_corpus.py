@@ -13,8 +13,9 @@ reported as pending until that rule exists).
 import os
 import struct
 
+import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPSET = [helper.make_opsetid("", 18)]
@@ -300,6 +301,21 @@ def main():
               opset=OPSET + [helper.make_opsetid("local", 1)])
     m.functions.extend(fns)
     save("function_exponential.onnx", m, 2, "would create more than")
+    # A 64 KiB constant in a body inlined 10^4 times would copy 640 MiB.
+    big = helper.make_function("local", "G0", ["a"], ["b"],
+                               [helper.make_node("Constant", [], ["c"],
+                                                 value=numpy_helper.from_array(np.zeros(1 << 14, np.float32))),
+                                helper.make_node("Max", ["a", "c"], ["b"])], OPSET)
+    gfns = [big]
+    for k in range(1, 5):
+        chain = [helper.make_node(f"G{k-1}", ["a" if j == 0 else f"t{j-1}"], ["b" if j == 9 else f"t{j}"],
+                                  domain="local") for j in range(10)]
+        gfns.append(helper.make_function("local", f"G{k}", ["a"], ["b"], chain,
+                                         OPSET + [helper.make_opsetid("local", 1)]))
+    m = model([helper.make_node("G4", ["x"], ["y"], domain="local")], [vi("x", shape=(1 << 14,))],
+              [vi("y", shape=(1 << 14,))], opset=OPSET + [helper.make_opsetid("local", 1)])
+    m.functions.extend(gfns)
+    save("function_constant_amplification.onnx", m, 2, "would copy more than")
     save("omitted_required_output.onnx", model([helper.make_node("Add", ["x", "x"], [""])], [vi("x")], [vi("x")]),
          1, "required output 0 is omitted")
 
