@@ -70,6 +70,11 @@ tbc_code tbc_fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_
 tbc_code tbc_fe_tensor_from_sparse(const Onnx__SparseTensorProto *sp, const char *base_dir,
 				   const char *file, tbc_diags *diags, tbc_tensor **out);
 
+/* ---- tensorfile.c -------------------------------------------------------- */
+/* The bytes of a .npy or TensorProto .pb file (path names it in messages). */
+tbc_code tbc_fe_tensor_parse(const char *path, const uint8_t *buf, size_t size, tbc_diags *diags,
+			     tbc_tensor **out_tensor, char **out_name);
+
 /* ---- load.c -------------------------------------------------------------- */
 typedef struct tbc_fe_options {
 	bool skip_infer; /* import and canonicalise only (unit tests) */

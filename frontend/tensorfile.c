@@ -152,12 +152,17 @@ tbc_code tbc_tensor_read_file(const char *path, tbc_diags *diags, tbc_tensor **o
 	size_t size;
 	tbc_code rc = tbc_fe_read_file(path, TBC_MAX_TENSOR_FILE_BYTES, diags, &buf, &size);
 	if (rc) return rc;
-	if (size >= 6 && !memcmp(buf, "\x93NUMPY", 6))
-		rc = read_npy(path, buf, size, diags, out_tensor);
-	else
-		rc = read_pb(path, buf, size, diags, out_tensor, out_name);
+	rc = tbc_fe_tensor_parse(path, buf, size, diags, out_tensor, out_name);
 	free(buf);
 	return rc;
+}
+
+tbc_code tbc_fe_tensor_parse(const char *path, const uint8_t *buf, size_t size, tbc_diags *diags,
+			     tbc_tensor **out_tensor, char **out_name) {
+	*out_tensor = NULL;
+	if (out_name) *out_name = NULL;
+	if (size >= 6 && !memcmp(buf, "\x93NUMPY", 6)) return read_npy(path, buf, size, diags, out_tensor);
+	return read_pb(path, buf, size, diags, out_tensor, out_name);
 }
 
 /* NumPy's name for what we write for dt, and whether values are converted
