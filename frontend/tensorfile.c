@@ -61,10 +61,16 @@ static tbc_code read_npy(const char *path, const uint8_t *buf, size_t size, tbc_
 		rc = FERR(TBC_ERR_INVALID_MODEL, "malformed .npy header");
 		goto out;
 	}
+	/* descr is a quoted 3-character string: byte order, kind, size. */
+	const char *close = strchr(d + 1, d[0]);
+	if (!close || close - d != 4) {
+		rc = FERR(TBC_ERR_UNSUPPORTED, ".npy dtype %.8s is not supported", d);
+		goto out;
+	}
 	char order = d[1];
 	tbc_dtype dt = TBC_DT_UNDEFINED;
 	for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
-		if (!strncmp(d + 2, npy_types[i].descr, 2) && d[4] == d[0]) dt = npy_types[i].dt;
+		if (!strncmp(d + 2, npy_types[i].descr, 2)) dt = npy_types[i].dt;
 	if (dt == TBC_DT_UNDEFINED || !strchr("<>|=", order)) {
 		rc = FERR(TBC_ERR_UNSUPPORTED, ".npy dtype %.8s is not supported", d);
 		goto out;

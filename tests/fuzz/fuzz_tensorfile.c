@@ -4,7 +4,14 @@
 
 #include "frontend/frontend.h"
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+	(void)argc;
+	(void)argv;
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	tbc_diags *d = tbc_diags_create();
