@@ -201,6 +201,17 @@ static bool import_constant(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const
 }
 
 /* ---- Ops ------------------------------------------------------------------ */
+/* Before canonicalisation: canon.c may rely on the required outputs. */
+static bool check_outputs(tbc_fe *cx, const tbc_op *op, const char *nname, const char *op_type) {
+	const tbc_opinfo *oi = &tbc_ops[op->code];
+	if (op->n_outputs < oi->min_outputs)
+		return NERR(TBC_ERR_INVALID_MODEL, "needs at least %d outputs, has %d", oi->min_outputs, op->n_outputs);
+	/* Only optional outputs may be omitted (""): the first min_outputs are required. */
+	for (int i = 0; i < oi->min_outputs; i++)
+		if (!op->outputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required output %d is omitted", i);
+	return true;
+}
+
 static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const char *op_type) {
 	const tbc_opinfo *oi = &tbc_ops[op->code];
 	if (op->n_inputs < oi->min_inputs)
@@ -216,6 +227,14 @@ static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const c
 	int first = op->code == TBC_OP_Loop ? 2 : op->code == TBC_OP_Scan && cx->opset < 9 ? 1 : 0;
 	for (int i = first; i < oi->min_inputs && i < op->n_inputs; i++)
 		if (!op->inputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required input %d is missing", i);
+	/* Variadic ops whose every input is required (ONNX: not "optional"). */
+	switch (op->code) {
+	case TBC_OP_Concat: case TBC_OP_Max: case TBC_OP_Min: case TBC_OP_Mean: case TBC_OP_Sum: case TBC_OP_Einsum:
+		for (int i = 0; i < op->n_inputs; i++)
+			if (!op->inputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required input %d is missing", i);
+		break;
+	default: break;
+	}
 	/* Only optional outputs may be omitted (""): the first min_outputs are required. */
 	for (int i = 0; i < oi->min_outputs && i < op->n_outputs; i++)
 		if (!op->outputs[i]) return NERR(TBC_ERR_INVALID_MODEL, "required output %d is omitted", i);
@@ -302,7 +321,7 @@ bool tbc_fe_import_node(tbc_fe *cx, tbc_graph *g, tbc_fe_scope *scope, const Onn
 			goto out;
 		}
 	}
-	if (!tbc_fe_canon_op(op, op_type, cx->opset, cx->diags)) goto out;
+	if (!check_outputs(cx, op, nname, op_type) || !tbc_fe_canon_op(op, op_type, cx->opset, cx->diags)) goto out;
 	ok = check_arity(cx, op, nname, op_type);
 out:
 	free(in);
