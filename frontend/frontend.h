@@ -78,6 +78,10 @@ tbc_code tbc_fe_tensor_parse(const char *path, const uint8_t *buf, size_t size, 
 /* ---- load.c -------------------------------------------------------------- */
 typedef struct tbc_fe_options {
 	bool skip_infer; /* import and canonicalise only (unit tests) */
+	/* The input buffer, malloc'd, handed over: freed as soon as protobuf-c
+	 * has copied what it needs (the caller must not free it), so a large
+	 * model is not held twice. */
+	void *free_after_decode;
 } tbc_fe_options;
 
 /* The whole load: size limit, pre-scan, decode, import, canonicalise, infer. */

@@ -161,6 +161,17 @@ static bool define(tbc_fe *cx, tbc_fe_scope *scope, const char *name, tbc_value 
 	return true;
 }
 
+/* The weights are decoded: drop protobuf-c's copy of their bytes now rather
+ * than when the whole ModelProto is freed, so a large model is held about
+ * once, not twice.  (protobuf-c allocates each bytes field on its own with
+ * malloc, and skips NULL ones when freeing the message.) */
+static void release_raw_data(Onnx__TensorProto *tp) {
+	if (!tp->has_raw_data || !tp->raw_data.data) return;
+	free(tp->raw_data.data);
+	tp->raw_data.data = NULL;
+	tp->raw_data.len = 0;
+}
+
 static bool add_initializers(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *gp, tbc_fe_scope *scope) {
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		const Onnx__TensorProto *tp = gp->initializer[i];
@@ -168,6 +179,7 @@ static bool add_initializers(tbc_fe *cx, tbc_graph *g, const Onnx__GraphProto *g
 		if (!*name) return TBC_FE_ERR(cx, TBC_ERR_INVALID_MODEL, NULL, NULL, NULL, "initializer %zu has no name", i);
 		tbc_tensor *t = NULL;
 		if (tbc_fe_tensor_from_proto(tp, cx->base_dir, cx->file, cx->diags, &t)) return false;
+		if (!cx->call) release_raw_data(gp->initializer[i]); /* a function body may be imported again */
 		if (!tbc_fe_count_tensor(cx, t, NULL, NULL)) {
 			tbc_tensor_destroy(t);
 			return false;

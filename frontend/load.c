@@ -96,12 +96,19 @@ tbc_code tbc_fe_load(const void *data, size_t size, const char *base_dir, const 
 		tbc_diags_add(diags, code, file, NULL, NULL, NULL, __VA_ARGS__);      \
 		return code;                                                          \
 	} while (0)
-	if (!data && size) FAIL(TBC_ERR_INVALID_ARGUMENT, "no data");
-	if (size == 0) FAIL(TBC_ERR_INVALID_MODEL, "the model is empty (0 bytes)");
-	if (size > TBC_MAX_MODEL_BYTES)
+	if ((!data && size) || size == 0 || size > TBC_MAX_MODEL_BYTES) {
+		if (opt) free(opt->free_after_decode);
+		if (!data && size) FAIL(TBC_ERR_INVALID_ARGUMENT, "no data");
+		if (size == 0) FAIL(TBC_ERR_INVALID_MODEL, "the model is empty (0 bytes)");
 		FAIL(TBC_ERR_UNSUPPORTED, "the model is %zu bytes, more than the limit of %zu", size, TBC_MAX_MODEL_BYTES);
-	if (!tbc_fe_prescan_model(data, size, file, diags)) return tbc_diags_first_code(diags);
+	}
+	void *owned = opt ? opt->free_after_decode : NULL;
+	if (!tbc_fe_prescan_model(data, size, file, diags)) {
+		free(owned);
+		return tbc_diags_first_code(diags);
+	}
 	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+	free(owned);
 	if (!mp) FAIL(TBC_ERR_INVALID_MODEL, "not a valid ONNX protobuf: protobuf-c could not decode the ModelProto");
 #undef FAIL
 	tbc_fe cx = {.diags = diags, .file = file, .base_dir = base_dir};
@@ -210,8 +217,8 @@ tbc_code tbc_module_load_onnx(const char *path, tbc_diags *diags, tbc_module **o
 		tbc_diags_add(diags, TBC_ERR_NO_MEMORY, path, NULL, NULL, NULL, "out of memory");
 		return TBC_ERR_NO_MEMORY;
 	}
-	rc = tbc_fe_load(buf, size, dir, path, NULL, diags, out_module);
+	tbc_fe_options opt = {.free_after_decode = buf};
+	rc = tbc_fe_load(buf, size, dir, path, &opt, diags, out_module);
 	free(dir);
-	free(buf);
 	return rc;
 }
