@@ -27,7 +27,7 @@
 #define TBC_MAX_FUNCTION_DEPTH 16
 /* Nodes created by inlining function bodies, in all: calls that each call
  * another function twice would otherwise grow exponentially. */
-#define TBC_MAX_INLINED_NODES 1000000
+#define TBC_MAX_INLINED_NODES 250000
 /* Bytes of tensors (Constant values, tensor attributes, initializers of
  * subgraphs) that function inlining copies, in all. */
 #define TBC_MAX_INLINED_BYTES ((size_t)256 << 20)
