@@ -1,0 +1,200 @@
+/* libtbcrt: runs models tbc compiled.  Plain C, no LLVM; links only libc,
+ * libm, pthread and dl.
+ *
+ *   tbcrt_context   an allocator and a thread pool, shared by everything
+ *                   created from it
+ *   tbcrt_model     one loaded artifact: a shared object loaded by path, or a
+ *                   descriptor the application linked in (.o + .h)
+ *   tbcrt_session   one invocation's state: bound input and output buffers,
+ *                   the scratch arena, outputs the runtime allocated
+ *
+ * An artifact is untrusted input: a corrupt, truncated or mismatched one is
+ * refused with a status that says why.  Every function that can fail returns
+ * a tbcrt_status; its code is TBCRT_OK on success and its message says what
+ * went wrong otherwise.  Handles are reference counted internally, so they
+ * may be destroyed in any order; a handle is used by one thread at a time,
+ * except a context, which any number of sessions may share across threads.
+ * docs/runtime.md describes the design. */
+#ifndef TBC_RUNTIME_H
+#define TBC_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbc/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TBCRT_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define TBCRT_MUST_CHECK
+#endif
+
+#define TBCRT_VERSION_STRING "0.1.0"
+#define TBCRT_MAX_RANK 16
+
+/* ---- Status ---------------------------------------------------------------
+ * Values are explicit and never renumbered. */
+typedef enum tbcrt_code {
+	TBCRT_OK = 0,
+	TBCRT_ERR_INVALID_ARGUMENT = 1, /* the caller passed something wrong */
+	TBCRT_ERR_NO_MEMORY = 2,
+	TBCRT_ERR_IO = 3,               /* a file cannot be opened, read or mapped */
+	TBCRT_ERR_INVALID_ARTIFACT = 4, /* not an artifact, corrupt, truncated or inconsistent */
+	TBCRT_ERR_ABI_VERSION = 5,      /* an artifact of another ABI version */
+	TBCRT_ERR_UNSUPPORTED_TARGET = 6, /* another target triple, or CPU features the host lacks */
+	TBCRT_ERR_DTYPE_MISMATCH = 7,   /* a bound buffer's dtype is not the model's */
+	TBCRT_ERR_SHAPE_MISMATCH = 8,   /* a bound buffer's shape or size does not fit the model */
+	TBCRT_ERR_NOT_READY = 9,        /* an input is not bound, or outputs asked before a run */
+	TBCRT_ERR_RUN_FAILED = 10,      /* the model reported an error while running */
+	TBCRT_ERR_LIMIT = 11            /* a documented limit of the runtime is exceeded */
+} tbcrt_code;
+
+#define TBCRT_STATUS_MESSAGE_SIZE 512
+
+/* Returned by value: nothing to free, and it works when memory runs out.  The
+ * message is NUL-terminated (truncated to fit) and empty on success. */
+typedef struct tbcrt_status {
+	tbcrt_code code;
+	char message[TBCRT_STATUS_MESSAGE_SIZE];
+} tbcrt_status;
+
+static inline bool tbcrt_status_is_ok(const tbcrt_status *s) { return s->code == TBCRT_OK; }
+/* "ok", "invalid argument", ... */
+const char *tbcrt_code_name(tbcrt_code code);
+
+/* ---- Element types --------------------------------------------------------
+ * dtype values are ONNX's TensorProto.DataType numbers (tbc_dtype).  Sub-byte
+ * types (int4, uint4, float4e2m1, int2, uint2) hold one element per byte. */
+/* Bytes per element, 0 for a dtype compiled code cannot hold (string, unknown). */
+size_t tbcrt_dtype_size(int32_t dtype);
+/* "float32", ...; "unknown" for anything else. */
+const char *tbcrt_dtype_name(int32_t dtype);
+
+/* ---- Context --------------------------------------------------------------*/
+typedef struct tbcrt_context tbcrt_context;
+
+/* Memory the runtime takes for itself, for arenas and for outputs.  alignment
+ * is a power of two (at most 4096); free receives what alloc returned, or
+ * NULL.  Both NULL: the C library (aligned_alloc and free). */
+typedef struct tbcrt_allocator {
+	void *user;
+	void *(*alloc)(void *user, size_t bytes, size_t alignment);
+	void (*free)(void *user, void *ptr);
+} tbcrt_allocator;
+
+typedef struct tbcrt_context_options {
+	/* Threads that run a model's parallel loops, the calling thread included;
+	 * 0: one per online CPU.  At most TBCRT_MAX_THREADS. */
+	uint32_t thread_count;
+	tbcrt_allocator allocator;
+} tbcrt_context_options;
+
+#define TBCRT_MAX_THREADS 1024
+
+/* Defaults: thread_count 0, the C library's allocator. */
+void tbcrt_context_options_init(tbcrt_context_options *options);
+/* options NULL: the defaults. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_context_create(const tbcrt_context_options *options,
+						   tbcrt_context **out_context);
+/* Drops the caller's handle; the context lives on while models or sessions
+ * created from it do.  NULL is ignored. */
+void tbcrt_context_destroy(tbcrt_context *context);
+/* Takes effect for the next parallel loop; waits for a loop in progress. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_context_set_thread_count(tbcrt_context *context, uint32_t thread_count);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_context_thread_count(const tbcrt_context *context, uint32_t *out_count);
+
+/* ---- Models ---------------------------------------------------------------*/
+typedef struct tbcrt_model tbcrt_model;
+
+/* Loads a shared object written by `tbc compile -o model.so`.  Its external
+ * weights file, if any, is looked up in the folder of path. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_load(tbcrt_context *context, const char *path, tbcrt_model **out_model);
+/* Takes a descriptor the application linked in (`tbc compile -o model.o`
+ * declares `<prefix>_descriptor` in model.h).  weights_dir is the folder that
+ * holds its external weights file; NULL when its weights are embedded.  The
+ * descriptor must outlive the model. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_from_descriptor(tbcrt_context *context, const tbc_abi_model *descriptor,
+							  const char *weights_dir, tbcrt_model **out_model);
+/* NULL is ignored; the model lives on while its sessions do. */
+void tbcrt_model_destroy(tbcrt_model *model);
+
+typedef struct tbcrt_model_info {
+	const char *name;
+	const char *target_triple;
+	const char *cpu_features; /* "+avx2,+fma,..."; "" when none */
+	uint32_t n_inputs, n_outputs, n_symbols;
+	uint64_t weights_bytes;
+	bool weights_external;
+} tbcrt_model_info;
+
+/* One input or output.  dims[i] >= 0 is a static dim; dims[i] == -1 is the
+ * symbolic dim named symbols[i] (NULL where static).  Pointers stay valid
+ * while the model does. */
+typedef struct tbcrt_tensor_info {
+	const char *name;
+	int32_t dtype;
+	uint32_t rank;
+	const int64_t *dims;
+	const char *const *symbols;
+	/* Outputs only: its size is known only after a run (a dim the model
+	 * computes, NonZero's count, ...); the session allocates it. */
+	bool data_dependent;
+} tbcrt_tensor_info;
+
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_get_info(const tbcrt_model *model, tbcrt_model_info *out_info);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_input_info(const tbcrt_model *model, uint32_t index,
+						     tbcrt_tensor_info *out_info);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_output_info(const tbcrt_model *model, uint32_t index,
+						      tbcrt_tensor_info *out_info);
+/* Index of the input or output of that name; TBCRT_ERR_INVALID_ARGUMENT when none. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_find_input(const tbcrt_model *model, const char *name, uint32_t *out_index);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_find_output(const tbcrt_model *model, const char *name,
+						      uint32_t *out_index);
+
+/* ---- Sessions -------------------------------------------------------------
+ * Bind every input, optionally bind outputs to caller memory, run, read the
+ * outputs.  Bindings stay until rebound, so a session runs again with new
+ * data in the same buffers.  Symbolic dims take their values from the bound
+ * inputs' shapes and must agree across inputs. */
+typedef struct tbcrt_session tbcrt_session;
+
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_create(tbcrt_model *model, tbcrt_session **out_session);
+/* Frees the arena and the outputs the session allocated.  NULL is ignored. */
+void tbcrt_session_destroy(tbcrt_session *session);
+
+/* Caller memory holding the input, at least bytes long, read during runs. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_bind_input(tbcrt_session *session, uint32_t index, int32_t dtype,
+						       uint32_t rank, const int64_t *dims, const void *data,
+						       size_t bytes);
+/* Caller memory for an output of known size, at least bytes long; its shape
+ * is checked at each run.  An output left unbound (or bound to NULL) is
+ * allocated by the session.  A data-dependent output cannot be bound. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_bind_output(tbcrt_session *session, uint32_t index, void *data,
+							size_t bytes);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_run(tbcrt_session *session);
+
+/* An output of the last successful run.  data is the bound buffer or memory
+ * the session owns until its next run or destroy. */
+typedef struct tbcrt_tensor {
+	int32_t dtype;
+	uint32_t rank;
+	int64_t dims[TBCRT_MAX_RANK];
+	void *data;
+	size_t bytes;
+} tbcrt_tensor;
+
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_output(const tbcrt_session *session, uint32_t index,
+						   tbcrt_tensor *out_tensor);
+/* The value a symbolic dim took in the last successful run. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_symbol(const tbcrt_session *session, const char *name,
+						   int64_t *out_value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,207 @@
+/* Models: an artifact loaded from a shared object (dlopen, then the exported
+ * `tbc_model_descriptor` function) or a descriptor linked into the program,
+ * validated (validate.c) and queried.  Sessions hold a reference, so the
+ * model may be destroyed before them. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+static void model_free(tbcrt_model *m) {
+	tbcrt_context *c = m->context;
+	for (uint32_t i = 0; i < m->n_inputs; i++) tbcrt__free(c, m->inputs[i].name);
+	for (uint32_t i = 0; i < m->n_outputs; i++) tbcrt__free(c, m->outputs[i].name);
+	tbcrt__free(c, m->inputs);
+	tbcrt__free(c, m->outputs);
+	for (uint32_t i = 0; i < m->n_syms; i++) tbcrt__free(c, m->sym_names ? m->sym_names[i] : NULL);
+	tbcrt__free(c, m->sym_names);
+	tbcrt__free(c, m->sym_computed);
+	tbcrt__free(c, m->name);
+	tbcrt__free(c, m->target_triple);
+	tbcrt__free(c, m->cpu_features);
+	if (m->weights_map) munmap(m->weights_map, m->weights_map_size);
+	if (m->dl) dlclose(m->dl);
+	tbcrt__free(c, m);
+	tbcrt__context_release(c);
+}
+
+void tbcrt__model_retain(tbcrt_model *m) {
+	atomic_fetch_add(&m->refs, 1);
+}
+
+void tbcrt__model_release(tbcrt_model *m) {
+	if (m && atomic_fetch_sub(&m->refs, 1) == 1) model_free(m);
+}
+
+void tbcrt_model_destroy(tbcrt_model *m) {
+	tbcrt__model_release(m);
+}
+
+static tbcrt_model *model_new(tbcrt_context *c) {
+	tbcrt_model *m = tbcrt__calloc(c, 1, sizeof *m);
+	if (!m) return NULL;
+	atomic_init(&m->refs, 1);
+	m->context = c;
+	tbcrt__context_retain(c);
+	return m;
+}
+
+tbcrt_status tbcrt_model_from_descriptor(tbcrt_context *c, const tbc_abi_model *d, const char *weights_dir,
+					 tbcrt_model **out_model) {
+	if (!out_model) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_from_descriptor: out_model is NULL");
+	*out_model = NULL;
+	if (!c) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_from_descriptor: context is NULL");
+	if (!d) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_from_descriptor: descriptor is NULL");
+	tbcrt_model *m = model_new(c);
+	if (!m) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_model_from_descriptor: out of memory");
+	tbcrt_status s = tbcrt__model_adopt(m, d, weights_dir);
+	if (s.code != TBCRT_OK) {
+		model_free(m);
+		return s;
+	}
+	*out_model = m;
+	return s;
+}
+
+/* The folder of path ("." when it has none) into buf. */
+static bool folder_of(const char *path, char *buf, size_t size) {
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		if (size < 2) return false;
+		strcpy(buf, ".");
+		return true;
+	}
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	if (n >= size) return false;
+	memcpy(buf, path, n);
+	buf[n] = '\0';
+	return true;
+}
+
+tbcrt_status tbcrt_model_load(tbcrt_context *c, const char *path, tbcrt_model **out_model) {
+	if (!out_model) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_load: out_model is NULL");
+	*out_model = NULL;
+	if (!c) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_load: context is NULL");
+	if (!path || !*path) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_load: path is empty");
+	/* dlopen searches the library path for a name without a slash; the
+	 * caller means a file. */
+	char file[4096 + 3], dir[4096];
+	if (strlen(path) > 4096 || !folder_of(path, dir, sizeof dir))
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_load: path is too long");
+	snprintf(file, sizeof file, "%s%s", strchr(path, '/') ? "" : "./", path);
+	tbcrt_status s = tbcrt__elf_precheck(file);
+	if (s.code != TBCRT_OK) return s;
+	tbcrt_model *m = model_new(c);
+	if (!m) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_model_load: out of memory");
+	m->dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+	if (!m->dl) {
+		const char *why = dlerror();
+		model_free(m);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "cannot load '%s': %s", path, why ? why : "dlopen failed");
+	}
+	dlerror();
+	void *sym = dlsym(m->dl, "tbc_model_descriptor");
+	if (!sym) {
+		model_free(m);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "'%s' is not a tbc artifact: it exports no tbc_model_descriptor",
+				  path);
+	}
+	tbcrt_segments seg;
+	tbcrt__segments_of(sym, &seg);
+	if (seg.count == 0 || !tbcrt__code_ok(&seg, sym)) {
+		model_free(m);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "'%s': tbc_model_descriptor is not a function", path);
+	}
+	tbc_abi_descriptor_fn fn;
+	memcpy(&fn, &sym, sizeof fn); /* object pointer to function pointer, as POSIX allows */
+	const tbc_abi_model *d = fn();
+	if (!d) {
+		model_free(m);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "'%s': tbc_model_descriptor returned NULL", path);
+	}
+	/* The descriptor must lie in the artifact itself. */
+	tbcrt_segments dseg;
+	tbcrt__segments_of(d, &dseg);
+	if (dseg.count == 0 || dseg.seg[0].lo != seg.seg[0].lo) {
+		model_free(m);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "'%s': the descriptor does not lie in the artifact", path);
+	}
+	s = tbcrt__model_adopt(m, d, dir);
+	if (s.code != TBCRT_OK) {
+		model_free(m);
+		char what[4200];
+		snprintf(what, sizeof what, "'%s'", path);
+		return tbcrt__wrap(s, what);
+	}
+	*out_model = m;
+	return s;
+}
+
+tbcrt_status tbcrt_model_get_info(const tbcrt_model *m, tbcrt_model_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_get_info: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_get_info: model is NULL");
+	out_info->name = m->name;
+	out_info->target_triple = m->target_triple;
+	out_info->cpu_features = m->cpu_features;
+	out_info->n_inputs = m->n_inputs;
+	out_info->n_outputs = m->n_outputs;
+	out_info->n_symbols = m->n_syms;
+	out_info->weights_bytes = m->weights_size;
+	out_info->weights_external = m->weights_external;
+	return tbcrt__ok();
+}
+
+static void fill_info(const tbcrt__tensor *t, tbcrt_tensor_info *o) {
+	o->name = t->name;
+	o->dtype = t->dtype;
+	o->rank = t->rank;
+	o->dims = t->dims;
+	o->symbols = t->sym_names;
+	o->data_dependent = t->data_dependent;
+}
+
+tbcrt_status tbcrt_model_input_info(const tbcrt_model *m, uint32_t index, tbcrt_tensor_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_input_info: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_input_info: model is NULL");
+	if (index >= m->n_inputs)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "input index %u is out of range: model '%s' has %u inputs", index,
+				  m->name, m->n_inputs);
+	fill_info(&m->inputs[index], out_info);
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_model_output_info(const tbcrt_model *m, uint32_t index, tbcrt_tensor_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_output_info: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_output_info: model is NULL");
+	if (index >= m->n_outputs)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "output index %u is out of range: model '%s' has %u outputs", index,
+				  m->name, m->n_outputs);
+	fill_info(&m->outputs[index], out_info);
+	return tbcrt__ok();
+}
+
+static tbcrt_status find(const tbcrt_model *m, const tbcrt__tensor *ts, uint32_t n, const char *kind, const char *name,
+			 uint32_t *out_index) {
+	if (!out_index) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_find_%s: out_index is NULL", kind);
+	*out_index = 0;
+	if (!m || !name) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_find_%s: model or name is NULL", kind);
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(ts[i].name, name)) {
+			*out_index = i;
+			return tbcrt__ok();
+		}
+	return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "model '%s' has no %s named '%s'", m->name, kind, name);
+}
+
+tbcrt_status tbcrt_model_find_input(const tbcrt_model *m, const char *name, uint32_t *out_index) {
+	return find(m, m ? m->inputs : NULL, m ? m->n_inputs : 0, "input", name, out_index);
+}
+
+tbcrt_status tbcrt_model_find_output(const tbcrt_model *m, const char *name, uint32_t *out_index) {
+	return find(m, m ? m->outputs : NULL, m ? m->n_outputs : 0, "output", name, out_index);
+}

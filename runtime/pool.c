@@ -1,0 +1,182 @@
+/* The thread pool behind tbc_abi_host.parallel_for.
+ *
+ * threads - 1 workers sleep on a condition variable; a parallel loop wakes
+ * them all, hands out chunks of at least `grain` iterations through one
+ * atomic counter (the calling thread takes chunks too), and returns when
+ * every worker has checked in.  One loop runs on the pool at a time: a loop
+ * started while another runs (a second session on another thread, or a body
+ * that itself calls parallel_for) runs inline on its own thread instead of
+ * waiting, so the pool can never deadlock. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef void (*body_fn)(void *, int64_t, int64_t);
+
+struct tbcrt_pool {
+	pthread_mutex_t submit; /* held for a whole loop, and while resizing */
+	pthread_mutex_t mu;
+	pthread_cond_t wake, done;
+	uint32_t n_workers;
+	pthread_t *workers;
+	uint64_t generation;
+	uint64_t base_generation; /* generation when the workers started */
+	bool stop;
+	uint32_t pending; /* workers yet to finish the current loop */
+	body_fn body;
+	void *closure;
+	int64_t n, chunk;
+	_Atomic int64_t next;
+};
+
+static _Thread_local bool in_loop;
+
+uint32_t tbcrt__online_cpus(void) {
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1) return 1;
+	if (n > TBCRT_MAX_THREADS) return TBCRT_MAX_THREADS;
+	return (uint32_t)n;
+}
+
+static void take_chunks(tbcrt_pool *p) {
+	for (;;) {
+		int64_t begin = atomic_fetch_add_explicit(&p->next, p->chunk, memory_order_relaxed);
+		if (begin >= p->n) return;
+		int64_t end = p->n - begin > p->chunk ? begin + p->chunk : p->n;
+		p->body(p->closure, begin, end);
+	}
+}
+
+static void *worker_main(void *arg) {
+	tbcrt_pool *p = arg;
+	in_loop = true; /* a body's nested parallel_for runs inline */
+	pthread_mutex_lock(&p->mu);
+	uint64_t seen = p->base_generation;
+	for (;;) {
+		while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
+		if (p->stop) break;
+		seen = p->generation;
+		pthread_mutex_unlock(&p->mu);
+		take_chunks(p);
+		pthread_mutex_lock(&p->mu);
+		if (--p->pending == 0) pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void stop_workers(const tbcrt_context *c, tbcrt_pool *p) {
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+	for (uint32_t i = 0; i < p->n_workers; i++) pthread_join(p->workers[i], NULL);
+	tbcrt__free(c, p->workers);
+	p->workers = NULL;
+	p->n_workers = 0;
+	p->stop = false;
+}
+
+static tbcrt_status start_workers(const tbcrt_context *c, tbcrt_pool *p, uint32_t threads) {
+	if (threads == 0) threads = tbcrt__online_cpus();
+	if (threads > TBCRT_MAX_THREADS)
+		return tbcrt__err(TBCRT_ERR_LIMIT, "thread count %u exceeds the limit of %u", threads, TBCRT_MAX_THREADS);
+	uint32_t want = threads - 1;
+	if (want == 0) return tbcrt__ok();
+	p->base_generation = p->generation; /* no loop runs: start_workers holds submit or is in create */
+	p->workers = tbcrt__calloc(c, want, sizeof *p->workers);
+	if (!p->workers) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for %u worker threads", want);
+	for (uint32_t i = 0; i < want; i++) {
+		int rc = pthread_create(&p->workers[i], NULL, worker_main, p);
+		if (rc != 0) {
+			stop_workers(c, p);
+			return tbcrt__err(rc == EAGAIN ? TBCRT_ERR_LIMIT : TBCRT_ERR_NO_MEMORY,
+					  "cannot start worker thread %u of %u: %s", i + 1, want, strerror(rc));
+		}
+		p->n_workers = i + 1;
+	}
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt__pool_create(const tbcrt_context *c, uint32_t threads, tbcrt_pool **out_pool) {
+	*out_pool = NULL;
+	tbcrt_pool *p = tbcrt__calloc(c, 1, sizeof *p);
+	if (!p) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the thread pool");
+	pthread_mutex_init(&p->submit, NULL);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->done, NULL);
+	tbcrt_status s = start_workers(c, p, threads);
+	if (s.code != TBCRT_OK) {
+		tbcrt__pool_destroy(c, p);
+		return s;
+	}
+	*out_pool = p;
+	return s;
+}
+
+void tbcrt__pool_destroy(const tbcrt_context *c, tbcrt_pool *p) {
+	if (!p) return;
+	stop_workers(c, p);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->mu);
+	pthread_mutex_destroy(&p->submit);
+	tbcrt__free(c, p);
+}
+
+tbcrt_status tbcrt__pool_resize(const tbcrt_context *c, tbcrt_pool *p, uint32_t threads) {
+	if (threads > TBCRT_MAX_THREADS)
+		return tbcrt__err(TBCRT_ERR_LIMIT, "thread count %u exceeds the limit of %u", threads, TBCRT_MAX_THREADS);
+	if (in_loop) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "the thread count cannot change inside a parallel loop");
+	pthread_mutex_lock(&p->submit);
+	stop_workers(c, p);
+	tbcrt_status s = start_workers(c, p, threads);
+	pthread_mutex_unlock(&p->submit);
+	return s;
+}
+
+uint32_t tbcrt__pool_threads(const tbcrt_pool *p) {
+	return p->n_workers + 1;
+}
+
+void tbcrt__pool_parallel_for(tbcrt_pool *p, body_fn body, void *closure, int64_t n, int64_t grain) {
+	if (n <= 0) return;
+	if (grain < 1) grain = 1;
+	if (in_loop || n <= grain || pthread_mutex_trylock(&p->submit) != 0) {
+		body(closure, 0, n);
+		return;
+	}
+	if (p->n_workers == 0) {
+		pthread_mutex_unlock(&p->submit);
+		body(closure, 0, n);
+		return;
+	}
+	/* About four chunks per thread balances uneven chunks without making
+	 * the counter hot. */
+	int64_t parts = (int64_t)(p->n_workers + 1) * 4;
+	int64_t chunk = n / parts + (n % parts != 0);
+	if (chunk < grain) chunk = grain;
+	pthread_mutex_lock(&p->mu);
+	p->body = body;
+	p->closure = closure;
+	p->n = n;
+	p->chunk = chunk;
+	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+	p->pending = p->n_workers;
+	p->generation++;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+
+	in_loop = true;
+	take_chunks(p);
+	in_loop = false;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->pending != 0) pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	pthread_mutex_unlock(&p->submit);
+}

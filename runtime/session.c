@@ -1,0 +1,442 @@
+/* Sessions: one invocation's state.  Inputs are checked when bound (dtype,
+ * rank, static dims, buffer size); at run the symbolic dims are resolved from
+ * the inputs' shapes and must agree, outputs of known size go to the caller's
+ * buffers or to buffers the session keeps, the arena is sized by the model's
+ * arena_bytes(syms), and outputs of data-dependent size come back through
+ * host->alloc.  Every host allocation of a run is freed after it, except the
+ * data-dependent outputs, which live until the next run or destroy. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+	bool bound;
+	const void *data;
+	size_t bytes;
+	int64_t dims[TBCRT_MAX_RANK];
+} input_slot;
+
+typedef struct {
+	void *bound; /* caller memory, or NULL */
+	size_t bound_bytes;
+	void *owned; /* the session's buffer for an unbound output of known size */
+	size_t owned_bytes;
+	/* The last successful run's result. */
+	void *data;
+	size_t bytes;
+	int64_t dims[TBCRT_MAX_RANK];
+} output_slot;
+
+typedef struct {
+	void *ptr;
+	uint64_t bytes;
+} host_alloc;
+
+struct tbcrt_session {
+	tbcrt_model *model;
+	tbcrt_context *context;
+	input_slot *in;
+	output_slot *out;
+	const void **in_ptrs;
+	void **out_ptrs;
+	int64_t *syms;
+	uint32_t *sym_from; /* input * TBCRT_MAX_RANK + dim that gave a symbol its value */
+	void *arena;
+	size_t arena_bytes;
+	bool ran;
+	tbc_abi_host host;
+	pthread_mutex_t mu; /* guards what host callbacks touch: they may come from pool threads */
+	host_alloc *allocs;
+	size_t n_allocs, cap_allocs;
+	bool failed;
+	int32_t error_code;
+	char error_message[384];
+};
+
+/* "[batch,3,224]" for a model tensor, "[2,3,224]" for given dims. */
+static void format_dims(char *buf, size_t size, const tbcrt__tensor *t, const int64_t *given) {
+	size_t at = 0;
+	buf[0] = '\0';
+	at += (size_t)snprintf(buf, size, "[");
+	for (uint32_t i = 0; i < t->rank && at < size; i++) {
+		const char *sep = i ? "," : "";
+		if (given) at += (size_t)snprintf(buf + at, size - at, "%s%lld", sep, (long long)given[i]);
+		else if (t->sym[i] >= 0) at += (size_t)snprintf(buf + at, size - at, "%s%s", sep, t->sym_names[i]);
+		else at += (size_t)snprintf(buf + at, size - at, "%s%lld", sep, (long long)t->dims[i]);
+	}
+	if (at < size) snprintf(buf + at, size - at, "]");
+}
+
+static void host_parallel_for(void *ctx, void (*body)(void *, int64_t, int64_t), void *closure, int64_t n,
+			      int64_t grain) {
+	tbcrt_session *s = ctx;
+	tbcrt__pool_parallel_for(s->context->pool, body, closure, n, grain);
+}
+
+static void *host_alloc_fn(void *ctx, uint64_t bytes) {
+	tbcrt_session *s = ctx;
+	if (bytes > TBCRT_MAX_TENSOR_BYTES || bytes > SIZE_MAX) return NULL;
+	pthread_mutex_lock(&s->mu);
+	void *p = NULL;
+	if (s->n_allocs == s->cap_allocs) {
+		size_t cap = s->cap_allocs ? s->cap_allocs * 2 : 16;
+		host_alloc *grown = tbcrt__calloc(s->context, cap, sizeof *grown);
+		if (!grown) goto out;
+		if (s->n_allocs) memcpy(grown, s->allocs, s->n_allocs * sizeof *grown);
+		tbcrt__free(s->context, s->allocs);
+		s->allocs = grown;
+		s->cap_allocs = cap;
+	}
+	p = tbcrt__alloc(s->context, bytes ? (size_t)bytes : 1, TBCRT_ARENA_ALIGN);
+	if (p) s->allocs[s->n_allocs++] = (host_alloc){p, bytes};
+out:
+	pthread_mutex_unlock(&s->mu);
+	return p;
+}
+
+static int32_t host_error(void *ctx, int32_t code, const char *message) {
+	tbcrt_session *s = ctx;
+	if (code == 0) code = 1;
+	pthread_mutex_lock(&s->mu);
+	if (!s->failed) { /* the first error is the one to report */
+		s->failed = true;
+		s->error_code = code;
+		snprintf(s->error_message, sizeof s->error_message, "%s", message ? message : "(no message)");
+	}
+	pthread_mutex_unlock(&s->mu);
+	return code;
+}
+
+/* Frees the host allocations, keeping those still used as outputs when keep. */
+static void release_allocs(tbcrt_session *s, bool keep) {
+	size_t kept = 0;
+	for (size_t i = 0; i < s->n_allocs; i++) {
+		bool used = false;
+		for (uint32_t o = 0; keep && o < s->model->n_outputs && !used; o++)
+			used = s->model->outputs[o].data_dependent && s->out[o].data == s->allocs[i].ptr;
+		if (used) s->allocs[kept++] = s->allocs[i];
+		else tbcrt__free(s->context, s->allocs[i].ptr);
+	}
+	s->n_allocs = kept;
+}
+
+tbcrt_status tbcrt_session_create(tbcrt_model *m, tbcrt_session **out_session) {
+	if (!out_session) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_create: out_session is NULL");
+	*out_session = NULL;
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_create: model is NULL");
+	tbcrt_context *c = m->context;
+	tbcrt_session *s = tbcrt__calloc(c, 1, sizeof *s);
+	if (!s) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
+	s->model = m;
+	s->context = c;
+	tbcrt__model_retain(m);
+	pthread_mutex_init(&s->mu, NULL);
+	s->host = (tbc_abi_host){.ctx = s, .parallel_for = host_parallel_for, .alloc = host_alloc_fn, .error = host_error};
+	uint32_t ni = m->n_inputs ? m->n_inputs : 1, no = m->n_outputs ? m->n_outputs : 1, ns = m->n_syms ? m->n_syms : 1;
+	s->in = tbcrt__calloc(c, ni, sizeof *s->in);
+	s->out = tbcrt__calloc(c, no, sizeof *s->out);
+	s->in_ptrs = tbcrt__calloc(c, ni, sizeof *s->in_ptrs);
+	s->out_ptrs = tbcrt__calloc(c, no, sizeof *s->out_ptrs);
+	s->syms = tbcrt__calloc(c, ns, sizeof *s->syms);
+	s->sym_from = tbcrt__calloc(c, ns, sizeof *s->sym_from);
+	if (!s->in || !s->out || !s->in_ptrs || !s->out_ptrs || !s->syms || !s->sym_from) {
+		tbcrt_session_destroy(s);
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
+	}
+	*out_session = s;
+	return tbcrt__ok();
+}
+
+void tbcrt_session_destroy(tbcrt_session *s) {
+	if (!s) return;
+	tbcrt_context *c = s->context;
+	release_allocs(s, false);
+	tbcrt__free(c, s->allocs);
+	for (uint32_t o = 0; s->out && o < s->model->n_outputs; o++) tbcrt__free(c, s->out[o].owned);
+	tbcrt__free(c, s->arena);
+	tbcrt__free(c, s->in);
+	tbcrt__free(c, s->out);
+	tbcrt__free(c, s->in_ptrs);
+	tbcrt__free(c, s->out_ptrs);
+	tbcrt__free(c, s->syms);
+	tbcrt__free(c, s->sym_from);
+	pthread_mutex_destroy(&s->mu);
+	tbcrt_model *m = s->model;
+	tbcrt__free(c, s);
+	tbcrt__model_release(m);
+}
+
+/* Bytes of a tensor of dtype and dims; false past the limit. */
+static bool tensor_bytes(int32_t dtype, uint32_t rank, const int64_t *dims, uint64_t *out) {
+	uint64_t b = tbcrt_dtype_size(dtype);
+	for (uint32_t i = 0; i < rank; i++)
+		if (dims[i] < 0 || !tbcrt__mul_within(b, (uint64_t)dims[i], TBCRT_MAX_TENSOR_BYTES, &b)) return false;
+	*out = b;
+	return true;
+}
+
+tbcrt_status tbcrt_session_bind_input(tbcrt_session *s, uint32_t index, int32_t dtype, uint32_t rank,
+				      const int64_t *dims, const void *data, size_t bytes) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_bind_input: session is NULL");
+	const tbcrt_model *m = s->model;
+	if (index >= m->n_inputs)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "input index %u is out of range: model '%s' has %u inputs", index,
+				  m->name, m->n_inputs);
+	const tbcrt__tensor *t = &m->inputs[index];
+	input_slot *slot = &s->in[index];
+	slot->bound = false;
+	char want[512], got[512];
+	if (dtype != t->dtype)
+		return tbcrt__err(TBCRT_ERR_DTYPE_MISMATCH, "input '%s': given %s, the model takes %s", t->name,
+				  tbcrt_dtype_name(dtype), tbcrt_dtype_name(t->dtype));
+	if (rank > TBCRT_MAX_RANK || (rank > 0 && !dims))
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "input '%s': rank %u without dims, or past the limit of %d",
+				  t->name, rank, TBCRT_MAX_RANK);
+	format_dims(want, sizeof want, t, NULL);
+	if (rank != t->rank) {
+		return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "input '%s': given rank %u, the model takes rank %u %s", t->name,
+				  rank, t->rank, want);
+	}
+	format_dims(got, sizeof got, t, dims);
+	for (uint32_t i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "input '%s': dim %u is negative (shape %s)", t->name, i, got);
+		if (t->sym[i] < 0 && dims[i] != t->dims[i])
+			return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "input '%s': given shape %s, the model takes %s (dim %u must be %lld)",
+					  t->name, got, want, i, (long long)t->dims[i]);
+	}
+	uint64_t need;
+	if (!tensor_bytes(dtype, rank, dims, &need))
+		return tbcrt__err(TBCRT_ERR_LIMIT, "input '%s': shape %s is larger than the limit of %llu bytes", t->name, got,
+				  (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+	if (bytes < need)
+		return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "input '%s': shape %s %s needs %llu bytes; the buffer holds %zu",
+				  t->name, got, tbcrt_dtype_name(dtype), (unsigned long long)need, bytes);
+	if (!data && need > 0)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", t->name);
+	slot->bound = true;
+	slot->data = data;
+	slot->bytes = bytes;
+	memcpy(slot->dims, dims, rank * sizeof *dims);
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_bind_output(tbcrt_session *s, uint32_t index, void *data, size_t bytes) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_bind_output: session is NULL");
+	const tbcrt_model *m = s->model;
+	if (index >= m->n_outputs)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "output index %u is out of range: model '%s' has %u outputs", index,
+				  m->name, m->n_outputs);
+	if (m->outputs[index].data_dependent && data)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
+				  "output '%s' has a data-dependent size and cannot be bound; read it with tbcrt_session_output "
+				  "after the run",
+				  m->outputs[index].name);
+	s->out[index].bound = data;
+	s->out[index].bound_bytes = data ? bytes : 0;
+	return tbcrt__ok();
+}
+
+/* Symbol values from the bound inputs; they must agree. */
+static tbcrt_status resolve_symbols(tbcrt_session *s) {
+	const tbcrt_model *m = s->model;
+	for (uint32_t k = 0; k < m->n_syms; k++) s->syms[k] = -1;
+	for (uint32_t i = 0; i < m->n_inputs; i++) {
+		const tbcrt__tensor *t = &m->inputs[i];
+		if (!s->in[i].bound)
+			return tbcrt__err(TBCRT_ERR_NOT_READY, "input '%s' is not bound", t->name);
+		for (uint32_t d = 0; d < t->rank; d++) {
+			int32_t k = t->sym[d];
+			if (k < 0) continue;
+			int64_t v = s->in[i].dims[d];
+			if (s->syms[k] < 0) {
+				s->syms[k] = v;
+				s->sym_from[k] = i * TBCRT_MAX_RANK + d;
+			} else if (s->syms[k] != v) {
+				uint32_t fi = s->sym_from[k] / TBCRT_MAX_RANK, fd = s->sym_from[k] % TBCRT_MAX_RANK;
+				return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH,
+						  "input '%s' dim %u is %lld, but symbol '%s' is %lld from input '%s' dim %u", t->name, d,
+						  (long long)v, m->sym_names[k], (long long)s->syms[k], m->inputs[fi].name, fd);
+			}
+		}
+	}
+	return tbcrt__ok();
+}
+
+static void output_dims(const tbcrt_session *s, const tbcrt__tensor *t, int64_t *dims) {
+	for (uint32_t d = 0; d < t->rank; d++) dims[d] = t->sym[d] >= 0 ? s->syms[t->sym[d]] : t->dims[d];
+}
+
+/* Buffers for the outputs of known size. */
+static tbcrt_status prepare_outputs(tbcrt_session *s) {
+	const tbcrt_model *m = s->model;
+	for (uint32_t o = 0; o < m->n_outputs; o++) {
+		const tbcrt__tensor *t = &m->outputs[o];
+		output_slot *slot = &s->out[o];
+		s->out_ptrs[o] = NULL;
+		if (t->data_dependent) continue;
+		output_dims(s, t, slot->dims);
+		uint64_t need;
+		char shape[512];
+		format_dims(shape, sizeof shape, t, slot->dims);
+		if (!tensor_bytes(t->dtype, t->rank, slot->dims, &need))
+			return tbcrt__err(TBCRT_ERR_LIMIT, "output '%s': shape %s is larger than the limit of %llu bytes", t->name,
+					  shape, (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+		slot->bytes = (size_t)need;
+		if (slot->bound) {
+			if (slot->bound_bytes < need)
+				return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH,
+						  "output '%s': shape %s %s needs %llu bytes; the bound buffer holds %zu", t->name,
+						  shape, tbcrt_dtype_name(t->dtype), (unsigned long long)need, slot->bound_bytes);
+			slot->data = slot->bound;
+		} else {
+			if (!slot->owned || slot->owned_bytes < need) {
+				tbcrt__free(s->context, slot->owned);
+				slot->owned_bytes = 0;
+				slot->owned = tbcrt__alloc(s->context, need ? (size_t)need : 1, TBCRT_ARENA_ALIGN);
+				if (!slot->owned)
+					return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for output '%s' (%llu bytes)", t->name,
+							  (unsigned long long)need);
+				slot->owned_bytes = (size_t)need;
+			}
+			slot->data = slot->owned;
+		}
+		s->out_ptrs[o] = slot->data;
+	}
+	return tbcrt__ok();
+}
+
+static tbcrt_status prepare_arena(tbcrt_session *s) {
+	const tbcrt_model *m = s->model;
+	/* arena_bytes sees 0 for the symbols run computes: their values are not
+	 * known yet, so the arena cannot depend on them. */
+	for (uint32_t k = 0; k < m->n_syms; k++)
+		if (m->sym_computed[k]) s->syms[k] = 0;
+	uint64_t need = m->desc->arena_bytes(s->syms);
+	if (need > TBCRT_MAX_TENSOR_BYTES || need > SIZE_MAX)
+		return tbcrt__err(TBCRT_ERR_LIMIT, "model '%s' asks for an arena of %llu bytes, past the limit of %llu", m->name,
+				  (unsigned long long)need, (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+	if (need > s->arena_bytes) {
+		tbcrt__free(s->context, s->arena);
+		s->arena_bytes = 0;
+		s->arena = tbcrt__alloc(s->context, (size_t)need, TBCRT_ARENA_ALIGN);
+		if (!s->arena)
+			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the arena (%llu bytes)", (unsigned long long)need);
+		s->arena_bytes = (size_t)need;
+	}
+	for (uint32_t k = 0; k < m->n_syms; k++)
+		if (m->sym_computed[k]) s->syms[k] = -1;
+	return tbcrt__ok();
+}
+
+static const host_alloc *find_alloc(const tbcrt_session *s, const void *p) {
+	for (size_t i = 0; i < s->n_allocs; i++)
+		if (s->allocs[i].ptr == p) return &s->allocs[i];
+	return NULL;
+}
+
+/* After run: computed symbols set, data-dependent outputs allocated through
+ * host->alloc and large enough, other outputs where we put them. */
+static tbcrt_status collect_outputs(tbcrt_session *s) {
+	const tbcrt_model *m = s->model;
+	for (uint32_t k = 0; k < m->n_syms; k++)
+		if (m->sym_computed[k] && s->syms[k] < 0)
+			return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' left its computed symbol '%s' unset (%lld)", m->name,
+					  m->sym_names[k], (long long)s->syms[k]);
+	for (uint32_t o = 0; o < m->n_outputs; o++) {
+		const tbcrt__tensor *t = &m->outputs[o];
+		output_slot *slot = &s->out[o];
+		if (!t->data_dependent) {
+			if (s->out_ptrs[o] != slot->data)
+				return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' replaced the buffer of output '%s'", m->name,
+						  t->name);
+			continue;
+		}
+		output_dims(s, t, slot->dims);
+		uint64_t need;
+		if (!tensor_bytes(t->dtype, t->rank, slot->dims, &need))
+			return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' gave output '%s' a shape past the limit", m->name,
+					  t->name);
+		const host_alloc *a = find_alloc(s, s->out_ptrs[o]);
+		if (!a)
+			return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' returned output '%s' in memory not from host->alloc",
+					  m->name, t->name);
+		if (a->bytes < need)
+			return tbcrt__err(TBCRT_ERR_RUN_FAILED,
+					  "model '%s' returned output '%s' in %llu bytes; its shape needs %llu", m->name, t->name,
+					  (unsigned long long)a->bytes, (unsigned long long)need);
+		for (uint32_t p = 0; p < o; p++)
+			if (m->outputs[p].data_dependent && s->out_ptrs[p] == s->out_ptrs[o])
+				return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' returned outputs '%s' and '%s' in one buffer",
+						  m->name, m->outputs[p].name, t->name);
+		slot->data = s->out_ptrs[o];
+		slot->bytes = (size_t)need;
+	}
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_run(tbcrt_session *s) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_run: session is NULL");
+	const tbcrt_model *m = s->model;
+	s->ran = false;
+	for (uint32_t o = 0; o < m->n_outputs; o++) s->out[o].data = NULL;
+	release_allocs(s, false); /* the previous run's data-dependent outputs */
+	tbcrt_status st = resolve_symbols(s);
+	if (st.code == TBCRT_OK) st = prepare_outputs(s);
+	if (st.code == TBCRT_OK) st = prepare_arena(s);
+	if (st.code != TBCRT_OK) return st;
+	for (uint32_t i = 0; i < m->n_inputs; i++) s->in_ptrs[i] = s->in[i].data;
+	s->failed = false;
+	s->error_code = 0;
+	s->error_message[0] = '\0';
+	int32_t rc = m->desc->run(&s->host, s->syms, (void *const *)s->in_ptrs, s->out_ptrs, s->arena, m->weights);
+	if (s->failed)
+		st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed (code %d): %s", m->name, (int)s->error_code,
+				s->error_message);
+	else if (rc != 0)
+		st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed with code %d and reported no error", m->name, (int)rc);
+	else
+		st = collect_outputs(s);
+	if (st.code != TBCRT_OK) {
+		for (uint32_t o = 0; o < m->n_outputs; o++)
+			if (m->outputs[o].data_dependent) s->out[o].data = NULL;
+		release_allocs(s, false);
+		return st;
+	}
+	release_allocs(s, true);
+	s->ran = true;
+	return st;
+}
+
+tbcrt_status tbcrt_session_output(const tbcrt_session *s, uint32_t index, tbcrt_tensor *out_tensor) {
+	if (!out_tensor) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_output: out_tensor is NULL");
+	memset(out_tensor, 0, sizeof *out_tensor);
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_output: session is NULL");
+	const tbcrt_model *m = s->model;
+	if (index >= m->n_outputs)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "output index %u is out of range: model '%s' has %u outputs", index,
+				  m->name, m->n_outputs);
+	if (!s->ran) return tbcrt__err(TBCRT_ERR_NOT_READY, "output '%s': the session has no successful run", m->outputs[index].name);
+	const tbcrt__tensor *t = &m->outputs[index];
+	out_tensor->dtype = t->dtype;
+	out_tensor->rank = t->rank;
+	memcpy(out_tensor->dims, s->out[index].dims, t->rank * sizeof *t->dims);
+	out_tensor->data = s->out[index].data;
+	out_tensor->bytes = s->out[index].bytes;
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_symbol(const tbcrt_session *s, const char *name, int64_t *out_value) {
+	if (!out_value) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_symbol: out_value is NULL");
+	*out_value = 0;
+	if (!s || !name) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_symbol: session or name is NULL");
+	const tbcrt_model *m = s->model;
+	for (uint32_t k = 0; k < m->n_syms; k++) {
+		if (strcmp(m->sym_names[k], name) != 0) continue;
+		if (!s->ran) return tbcrt__err(TBCRT_ERR_NOT_READY, "symbol '%s': the session has no successful run", name);
+		*out_value = s->syms[k];
+		return tbcrt__ok();
+	}
+	return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "model '%s' has no symbol named '%s'", m->name, name);
+}
