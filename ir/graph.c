@@ -58,6 +58,7 @@ static tbc_value *new_value(tbc_graph *g, const char *name, tbc_value_kind kind)
 	v->kind = kind;
 	v->graph = g;
 	v->type.rank = -1;
+	v->mem_offset = -1;
 	return v;
 }
 

@@ -135,6 +135,7 @@ typedef struct tbc_value {
 	int def_index;
 	tbc_tensor *constant; /* CONST: the value, in the arena */
 	tbc_use *uses;
+	int64_t mem_offset; /* byte offset in the run's arena (passes/memplan.c); -1: not in the arena */
 } tbc_value;
 
 struct tbc_op {

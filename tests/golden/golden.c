@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 #define SEPARATOR "# ---- expected ----\n"
 
@@ -39,6 +40,10 @@ static const struct golden_pass {
 } passes[] = {
 	{"roundtrip", pass_roundtrip, TBC_VERIFY_ALLOW_UNTYPED, TBC_VERIFY_ALLOW_UNTYPED},
 	{"infer", pass_infer, TBC_VERIFY_ALLOW_UNTYPED, 0},
+	{"fold", tbc_pass_fold, 0, 0},
+	{"cse", tbc_pass_cse, 0, 0},
+	{"dce", tbc_pass_dce, 0, 0},
+	{"fusion", tbc_pass_fusion, 0, 0},
 };
 
 /* ---- Files ---- */

@@ -1,0 +1,114 @@
+/* The graph passes and the pipeline that runs them (docs/passes.md).
+ *
+ * Every pass takes a verified, shape-inferred module and leaves one that
+ * verifies.  A pass reports only what is a bug in tbc or out of memory; an
+ * op it cannot improve it leaves as it is. */
+#ifndef TBC_PASSES_PASSES_H
+#define TBC_PASSES_PASSES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+/* ---- The passes ----------------------------------------------------------- */
+bool tbc_pass_fold(tbc_module *m, tbc_diags *d);    /* passes/fold.c */
+bool tbc_pass_cse(tbc_module *m, tbc_diags *d);     /* passes/cse.c */
+bool tbc_pass_dce(tbc_module *m, tbc_diags *d);     /* passes/dce.c */
+bool tbc_pass_fusion(tbc_module *m, tbc_diags *d);  /* passes/fusion.c */
+bool tbc_pass_memplan(tbc_module *m, tbc_diags *d); /* passes/memplan.c */
+
+/* Folding leaves results of at most this many bytes as constants without
+ * asking more; up to TBC_FOLD_MAX_BYTES only when the result is no larger
+ * than the constants it reads (weights never grow). */
+#define TBC_FOLD_SMALL_BYTES ((int64_t)64 << 10)
+#define TBC_FOLD_MAX_BYTES ((int64_t)64 << 20)
+
+/* ---- Memory planning (passes/memplan.c) -----------------------------------
+ * The arena is a row of parts.  Part 0 holds values of static shape; each
+ * further part holds the values whose size is a static number of bytes times
+ * one product of symbols (batch N: the part "N"; N and T: "N*T").  A part's
+ * size is `bytes` times its product; part k starts where part k-1 ends.  A
+ * value's mem_offset is its offset inside its part, in bytes per unit of the
+ * product (for part 0, plain bytes), so with every symbol's run-time value
+ *   address = arena + sum over parts j < k of bytes_j * product_j
+ *                   + mem_offset * product_k.
+ * Offsets and part sizes are multiples of 64, so every address is 64-byte
+ * aligned whatever the symbols are.  Values whose size depends on a symbol
+ * no model input carries (computed while running: NonZero's count) have no
+ * place (mem_offset -1): code generation allocates them at run time. */
+#define TBC_ARENA_ALIGN 64
+
+typedef struct tbc_memplan_part {
+	int n_syms;                      /* 0 for part 0 */
+	const char *syms[TBC_MAX_RANK];  /* sorted by name; a symbol may repeat */
+	int64_t bytes;                   /* per unit of the product of syms */
+} tbc_memplan_part;
+
+/* The parts of the plan m holds, in order; returns how many (<= max, more
+ * are not written; part 0 is always there). */
+int tbc_memplan_layout(const tbc_module *m, tbc_memplan_part *out, int max);
+/* Index of v's part in that layout; -1 when v has no place. */
+int tbc_memplan_part_of(const tbc_memplan_part *parts, int n_parts, const tbc_value *v);
+
+typedef struct tbc_memplan_stats {
+	/* Bytes, with every symbol set to 1 (batch 1). */
+	int64_t arena_bytes;  /* size of the arena the plan needs */
+	int64_t lower_bound;  /* largest sum of bytes of values live at one op (in-place pairs once) */
+	int64_t total_bytes;  /* sum of the bytes of all placed values: the memory without reuse */
+	int64_t n_placed;     /* values given an offset */
+	int64_t n_in_place;   /* of those, sharing their input's memory */
+	int64_t n_unplaced;   /* intermediates left out: size known only while running */
+	int n_parts;
+} tbc_memplan_stats;
+
+/* The figures of the plan the module holds (after tbc_pass_memplan). */
+bool tbc_memplan_measure(const tbc_module *m, tbc_memplan_stats *out, tbc_diags *d);
+/* Checks a plan: offsets aligned, inside their part, and no two values of
+ * one part live at the same op overlap (except an op's output written in
+ * place over an input that dies there).  Part sizes come from
+ * tbc_memplan_layout. */
+bool tbc_memplan_check(const tbc_module *m, tbc_diags *d);
+/* Bytes the plan of m needs with every symbol set to 1. */
+int64_t tbc_memplan_arena_bytes(const tbc_module *m);
+
+/* ---- Registry: passes by name (golden tests, --dump-after) ----------------- */
+typedef bool (*tbc_pass_fn)(tbc_module *m, tbc_diags *d);
+typedef struct tbc_pass_info {
+	const char *name;
+	tbc_pass_fn run;
+	const char *what; /* one line, for --help */
+} tbc_pass_info;
+
+extern const tbc_pass_info tbc_pass_table[];
+extern const int tbc_pass_count;
+const tbc_pass_info *tbc_pass_find(const char *name);
+
+/* ---- Pipeline (passes/pipeline.c) ----------------------------------------- */
+#define TBC_PIPELINE_MAX_PASSES 16
+
+typedef struct tbc_pipeline_stats {
+	int n_passes;
+	struct {
+		const char *name;
+		double seconds;
+	} passes[TBC_PIPELINE_MAX_PASSES];
+	tbc_memplan_stats memplan;
+} tbc_pipeline_stats;
+
+typedef struct tbc_pipeline_options {
+	int opt_level;          /* 0: only what code generation needs; 1..3: all passes */
+	bool verify;            /* run the verifier after every pass */
+	const char *dump_after; /* a pass name, "all", or NULL */
+	FILE *dump_file;        /* where dumps go; NULL: stderr */
+	size_t dump_max_const_bytes; /* 0: print constants whole (parses back); else abridge */
+	tbc_pipeline_stats *stats; /* NULL: not recorded */
+} tbc_pipeline_options;
+
+/* Defaults: -O2, verify in debug builds (no NDEBUG), no dump, no stats. */
+tbc_pipeline_options tbc_pipeline_defaults(void);
+/* Runs the passes in order; false with diagnostics when one fails. */
+bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags *d);
+
+#endif

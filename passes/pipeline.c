@@ -1,0 +1,106 @@
+/* The pass pipeline: the passes in the order they run, top to bottom, with
+ * the verifier after each one (when asked) and the IR text dumped after the
+ * one named by --dump-after.  Also the table of passes by name.
+ *
+ * Order and why:
+ *   fold     constants first, so shapes sharpen before anything looks at them;
+ *   cse      merges what folding made equal (and duplicate weights);
+ *   dce      removes what folding and merging left unread;
+ *   fusion   groups what is left into loop nests;
+ *   memplan  last: it places the values that remain, fused groups included.
+ * At -O0 only memory planning runs: code generation needs the plan, and an
+ * unoptimized build should show the graph as imported. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes/passes.h"
+
+const tbc_pass_info tbc_pass_table[] = {
+	{"fold", tbc_pass_fold, "evaluate ops whose inputs are constants; Shape/Size of static shapes"},
+	{"cse", tbc_pass_cse, "merge equal constants and equal ops"},
+	{"dce", tbc_pass_dce, "remove ops and constants nobody reads"},
+	{"fusion", tbc_pass_fusion, "group elementwise chains and reductions into Fused ops"},
+	{"memplan", tbc_pass_memplan, "place intermediates in one arena"},
+};
+const int tbc_pass_count = (int)(sizeof tbc_pass_table / sizeof *tbc_pass_table);
+
+const tbc_pass_info *tbc_pass_find(const char *name) {
+	for (int i = 0; i < tbc_pass_count; i++)
+		if (!strcmp(tbc_pass_table[i].name, name)) return &tbc_pass_table[i];
+	return NULL;
+}
+
+tbc_pipeline_options tbc_pipeline_defaults(void) {
+	tbc_pipeline_options o = {0};
+	o.opt_level = 2;
+#ifndef NDEBUG
+	o.verify = true;
+#endif
+	return o;
+}
+
+static double now_seconds(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct runner {
+	tbc_module *m;
+	const tbc_pipeline_options *opt;
+	tbc_diags *d;
+} runner;
+
+static bool dump(const runner *R, const char *pass) {
+	const char *want = R->opt->dump_after;
+	if (!want || (strcmp(want, "all") && strcmp(want, pass))) return true;
+	char *text = R->opt->dump_max_const_bytes ? tbc_print_abridged(R->m, R->opt->dump_max_const_bytes)
+						  : tbc_print(R->m);
+	if (!text) {
+		tbc_diags_add(R->d, TBC_ERR_NO_MEMORY, R->m->path, NULL, NULL, NULL, "out of memory printing the IR");
+		return false;
+	}
+	FILE *f = R->opt->dump_file ? R->opt->dump_file : stderr;
+	fprintf(f, "# ---- IR after %s ----\n%s", pass, text);
+	free(text);
+	return true;
+}
+
+static bool run(const runner *R, const char *name, tbc_pass_fn pass) {
+	double t0 = now_seconds();
+	bool ok = pass(R->m, R->d);
+	tbc_pipeline_stats *st = R->opt->stats;
+	if (st && st->n_passes < TBC_PIPELINE_MAX_PASSES) {
+		st->passes[st->n_passes].name = name;
+		st->passes[st->n_passes++].seconds = now_seconds() - t0;
+	}
+	if (!ok) return false;
+	if (R->opt->verify && !tbc_verify(R->m, R->d)) {
+		tbc_diags_add(R->d, TBC_ERR_INTERNAL, R->m->path, NULL, NULL, NULL,
+			      "the IR does not verify after pass '%s' (bug in tbc)", name);
+		return false;
+	}
+	return dump(R, name);
+}
+
+bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags *d) {
+	tbc_pipeline_options defaults = tbc_pipeline_defaults();
+	if (!opt) opt = &defaults;
+	if (opt->dump_after && strcmp(opt->dump_after, "all") && !tbc_pass_find(opt->dump_after)) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, m->path, NULL, NULL, NULL,
+			      "--dump-after: no pass is named '%s'", opt->dump_after);
+		return false;
+	}
+	const runner R = {m, opt, d};
+	if (opt->verify && !tbc_verify(m, d)) return false;
+
+	if (opt->opt_level >= 1) {
+		if (!run(&R, "fold", tbc_pass_fold)) return false;
+		if (!run(&R, "cse", tbc_pass_cse)) return false;
+		if (!run(&R, "dce", tbc_pass_dce)) return false;
+		if (!run(&R, "fusion", tbc_pass_fusion)) return false;
+	}
+	if (!run(&R, "memplan", tbc_pass_memplan)) return false;
+	return !opt->stats || tbc_memplan_measure(m, &opt->stats->memplan, d);
+}
