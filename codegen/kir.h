@@ -46,7 +46,9 @@ typedef enum kir_unop {
 	KIR_NEG, KIR_ABS, KIR_NOT /* logical for bool, bitwise for ints */, KIR_SQRT, KIR_EXP, KIR_LOG,
 	KIR_SIN, KIR_COS, KIR_TAN, KIR_ASIN, KIR_ACOS, KIR_ATAN, KIR_SINH, KIR_COSH, KIR_TANH,
 	KIR_ASINH, KIR_ACOSH, KIR_ATANH, KIR_ERF, KIR_FLOOR, KIR_CEIL, KIR_ROUND_EVEN, KIR_TRUNC,
-	KIR_ISNAN, KIR_ISINF, KIR_SIGN, KIR_UNOP_COUNT
+	KIR_ISNAN, KIR_ISINF, KIR_SIGN,
+	KIR_EXPM1, KIR_LOG1P, /* exp(x) - 1 and log(1 + x), exact near 0 */
+	KIR_UNOP_COUNT
 } kir_unop;
 
 typedef enum kir_binop {
@@ -125,6 +127,68 @@ typedef struct kir_kernel {
 	const char **size_names; /* symbolic dims the kernel takes at run time */
 	int n_vars;
 	kir_stmt *body;
+	/* Added with the builder: every var, indexed by id, and whether building
+	 * ran out of memory (the builder then returns NULL and sets it). */
+	kir_var **vars;
+	bool failed;
 } kir_kernel;
+
+/* ---- Builder (codegen/kir.c) -------------------------------------------------
+ * Constructors take and return arena nodes; a NULL operand gives NULL (and
+ * out-of-memory sets k->failed), so a caller checks once at the end.  Result
+ * types follow the operands: binary/unary as the operand (ISNAN, ISINF: bool),
+ * compare: bool, select: the arms.  Index (KIR_INDEX) arithmetic on constants
+ * folds, and x + 0, x * 1, x * 0 simplify, so printed kernels stay readable. */
+kir_kernel *kir_kernel_new(tbc_arena *arena, const char *name);
+/* The size parameter named name, added when new; returns its number. */
+int kir_size_param(kir_kernel *k, const char *name);
+kir_buffer *kir_buffer_new(kir_kernel *k, const char *name, tbc_dtype dtype, kir_buffer_role role, int rank,
+			   kir_expr *const *dims);
+/* A loop variable or scalar local; names are made unique ("i", "i.1", ...). */
+kir_var *kir_var_new(kir_kernel *k, const char *name, tbc_dtype type);
+
+kir_expr *kir_e_int(kir_kernel *k, tbc_dtype type, int64_t v);
+kir_expr *kir_e_index(kir_kernel *k, int64_t v); /* an int of type KIR_INDEX */
+kir_expr *kir_e_float(kir_kernel *k, tbc_dtype type, double v);
+kir_expr *kir_e_var(kir_kernel *k, kir_var *v);
+kir_expr *kir_e_size(kir_kernel *k, int size);
+kir_expr *kir_e_load(kir_kernel *k, kir_buffer *b, kir_expr *index);
+kir_expr *kir_e_unary(kir_kernel *k, kir_unop op, kir_expr *a);
+kir_expr *kir_e_binary(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_cmp(kir_kernel *k, kir_cmp op, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_select(kir_kernel *k, kir_expr *cond, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a); /* a itself when already of type */
+/* Index shorthands. */
+kir_expr *kir_e_add(kir_kernel *k, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_mul(kir_kernel *k, kir_expr *a, kir_expr *b);
+/* The value of an index expression when it is a constant. */
+bool kir_e_const_index(const kir_expr *e, int64_t *out);
+
+/* A statement list under construction. */
+typedef struct kir_block {
+	kir_stmt *first, *last;
+} kir_block;
+void kir_block_add(kir_kernel *k, kir_block *b, kir_stmt *s); /* NULL s marks k->failed */
+
+kir_stmt *kir_s_for(kir_kernel *k, kir_var *var, kir_expr *lo, kir_expr *hi, int64_t step, kir_loop_kind loop,
+		    kir_stmt *body);
+kir_stmt *kir_s_store(kir_kernel *k, kir_buffer *b, kir_expr *index, kir_expr *value);
+kir_stmt *kir_s_set(kir_kernel *k, kir_var *var, kir_expr *value);
+kir_stmt *kir_s_if(kir_kernel *k, kir_expr *cond, kir_stmt *body, kir_stmt *orelse);
+
+/* ---- Printer, verifier (codegen/kir.c), evaluator (codegen/kir_eval.c) ----- */
+/* The text form (docs/kernel-ir.md), malloc'd; NULL when out of memory. */
+char *kir_print(const kir_kernel *k);
+const char *kir_type_name(tbc_dtype t); /* "f32", ..., "index" */
+const char *kir_unop_name(kir_unop op);
+const char *kir_binop_name(kir_binop op);
+/* Checks the rules of docs/kernel-ir.md; reports each broken one to d (may be
+ * NULL) as TBC_ERR_INTERNAL. */
+bool kir_verify(const kir_kernel *k, tbc_diags *d);
+/* Runs k over host buffers (buffers[i] for k->buffers[i], dense, in the
+ * buffer's dtype) with sizes[j] the value of size parameter j.  Every load
+ * and store is bounds-checked against the buffer's dims; false (with a
+ * message in d) on a violation. */
+bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
 
 #endif

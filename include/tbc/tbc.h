@@ -133,6 +133,52 @@ tbc_code tbc_tensor_read_file(const char *path, tbc_diags *diags, tbc_tensor **o
 			      char **out_name);
 tbc_code tbc_tensor_write_npy(const char *path, const tbc_tensor *t, tbc_diags *diags);
 
+/* ---- Compiling to native code (codegen/) -----------------------------------
+ * The module is lowered as it is (run the passes first for fused, planned
+ * code).  Symbolic dims of the inputs stay symbolic: the artifact takes them
+ * at run time.  The compiled model is a tbc_abi_model (include/tbc/abi.h). */
+typedef enum tbc_weights_mode {
+	TBC_WEIGHTS_EMBED = 0,   /* in the artifact, 64-byte aligned */
+	TBC_WEIGHTS_EXTERNAL = 1 /* in a file beside it, "<artifact>.weights" */
+} tbc_weights_mode;
+
+typedef struct tbc_compile_options {
+	int opt_level;             /* 0..3 (default 2) */
+	const char *target_triple; /* NULL: the host; x86_64 and aarch64 triples are known */
+	const char *cpu;           /* NULL: the host's CPU for the host triple, "generic" for others */
+	const char *features;      /* NULL: the host's features when cpu is the host's, else the CPU's own */
+	tbc_weights_mode weights;
+	const char *prefix;        /* C identifier before "_descriptor" in a .o; NULL: "model" */
+	int stats;                 /* nonzero: print kernel and time statistics to stderr */
+} tbc_compile_options;
+
+void tbc_compile_options_init(tbc_compile_options *o);
+
+/* Writes an artifact chosen by path's extension: "x.o" (a relocatable object
+ * and "x.h" declaring <prefix>_descriptor, the inputs and the outputs), "x.so"
+ * (a shared object exporting tbc_model_descriptor, linked by the system
+ * linker), "x.ll" (LLVM IR, for reading).  External weights go to
+ * "<path>.weights". */
+tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path,
+			     tbc_diags *diags);
+
+/* Compiles in memory with LLVM's ORC JIT for the host; writes no file. */
+typedef struct tbc_jit tbc_jit;
+struct tbc_abi_model;
+tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_diags *diags,
+			 tbc_jit **out_jit);
+const struct tbc_abi_model *tbc_jit_descriptor(const tbc_jit *jit);
+void tbc_jit_destroy(tbc_jit *jit);
+/* Runs a compiled model on host tensors on the calling thread (a minimal
+ * host; the runtime library has the threaded one).  Inputs in graph order;
+ * out_outputs[i] receive tensors the caller destroys. */
+tbc_code tbc_abi_run_serial(const struct tbc_abi_model *model, tbc_tensor *const *inputs, size_t n_inputs,
+			    tbc_tensor **out_outputs, size_t n_outputs, tbc_diags *diags);
+/* JIT-compiles m, runs it once, frees it: the conformance harness's "cpu"
+ * target (the same signature as tbc_interpret). */
+tbc_code tbc_run_cpu(const tbc_module *m, tbc_tensor *const *inputs, size_t n_inputs, tbc_tensor **out_outputs,
+		     size_t n_outputs, tbc_diags *diags);
+
 #ifdef __cplusplus
 }
 #endif

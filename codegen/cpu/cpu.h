@@ -1,0 +1,37 @@
+/* The CPU target's parts: kernel IR -> LLVM IR (cpu_kernel.c), the program's
+ * run/arena_bytes/descriptor (cpu_module.c), target machine, passes and
+ * object emission (cpu_target.c). */
+#ifndef TBC_CODEGEN_CPU_CPU_H
+#define TBC_CODEGEN_CPU_CPU_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "codegen/target.h"
+
+typedef struct cpu_cx {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, void_t;
+	LLVMTypeRef host_t;      /* tbc_abi_host */
+	LLVMTypeRef par_body_t;  /* void (ptr closure, i64 begin, i64 end) */
+	LLVMTypeRef par_for_t;   /* tbc_abi_host.parallel_for */
+	unsigned loop_md_kind;
+	tbc_diags *d;
+	bool failed;
+} cpu_cx;
+
+/* The LLVM function of kernel k: void (ptr host, ptr bufs..., i64 sizes...). */
+LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index);
+/* The LLVM type of a kernel IR scalar type; NULL (and a diagnostic) when the
+ * CPU backend does not handle it yet. */
+LLVMTypeRef cpu_type(cpu_cx *c, tbc_dtype t);
+bool cpu_fail(cpu_cx *c, tbc_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Builds run, arena_bytes and the descriptor of p in c->mod. */
+bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
+		      const char *features);
+
+#endif

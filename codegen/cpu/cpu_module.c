@@ -1,0 +1,303 @@
+/* The program-level parts of a compiled module (include/tbc/abi.h): run()
+ * places every buffer (inputs, outputs, weights + offset, arena + offset) and
+ * calls the kernels in order; arena_bytes() computes the arena size from the
+ * symbols; the descriptor is constant data naming both.  The arena layout is
+ * kir_program_layout's, computed here in IR for symbolic sizes.
+ *
+ * Determinism: every symbol name comes from positions in the program, never
+ * from pointers or hash order. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cpu/cpu.h"
+#include "tbc/abi.h"
+
+uint64_t tbc_fnv1a64(const void *data, size_t size) {
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < size; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int sym_index(const kir_program *p, const char *name) {
+	for (int s = 0; s < p->n_syms; s++)
+		if (!strcmp(p->sym_names[s], name)) return s;
+	return -1;
+}
+
+/* Bytes of b from the symbol values in syms (i64 values). */
+static LLVMValueRef buf_bytes(cpu_cx *c, const kir_program *p, const kir_pbuf *b, LLVMValueRef *syms) {
+	LLVMBuilderRef B = c->b;
+	LLVMValueRef n = LLVMConstInt(c->i64, tbc_dtype_size(b->type.dtype), 0);
+	for (int d = 0; d < b->type.rank; d++) {
+		tbc_dim dim = b->type.dims[d];
+		LLVMValueRef x = dim.sym ? syms[sym_index(p, dim.sym)] : LLVMConstInt(c->i64, (unsigned long long)dim.size, 0);
+		n = LLVMBuildMul(B, n, x, "");
+	}
+	return n;
+}
+
+static LLVMValueRef align64(cpu_cx *c, LLVMValueRef x) {
+	LLVMBuilderRef B = c->b;
+	LLVMValueRef a = LLVMBuildAdd(B, x, LLVMConstInt(c->i64, KIR_ALIGN - 1, 0), "");
+	return LLVMBuildAnd(B, a, LLVMConstInt(c->i64, ~(unsigned long long)(KIR_ALIGN - 1), 0), "");
+}
+
+/* Loads the symbols from the syms array argument. */
+static LLVMValueRef *load_syms(cpu_cx *c, const kir_program *p, LLVMValueRef arr) {
+	LLVMValueRef *syms = calloc((size_t)p->n_syms + 1, sizeof *syms);
+	if (!syms) return NULL;
+	for (int s = 0; s < p->n_syms; s++) {
+		LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)s, 0);
+		LLVMValueRef ptr = LLVMBuildInBoundsGEP2(c->b, c->i64, arr, &i, 1, "");
+		syms[s] = LLVMBuildLoad2(c->b, c->i64, ptr, p->sym_names[s]);
+	}
+	return syms;
+}
+
+/* uint64_t arena_bytes(const int64_t *syms) */
+static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char *name) {
+	LLVMTypeRef fty = LLVMFunctionType(c->i64, &c->ptr, 1, 0);
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	LLVMValueRef *syms = load_syms(c, p, LLVMGetParam(fn, 0));
+	if (!syms) return NULL;
+	LLVMValueRef end = LLVMConstInt(c->i64, p->arena_static, 0);
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset >= 0) continue;
+		end = LLVMBuildAdd(c->b, end, align64(c, buf_bytes(c, p, b, syms)), "");
+	}
+	LLVMBuildRet(c->b, end);
+	free(syms);
+	return fn;
+}
+
+/* int32_t run(host, syms, inputs, outputs, arena, weights) */
+static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kernels, const char *name) {
+	LLVMTypeRef params[6] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
+	LLVMTypeRef fty = LLVMFunctionType(c->i32, params, 6, 0);
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	LLVMBuilderRef B = c->b;
+	LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	LLVMValueRef host = LLVMGetParam(fn, 0), inputs = LLVMGetParam(fn, 2), outputs = LLVMGetParam(fn, 3);
+	LLVMValueRef arena = LLVMGetParam(fn, 4), weights = LLVMGetParam(fn, 5);
+	LLVMValueRef *syms = load_syms(c, p, LLVMGetParam(fn, 1));
+	LLVMValueRef *ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
+	if (!syms || !ptrs) {
+		free(syms);
+		free(ptrs);
+		cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		return NULL;
+	}
+	LLVMValueRef dyn = LLVMConstInt(c->i64, p->arena_static, 0);
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->alias_of >= 0) {
+			ptrs[i] = ptrs[b->alias_of];
+			continue;
+		}
+		LLVMValueRef idx;
+		switch (b->role) {
+		case KIR_BUF_INPUT:
+		case KIR_BUF_OUTPUT:
+			idx = LLVMConstInt(c->i64, (unsigned long long)b->io_index, 0);
+			ptrs[i] = LLVMBuildLoad2(B, c->ptr,
+						 LLVMBuildInBoundsGEP2(B, c->ptr, b->role == KIR_BUF_INPUT ? inputs : outputs, &idx, 1, ""),
+						 b->name);
+			break;
+		case KIR_BUF_CONST:
+			idx = LLVMConstInt(c->i64, (unsigned long long)b->offset, 0);
+			ptrs[i] = LLVMBuildInBoundsGEP2(B, c->i8, weights, &idx, 1, b->name);
+			break;
+		case KIR_BUF_TEMP:
+			if (b->offset >= 0) {
+				idx = LLVMConstInt(c->i64, (unsigned long long)b->offset, 0);
+			} else {
+				idx = dyn;
+				dyn = LLVMBuildAdd(B, dyn, align64(c, buf_bytes(c, p, b, syms)), "");
+			}
+			ptrs[i] = LLVMBuildInBoundsGEP2(B, c->i8, arena, &idx, 1, b->name);
+			break;
+		}
+	}
+	for (int l = 0; l < p->n_launches; l++) {
+		const kir_launch *la = &p->launches[l];
+		const kir_kernel *k = la->kernel;
+		int n = 1 + k->n_buffers + k->n_sizes;
+		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
+		if (!args) break;
+		args[0] = host;
+		for (int a = 0; a < k->n_buffers; a++) args[1 + a] = ptrs[la->args[a]];
+		for (int s = 0; s < k->n_sizes; s++) args[1 + k->n_buffers + s] = syms[la->syms[s]];
+		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
+		free(args);
+	}
+	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
+	free(syms);
+	free(ptrs);
+	return fn;
+}
+
+/* ---- Constant data ---------------------------------------------------------*/
+typedef struct data_cx {
+	cpu_cx *c;
+	const char *prefix;
+	int n_globals;
+} data_cx;
+
+static LLVMValueRef global_const(data_cx *dc, LLVMValueRef init, const char *what) {
+	char name[160];
+	snprintf(name, sizeof name, "%s.%s.%d", dc->prefix, what, dc->n_globals++);
+	LLVMValueRef g = LLVMAddGlobal(dc->c->mod, LLVMTypeOf(init), name);
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+	return g;
+}
+
+static LLVMValueRef cstring(data_cx *dc, const char *s) {
+	if (!s) return LLVMConstNull(dc->c->ptr);
+	return global_const(dc, LLVMConstStringInContext2(dc->c->ctx, s, strlen(s), 0), "str");
+}
+
+static LLVMValueRef tensor_array(data_cx *dc, const kir_program *p, const int *bufs, int n, LLVMTypeRef tensor_t) {
+	cpu_cx *c = dc->c;
+	if (n == 0) return LLVMConstNull(c->ptr);
+	LLVMValueRef *elems = calloc((size_t)n, sizeof *elems);
+	if (!elems) return NULL;
+	for (int i = 0; i < n; i++) {
+		const kir_pbuf *b = p->bufs[bufs[i]];
+		int r = b->type.rank;
+		LLVMValueRef dims[TBC_MAX_RANK], sy[TBC_MAX_RANK];
+		for (int d = 0; d < r; d++) {
+			tbc_dim dim = b->type.dims[d];
+			dims[d] = LLVMConstInt(c->i64, dim.sym ? (unsigned long long)-1 : (unsigned long long)dim.size, 1);
+			sy[d] = LLVMConstInt(c->i32, dim.sym ? (unsigned long long)sym_index(p, dim.sym) : (unsigned long long)-1, 1);
+		}
+		LLVMValueRef fields[5] = {
+			cstring(dc, b->onnx_name ? b->onnx_name : b->name),
+			LLVMConstInt(c->i32, (unsigned long long)b->type.dtype, 0),
+			LLVMConstInt(c->i32, (unsigned long long)r, 0),
+			r ? global_const(dc, LLVMConstArray2(c->i64, dims, (uint64_t)r), "dims") : LLVMConstNull(c->ptr),
+			r ? global_const(dc, LLVMConstArray2(c->i32, sy, (uint64_t)r), "syms") : LLVMConstNull(c->ptr),
+		};
+		elems[i] = LLVMConstNamedStruct(tensor_t, fields, 5);
+	}
+	LLVMValueRef arr = global_const(dc, LLVMConstArray2(tensor_t, elems, (uint64_t)n), "tensors");
+	free(elems);
+	return arr;
+}
+
+/* The descriptor function: const tbc_abi_model *name(void). */
+static void emit_descriptor_fn(cpu_cx *c, const char *name, LLVMValueRef model) {
+	LLVMTypeRef fty = LLVMFunctionType(c->ptr, NULL, 0, 0);
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
+	LLVMSetLinkage(fn, LLVMExternalLinkage);
+	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	LLVMBuildRet(c->b, model);
+}
+
+bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
+		      const char *features) {
+	LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
+	if (!kernels) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	for (int l = 0; l < p->n_launches && !c->failed; l++) kernels[l] = cpu_emit_kernel(c, p->launches[l].kernel, l);
+	if (c->failed) {
+		free(kernels);
+		return false;
+	}
+	char name[160];
+	snprintf(name, sizeof name, "%s.run", info->prefix);
+	LLVMValueRef run = emit_run(c, p, kernels, name);
+	snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
+	LLVMValueRef arena_bytes = emit_arena_bytes(c, p, name);
+	free(kernels);
+	if (!run || !arena_bytes || c->failed) return false;
+
+	data_cx dc = {c, info->prefix, 0};
+	/* Weights: one 64-byte aligned blob. */
+	LLVMValueRef weights = LLVMConstNull(c->ptr);
+	uint64_t hash = 0;
+	void *blob = malloc((size_t)p->weights_size + 1);
+	if (!blob) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	kir_program_weights(p, blob);
+	hash = tbc_fnv1a64(blob, (size_t)p->weights_size);
+	if (!info->external_weights && p->weights_size) {
+		LLVMValueRef init = LLVMConstStringInContext2(c->ctx, blob, (size_t)p->weights_size, 1);
+		snprintf(name, sizeof name, "%s.weights", info->prefix);
+		weights = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+		LLVMSetInitializer(weights, init);
+		LLVMSetGlobalConstant(weights, 1);
+		LLVMSetLinkage(weights, LLVMPrivateLinkage);
+		LLVMSetAlignment(weights, KIR_ALIGN);
+	}
+	free(blob);
+
+	LLVMTypeRef tensor_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_tensor");
+	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
+	LLVMStructSetBody(tensor_t, tfields, 5, 0);
+	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
+	LLVMTypeRef mfields[18] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
+				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr};
+	LLVMStructSetBody(model_t, mfields, 18, 0);
+
+	LLVMValueRef sym_names = LLVMConstNull(c->ptr), sym_computed = LLVMConstNull(c->ptr);
+	if (p->n_syms) {
+		LLVMValueRef *names = calloc((size_t)p->n_syms, sizeof *names);
+		LLVMValueRef *zeros = calloc((size_t)p->n_syms, sizeof *zeros);
+		if (!names || !zeros) {
+			free(names);
+			free(zeros);
+			return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		}
+		for (int s = 0; s < p->n_syms; s++) {
+			names[s] = cstring(&dc, p->sym_names[s]);
+			zeros[s] = LLVMConstInt(c->i8, 0, 0);
+		}
+		sym_names = global_const(&dc, LLVMConstArray2(c->ptr, names, (uint64_t)p->n_syms), "sym_names");
+		sym_computed = global_const(&dc, LLVMConstArray2(c->i8, zeros, (uint64_t)p->n_syms), "sym_computed");
+		free(names);
+		free(zeros);
+	}
+	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
+	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
+	if (!ins || !outs) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	LLVMValueRef mvals[18] = {
+		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
+		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
+		cstring(&dc, p->name),
+		cstring(&dc, triple),
+		cstring(&dc, features ? features : ""),
+		LLVMConstInt(c->i32, (unsigned long long)p->n_inputs, 0),
+		LLVMConstInt(c->i32, (unsigned long long)p->n_outputs, 0),
+		LLVMConstInt(c->i32, (unsigned long long)p->n_syms, 0),
+		ins,
+		outs,
+		sym_names,
+		sym_computed,
+		arena_bytes,
+		weights,
+		info->external_weights ? cstring(&dc, info->weights_file) : LLVMConstNull(c->ptr),
+		LLVMConstInt(c->i64, p->weights_size, 0),
+		LLVMConstInt(c->i64, hash, 0),
+		run,
+	};
+	snprintf(name, sizeof name, "%s.model", info->prefix);
+	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 18));
+	LLVMSetGlobalConstant(model, 1);
+	LLVMSetLinkage(model, LLVMPrivateLinkage);
+	snprintf(name, sizeof name, "%s_descriptor", info->prefix);
+	emit_descriptor_fn(c, name, model);
+	if (info->export_generic) emit_descriptor_fn(c, "tbc_model_descriptor", model);
+	return !c->failed;
+}

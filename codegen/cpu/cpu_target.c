@@ -1,0 +1,211 @@
+/* The CPU target: a lowered program -> LLVM module -> LLVM's new pass
+ * manager (default<O0..O3>) -> object code for x86-64 or AArch64.  The host
+ * CPU and its features are used unless --target / --cpu say otherwise. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "codegen/cpu/cpu.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* Only the two targets tbc generates code for. */
+static void init_llvm(void) {
+	LLVMInitializeX86TargetInfo();
+	LLVMInitializeX86Target();
+	LLVMInitializeX86TargetMC();
+	LLVMInitializeX86AsmPrinter();
+	LLVMInitializeAArch64TargetInfo();
+	LLVMInitializeAArch64Target();
+	LLVMInitializeAArch64TargetMC();
+	LLVMInitializeAArch64AsmPrinter();
+}
+
+void tbc_cpu_init_llvm(void);
+void tbc_cpu_init_llvm(void) { pthread_once(&init_once, init_llvm); }
+
+/* The architecture part of a triple ("x86_64", "aarch64"). */
+static size_t arch_len(const char *triple) {
+	const char *dash = strchr(triple, '-');
+	return dash ? (size_t)(dash - triple) : strlen(triple);
+}
+
+typedef struct machine {
+	LLVMTargetMachineRef tm;
+	char *triple, *cpu, *features;
+} machine;
+
+static void machine_free(machine *m) {
+	if (m->tm) LLVMDisposeTargetMachine(m->tm);
+	LLVMDisposeMessage(m->triple);
+	LLVMDisposeMessage(m->cpu);
+	LLVMDisposeMessage(m->features);
+	memset(m, 0, sizeof *m);
+}
+
+static tbc_code machine_new(const tbc_compile_options *o, tbc_diags *d, machine *m) {
+	memset(m, 0, sizeof *m);
+	tbc_cpu_init_llvm();
+	char *host = LLVMGetDefaultTargetTriple();
+	m->triple = o->target_triple ? LLVMNormalizeTargetTriple(o->target_triple) : LLVMNormalizeTargetTriple(host);
+	bool is_host = arch_len(host) == arch_len(m->triple) && !strncmp(host, m->triple, arch_len(host));
+	LLVMDisposeMessage(host);
+	if (strncmp(m->triple, "x86_64", 6) && strncmp(m->triple, "aarch64", 7) && strncmp(m->triple, "arm64", 5)) {
+		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
+			      "target %s is not supported (x86_64 and aarch64 are)", m->triple);
+		machine_free(m);
+		return TBC_ERR_UNSUPPORTED;
+	}
+	bool host_cpu = is_host && !o->cpu;
+	m->cpu = host_cpu ? LLVMGetHostCPUName() : LLVMCreateMessage(o->cpu ? o->cpu : "generic");
+	m->features = o->features ? LLVMCreateMessage(o->features)
+				  : host_cpu ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
+	LLVMTargetRef target;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
+		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "target %s: %s", m->triple, err ? err : "");
+		LLVMDisposeMessage(err);
+		machine_free(m);
+		return TBC_ERR_UNSUPPORTED;
+	}
+	LLVMCodeGenOptLevel level = o->opt_level <= 0 ? LLVMCodeGenLevelNone
+				    : o->opt_level == 1 ? LLVMCodeGenLevelLess
+				    : o->opt_level == 2 ? LLVMCodeGenLevelDefault
+							: LLVMCodeGenLevelAggressive;
+	m->tm = LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features, level, LLVMRelocPIC,
+					LLVMCodeModelDefault);
+	if (!m->tm) {
+		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "no target machine for %s (cpu %s)", m->triple,
+			      m->cpu);
+		machine_free(m);
+		return TBC_ERR_UNSUPPORTED;
+	}
+	return TBC_OK;
+}
+
+/* Only the features that are on ("+avx2,+fma"), for the descriptor. */
+static char *enabled_features(const char *all) {
+	size_t n = strlen(all);
+	char *out = malloc(n + 1);
+	if (!out) return NULL;
+	size_t len = 0;
+	const char *s = all;
+	while (*s) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		if (l && s[0] == '+') {
+			if (len) out[len++] = ',';
+			memcpy(out + len, s, l);
+			len += l;
+		}
+		s += l;
+		if (*s == ',') s++;
+	}
+	out[len] = 0;
+	return out;
+}
+
+static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, const tbc_emit_info *info,
+			 tbc_diags *d, void **out_data, size_t *out_size) {
+	*out_data = NULL;
+	*out_size = 0;
+	machine m;
+	tbc_code rc = machine_new(o, d, &m);
+	if (rc != TBC_OK) return rc;
+	cpu_cx c = {.d = d};
+	c.ctx = LLVMContextCreate();
+	c.mod = LLVMModuleCreateWithNameInContext(info->prefix, c.ctx);
+	c.b = LLVMCreateBuilderInContext(c.ctx);
+	c.i1 = LLVMInt1TypeInContext(c.ctx);
+	c.i8 = LLVMInt8TypeInContext(c.ctx);
+	c.i16 = LLVMInt16TypeInContext(c.ctx);
+	c.i32 = LLVMInt32TypeInContext(c.ctx);
+	c.i64 = LLVMInt64TypeInContext(c.ctx);
+	c.f32 = LLVMFloatTypeInContext(c.ctx);
+	c.f64 = LLVMDoubleTypeInContext(c.ctx);
+	c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
+	c.void_t = LLVMVoidTypeInContext(c.ctx);
+	LLVMTypeRef host_fields[4] = {c.ptr, c.ptr, c.ptr, c.ptr};
+	c.host_t = LLVMStructTypeInContext(c.ctx, host_fields, 4, 0);
+	LLVMTypeRef body_params[3] = {c.ptr, c.i64, c.i64};
+	c.par_body_t = LLVMFunctionType(c.void_t, body_params, 3, 0);
+	LLVMTypeRef pf_params[5] = {c.ptr, c.ptr, c.ptr, c.i64, c.i64};
+	c.par_for_t = LLVMFunctionType(c.void_t, pf_params, 5, 0);
+	c.loop_md_kind = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
+	LLVMSetTarget(c.mod, m.triple);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m.tm);
+	LLVMSetModuleDataLayout(c.mod, dl);
+	LLVMDisposeTargetData(dl);
+
+	char *features = enabled_features(m.features);
+	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);
+	free(features);
+	char *err = NULL;
+	if (ok && LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &err)) {
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: invalid LLVM IR: %.400s",
+			      err ? err : "");
+		ok = false;
+	}
+	LLVMDisposeMessage(err);
+	err = NULL;
+	if (ok) {
+		char passes[32];
+		int level = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
+		snprintf(passes, sizeof passes, "default<O%d>", level);
+		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+		LLVMPassBuilderOptionsSetLoopVectorization(po, level >= 2);
+		LLVMPassBuilderOptionsSetSLPVectorization(po, level >= 2);
+		LLVMPassBuilderOptionsSetLoopUnrolling(po, level >= 2);
+		LLVMErrorRef e = LLVMRunPasses(c.mod, passes, m.tm, po);
+		LLVMDisposePassBuilderOptions(po);
+		if (e) {
+			char *msg = LLVMGetErrorMessage(e);
+			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: passes: %s", msg);
+			LLVMDisposeErrorMessage(msg);
+			ok = false;
+		}
+	}
+	if (ok && info->emit_llvm_ir) {
+		char *text = LLVMPrintModuleToString(c.mod);
+		size_t n = strlen(text);
+		*out_data = malloc(n + 1);
+		if (*out_data) {
+			memcpy(*out_data, text, n + 1);
+			*out_size = n;
+		} else {
+			ok = false;
+		}
+		LLVMDisposeMessage(text);
+	} else if (ok) {
+		LLVMMemoryBufferRef buf = NULL;
+		if (LLVMTargetMachineEmitToMemoryBuffer(m.tm, c.mod, LLVMObjectFile, &err, &buf)) {
+			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: emitting code: %s",
+				      err ? err : "");
+			LLVMDisposeMessage(err);
+			ok = false;
+		} else {
+			size_t n = LLVMGetBufferSize(buf);
+			*out_data = malloc(n ? n : 1);
+			if (*out_data) {
+				memcpy(*out_data, LLVMGetBufferStart(buf), n);
+				*out_size = n;
+			} else {
+				ok = false;
+			}
+			LLVMDisposeMemoryBuffer(buf);
+		}
+	}
+	LLVMDisposeBuilder(c.b);
+	LLVMDisposeModule(c.mod);
+	LLVMContextDispose(c.ctx);
+	machine_free(&m);
+	if (ok) return TBC_OK;
+	tbc_code first = tbc_diags_first_code(d);
+	return first != TBC_OK ? first : TBC_ERR_NO_MEMORY;
+}
+
+const tbc_target tbc_target_cpu = {"cpu", cpu_emit};

@@ -1,0 +1,92 @@
+/* In-process compilation: the object code the CPU target emits for the host
+ * is linked in memory by LLVM ORC's LLJIT; no file is written.  libm and
+ * libc resolve from the process. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "codegen/compile.h"
+#include "tbc/abi.h"
+
+void tbc_cpu_init_llvm(void);
+
+struct tbc_jit {
+	LLVMOrcLLJITRef jit;
+	const tbc_abi_model *model;
+};
+
+static tbc_code jit_error(tbc_diags *d, LLVMErrorRef e, const char *what) {
+	char *msg = LLVMGetErrorMessage(e);
+	tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "jit: %s: %s", what, msg);
+	LLVMDisposeErrorMessage(msg);
+	return TBC_ERR_INTERNAL;
+}
+
+tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_diags *d, tbc_jit **out_jit) {
+	*out_jit = NULL;
+	tbc_compile_options opts;
+	if (o) opts = *o;
+	else tbc_compile_options_init(&opts);
+	/* The JIT runs here: always the host. */
+	opts.target_triple = NULL;
+	opts.weights = TBC_WEIGHTS_EMBED;
+	const char *prefix = "model";
+	tbc_emit_info info = {.prefix = prefix, .export_generic = false};
+	void *obj = NULL;
+	size_t size = 0;
+	tbc_code rc = tbc_codegen(m, &opts, &info, d, &obj, &size);
+	if (rc != TBC_OK) return rc;
+	tbc_cpu_init_llvm();
+	tbc_jit *j = calloc(1, sizeof *j);
+	if (!j) {
+		free(obj);
+		return TBC_ERR_NO_MEMORY;
+	}
+	LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, NULL);
+	if (e) {
+		free(obj);
+		free(j);
+		return jit_error(d, e, "creating LLJIT");
+	}
+	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+	LLVMOrcDefinitionGeneratorRef gen = NULL;
+	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
+	if (e) {
+		free(obj);
+		tbc_jit_destroy(j);
+		return jit_error(d, e, "process symbols");
+	}
+	LLVMOrcJITDylibAddGenerator(jd, gen);
+	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, "tbc-model.o");
+	free(obj);
+	e = LLVMOrcLLJITAddObjectFile(j->jit, jd, buf);
+	if (e) {
+		tbc_jit_destroy(j);
+		return jit_error(d, e, "adding the object");
+	}
+	LLVMOrcExecutorAddress addr = 0;
+	e = LLVMOrcLLJITLookup(j->jit, &addr, "model_descriptor");
+	if (e) {
+		tbc_jit_destroy(j);
+		return jit_error(d, e, "looking up the descriptor");
+	}
+	tbc_abi_descriptor_fn fn;
+	memcpy(&fn, &(void *){(void *)(uintptr_t)addr}, sizeof fn);
+	j->model = fn();
+	*out_jit = j;
+	return TBC_OK;
+}
+
+const tbc_abi_model *tbc_jit_descriptor(const tbc_jit *jit) { return jit ? jit->model : NULL; }
+
+void tbc_jit_destroy(tbc_jit *jit) {
+	if (!jit) return;
+	if (jit->jit) {
+		LLVMErrorRef e = LLVMOrcDisposeLLJIT(jit->jit);
+		if (e) LLVMConsumeError(e);
+	}
+	free(jit);
+}

@@ -1,0 +1,547 @@
+/* Lowering driver: graph IR -> program of kernel IR.
+ *
+ * Requires: a module whose main graph is shape-inferred (every value typed),
+ * optionally fused (passes/fusion.c) and memory-planned (passes/memplan.c:
+ * tbc_value.mem_offset).  Guarantees: every op becomes zero or more launches
+ * of verified kernels, or lowering fails with a diagnostic naming the op; an
+ * op without a lowering is TBC_ERR_UNSUPPORTED, never a wrong result. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower_internal.h"
+
+/* ---- Diagnostics -----------------------------------------------------------*/
+bool lower_error(lower_cx *cx, const tbc_op *op, const char *fmt, ...) {
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (op) tbc_diags_op(cx->d, TBC_ERR_UNSUPPORTED, op, "%s", msg);
+	else tbc_diags_add(cx->d, TBC_ERR_UNSUPPORTED, cx->m->path, NULL, NULL, NULL, "%s", msg);
+	return false;
+}
+
+bool lower_unsupported(lower_cx *cx, const tbc_op *op) {
+	return lower_error(cx, op, "op %s has no CPU lowering yet", tbc_ops[op->code].onnx_name);
+}
+
+static bool internal(lower_cx *cx, const char *what) {
+	tbc_diags_add(cx->d, TBC_ERR_INTERNAL, cx->m->path, NULL, NULL, NULL, "lowering: %s (%s:%d)", what, __FILE__,
+		      __LINE__);
+	return false;
+}
+
+/* ---- Program buffers -------------------------------------------------------*/
+static int64_t align_up(int64_t x) { return (x + KIR_ALIGN - 1) / KIR_ALIGN * KIR_ALIGN; }
+
+/* A C identifier from a value name: letters, digits and '_'. */
+static const char *ident(tbc_arena *a, const char *name, const char *fallback, int id) {
+	char buf[64];
+	size_t n = 0;
+	if (name)
+		for (const char *s = name; *s && n < 40; s++)
+			buf[n++] = ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')) ? *s : '_';
+	buf[n] = 0;
+	if (!n || (buf[0] >= '0' && buf[0] <= '9')) snprintf(buf, sizeof buf, "%s%d", fallback, id);
+	return tbc_arena_strdup(a, buf);
+}
+
+static int new_pbuf(lower_cx *cx, kir_buffer_role role, const tbc_type *type, const char *name) {
+	kir_program *p = cx->p;
+	if (p->n_bufs == p->cap_bufs) {
+		int cap = p->cap_bufs ? p->cap_bufs * 2 : 32;
+		kir_pbuf **grown = tbc_arena_array(p->arena, (size_t)cap, sizeof *grown);
+		if (!grown) return -1;
+		if (p->n_bufs) memcpy(grown, p->bufs, (size_t)p->n_bufs * sizeof *grown);
+		p->bufs = grown;
+		p->cap_bufs = cap;
+	}
+	kir_pbuf *b = tbc_arena_alloc(p->arena, sizeof *b);
+	if (!b) return -1;
+	b->id = p->n_bufs;
+	b->role = role;
+	b->type = *type;
+	b->name = ident(p->arena, name, "t", b->id);
+	b->onnx_name = name ? tbc_arena_strdup(p->arena, name) : NULL;
+	b->offset = -1;
+	b->alias_of = -1;
+	b->io_index = -1;
+	p->bufs[p->n_bufs++] = b;
+	return b->id;
+}
+
+int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *syms) {
+	int64_t n = 1;
+	for (int d = 0; d < b->type.rank; d++) {
+		int64_t x = b->type.dims[d].size;
+		if (b->type.dims[d].sym) {
+			x = -1;
+			for (int s = 0; s < p->n_syms; s++)
+				if (!strcmp(p->sym_names[s], b->type.dims[d].sym)) x = syms ? syms[s] : -1;
+		}
+		if (x < 0 || (x && n > INT64_MAX / x)) return -1;
+		n *= x;
+	}
+	int64_t size = (int64_t)tbc_dtype_size(b->type.dtype);
+	if (n && size > INT64_MAX / n) return -1;
+	return n * size;
+}
+
+/* The arena offset memory planning gave v (tbc_value.mem_offset), -1 when
+ * none: then lowering places it itself, apart from every other value. */
+static int64_t planned_offset(const tbc_value *v) {
+	(void)v;
+	return -1; /* until passes/memplan.c lands in ir/ir.h: v->mem_offset */
+}
+
+static bool type_is_supported(lower_cx *cx, const tbc_value *v) {
+	if (v->type.rank < 0) return false;
+	for (int d = 0; d < v->type.rank; d++) {
+		const char *sym = v->type.dims[d].sym;
+		if (!sym) continue;
+		bool found = false;
+		for (int s = 0; s < cx->p->n_syms; s++) found |= !strcmp(cx->p->sym_names[s], sym);
+		if (!found) return false;
+	}
+	return true;
+}
+
+int lower_value_buf(lower_cx *cx, const tbc_value *v) {
+	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id];
+	if (v->kind != TBC_VALUE_CONST) {
+		internal(cx, "a value is used before its definition was lowered");
+		return -1;
+	}
+	int b = new_pbuf(cx, KIR_BUF_CONST, &v->type, v->name);
+	if (b < 0) return -1;
+	kir_pbuf *pb = cx->p->bufs[b];
+	pb->constant = v->constant;
+	pb->offset = (int64_t)cx->p->weights_size;
+	cx->p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(cx->p, pb, NULL));
+	cx->buf_of[v->id] = b;
+	return b;
+}
+
+int lower_result_buf(lower_cx *cx, const tbc_value *v) {
+	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id]; /* a graph output */
+	if (!type_is_supported(cx, v)) {
+		tbc_diags_op(cx->d, TBC_ERR_UNSUPPORTED, v->def,
+			     "the shape of its output depends on the data; such ops have no CPU lowering yet");
+		return -1;
+	}
+	int b = new_pbuf(cx, KIR_BUF_TEMP, &v->type, v->name);
+	if (b < 0) return -1;
+	cx->p->bufs[b]->offset = planned_offset(v); /* -1 when memory planning did not place it */
+	cx->buf_of[v->id] = b;
+	return b;
+}
+
+bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
+	int s = lower_value_buf(cx, src);
+	if (s < 0) return false;
+	if (cx->buf_of[v->id] >= 0) return lower_copy(cx, cx->buf_of[v->id], s); /* a graph output */
+	const kir_pbuf *sb = cx->p->bufs[s];
+	/* Sharing storage is safe only when memory planning gave both the same
+	 * place (or placed neither): else the source's bytes may be reused while
+	 * the alias still lives. */
+	bool planned = sb->role == KIR_BUF_TEMP && (planned_offset(v) >= 0 || planned_offset(src) >= 0);
+	if (planned && planned_offset(v) != planned_offset(src)) {
+		int d = lower_result_buf(cx, v);
+		return d >= 0 && lower_copy(cx, d, s);
+	}
+	int b = new_pbuf(cx, sb->role, &v->type, v->name);
+	if (b < 0) return false;
+	kir_pbuf *pb = cx->p->bufs[b];
+	pb->alias_of = sb->alias_of >= 0 ? sb->alias_of : s;
+	const kir_pbuf *root = cx->p->bufs[pb->alias_of];
+	pb->role = root->role;
+	pb->io_index = root->io_index;
+	pb->offset = root->offset;
+	pb->constant = root->constant;
+	cx->buf_of[v->id] = b;
+	return true;
+}
+
+/* ---- Kernels under construction ---------------------------------------------*/
+bool lk_begin(lk *l, lower_cx *cx, const char *what) {
+	memset(l, 0, sizeof *l);
+	l->cx = cx;
+	char name[96];
+	snprintf(name, sizeof name, "k%d_%s", cx->n_kernels, what);
+	l->k = kir_kernel_new(cx->p->arena, name);
+	if (!l->k) return false;
+	cx->n_kernels++;
+	return true;
+}
+
+kir_expr *lk_dim(lk *l, tbc_dim d) {
+	if (!d.sym) return kir_e_index(l->k, d.size);
+	return kir_e_size(l->k, kir_size_param(l->k, d.sym));
+}
+
+kir_buffer *lk_buf(lk *l, int pb) {
+	if (pb < 0) return NULL;
+	for (int i = 0; i < l->n_args; i++)
+		if (l->args[i] == pb) return l->k->buffers[i];
+	const kir_pbuf *b = l->cx->p->bufs[pb];
+	kir_expr *dims[TBC_MAX_RANK];
+	for (int d = 0; d < b->type.rank; d++) dims[d] = lk_dim(l, b->type.dims[d]);
+	char name[64];
+	snprintf(name, sizeof name, "%s", b->name);
+	for (int i = 0; i < l->k->n_buffers; i++)
+		if (!strcmp(l->k->buffers[i]->name, name)) snprintf(name, sizeof name, "%s_%d", b->name, pb);
+	kir_buffer *kb = kir_buffer_new(l->k, name, b->type.dtype, b->role, b->type.rank, dims);
+	if (!kb) return NULL;
+	if (l->n_args == l->cap_args) {
+		int cap = l->cap_args ? l->cap_args * 2 : 8;
+		int *grown = tbc_arena_array(l->cx->p->arena, (size_t)cap, sizeof *grown);
+		if (!grown) return NULL;
+		if (l->n_args) memcpy(grown, l->args, (size_t)l->n_args * sizeof *grown);
+		l->args = grown;
+		l->cap_args = cap;
+	}
+	l->args[l->n_args++] = pb;
+	return kb;
+}
+
+kir_buffer *lk_value(lk *l, const tbc_value *v) { return lk_buf(l, lower_value_buf(l->cx, v)); }
+
+bool lk_end(lk *l, kir_stmt *body) {
+	lower_cx *cx = l->cx;
+	kir_program *p = cx->p;
+	if (!body || l->k->failed) return internal(cx, "out of memory building a kernel");
+	l->k->body = body;
+	if (!kir_verify(l->k, cx->d)) return internal(cx, "a lowered kernel does not verify");
+	if (p->n_launches == p->cap_launches) {
+		int cap = p->cap_launches ? p->cap_launches * 2 : 16;
+		kir_launch *grown = tbc_arena_array(p->arena, (size_t)cap, sizeof *grown);
+		if (!grown) return false;
+		if (p->n_launches) memcpy(grown, p->launches, (size_t)p->n_launches * sizeof *grown);
+		p->launches = grown;
+		p->cap_launches = cap;
+	}
+	kir_launch *la = &p->launches[p->n_launches];
+	la->kernel = l->k;
+	la->args = l->args;
+	la->syms = tbc_arena_array(p->arena, (size_t)l->k->n_sizes + 1, sizeof(int));
+	if (!la->syms) return false;
+	for (int i = 0; i < l->k->n_sizes; i++) {
+		la->syms[i] = -1;
+		for (int s = 0; s < p->n_syms; s++)
+			if (!strcmp(p->sym_names[s], l->k->size_names[i])) la->syms[i] = s;
+		if (la->syms[i] < 0) return internal(cx, "a kernel size is not a program symbol");
+	}
+	p->n_launches++;
+	return true;
+}
+
+/* ---- Loop nests ------------------------------------------------------------*/
+typedef enum { PAT_ANY, PAT_FULL, PAT_BCAST, PAT_RUNTIME } pattern;
+
+static pattern dim_pattern(const tbc_type *out, const tbc_type *t, int d) {
+	int di = d - (out->rank - t->rank);
+	tbc_dim od = out->dims[d];
+	if (!od.sym && od.size == 1) return PAT_ANY;
+	if (di < 0) return PAT_BCAST;
+	tbc_dim id = t->dims[di];
+	if (!id.sym) return id.size == 1 ? PAT_BCAST : PAT_FULL;
+	return tbc_dim_eq(id, od) ? PAT_FULL : PAT_RUNTIME;
+}
+
+bool nest_build(lk *l, nest *n, const tbc_type *out, int n_operands, const tbc_type *const *operands) {
+	memset(n, 0, sizeof *n);
+	n->out = out;
+	int r = out->rank;
+	n->rank = 0;
+	for (int d = 0; d < r; d++) {
+		bool merge = n->rank > 0;
+		for (int i = 0; i < n_operands && merge; i++) {
+			pattern a = dim_pattern(out, operands[i], d - 1), b = dim_pattern(out, operands[i], d);
+			if (a == PAT_RUNTIME || b == PAT_RUNTIME) merge = false;
+			else if (a != PAT_ANY && b != PAT_ANY && a != b) merge = false;
+		}
+		/* A run of ANY dims merges into the previous loop as well. */
+		if (merge) {
+			n->size[n->rank - 1] = kir_e_mul(l->k, n->size[n->rank - 1], lk_dim(l, out->dims[d]));
+		} else {
+			n->first[n->rank] = d;
+			n->size[n->rank] = lk_dim(l, out->dims[d]);
+			n->rank++;
+		}
+	}
+	n->first[n->rank] = r;
+	static const char *const names[] = {"i", "j", "k", "l", "m", "n"};
+	for (int g = 0; g < n->rank; g++) {
+		char name[16];
+		if (g < 6) snprintf(name, sizeof name, "%s", names[g]);
+		else snprintf(name, sizeof name, "i%d", g);
+		n->vars[g] = kir_var_new(l->k, name, KIR_INDEX);
+		n->kinds[g] = g == 0 ? KIR_LOOP_PARALLEL : g == n->rank - 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL;
+	}
+	n->linear = nest_index(l, n, out);
+	return !l->k->failed;
+}
+
+kir_expr *nest_index(lk *l, const nest *n, const tbc_type *t) {
+	kir_kernel *k = l->k;
+	kir_expr *idx = kir_e_index(k, 0), *stride = kir_e_index(k, 1);
+	for (int g = n->rank - 1; g >= 0; g--) {
+		pattern p = PAT_ANY;
+		for (int d = n->first[g]; d < n->first[g + 1]; d++) {
+			pattern q = dim_pattern(n->out, t, d);
+			if (q != PAT_ANY) p = q;
+		}
+		if (p == PAT_BCAST || p == PAT_ANY) continue;
+		kir_expr *var = kir_e_var(k, n->vars[g]);
+		if (p == PAT_FULL) {
+			idx = kir_e_add(k, idx, kir_e_mul(k, var, stride));
+			stride = kir_e_mul(k, stride, n->size[g]);
+		} else { /* a symbolic dim that may be 1 at run time */
+			kir_expr *dim = lk_dim(l, t->dims[n->first[g] - (n->out->rank - t->rank)]);
+			kir_expr *eff = kir_e_select(k, kir_e_cmp(k, KIR_EQ, dim, kir_e_index(k, 1)), kir_e_index(k, 0), stride);
+			idx = kir_e_add(k, idx, kir_e_mul(k, var, eff));
+			stride = kir_e_mul(k, stride, dim);
+		}
+	}
+	return idx;
+}
+
+kir_stmt *nest_finish(lk *l, nest *n) {
+	kir_stmt *s = n->body.first;
+	for (int g = n->rank - 1; g >= 0; g--)
+		s = kir_s_for(l->k, n->vars[g], kir_e_index(l->k, 0), n->size[g], 1, n->kinds[g], s);
+	return s;
+}
+
+/* ---- Copies and aliases ----------------------------------------------------*/
+bool lower_copy(lower_cx *cx, int dst, int src) {
+	lk l;
+	if (!lk_begin(&l, cx, "copy")) return false;
+	kir_buffer *d = lk_buf(&l, dst), *s = lk_buf(&l, src);
+	const kir_pbuf *db = cx->p->bufs[dst];
+	tbc_type flat = db->type;
+	nest n;
+	const tbc_type *ops[1] = {&flat};
+	if (!d || !s || !nest_build(&l, &n, &flat, 1, ops)) return false;
+	kir_block_add(l.k, &n.body, kir_s_store(l.k, d, n.linear, kir_e_load(l.k, s, n.linear)));
+	kir_stmt *body = nest_finish(&l, &n);
+	if (!body) { /* rank 0 */
+		body = kir_s_store(l.k, d, kir_e_index(l.k, 0), kir_e_load(l.k, s, kir_e_index(l.k, 0)));
+	}
+	return lk_end(&l, body);
+}
+
+static bool lower_reshape_like(lower_cx *cx, const tbc_op *op) {
+	return lower_alias(cx, op->outputs[0], op->inputs[0]);
+}
+
+/* Dropout at inference is the identity; its mask, when wanted, is all true. */
+static bool lower_dropout(lower_cx *cx, const tbc_op *op) {
+	if (op->n_inputs > 2 && op->inputs[2]) {
+		const tbc_tensor *t = tbc_input_const(op, 2);
+		if (!t || tbc_load_i64(t->dtype, t->data, 0) != 0)
+			return lower_error(cx, op, "Dropout in training mode has no CPU lowering yet");
+	}
+	if (op->n_outputs > 1 && op->outputs[1]) {
+		int b = lower_result_buf(cx, op->outputs[1]);
+		lk l;
+		if (b < 0 || !lk_begin(&l, cx, "mask")) return false;
+		kir_buffer *m = lk_buf(&l, b);
+		nest n;
+		const tbc_type *t = &op->outputs[1]->type;
+		if (!m || !nest_build(&l, &n, t, 0, NULL)) return false;
+		kir_block_add(l.k, &n.body, kir_s_store(l.k, m, n.linear, kir_e_int(l.k, TBC_DT_BOOL, 1)));
+		kir_stmt *body = nest_finish(&l, &n);
+		if (!body) body = kir_s_store(l.k, m, kir_e_index(l.k, 0), kir_e_int(l.k, TBC_DT_BOOL, 1));
+		if (!lk_end(&l, body)) return false;
+	}
+	return lower_alias(cx, op->outputs[0], op->inputs[0]);
+}
+
+/* ---- Driver ----------------------------------------------------------------*/
+static bool lower_op(lower_cx *cx, const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_Identity:
+	case TBC_OP_Reshape:
+	case TBC_OP_Flatten:
+	case TBC_OP_Squeeze:
+	case TBC_OP_Unsqueeze: return lower_reshape_like(cx, op);
+	case TBC_OP_Dropout: return lower_dropout(cx, op);
+	default: break;
+	}
+	if (!strcmp(tbc_ops[op->code].name, "Fused")) return lower_fused(cx, op);
+	if (lower_ew_supported(op)) return lower_elementwise(cx, op);
+	return lower_unsupported(cx, op);
+}
+
+static bool add_sym(lower_cx *cx, const char *name) {
+	kir_program *p = cx->p;
+	for (int s = 0; s < p->n_syms; s++)
+		if (!strcmp(p->sym_names[s], name)) return true;
+	const char **grown = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *grown);
+	if (!grown) return false;
+	if (p->n_syms) memcpy(grown, p->sym_names, (size_t)p->n_syms * sizeof *grown);
+	grown[p->n_syms] = tbc_arena_strdup(p->arena, name);
+	if (!grown[p->n_syms]) return false;
+	p->sym_names = grown;
+	p->n_syms++;
+	return true;
+}
+
+/* Places the temporaries memory planning did not: statically sized ones after
+ * the planned part, symbolic ones at run time (offset -1). */
+static void place_temps(kir_program *p) {
+	int64_t end = 0;
+	for (int i = 0; i < p->n_bufs; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset < 0) continue;
+		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
+		if (bytes >= 0 && align_up(b->offset + bytes) > end) end = align_up(b->offset + bytes);
+	}
+	for (int i = 0; i < p->n_bufs; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset >= 0) continue;
+		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
+		if (bytes < 0) continue; /* symbolic: at run time */
+		b->offset = end;
+		end += align_up(bytes);
+	}
+	for (int i = 0; i < p->n_bufs; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (b->alias_of >= 0) b->offset = p->bufs[b->alias_of]->offset;
+	}
+	p->arena_static = (uint64_t)end;
+}
+
+tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_program **out) {
+	*out = NULL;
+	kir_program *p = tbc_arena_alloc(arena, sizeof *p);
+	if (!p) return TBC_ERR_NO_MEMORY;
+	p->arena = arena;
+	p->name = "model";
+	lower_cx cx = {.m = m, .p = p, .d = d};
+	const tbc_graph *g = m->main;
+	cx.buf_of = malloc(((size_t)m->n_values + 1) * sizeof(int));
+	if (!cx.buf_of) return TBC_ERR_NO_MEMORY;
+	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = -1;
+	bool ok = true;
+	p->inputs = tbc_arena_array(arena, (size_t)g->n_inputs + 1, sizeof(int));
+	p->outputs = tbc_arena_array(arena, (size_t)g->n_outputs + 1, sizeof(int));
+	if (!p->inputs || !p->outputs) ok = false;
+	for (int i = 0; ok && i < g->n_inputs; i++) {
+		const tbc_value *v = g->inputs[i];
+		if (v->type.rank < 0 || !tbc_dtype_supported(v->type.dtype)) {
+			ok = lower_error(&cx, NULL, "graph input %d has no known rank or a non-numeric dtype", i);
+			break;
+		}
+		for (int dd = 0; dd < v->type.rank && ok; dd++)
+			if (v->type.dims[dd].sym) ok = add_sym(&cx, v->type.dims[dd].sym);
+		int b = ok ? new_pbuf(&cx, KIR_BUF_INPUT, &v->type, v->name) : -1;
+		if (b < 0) ok = false;
+		else {
+			p->bufs[b]->io_index = i;
+			p->inputs[p->n_inputs++] = b;
+			cx.buf_of[v->id] = b;
+		}
+	}
+	/* Outputs: the op defining an output writes straight into it. */
+	int *copy_from = calloc((size_t)g->n_outputs + 1, sizeof(int));
+	if (!copy_from) ok = false;
+	for (int i = 0; ok && i < g->n_outputs; i++) {
+		const tbc_value *v = g->outputs[i];
+		copy_from[i] = -1;
+		if (!type_is_supported(&cx, v) || !tbc_dtype_supported(v->type.dtype)) {
+			ok = lower_error(&cx, NULL, "graph output %d has a data-dependent or unknown shape; no CPU lowering yet",
+					 i);
+			break;
+		}
+		int b = new_pbuf(&cx, KIR_BUF_OUTPUT, &v->type, v->name);
+		if (b < 0) {
+			ok = false;
+			break;
+		}
+		p->bufs[b]->io_index = i;
+		p->outputs[p->n_outputs++] = b;
+		if (v->kind == TBC_VALUE_RESULT && cx.buf_of[v->id] < 0) cx.buf_of[v->id] = b;
+		else copy_from[i] = (int)v->id;
+	}
+	for (const tbc_op *op = g->first; ok && op; op = op->next) ok = lower_op(&cx, op);
+	for (int i = 0; ok && i < g->n_outputs; i++) {
+		if (copy_from[i] < 0) continue;
+		int src = lower_value_buf(&cx, g->outputs[i]);
+		ok = src >= 0 && lower_copy(&cx, p->outputs[i], src);
+	}
+	free(copy_from);
+	free(cx.buf_of);
+	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
+	place_temps(p);
+	*out = p;
+	return TBC_OK;
+}
+
+/* ---- Printing --------------------------------------------------------------*/
+char *kir_program_print(const kir_program *p) {
+	size_t cap = 4096, len = 0;
+	char *s = malloc(cap);
+	if (!s) return NULL;
+	s[0] = 0;
+#define APPEND(str)                                                              \
+	do {                                                                     \
+		const char *a_ = (str);                                          \
+		size_t n_ = strlen(a_);                                          \
+		if (len + n_ + 1 > cap) {                                        \
+			while (len + n_ + 1 > cap) cap *= 2;                     \
+			char *g_ = realloc(s, cap);                              \
+			if (!g_) {                                               \
+				free(s);                                         \
+				return NULL;                                     \
+			}                                                        \
+			s = g_;                                                  \
+		}                                                                \
+		memcpy(s + len, a_, n_ + 1);                                     \
+		len += n_;                                                       \
+	} while (0)
+	char line[256];
+	for (int i = 0; i < p->n_launches; i++) {
+		const kir_launch *la = &p->launches[i];
+		char *k = kir_print(la->kernel);
+		if (!k) {
+			free(s);
+			return NULL;
+		}
+		APPEND(k);
+		free(k);
+		snprintf(line, sizeof line, "launch %s(", la->kernel->name);
+		APPEND(line);
+		for (int a = 0; a < la->kernel->n_buffers; a++) {
+			const kir_pbuf *b = p->bufs[la->args[a]];
+			const char *role = b->role == KIR_BUF_INPUT ? "input" : b->role == KIR_BUF_OUTPUT ? "output"
+									: b->role == KIR_BUF_CONST  ? "weights"
+												    : "arena";
+			if (b->role == KIR_BUF_INPUT || b->role == KIR_BUF_OUTPUT)
+				snprintf(line, sizeof line, "%s%s %d", a ? ", " : "", role, b->io_index);
+			else if (b->offset >= 0)
+				snprintf(line, sizeof line, "%s%s+%" PRId64, a ? ", " : "", role, b->offset);
+			else
+				snprintf(line, sizeof line, "%s%s+dynamic", a ? ", " : "", role);
+			APPEND(line);
+		}
+		APPEND(")\n");
+	}
+#undef APPEND
+	return s;
+}
+
+void kir_program_weights(const kir_program *p, void *dst) {
+	memset(dst, 0, (size_t)p->weights_size);
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_CONST || b->alias_of >= 0 || !b->constant) continue;
+		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
+		if (bytes > 0) memcpy((char *)dst + b->offset, b->constant->data, (size_t)bytes);
+	}
+}

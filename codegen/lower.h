@@ -1,0 +1,77 @@
+/* Lowering: graph IR -> a program of kernel IR.
+ *
+ * A program is what every target compiles: its buffers (graph inputs and
+ * outputs, constants in one weights blob, arena temporaries), its kernels,
+ * and the launches in order, each binding a kernel's buffers and size
+ * parameters to the program's.  Symbolic dims of the graph inputs become the
+ * program's symbols, given at run time (tbc_abi_model.sym_names). */
+#ifndef TBC_CODEGEN_LOWER_H
+#define TBC_CODEGEN_LOWER_H
+
+#include "codegen/kir.h"
+
+#define KIR_ALIGN 64 /* weights and arena placements */
+
+typedef struct kir_pbuf {
+	int id;
+	const char *name;      /* a C identifier made from the value's name */
+	const char *onnx_name; /* the value's own name, or NULL */
+	kir_buffer_role role;
+	tbc_type type;              /* dtype and dims, static or symbolic */
+	int io_index;               /* INPUT / OUTPUT: position among the graph's inputs / outputs */
+	const tbc_tensor *constant; /* CONST: the value */
+	/* CONST: byte offset in the weights.  TEMP: byte offset in the arena, or
+	 * -1 when the size is symbolic (placed at run time after the static
+	 * part, in buffer order). */
+	int64_t offset;
+	int alias_of; /* -1, or the buffer whose storage this one shares (Reshape) */
+} kir_pbuf;
+
+typedef struct kir_launch {
+	kir_kernel *kernel;
+	int *args; /* program buffer of each kernel buffer */
+	int *syms; /* program symbol of each kernel size parameter */
+} kir_launch;
+
+typedef struct kir_program {
+	tbc_arena *arena;
+	const char *name;
+	int n_syms;
+	const char **sym_names;
+	int n_bufs, cap_bufs;
+	kir_pbuf **bufs;
+	int n_inputs, n_outputs;
+	int *inputs, *outputs; /* program buffers in graph order */
+	int n_launches, cap_launches;
+	kir_launch *launches;
+	uint64_t weights_size; /* bytes of the weights blob */
+	uint64_t arena_static; /* bytes of the arena placed at compile time */
+} kir_program;
+
+/* Lowers the main graph of m (after shape inference and any passes).  An op
+ * without a lowering is TBC_ERR_UNSUPPORTED "op X has no CPU lowering yet". */
+tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_program **out);
+
+/* Every kernel's text form with the launches between them; malloc'd. */
+char *kir_program_print(const kir_program *p);
+
+/* Bytes of buffer b given the symbol values; -1 on overflow. */
+int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *syms);
+/* Arena offsets of every buffer given the symbol values (offsets[i] -1 for
+ * buffers not in the arena); returns the arena's size in bytes, -1 on
+ * overflow.  Symbolic temporaries follow the static part in buffer order,
+ * each 64-byte aligned; a backend computes the same at run time. */
+int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets);
+/* The weights blob: weights_size bytes, each constant at its offset. */
+void kir_program_weights(const kir_program *p, void *dst);
+
+/* Runs the program with the kernel IR evaluator (for tests: lowering checked
+ * without LLVM).  Inputs in graph order; out[i] receive new tensors. */
+tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			  tbc_diags *d);
+
+/* Reads the symbol values from the inputs' shapes; false (with a message) when
+ * an input's rank, dims or dtype do not fit the program. */
+bool kir_program_bind_syms(const kir_program *p, tbc_tensor *const *in, size_t n_in, int64_t *syms, tbc_diags *d);
+
+#endif

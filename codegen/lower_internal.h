@@ -1,0 +1,74 @@
+/* Shared by the lowering files (codegen/lower*.c): the lowering context, the
+ * kernel-under-construction helper, and each family's entry point. */
+#ifndef TBC_CODEGEN_LOWER_INTERNAL_H
+#define TBC_CODEGEN_LOWER_INTERNAL_H
+
+#include "codegen/lower.h"
+
+typedef struct lower_cx {
+	const tbc_module *m;
+	kir_program *p;
+	tbc_diags *d;
+	int *buf_of; /* value id -> program buffer, -1 when none yet */
+	int n_kernels;
+} lower_cx;
+
+/* A kernel being built and the program buffers its buffers bind. */
+typedef struct lk {
+	lower_cx *cx;
+	kir_kernel *k;
+	int n_args, cap_args;
+	int *args;
+} lk;
+
+bool lk_begin(lk *l, lower_cx *cx, const char *what);
+/* The kernel buffer bound to program buffer pb (made once per kernel). */
+kir_buffer *lk_buf(lk *l, int pb);
+/* The kernel buffer holding value v (a constant gets its weights slot). */
+kir_buffer *lk_value(lk *l, const tbc_value *v);
+kir_expr *lk_dim(lk *l, tbc_dim d);
+/* Verifies the kernel and appends its launch. */
+bool lk_end(lk *l, kir_stmt *body);
+
+/* The program buffer of value v: made for constants on first use. */
+int lower_value_buf(lower_cx *cx, const tbc_value *v);
+/* The buffer an op writes its output i to: the graph output it is, or a new
+ * temporary. */
+int lower_result_buf(lower_cx *cx, const tbc_value *v);
+/* Makes v share the storage of value src (a no-op reshape), or copies. */
+bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src);
+/* Copies program buffer src into dst (same element count and dtype). */
+bool lower_copy(lower_cx *cx, int dst, int src);
+
+bool lower_unsupported(lower_cx *cx, const tbc_op *op);
+bool lower_error(lower_cx *cx, const tbc_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- Loop nests over a shape ---------------------------------------------
+ * A nest over out_type's dims with the outermost loop parallel and the
+ * innermost vector; dims whose broadcast pattern is the same for every
+ * operand are merged.  operands[i] are the types read at broadcast indices. */
+typedef struct nest {
+	const tbc_type *out;
+	int rank;                       /* loops after merging */
+	int first[TBC_MAX_RANK];        /* loop g covers output dims [first[g], first[g + 1]) */
+	kir_var *vars[TBC_MAX_RANK];
+	kir_expr *size[TBC_MAX_RANK];
+	kir_loop_kind kinds[TBC_MAX_RANK];
+	kir_expr *linear;               /* row-major index into the output */
+	kir_block body;                 /* the statements of the innermost body */
+} nest;
+
+bool nest_build(lk *l, nest *n, const tbc_type *out_type, int n_operands, const tbc_type *const *operands);
+/* Index into an operand of type t (one of those given to nest_build, or any
+ * type that broadcasts the same way) at the nest's current point. */
+kir_expr *nest_index(lk *l, const nest *n, const tbc_type *t);
+/* Wraps n->body in the loops; returns the statement to add. */
+kir_stmt *nest_finish(lk *l, nest *n);
+
+/* ---- Families ------------------------------------------------------------*/
+/* Whether op has a scalar definition (the elementwise table). */
+bool lower_ew_supported(const tbc_op *op);
+bool lower_elementwise(lower_cx *cx, const tbc_op *op);
+bool lower_fused(lower_cx *cx, const tbc_op *op);
+
+#endif

@@ -1,0 +1,154 @@
+/* Programs at run time without a backend: symbol binding, arena layout, and
+ * evaluation through the kernel IR evaluator (the oracle for backends). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower.h"
+
+int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets) {
+	int64_t end = (int64_t)p->arena_static;
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (offsets) offsets[i] = -1;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0) continue;
+		if (b->offset >= 0) {
+			if (offsets) offsets[i] = b->offset;
+			continue;
+		}
+		int64_t bytes = kir_pbuf_bytes(p, b, syms);
+		if (bytes < 0 || bytes > INT64_MAX / 2 - end) return -1;
+		if (offsets) offsets[i] = end;
+		end += (bytes + KIR_ALIGN - 1) / KIR_ALIGN * KIR_ALIGN;
+	}
+	if (offsets)
+		for (int i = 0; i < p->n_bufs; i++)
+			if (p->bufs[i]->alias_of >= 0) offsets[i] = offsets[p->bufs[i]->alias_of];
+	return end;
+}
+
+bool kir_program_bind_syms(const kir_program *p, tbc_tensor *const *in, size_t n_in, int64_t *syms, tbc_diags *d) {
+	if (n_in != (size_t)p->n_inputs) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "the model takes %d inputs, not %zu",
+			      p->n_inputs, n_in);
+		return false;
+	}
+	for (int s = 0; s < p->n_syms; s++) syms[s] = -1;
+	for (int i = 0; i < p->n_inputs; i++) {
+		const kir_pbuf *b = p->bufs[p->inputs[i]];
+		const tbc_tensor *t = in[i];
+		if (!t || t->dtype != b->type.dtype || t->rank != b->type.rank) {
+			tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, b->name,
+				      "input %d must be %s of rank %d", i, tbc_dtype_name(b->type.dtype), b->type.rank);
+			return false;
+		}
+		for (int dd = 0; dd < t->rank; dd++) {
+			tbc_dim dim = b->type.dims[dd];
+			if (!dim.sym) {
+				if (t->dims[dd] != dim.size) {
+					tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, b->name,
+						      "dim %d of input %d is %" PRId64 ", the model needs %" PRId64, dd, i,
+						      t->dims[dd], dim.size);
+					return false;
+				}
+				continue;
+			}
+			for (int s = 0; s < p->n_syms; s++) {
+				if (strcmp(p->sym_names[s], dim.sym)) continue;
+				if (syms[s] >= 0 && syms[s] != t->dims[dd]) {
+					tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, b->name,
+						      "dim %d of input %d is %" PRId64 " but %s is %" PRId64 " elsewhere", dd, i,
+						      t->dims[dd], dim.sym, syms[s]);
+					return false;
+				}
+				syms[s] = t->dims[dd];
+			}
+		}
+	}
+	return true;
+}
+
+/* The dims of buffer b given the symbols. */
+static void pbuf_dims(const kir_program *p, const kir_pbuf *b, const int64_t *syms, int64_t *dims) {
+	for (int d = 0; d < b->type.rank; d++) {
+		dims[d] = b->type.dims[d].size;
+		if (b->type.dims[d].sym)
+			for (int s = 0; s < p->n_syms; s++)
+				if (!strcmp(p->sym_names[s], b->type.dims[d].sym)) dims[d] = syms[s];
+	}
+}
+
+tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			  tbc_diags *d) {
+	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
+	if (n_out != (size_t)p->n_outputs) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "the model gives %d outputs, not %zu",
+			      p->n_outputs, n_out);
+		return TBC_ERR_INVALID_ARGUMENT;
+	}
+	int64_t *syms = calloc((size_t)p->n_syms + 1, sizeof *syms);
+	int64_t *offsets = calloc((size_t)p->n_bufs + 1, sizeof *offsets);
+	void **ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
+	void *weights = malloc((size_t)p->weights_size + 1);
+	void *arena = NULL;
+	tbc_code rc = TBC_OK;
+	if (!syms || !offsets || !ptrs || !weights) {
+		rc = TBC_ERR_NO_MEMORY;
+		goto done;
+	}
+	if (!kir_program_bind_syms(p, in, n_in, syms, d)) {
+		rc = TBC_ERR_INVALID_ARGUMENT;
+		goto done;
+	}
+	int64_t arena_bytes = kir_program_layout(p, syms, offsets);
+	if (arena_bytes < 0 || !(arena = calloc(1, (size_t)arena_bytes + 1))) {
+		rc = TBC_ERR_NO_MEMORY;
+		goto done;
+	}
+	kir_program_weights(p, weights);
+	for (int i = 0; i < p->n_outputs; i++) {
+		const kir_pbuf *b = p->bufs[p->outputs[i]];
+		int64_t dims[TBC_MAX_RANK];
+		pbuf_dims(p, b, syms, dims);
+		out[i] = tbc_tensor_create(b->type.dtype, b->type.rank, dims);
+		if (!out[i]) {
+			rc = TBC_ERR_NO_MEMORY;
+			goto done;
+		}
+	}
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		const kir_pbuf *root = b->alias_of >= 0 ? p->bufs[b->alias_of] : b;
+		switch (root->role) {
+		case KIR_BUF_INPUT: ptrs[i] = in[root->io_index]->data; break;
+		case KIR_BUF_OUTPUT: ptrs[i] = out[root->io_index]->data; break;
+		case KIR_BUF_CONST: ptrs[i] = (char *)weights + root->offset; break;
+		case KIR_BUF_TEMP: ptrs[i] = (char *)arena + offsets[i]; break;
+		}
+	}
+	for (int l = 0; l < p->n_launches && rc == TBC_OK; l++) {
+		const kir_launch *la = &p->launches[l];
+		void *bufs[256];
+		int64_t sizes[64];
+		if (la->kernel->n_buffers > 256 || la->kernel->n_sizes > 64) {
+			rc = TBC_ERR_INTERNAL;
+			break;
+		}
+		for (int a = 0; a < la->kernel->n_buffers; a++) bufs[a] = ptrs[la->args[a]];
+		for (int s = 0; s < la->kernel->n_sizes; s++) sizes[s] = syms[la->syms[s]];
+		if (!kir_eval(la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
+	}
+done:
+	if (rc != TBC_OK)
+		for (size_t i = 0; i < n_out; i++) {
+			tbc_tensor_destroy(out[i]);
+			out[i] = NULL;
+		}
+	free(syms);
+	free(offsets);
+	free(ptrs);
+	free(weights);
+	free(arena);
+	return rc;
+}

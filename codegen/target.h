@@ -1,0 +1,34 @@
+/* A target is a struct of function pointers (QBE's Target, ggml's backend
+ * interface): it turns a lowered program into code.  Each lives in its own
+ * folder (codegen/cpu/, later codegen/nvptx/, ...). */
+#ifndef TBC_CODEGEN_TARGET_H
+#define TBC_CODEGEN_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "codegen/lower.h"
+#include "tbc/tbc.h"
+
+/* What the artifact writer asks of a target besides the program. */
+typedef struct tbc_emit_info {
+	const char *prefix;       /* the descriptor is <prefix>_descriptor */
+	bool export_generic;      /* also export tbc_model_descriptor (shared objects, JIT) */
+	bool external_weights;    /* weights are not embedded ... */
+	const char *weights_file; /* ... but in this file, relative to the artifact */
+	bool emit_llvm_ir;        /* text LLVM IR instead of an object file */
+} tbc_emit_info;
+
+typedef struct tbc_target {
+	const char *name;
+	/* Compiles p into an object file (or text IR) in malloc'd memory. */
+	tbc_code (*emit)(const kir_program *p, const tbc_compile_options *o, const tbc_emit_info *info,
+			 tbc_diags *d, void **out_data, size_t *out_size);
+} tbc_target;
+
+extern const tbc_target tbc_target_cpu;
+
+/* FNV-1a 64 of the weights blob (tbc_abi_model.weights_hash). */
+uint64_t tbc_fnv1a64(const void *data, size_t size);
+
+#endif

@@ -1,0 +1,519 @@
+/* Lowering and the CPU backend against the reference interpreter: each test
+ * builds a small graph, runs it with tbc_interpret, with the kernel IR
+ * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host
+ * (tbc_jit_compile + a serial host), and compares all three. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+static model model_new(void) { return (model){.m = tbc_module_new("test"), .seed = 12345}; }
+
+static double rnd(model *md) {
+	md->seed = md->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(md->seed >> 11) / 9007199254740992.0;
+}
+
+static void fill(model *md, tbc_tensor *t, double lo, double hi) {
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = lo + (hi - lo) * rnd(md);
+		if (!tbc_dtype_is_float(t->dtype)) v = floor(v);
+		if (t->dtype == TBC_DT_BOOL) v = v > (lo + hi) / 2;
+		tbc_store_f64(t->dtype, t->data, (size_t)i, v);
+	}
+}
+
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sizes` for the symbolic dims. */
+static tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi) {
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	ty.dtype = dt;
+	int64_t concrete[TBC_MAX_RANK];
+	int r = 0;
+	for (const char *s = dims; *s;) {
+		if (*s >= 'A' && *s <= 'Z') {
+			char name[2] = {*s, 0};
+			ty.dims[r].size = -1;
+			ty.dims[r].sym = tbc_arena_strdup(md->m->arena, name);
+			concrete[r++] = sym_size;
+			s++;
+		} else {
+			char *end;
+			ty.dims[r].size = strtoll(s, &end, 10);
+			concrete[r] = ty.dims[r].size;
+			r++;
+			s = end;
+		}
+		if (*s == ',') s++;
+	}
+	ty.rank = r;
+	char name[16];
+	snprintf(name, sizeof name, "x%d", md->n_in);
+	tbc_value *v = tbc_graph_add_input(md->m->main, name, &ty);
+	tbc_tensor *t = tbc_tensor_create(dt, r, concrete);
+	assert_non_null(t);
+	fill(md, t, lo, hi);
+	md->in[md->n_in++] = t;
+	return v;
+}
+static tbc_value *input(model *md, tbc_dtype dt, const char *dims) { return input_sym(md, dt, dims, 3, -3, 3); }
+
+static tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals) {
+	tbc_tensor *t = tbc_tensor_create(dt, rank, dims);
+	for (int64_t i = 0; i < t->numel; i++) tbc_store_f64(dt, t->data, (size_t)i, vals[i]);
+	tbc_value *v = tbc_graph_add_const(md->m->main, NULL, t);
+	tbc_tensor_destroy(t);
+	return v;
+}
+
+static tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c) {
+	tbc_value *ins[3] = {a, b, c};
+	return tbc_op_new(md->m->main, code, "n", n, ins, 1);
+}
+static tbc_value *op1(model *md, tbc_opcode code, tbc_value *a) { return node(md, code, 1, a, NULL, NULL)->outputs[0]; }
+static tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b) {
+	return node(md, code, 2, a, b, NULL)->outputs[0];
+}
+
+/* ---- Checking ----------------------------------------------------------------*/
+static void print_diags(tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char buf[1024];
+		tbc_diag_format(tbc_diags_get(d, i), buf, sizeof buf);
+		fprintf(stderr, "  %s\n", buf);
+	}
+}
+
+static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++) assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < want->numel; i++) {
+		if (tbc_dtype_is_float(want->dtype)) {
+			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			if (isnan(a) && isnan(b)) continue;
+			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
+				fail();
+			}
+		} else {
+			int64_t a = tbc_load_i64(want->dtype, want->data, (size_t)i), b = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			if (a != b) {
+				fprintf(stderr, "%s: element %lld: want %lld got %lld\n", what, (long long)i, (long long)a, (long long)b);
+				fail();
+			}
+		}
+	}
+}
+
+/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
+ * whose outputs are outs; compares; frees the model. */
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	tbc_diags *d = tbc_diags_create();
+	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
+	tbc_infer cx = {md->m, d};
+	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
+	assert_int_equal(tbc_diags_count(d), 0);
+	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
+
+	tbc_jit *j = NULL;
+	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("JIT", want[i], jit[i], rtol);
+	tbc_jit_destroy(j);
+
+	for (int i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want[i]);
+		tbc_tensor_destroy(got[i]);
+		tbc_tensor_destroy(jit[i]);
+	}
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+static void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
+
+/* Lowering fails with `code` and a message containing `text`. */
+static void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), code);
+	assert_true(tbc_diags_count(d) > 0);
+	const char *msg = tbc_diags_get(d, 0)->message;
+	if (!strstr(msg, text)) fprintf(stderr, "message: %s\n", msg);
+	assert_non_null(strstr(msg, text));
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+/* ---- Elementwise ---------------------------------------------------------------*/
+static void test_add_same_shape(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "2,3,4"), *b = input(&md, TBC_DT_F32, "2,3,4");
+	check(&md, op2(&md, TBC_OP_Add, a, b));
+}
+
+static void test_add_broadcast_row_and_column(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "2,3,1"), *b = input(&md, TBC_DT_F32, "4");
+	check(&md, op2(&md, TBC_OP_Add, a, b));
+}
+
+static void test_mul_scalar_constant_inlined(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "5,7");
+	double two = 2.5;
+	check(&md, op2(&md, TBC_OP_Mul, a, constant(&md, TBC_DT_F32, 0, NULL, &two)));
+}
+
+static void test_sub_with_constant_vector(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F64, "3,4");
+	double v[4] = {1, -2, 3.5, 1e10};
+	int64_t dims[1] = {4};
+	check(&md, op2(&md, TBC_OP_Sub, a, constant(&md, TBC_DT_F64, 1, dims, v)));
+}
+
+static void test_add_symbolic_batch(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,3", 5, -1, 1), *b = input(&md, TBC_DT_F32, "3");
+	check(&md, op2(&md, TBC_OP_Add, a, b));
+}
+
+static void test_unary_float_ops(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_Abs, TBC_OP_Neg, TBC_OP_Exp, TBC_OP_Sin, TBC_OP_Cos, TBC_OP_Tan,
+					 TBC_OP_Tanh, TBC_OP_Sinh, TBC_OP_Cosh, TBC_OP_Atan, TBC_OP_Asinh, TBC_OP_Erf,
+					 TBC_OP_Floor, TBC_OP_Ceil, TBC_OP_Round, TBC_OP_Sign, TBC_OP_Relu,
+					 TBC_OP_Sigmoid, TBC_OP_Softplus, TBC_OP_Softsign, TBC_OP_Mish, TBC_OP_HardSwish,
+					 TBC_OP_HardSigmoid, TBC_OP_Elu, TBC_OP_Selu, TBC_OP_Celu, TBC_OP_LeakyRelu,
+					 TBC_OP_ThresholdedRelu, TBC_OP_Shrink, TBC_OP_Gelu, TBC_OP_Swish, TBC_OP_Reciprocal,
+					 TBC_OP_IsNaN, TBC_OP_IsInf};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		for (int dt = 0; dt < 2; dt++) {
+			model md = model_new();
+			tbc_value *a = input(&md, dt ? TBC_DT_F64 : TBC_DT_F32, "3,17");
+			check(&md, op1(&md, ops[i], a));
+		}
+	}
+}
+
+static void test_unary_positive_domain(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_Sqrt, TBC_OP_Log, TBC_OP_Acosh};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_F32, "40", 1, 1, 50);
+		check(&md, op1(&md, ops[i], a));
+	}
+	static const tbc_opcode unit[] = {TBC_OP_Asin, TBC_OP_Acos, TBC_OP_Atanh};
+	for (size_t i = 0; i < sizeof unit / sizeof unit[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_F32, "40", 1, -0.99, 0.99);
+		check(&md, op1(&md, unit[i], a));
+	}
+}
+
+static void test_gelu_tanh_and_attributes(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "4,5");
+	tbc_op *g = node(&md, TBC_OP_Gelu, 1, a, NULL, NULL);
+	tbc_attr *at = tbc_op_add_attr(g, "approximate", TBC_ATTR_STRING);
+	at->s = "tanh";
+	at->s_len = 4;
+	tbc_op *l = node(&md, TBC_OP_LeakyRelu, 1, g->outputs[0], NULL, NULL);
+	tbc_op_add_attr(l, "alpha", TBC_ATTR_FLOAT)->f = 0.3;
+	check(&md, l->outputs[0]);
+}
+
+static void test_integer_arithmetic_wraps(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_I8, TBC_DT_U8, TBC_DT_I16, TBC_DT_I32, TBC_DT_U32, TBC_DT_I64,
+					  TBC_DT_U64};
+	static const tbc_opcode ops[] = {TBC_OP_Add, TBC_OP_Sub, TBC_OP_Mul, TBC_OP_Div, TBC_OP_Max, TBC_OP_Min,
+					 TBC_OP_Mod, TBC_OP_BitwiseAnd, TBC_OP_BitwiseOr, TBC_OP_BitwiseXor,
+					 TBC_OP_Equal, TBC_OP_Greater, TBC_OP_LessOrEqual};
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+		for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+			model md = model_new();
+			tbc_value *a = input_sym(&md, types[t], "3,8", 1, 0, 250);
+			tbc_value *b = input_sym(&md, types[t], "8", 1, 1, 120); /* no zero divisors */
+			check(&md, op2(&md, ops[i], a, b));
+		}
+}
+
+static void test_integer_unary(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_Abs, TBC_OP_Neg, TBC_OP_Sign, TBC_OP_Relu, TBC_OP_BitwiseNot};
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_I8, "20", 1, -128, 127);
+		check(&md, op1(&md, ops[i], a));
+	}
+}
+
+static void test_mod_signs(void **state) {
+	(void)state;
+	for (int fm = 0; fm < 2; fm++)
+		for (int dt = 0; dt < 2; dt++) {
+			model md = model_new();
+			tbc_dtype t = dt ? TBC_DT_F32 : TBC_DT_I32;
+			tbc_value *a = input_sym(&md, t, "6,5", 1, -20, 20);
+			double bv[5] = {3, -3, 7, -2, 5};
+			int64_t dims[1] = {5};
+			tbc_op *o = node(&md, TBC_OP_Mod, 2, a, constant(&md, t, 1, dims, bv), NULL);
+			tbc_op_add_attr(o, "fmod", TBC_ATTR_INT)->i = fm;
+			check(&md, o->outputs[0]);
+		}
+}
+
+static void test_pow_float_and_integer(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "3,4", 1, 0.5, 3), *b = input_sym(&md, TBC_DT_F32, "4", 1, -2, 2);
+	check(&md, op2(&md, TBC_OP_Pow, a, b));
+	md = model_new();
+	a = input_sym(&md, TBC_DT_I64, "3,4", 1, -5, 5);
+	b = input_sym(&md, TBC_DT_I64, "4", 1, -1, 6);
+	check(&md, op2(&md, TBC_OP_Pow, a, b));
+	md = model_new();
+	a = input_sym(&md, TBC_DT_I32, "6", 1, -5, 5);
+	b = input_sym(&md, TBC_DT_F32, "6", 1, 0, 3);
+	check(&md, op2(&md, TBC_OP_Pow, a, b));
+}
+
+static void test_bitshift_left_and_right(void **state) {
+	(void)state;
+	for (int right = 0; right < 2; right++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_U8, "16", 1, 0, 255), *b = input_sym(&md, TBC_DT_U8, "16", 1, 0, 10);
+		tbc_op *o = node(&md, TBC_OP_BitShift, 2, a, b, NULL);
+		tbc_attr *at = tbc_op_add_attr(o, "direction", TBC_ATTR_STRING);
+		at->s = right ? "RIGHT" : "LEFT";
+		at->s_len = strlen(at->s);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_logic_and_where(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_BOOL, "2,5"), *b = input(&md, TBC_DT_BOOL, "5");
+	tbc_value *x = input(&md, TBC_DT_F32, "2,5"), *y = input(&md, TBC_DT_F32, "1");
+	tbc_value *c = op2(&md, TBC_OP_Xor, op2(&md, TBC_OP_And, a, b), op1(&md, TBC_OP_Not, op2(&md, TBC_OP_Or, a, b)));
+	check(&md, node(&md, TBC_OP_Where, 3, c, x, y)->outputs[0]);
+}
+
+static void test_variadic_max_min_sum_mean(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_Max, TBC_OP_Min, TBC_OP_Sum, TBC_OP_Mean};
+	for (size_t i = 0; i < 4; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, "2,3"), *b = input(&md, TBC_DT_F32, "3"), *c = input(&md, TBC_DT_F32, "2,1");
+		check(&md, node(&md, ops[i], 3, a, b, c)->outputs[0]);
+	}
+}
+
+static void test_clip_with_and_without_bounds(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "4,4");
+	double lo = -1, hi = 0.5;
+	check(&md, node(&md, TBC_OP_Clip, 3, a, constant(&md, TBC_DT_F32, 0, NULL, &lo), constant(&md, TBC_DT_F32, 0, NULL, &hi))
+			   ->outputs[0]);
+	md = model_new();
+	a = input_sym(&md, TBC_DT_I32, "9", 1, -10, 10);
+	tbc_value *mn = input_sym(&md, TBC_DT_I32, "", 1, -3, -2);
+	check(&md, node(&md, TBC_OP_Clip, 2, a, mn, NULL)->outputs[0]);
+}
+
+static void test_prelu_broadcast_slope(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "2,3,4"), *s = input(&md, TBC_DT_F32, "3,1");
+	check(&md, op2(&md, TBC_OP_PRelu, a, s));
+}
+
+static void test_cast_between_types(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_F32, TBC_DT_F64, TBC_DT_I8, TBC_DT_U8, TBC_DT_I32, TBC_DT_I64,
+					  TBC_DT_U64, TBC_DT_BOOL};
+	for (size_t f = 0; f < 8; f++)
+		for (size_t t = 0; t < 8; t++) {
+			model md = model_new();
+			tbc_value *a = input_sym(&md, types[f], "12", 1, -300, 300);
+			tbc_op *o = node(&md, TBC_OP_Cast, 1, a, NULL, NULL);
+			tbc_op_add_attr(o, "to", TBC_ATTR_INT)->i = types[t];
+			check(&md, o->outputs[0]);
+		}
+}
+
+static void test_chain_with_reshape_alias(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "2,6");
+	int64_t shape_dims[1] = {3};
+	double shape[3] = {3, 2, 2};
+	tbc_value *r = op2(&md, TBC_OP_Reshape, op1(&md, TBC_OP_Exp, a), constant(&md, TBC_DT_I64, 1, shape_dims, shape));
+	tbc_value *outs[2] = {op1(&md, TBC_OP_Tanh, r), r};
+	check_outputs(&md, 2, outs, 1e-5);
+}
+
+static void test_output_is_input_and_duplicate(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "3");
+	tbc_value *e = op1(&md, TBC_OP_Exp, a);
+	tbc_value *outs[3] = {a, e, e};
+	check_outputs(&md, 3, outs, 1e-5);
+}
+
+/* ---- Fused regions -------------------------------------------------------------*/
+/* Fused(x, b) = { t = x * b; relu(t) + t, and sigmoid(b) } */
+static void test_fused_region_two_shapes(void **state) {
+	(void)state;
+	if (tbc_opcode_from_name("Fused") == TBC_OP_COUNT) skip();
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,4"), *b = input(&md, TBC_DT_F32, "4");
+	tbc_graph *body = tbc_graph_new(md.m, md.m->main, "body");
+	tbc_value *bx = tbc_graph_add_input(body, "bx", &x->type), *bb = tbc_graph_add_input(body, "bb", &b->type);
+	tbc_value *ins[2] = {bx, bb};
+	tbc_value *t = tbc_op_new(body, TBC_OP_Mul, "m", 2, ins, 1)->outputs[0];
+	tbc_value *rt = tbc_op_new(body, TBC_OP_Relu, "r", 1, &t, 1)->outputs[0];
+	tbc_value *sum_in[2] = {rt, t};
+	tbc_value *s = tbc_op_new(body, TBC_OP_Add, "a", 2, sum_in, 1)->outputs[0];
+	tbc_value *sg = tbc_op_new(body, TBC_OP_Sigmoid, "s", 1, &bb, 1)->outputs[0];
+	tbc_graph_add_output(body, s);
+	tbc_graph_add_output(body, sg);
+	tbc_value *fins[2] = {x, b};
+	tbc_op *f = tbc_op_new(md.m->main, tbc_opcode_from_name("Fused"), "fused", 2, fins, 2);
+	tbc_attr *at = tbc_op_add_attr(f, "body", TBC_ATTR_GRAPH);
+	at->graphs = tbc_arena_array(md.m->arena, 1, sizeof *at->graphs);
+	at->graphs[0] = body;
+	body->parent_op = f;
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, body));
+	tbc_diags_destroy(d);
+	tbc_value *outs[2] = {f->outputs[0], f->outputs[1]};
+	check_outputs(&md, 2, outs, 1e-5);
+}
+
+/* ---- Refusals -------------------------------------------------------------------*/
+static void test_unlowered_op_is_unsupported(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "3,3");
+	check_lowering_fails(&md, op1(&md, TBC_OP_Det, op1(&md, TBC_OP_Exp, a)), TBC_ERR_UNSUPPORTED,
+			     "op Det has no CPU lowering yet");
+}
+
+/* ---- Artifacts --------------------------------------------------------------------*/
+static void test_program_prints_kernels(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,4", 2, -1, 1), *b = input(&md, TBC_DT_F32, "4");
+	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_Add, a, b));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md.m, arena, d, &p), TBC_OK);
+	char *text = kir_program_print(p);
+	const char *want = "kernel k0_add($N) {\n"
+			   "  output t2: f32[$N, 4]\n"
+			   "  input x0: f32[$N, 4]\n"
+			   "  input x1: f32[4]\n"
+			   "  for %i = 0 .. $N parallel {\n"
+			   "    for %j = 0 .. 4 vector {\n"
+			   "      t2[%j + %i * 4] = add(x0[%j + %i * 4], x1[%j])\n"
+			   "    }\n"
+			   "  }\n"
+			   "}\n"
+			   "launch k0_add(output 0, input 0, input 1)\n";
+	if (strcmp(text, want)) fprintf(stderr, "%s", text);
+	assert_string_equal(text, want);
+	free(text);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_add_same_shape),
+		cmocka_unit_test(test_add_broadcast_row_and_column),
+		cmocka_unit_test(test_mul_scalar_constant_inlined),
+		cmocka_unit_test(test_sub_with_constant_vector),
+		cmocka_unit_test(test_add_symbolic_batch),
+		cmocka_unit_test(test_unary_float_ops),
+		cmocka_unit_test(test_unary_positive_domain),
+		cmocka_unit_test(test_gelu_tanh_and_attributes),
+		cmocka_unit_test(test_integer_arithmetic_wraps),
+		cmocka_unit_test(test_integer_unary),
+		cmocka_unit_test(test_mod_signs),
+		cmocka_unit_test(test_pow_float_and_integer),
+		cmocka_unit_test(test_bitshift_left_and_right),
+		cmocka_unit_test(test_logic_and_where),
+		cmocka_unit_test(test_variadic_max_min_sum_mean),
+		cmocka_unit_test(test_clip_with_and_without_bounds),
+		cmocka_unit_test(test_prelu_broadcast_slope),
+		cmocka_unit_test(test_cast_between_types),
+		cmocka_unit_test(test_chain_with_reshape_alias),
+		cmocka_unit_test(test_output_is_input_and_duplicate),
+		cmocka_unit_test(test_fused_region_two_shapes),
+		cmocka_unit_test(test_unlowered_op_is_unsupported),
+		cmocka_unit_test(test_program_prints_kernels),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
