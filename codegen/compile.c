@@ -24,7 +24,7 @@ static double now(void) {
 }
 
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
-		     void **out_data, size_t *out_size) {
+		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size) {
 	*out_data = NULL;
 	*out_size = 0;
 	tbc_compile_options dflt;
@@ -42,6 +42,8 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	kir_program *p = NULL;
 	tbc_code rc = kir_lower(m, arena, d, &p);
 	double t1 = now();
+	if (rc == TBC_OK && with_program && !with_program(p, user, d))
+		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
 	if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, o, info, d, out_data, out_size);
 	double t2 = now();
 	if (rc == TBC_OK && o->stats)

@@ -4,9 +4,13 @@
 
 #include "codegen/target.h"
 
+/* Called with the lowered program before code is emitted (the artifact
+ * writer writes the header and external weights from it); false stops. */
+typedef bool (*tbc_program_fn)(const kir_program *p, void *user, tbc_diags *d);
+
 /* Lowers m and emits it with the CPU target: object code (or LLVM IR text)
- * in malloc'd memory.  o may be NULL (defaults). */
+ * in malloc'd memory.  o may be NULL (defaults); with_program may be NULL. */
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
-		     void **out_data, size_t *out_size);
+		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size);
 
 #endif

@@ -37,7 +37,7 @@ tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_
 	tbc_emit_info info = {.prefix = prefix, .export_generic = false};
 	void *obj = NULL;
 	size_t size = 0;
-	tbc_code rc = tbc_codegen(m, &opts, &info, d, &obj, &size);
+	tbc_code rc = tbc_codegen(m, &opts, &info, d, NULL, NULL, &obj, &size);
 	if (rc != TBC_OK) return rc;
 	tbc_cpu_init_llvm();
 	tbc_jit *j = calloc(1, sizeof *j);

@@ -109,6 +109,13 @@ static char *enabled_features(const char *all) {
 	return out;
 }
 
+/* LLVM's remarks and warnings (a loop the vectorizer declined) are not the
+ * user's business; errors reach us through return values. */
+static void quiet_diagnostics(LLVMDiagnosticInfoRef info, void *user) {
+	(void)info;
+	(void)user;
+}
+
 static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, const tbc_emit_info *info,
 			 tbc_diags *d, void **out_data, size_t *out_size) {
 	*out_data = NULL;
@@ -118,6 +125,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	if (rc != TBC_OK) return rc;
 	cpu_cx c = {.d = d};
 	c.ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(c.ctx, quiet_diagnostics, NULL);
 	c.mod = LLVMModuleCreateWithNameInContext(info->prefix, c.ctx);
 	c.b = LLVMCreateBuilderInContext(c.ctx);
 	c.i1 = LLVMInt1TypeInContext(c.ctx);

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include "codegen/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
@@ -489,6 +492,192 @@ static void test_program_prints_kernels(void **state) {
 	tbc_module_destroy(md.m);
 }
 
+/* A small model with a weight: y = relu(x * w + 1), x [N, 8], w [8]. */
+static model weighted_model(void) {
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,8", 3, -2, 2);
+	double w[8] = {1, -2, 3, -4, 0.5, 0.25, -0.125, 8}, one = 1;
+	int64_t dims[1] = {8};
+	tbc_value *y = op2(&md, TBC_OP_Add, op2(&md, TBC_OP_Mul, x, constant(&md, TBC_DT_F32, 1, dims, w)),
+			   constant(&md, TBC_DT_F32, 0, NULL, &one));
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Relu, y));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_diags_destroy(d);
+	return md;
+}
+
+static void free_model(model *md) {
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+static char *read_all(const char *path, size_t *size) {
+	FILE *f = fopen(path, "rb");
+	if (!f) return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	*size = (size_t)n;
+	return buf;
+}
+
+static char tmpdir[256];
+static const char *tmp_path(const char *name) {
+	static char buf[512];
+	if (!tmpdir[0]) {
+		snprintf(tmpdir, sizeof tmpdir, "/tmp/tbc-codegen-XXXXXX");
+		assert_non_null(mkdtemp(tmpdir));
+	}
+	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+	return buf;
+}
+
+/* The interpreter's result for md's inputs. */
+static tbc_tensor *interpret(model *md) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_tensor *out = NULL;
+	assert_int_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, &out, 1, d), TBC_OK);
+	tbc_diags_destroy(d);
+	return out;
+}
+
+static void test_object_is_deterministic_with_header(void **state) {
+	(void)state;
+	model md = weighted_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.prefix = "tiny";
+	char a[512], b[512];
+	snprintf(a, sizeof a, "%s", tmp_path("a.o"));
+	snprintf(b, sizeof b, "%s", tmp_path("b.o"));
+	assert_int_equal(tbc_compile_to_file(md.m, &o, a, d), TBC_OK);
+	assert_int_equal(tbc_compile_to_file(md.m, &o, b, d), TBC_OK);
+	size_t na, nb;
+	char *da = read_all(a, &na), *db = read_all(b, &nb);
+	assert_non_null(da);
+	assert_non_null(db);
+	assert_int_equal(na, nb);
+	assert_memory_equal(da, db, na);
+	free(da);
+	free(db);
+	size_t nh;
+	char *h = read_all(tmp_path("a.h"), &nh);
+	assert_non_null(h);
+	assert_non_null(strstr(h, "const struct tbc_abi_model *tiny_descriptor(void);"));
+	assert_non_null(strstr(h, "#define TINY_INPUT0_NAME \"x0\""));
+	assert_non_null(strstr(h, "#define TINY_INPUT0_DIMS {-1, 8}"));
+	assert_non_null(strstr(h, "#define TINY_SYM0_NAME \"N\""));
+	free(h);
+	tbc_diags_destroy(d);
+	free_model(&md);
+}
+
+static void test_shared_object_runs_like_the_interpreter(void **state) {
+	(void)state;
+	model md = weighted_model();
+	tbc_diags *d = tbc_diags_create();
+	char so[512];
+	snprintf(so, sizeof so, "%s", tmp_path("m.so"));
+	tbc_code rc = tbc_compile_to_file(md.m, NULL, so, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	if (!h) fprintf(stderr, "%s\n", dlerror());
+	assert_non_null(h);
+	tbc_abi_descriptor_fn fn;
+	void *sym = dlsym(h, "tbc_model_descriptor");
+	assert_non_null(sym);
+	memcpy(&fn, &sym, sizeof fn);
+	const tbc_abi_model *model = fn();
+	assert_int_equal(model->magic, TBC_ABI_MAGIC);
+	assert_int_equal(model->n_syms, 1);
+	assert_string_equal(model->sym_names[0], "N");
+	assert_int_equal(model->weights_size, 64);
+	tbc_tensor *got = NULL, *want = interpret(&md);
+	assert_int_equal(tbc_abi_run_serial(model, md.in, 1, &got, 1, d), TBC_OK);
+	compare("shared object", want, got, 1e-6);
+	tbc_tensor_destroy(got);
+	tbc_tensor_destroy(want);
+	dlclose(h);
+	tbc_diags_destroy(d);
+	free_model(&md);
+}
+
+static void test_external_weights_file(void **state) {
+	(void)state;
+	model md = weighted_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.weights = TBC_WEIGHTS_EXTERNAL;
+	char so[512];
+	snprintf(so, sizeof so, "%s", tmp_path("ext.so"));
+	assert_int_equal(tbc_compile_to_file(md.m, &o, so, d), TBC_OK);
+	size_t n;
+	char *w = read_all(tmp_path("ext.so.weights"), &n);
+	assert_non_null(w);
+	assert_int_equal(n, 64);
+	float w0;
+	memcpy(&w0, w, 4);
+	assert_true(w0 == 1.0f);
+	free(w);
+	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	void *sym = dlsym(h, "tbc_model_descriptor");
+	tbc_abi_descriptor_fn fn;
+	memcpy(&fn, &sym, sizeof fn);
+	const tbc_abi_model *model = fn();
+	assert_null(model->weights);
+	assert_string_equal(model->weights_file, "ext.so.weights");
+	dlclose(h);
+	tbc_diags_destroy(d);
+	free_model(&md);
+}
+
+static void test_aarch64_cross_object(void **state) {
+	(void)state;
+	model md = weighted_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.target_triple = "aarch64-linux-gnu";
+	o.cpu = "neoverse-n1";
+	char obj[512];
+	snprintf(obj, sizeof obj, "%s", tmp_path("arm.o"));
+	tbc_code rc = tbc_compile_to_file(md.m, &o, obj, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	size_t n;
+	unsigned char *e = (unsigned char *)read_all(obj, &n);
+	assert_non_null(e);
+	assert_true(n > 20 && e[0] == 0x7f && e[1] == 'E' && e[18] == 183); /* ELF, EM_AARCH64 */
+	free(e);
+	if (access("/usr/bin/llvm-objdump-19", X_OK) == 0) {
+		char cmd[2048], out[600];
+		snprintf(out, sizeof out, "%s", tmp_path("arm.dis"));
+		snprintf(cmd, sizeof cmd, "llvm-objdump-19 -d %s > %s", obj, out);
+		assert_int_equal(system(cmd), 0);
+		char *dis = read_all(out, &n);
+		assert_non_null(dis);
+		assert_non_null(strstr(dis, "aarch64"));
+		assert_non_null(strstr(dis, "<model_descriptor>:"));
+		assert_non_null(strstr(dis, "fmla") ? dis : strstr(dis, "fmul"));
+		free(dis);
+	}
+	o.target_triple = "riscv64-linux-gnu";
+	assert_int_equal(tbc_compile_to_file(md.m, &o, obj, d), TBC_ERR_UNSUPPORTED);
+	tbc_diags_destroy(d);
+	free_model(&md);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_add_same_shape),
@@ -514,6 +703,10 @@ int main(void) {
 		cmocka_unit_test(test_fused_region_two_shapes),
 		cmocka_unit_test(test_unlowered_op_is_unsupported),
 		cmocka_unit_test(test_program_prints_kernels),
+		cmocka_unit_test(test_object_is_deterministic_with_header),
+		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
+		cmocka_unit_test(test_external_weights_file),
+		cmocka_unit_test(test_aarch64_cross_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

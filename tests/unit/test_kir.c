@@ -1,0 +1,264 @@
+/* Kernel IR: the builder folds index math, the printer writes the text form
+ * of docs/kernel-ir.md, the verifier refuses each broken rule, and the
+ * evaluator computes the defined results of kir_sem.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/kir.h"
+
+typedef struct fixture {
+	tbc_arena *arena;
+	kir_kernel *k;
+	kir_buffer *x, *y;
+	tbc_diags *d;
+} fixture;
+
+/* kernel with x: f32[n] input and y: f32[n] output, n static or $n. */
+static fixture make(int64_t n, bool symbolic) {
+	fixture f = {.arena = tbc_arena_create(), .d = tbc_diags_create()};
+	f.k = kir_kernel_new(f.arena, "k");
+	kir_expr *dim = symbolic ? kir_e_size(f.k, kir_size_param(f.k, "n")) : kir_e_index(f.k, n);
+	f.x = kir_buffer_new(f.k, "x", TBC_DT_F32, KIR_BUF_INPUT, 1, &dim);
+	f.y = kir_buffer_new(f.k, "y", TBC_DT_F32, KIR_BUF_OUTPUT, 1, &dim);
+	return f;
+}
+static void done(fixture *f) {
+	tbc_diags_destroy(f->d);
+	tbc_arena_destroy(f->arena);
+}
+static bool mentions(const tbc_diags *d, const char *text) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++)
+		if (strstr(tbc_diags_get(d, i)->message, text)) return true;
+	return false;
+}
+
+static void test_index_math_folds(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_kernel *k = f.k;
+	int64_t v;
+	assert_true(kir_e_const_index(kir_e_add(k, kir_e_index(k, 2), kir_e_mul(k, kir_e_index(k, 3), kir_e_index(k, 4))), &v));
+	assert_int_equal(v, 14);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *e = kir_e_add(k, kir_e_mul(k, kir_e_var(k, i), kir_e_index(k, 1)), kir_e_index(k, 0));
+	assert_int_equal(e->kind, KIR_E_VAR);
+	assert_true(kir_e_const_index(kir_e_binary(k, KIR_FLOORDIV, kir_e_index(k, -7), kir_e_index(k, 2)), &v));
+	assert_int_equal(v, -4);
+	assert_true(kir_e_const_index(kir_e_binary(k, KIR_FLOORMOD, kir_e_index(k, -7), kir_e_index(k, 2)), &v));
+	assert_int_equal(v, 1);
+	done(&f);
+}
+
+static void test_var_names_are_made_unique(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	assert_string_equal(kir_var_new(f.k, "i", KIR_INDEX)->name, "i");
+	assert_string_equal(kir_var_new(f.k, "i", KIR_INDEX)->name, "i.1");
+	assert_string_equal(kir_var_new(f.k, "ij", KIR_INDEX)->name, "ij");
+	done(&f);
+}
+
+/* y[i] = exp(x[i]) over $n, printed and evaluated. */
+static void test_print_and_eval_exp(void **state) {
+	(void)state;
+	fixture f = make(0, true);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *iv = kir_e_var(k, i);
+	kir_stmt *st = kir_s_store(k, f.y, iv, kir_e_unary(k, KIR_EXP, kir_e_load(k, f.x, iv)));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_size(k, 0), 1, KIR_LOOP_PARALLEL, st);
+	assert_true(kir_verify(k, f.d));
+	char *text = kir_print(k);
+	assert_string_equal(text, "kernel k($n) {\n"
+				  "  input x: f32[$n]\n"
+				  "  output y: f32[$n]\n"
+				  "  for %i = 0 .. $n parallel {\n"
+				  "    y[%i] = exp(x[%i])\n"
+				  "  }\n"
+				  "}\n");
+	free(text);
+	float x[3] = {0, 1, -1}, y[3] = {0};
+	void *bufs[2] = {x, y};
+	int64_t n = 3;
+	assert_true(kir_eval(k, bufs, &n, f.d));
+	assert_true(y[0] == 1.0f);
+	assert_float_equal(y[1], 2.7182817f, 1e-6);
+	assert_float_equal(y[2], 0.36787945f, 1e-7);
+	done(&f);
+}
+
+/* A reduction: a sequential loop updating a local inside the nest. */
+static void test_eval_sum_with_local(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = kir_kernel_new(a, "sum");
+	kir_expr *dims[2] = {kir_e_index(k, 2), kir_e_index(k, 3)}, *one = kir_e_index(k, 2);
+	kir_buffer *x = kir_buffer_new(k, "x", TBC_DT_I32, KIR_BUF_INPUT, 2, dims);
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_I32, KIR_BUF_OUTPUT, 1, &one);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX), *acc = kir_var_new(k, "acc", TBC_DT_I32);
+	kir_block body = {0};
+	kir_block_add(k, &body, kir_s_set(k, acc, kir_e_int(k, TBC_DT_I32, 0)));
+	kir_expr *idx = kir_e_add(k, kir_e_mul(k, kir_e_var(k, i), kir_e_index(k, 3)), kir_e_var(k, j));
+	kir_stmt *upd = kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, kir_e_var(k, acc), kir_e_load(k, x, idx)));
+	kir_block_add(k, &body, kir_s_for(k, j, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_SEQUENTIAL, upd));
+	kir_block_add(k, &body, kir_s_store(k, y, kir_e_var(k, i), kir_e_var(k, acc)));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 2), 1, KIR_LOOP_PARALLEL, body.first);
+	assert_true(kir_verify(k, d));
+	int32_t xs[6] = {1, 2, 3, 4, 5, 2147483647}, ys[2];
+	void *bufs[2] = {xs, ys};
+	assert_true(kir_eval(k, bufs, NULL, d));
+	assert_int_equal(ys[0], 6);
+	assert_int_equal(ys[1], (int32_t)(4 + 5 + 2147483647u)); /* wraps at 32 bits */
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+static void test_defined_integer_edge_cases(void **state) {
+	(void)state;
+	fixture f = make(1, false);
+	kir_kernel *k = f.k;
+	kir_expr *cases[][2] = {
+		{kir_e_binary(k, KIR_DIV, kir_e_int(k, TBC_DT_I8, 7), kir_e_int(k, TBC_DT_I8, 0)), kir_e_int(k, TBC_DT_I8, 0)},
+		{kir_e_binary(k, KIR_DIV, kir_e_int(k, TBC_DT_I8, -128), kir_e_int(k, TBC_DT_I8, -1)), kir_e_int(k, TBC_DT_I8, -128)},
+		{kir_e_binary(k, KIR_REM, kir_e_int(k, TBC_DT_I32, -7), kir_e_int(k, TBC_DT_I32, 2)), kir_e_int(k, TBC_DT_I32, -1)},
+		{kir_e_binary(k, KIR_SHL, kir_e_int(k, TBC_DT_U8, 1), kir_e_int(k, TBC_DT_U8, 9)), kir_e_int(k, TBC_DT_U8, 0)},
+		{kir_e_binary(k, KIR_SHR, kir_e_int(k, TBC_DT_I16, -8), kir_e_int(k, TBC_DT_I16, 40)), kir_e_int(k, TBC_DT_I16, -1)},
+		{kir_e_binary(k, KIR_POW, kir_e_int(k, TBC_DT_I64, 3), kir_e_int(k, TBC_DT_I64, 4)), kir_e_int(k, TBC_DT_I64, 81)},
+		{kir_e_cast(k, TBC_DT_U8, kir_e_float(k, TBC_DT_F32, 300.7)), kir_e_int(k, TBC_DT_U8, 44)},
+		{kir_e_cast(k, TBC_DT_I32, kir_e_float(k, TBC_DT_F64, NAN)), kir_e_int(k, TBC_DT_I32, 0)},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		kir_kernel *t = kir_kernel_new(f.arena, "case");
+		kir_expr *one = kir_e_index(t, 1);
+		kir_buffer *out = kir_buffer_new(t, "out", TBC_DT_BOOL, KIR_BUF_OUTPUT, 1, &one);
+		t->body = kir_s_store(t, out, kir_e_index(t, 0), kir_e_cmp(t, KIR_EQ, cases[c][0], cases[c][1]));
+		assert_true(kir_verify(t, f.d));
+		uint8_t r = 0;
+		void *bufs[1] = {&r};
+		assert_true(kir_eval(t, bufs, NULL, f.d));
+		if (!r) fprintf(stderr, "case %zu\n", c);
+		assert_int_equal(r, 1);
+	}
+	done(&f);
+}
+
+static void test_float_max_propagates_nan(void **state) {
+	(void)state;
+	fixture f = make(2, false);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *iv = kir_e_var(k, i);
+	kir_stmt *st = kir_s_store(k, f.y, iv, kir_e_binary(k, KIR_MAX, kir_e_load(k, f.x, iv), kir_e_float(k, TBC_DT_F32, 1)));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 2), 1, KIR_LOOP_VECTOR, st);
+	float x[2] = {NAN, 5}, y[2];
+	void *bufs[2] = {x, y};
+	assert_true(kir_eval(k, bufs, NULL, f.d));
+	assert_true(isnan(y[0]));
+	assert_true(y[1] == 5);
+	done(&f);
+}
+
+/* ---- The verifier, one rule each ---------------------------------------------*/
+static void test_verify_store_out_of_bounds(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_var *i = kir_var_new(f.k, "i", KIR_INDEX);
+	kir_stmt *st = kir_s_store(f.k, f.y, kir_e_add(f.k, kir_e_var(f.k, i), kir_e_index(f.k, 1)), kir_e_float(f.k, TBC_DT_F32, 0));
+	f.k->body = kir_s_for(f.k, i, kir_e_index(f.k, 0), kir_e_index(f.k, 4), 1, KIR_LOOP_SEQUENTIAL, st);
+	assert_false(kir_verify(f.k, f.d));
+	assert_true(mentions(f.d, "outside the buffer's 4 elements"));
+	done(&f);
+}
+
+static void test_verify_store_to_input(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	f.k->body = kir_s_store(f.k, f.x, kir_e_index(f.k, 0), kir_e_float(f.k, TBC_DT_F32, 0));
+	assert_false(kir_verify(f.k, f.d));
+	assert_true(mentions(f.d, "read only"));
+	done(&f);
+}
+
+static void test_verify_type_mismatch(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	f.k->body = kir_s_store(f.k, f.y, kir_e_index(f.k, 0),
+				kir_e_binary(f.k, KIR_ADD, kir_e_float(f.k, TBC_DT_F32, 1), kir_e_float(f.k, TBC_DT_F64, 1)));
+	assert_false(kir_verify(f.k, f.d));
+	assert_true(mentions(f.d, "add of f32 and f64"));
+	done(&f);
+}
+
+static void test_verify_parallel_loop_sets_outer_local(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX), *acc = kir_var_new(k, "acc", TBC_DT_F32);
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_set(k, acc, kir_e_float(k, TBC_DT_F32, 0)));
+	kir_stmt *upd = kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, kir_e_var(k, acc), kir_e_load(k, f.x, kir_e_var(k, i))));
+	kir_block_add(k, &b, kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 4), 1, KIR_LOOP_PARALLEL, upd));
+	k->body = b.first;
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "set inside it"));
+	done(&f);
+}
+
+static void test_verify_use_outside_scope_and_narrow_math(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	k->body = kir_s_store(k, f.y, kir_e_var(k, i), kir_e_float(k, TBC_DT_F32, 0));
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "%i is used where it is not defined"));
+	fixture g = make(4, false);
+	g.k->body = kir_s_store(g.k, g.y, kir_e_index(g.k, 0),
+				kir_e_cast(g.k, TBC_DT_F32, kir_e_unary(g.k, KIR_EXP, kir_e_float(g.k, TBC_DT_F16, 1))));
+	assert_false(kir_verify(g.k, g.d));
+	assert_true(mentions(g.d, "narrow floats"));
+	done(&f);
+	done(&g);
+}
+
+static void test_eval_checks_bounds_at_run_time(void **state) {
+	(void)state;
+	fixture f = make(0, true);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_stmt *st = kir_s_store(k, f.y, kir_e_var(k, i), kir_e_float(k, TBC_DT_F32, 1));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 5), 1, KIR_LOOP_SEQUENTIAL, st);
+	assert_true(kir_verify(k, f.d)); /* $n is unknown here */
+	float x[3], y[3];
+	void *bufs[2] = {x, y};
+	int64_t n = 3;
+	assert_false(kir_eval(k, bufs, &n, f.d));
+	assert_true(mentions(f.d, "store of y at 3, outside its 3 elements"));
+	done(&f);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_index_math_folds),
+		cmocka_unit_test(test_var_names_are_made_unique),
+		cmocka_unit_test(test_print_and_eval_exp),
+		cmocka_unit_test(test_eval_sum_with_local),
+		cmocka_unit_test(test_defined_integer_edge_cases),
+		cmocka_unit_test(test_float_max_propagates_nan),
+		cmocka_unit_test(test_verify_store_out_of_bounds),
+		cmocka_unit_test(test_verify_store_to_input),
+		cmocka_unit_test(test_verify_type_mismatch),
+		cmocka_unit_test(test_verify_parallel_loop_sets_outer_local),
+		cmocka_unit_test(test_verify_use_outside_scope_and_narrow_math),
+		cmocka_unit_test(test_eval_checks_bounds_at_run_time),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
