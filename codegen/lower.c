@@ -373,8 +373,18 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_Dropout: return lower_dropout(cx, op);
 	default: break;
 	}
-	if (!strcmp(tbc_ops[op->code].name, "Fused")) return lower_fused(cx, op);
+	if (op->code == TBC_OP_Fused) {
+		lower_result r = lower_fused_reduce(cx, op);
+		return r == LOWER_NOT_MINE ? lower_fused(cx, op) : r == LOWER_OK;
+	}
 	if (lower_ew_supported(op)) return lower_elementwise(cx, op);
+	lower_result (*const families[])(lower_cx *, const tbc_op *) = {
+		lower_family_reduce, lower_family_norm, lower_family_matmul, lower_family_conv, lower_family_data,
+	};
+	for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
+		lower_result r = families[i](cx, op);
+		if (r != LOWER_NOT_MINE) return r == LOWER_OK;
+	}
 	return lower_unsupported(cx, op);
 }
 

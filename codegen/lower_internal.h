@@ -71,4 +71,16 @@ bool lower_ew_supported(const tbc_op *op);
 bool lower_elementwise(lower_cx *cx, const tbc_op *op);
 bool lower_fused(lower_cx *cx, const tbc_op *op);
 
+/* Each further family lowers the ops it knows: returns LOWER_NOT_MINE for
+ * any other op, else LOWER_OK or LOWER_FAILED (with a diagnostic). */
+typedef enum lower_result { LOWER_NOT_MINE = -1, LOWER_FAILED = 0, LOWER_OK = 1 } lower_result;
+lower_result lower_family_reduce(lower_cx *cx, const tbc_op *op);  /* codegen/lower_reduce.c */
+lower_result lower_family_norm(lower_cx *cx, const tbc_op *op);    /* codegen/lower_norm.c */
+lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lower_matmul.c */
+lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lower_conv.c */
+lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower_data.c */
+/* A Fused region holding a reduction (elementwise prologue, one Reduce*,
+ * elementwise epilogue): codegen/lower_fused_reduce.c. */
+lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);
+
 #endif

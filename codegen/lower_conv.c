@@ -1,0 +1,8 @@
+/* Conv and pooling: generators. */
+#include "codegen/lower_internal.h"
+
+lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
+	(void)cx;
+	(void)op;
+	return LOWER_NOT_MINE;
+}
