@@ -182,9 +182,8 @@ static void jit_compiled_descriptor_runs_through_the_runtime(void **state) {
 /* ---- node suite cases ---- */
 
 static void run_node_case(tbcrt_context *c, const char *name) {
-	const char *src = getenv("TBC_SOURCE_DIR");
 	char dir[512], path[600];
-	snprintf(dir, sizeof dir, "%s/../shared/onnx-tests/node/%s", src ? src : ".", name);
+	snprintf(dir, sizeof dir, "%s/%s", TBCRT_ONNX_TESTS, name); /* the suite, where CMake was told it is */
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
 	if (access(path, R_OK) != 0) skip();
 	tbc_module *m = load_onnx(path);
