@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tbc/runtime.h"
 #include "tbc/tbc.h"
 
 static const char usage_text[] =
@@ -14,11 +15,22 @@ static const char usage_text[] =
 	"commands:\n"
 	"  inspect MODEL              print the IR and a summary (ops by kind, parameters,\n"
 	"                             inputs and outputs with shapes)\n"
-	"  run MODEL --input NAME=FILE ... --output-dir DIR\n"
-	"                             run the model with the reference interpreter; inputs are\n"
-	"                             .npy or ONNX TensorProto .pb files; each output is written\n"
-	"                             as DIR/NAME.npy (characters outside A-Z a-z 0-9 . _ - in\n"
-	"                             NAME become _)\n"
+	"  compile MODEL -o OUT       compile MODEL; OUT ends in .o (object + OUT's .h),\n"
+	"                             .so (shared object) or .ll (LLVM IR, for reading)\n"
+	"      -O0 .. -O3             optimization level (default -O2)\n"
+	"      --target TRIPLE        cross-compile (x86_64-..., aarch64-...); default the host\n"
+	"      --cpu NAME             CPU to tune for and whose features to use\n"
+	"      --weights embed|external   weights inside the artifact (default) or in OUT.weights\n"
+	"      --prefix NAME          C name of the descriptor in a .o (NAME_descriptor)\n"
+	"      --stats                print per-pass times and the arena size vs its lower bound\n"
+	"      --dump-after PASS      print the IR after PASS (or 'all') to stderr\n"
+	"  run MODEL --input NAME=FILE ... --output-dir DIR [--target interp|cpu] [--threads N]\n"
+	"                             run a model: MODEL.onnx with the reference interpreter\n"
+	"                             (--target interp, the default) or compiled in memory for\n"
+	"                             this CPU (--target cpu); MODEL.so, a compiled artifact, with\n"
+	"                             the runtime.  Inputs are .npy or ONNX TensorProto .pb files;\n"
+	"                             each output is written as DIR/NAME.npy (characters outside\n"
+	"                             A-Z a-z 0-9 . _ - in NAME become _)\n"
 	"\n"
 	"options:\n"
 	"  -h, --help                 show this help\n"
@@ -79,15 +91,67 @@ static void sanitize(const char *name, char *out, size_t size) {
 	out[i] = 0;
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static int rt_fail(const char *what, const tbcrt_status *st) {
+	fprintf(stderr, "error: %s: %s (%s)\n", what, st->message, tbcrt_code_name(st->code));
+	return 1;
+}
+
+/* Runs a loaded artifact with the runtime: binds the inputs (graph order),
+ * lets the session allocate the outputs, and copies them out. */
+static int run_artifact(tbcrt_model *model, const char *what, tbc_tensor **inputs, size_t n_in, tbc_tensor **outputs,
+			size_t n_out) {
+	tbcrt_session *session = NULL;
+	tbcrt_status st = tbcrt_session_create(model, &session);
+	if (!tbcrt_status_is_ok(&st)) return rt_fail(what, &st);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < n_in; i++) {
+		const tbc_tensor *t = inputs[i];
+		st = tbcrt_session_bind_input(session, (uint32_t)i, (int32_t)t->dtype, (uint32_t)t->rank, t->dims, t->data,
+					      (size_t)t->numel * tbc_dtype_size(t->dtype));
+		if (!tbcrt_status_is_ok(&st)) rc = rt_fail(what, &st);
+	}
+	if (rc == 0) {
+		st = tbcrt_session_run(session);
+		if (!tbcrt_status_is_ok(&st)) rc = rt_fail(what, &st);
+	}
+	for (size_t i = 0; rc == 0 && i < n_out; i++) {
+		tbcrt_tensor out;
+		st = tbcrt_session_output(session, (uint32_t)i, &out);
+		if (!tbcrt_status_is_ok(&st)) {
+			rc = rt_fail(what, &st);
+			break;
+		}
+		outputs[i] = tbc_tensor_create((tbc_dtype)out.dtype, (int)out.rank, out.dims);
+		if (!outputs[i] || (size_t)outputs[i]->numel * tbc_dtype_size(outputs[i]->dtype) != out.bytes) {
+			fprintf(stderr, "error: %s: output %zu cannot be copied out\n", what, i);
+			rc = 1;
+			break;
+		}
+		memcpy(outputs[i]->data, out.data, out.bytes);
+	}
+	tbcrt_session_destroy(session);
+	return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
-	const char *model = NULL, *outdir = NULL;
+	const char *model = NULL, *outdir = NULL, *target = "interp";
 	const char **in_names = calloc((size_t)argc + 1, sizeof *in_names);
 	const char **in_files = calloc((size_t)argc + 1, sizeof *in_files);
 	int n_in = 0, rc = 2;
+	long threads = 0;
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = NULL;
+	tbc_jit *jit = NULL;
+	tbcrt_context *ctx = NULL;
+	tbcrt_model *art = NULL;
 	tbc_tensor **inputs = NULL, **outputs = NULL;
 	size_t n_model_in = 0, n_model_out = 0;
+	const char **model_in_names = NULL, **model_out_names = NULL;
 	if (!in_names || !in_files || !d) goto done;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--input") && i + 1 < argc) {
@@ -101,6 +165,15 @@ static int cmd_run(int argc, char **argv) {
 			in_files[n_in++] = eq + 1;
 		} else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) {
 			outdir = argv[++i];
+		} else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
+			target = argv[++i];
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			char *end;
+			threads = strtol(argv[++i], &end, 10);
+			if (*end || threads < 0) {
+				fprintf(stderr, "tbc run: --threads wants a count, got '%s'\n", argv[i]);
+				goto done;
+			}
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "tbc run: unknown option '%s'\n", argv[i]);
 			goto done;
@@ -115,17 +188,89 @@ static int cmd_run(int argc, char **argv) {
 		fprintf(stderr, "tbc run: need MODEL and --output-dir DIR (see tbc --help)\n");
 		goto done;
 	}
+	bool artifact = ends_with(model, ".so");
+	if (!artifact && strcmp(target, "interp") && strcmp(target, "cpu")) {
+		fprintf(stderr, "tbc run: unknown --target '%s' (interp or cpu)\n", target);
+		goto done;
+	}
 	rc = 1;
-	m = load(model, d);
-	if (!m) goto done;
-	n_model_in = tbc_module_input_count(m);
-	n_model_out = tbc_module_output_count(m);
+	if (artifact || !strcmp(target, "cpu")) {
+		tbcrt_context_options co;
+		tbcrt_context_options_init(&co);
+		co.thread_count = (uint32_t)threads;
+		tbcrt_status st = tbcrt_context_create(&co, &ctx);
+		if (!tbcrt_status_is_ok(&st)) {
+			rt_fail("runtime", &st);
+			goto done;
+		}
+	}
+	if (artifact) {
+		tbcrt_status st = tbcrt_model_load(ctx, model, &art);
+		if (!tbcrt_status_is_ok(&st)) {
+			rt_fail(model, &st);
+			goto done;
+		}
+	} else {
+		m = load(model, d);
+		if (!m) goto done;
+		if (!strcmp(target, "cpu")) {
+			tbc_compile_options o;
+			tbc_compile_options_init(&o);
+			if (tbc_jit_compile(m, &o, d, &jit) != TBC_OK) goto done;
+			tbcrt_status st = tbcrt_model_from_descriptor(ctx, tbc_jit_descriptor(jit), NULL, &art);
+			if (!tbcrt_status_is_ok(&st)) {
+				rt_fail(model, &st);
+				goto done;
+			}
+		}
+	}
+	if (art) {
+		tbcrt_model_info info;
+		tbcrt_status st = tbcrt_model_get_info(art, &info);
+		if (!tbcrt_status_is_ok(&st)) {
+			rt_fail(model, &st);
+			goto done;
+		}
+		n_model_in = info.n_inputs;
+		n_model_out = info.n_outputs;
+	} else {
+		n_model_in = tbc_module_input_count(m);
+		n_model_out = tbc_module_output_count(m);
+	}
 	inputs = calloc(n_model_in + 1, sizeof *inputs);
 	outputs = calloc(n_model_out + 1, sizeof *outputs);
-	if (!inputs || !outputs) goto done;
+	model_in_names = calloc(n_model_in + 1, sizeof *model_in_names);
+	model_out_names = calloc(n_model_out + 1, sizeof *model_out_names);
+	if (!inputs || !outputs || !model_in_names || !model_out_names) goto done;
+	for (size_t i = 0; i < n_model_in; i++) {
+		if (art) {
+			tbcrt_tensor_info ti;
+			tbcrt_status st = tbcrt_model_input_info(art, (uint32_t)i, &ti);
+			if (!tbcrt_status_is_ok(&st)) {
+				rt_fail(model, &st);
+				goto done;
+			}
+			model_in_names[i] = ti.name;
+		} else {
+			model_in_names[i] = tbc_module_input_name(m, i);
+		}
+	}
+	for (size_t i = 0; i < n_model_out; i++) {
+		if (art) {
+			tbcrt_tensor_info ti;
+			tbcrt_status st = tbcrt_model_output_info(art, (uint32_t)i, &ti);
+			if (!tbcrt_status_is_ok(&st)) {
+				rt_fail(model, &st);
+				goto done;
+			}
+			model_out_names[i] = ti.name;
+		} else {
+			model_out_names[i] = tbc_module_output_name(m, i);
+		}
+	}
 	for (int k = 0; k < n_in; k++) {
 		size_t i = 0;
-		while (i < n_model_in && strcmp(tbc_module_input_name(m, i), in_names[k])) i++;
+		while (i < n_model_in && strcmp(model_in_names[i], in_names[k])) i++;
 		if (i == n_model_in) {
 			fprintf(stderr, "error: %s: the model has no input named '%s'\n", model, in_names[k]);
 			goto done;
@@ -138,18 +283,22 @@ static int cmd_run(int argc, char **argv) {
 	}
 	for (size_t i = 0; i < n_model_in; i++)
 		if (!inputs[i]) {
-			fprintf(stderr, "error: %s: input '%s' was not given (--input %s=FILE)\n", model,
-				tbc_module_input_name(m, i), tbc_module_input_name(m, i));
+			fprintf(stderr, "error: %s: input '%s' was not given (--input %s=FILE)\n", model, model_in_names[i],
+				model_in_names[i]);
 			goto done;
 		}
-	if (tbc_interpret(m, inputs, n_model_in, outputs, n_model_out, d) != TBC_OK) goto done;
+	if (art) {
+		if (run_artifact(art, model, inputs, n_model_in, outputs, n_model_out) != 0) goto done;
+	} else if (tbc_interpret(m, inputs, n_model_in, outputs, n_model_out, d) != TBC_OK) {
+		goto done;
+	}
 	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "error: %s: cannot create directory: %s\n", outdir, strerror(errno));
 		goto done;
 	}
 	for (size_t i = 0; i < n_model_out; i++) {
 		char name[512], path[4096];
-		sanitize(tbc_module_output_name(m, i), name, sizeof name);
+		sanitize(model_out_names[i], name, sizeof name);
 		snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
 		if (tbc_tensor_write_npy(path, outputs[i], d) != TBC_OK) goto done;
 		printf("%s\n", path);
@@ -161,8 +310,65 @@ done:
 	for (size_t i = 0; outputs && i < n_model_out; i++) tbc_tensor_destroy(outputs[i]);
 	free(inputs);
 	free(outputs);
+	free(model_in_names);
+	free(model_out_names);
 	free(in_names);
 	free(in_files);
+	tbcrt_model_destroy(art);
+	tbcrt_context_destroy(ctx);
+	tbc_jit_destroy(jit);
+	tbc_module_destroy(m);
+	tbc_diags_destroy(d);
+	return rc;
+}
+
+static int cmd_compile(int argc, char **argv) {
+	const char *model = NULL, *out = NULL;
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		bool has = i + 1 < argc;
+		if (!strcmp(a, "-o") && has) out = argv[++i];
+		else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o.opt_level = a[2] - '0';
+		else if (!strcmp(a, "--target") && has) o.target_triple = argv[++i];
+		else if (!strcmp(a, "--cpu") && has) o.cpu = argv[++i];
+		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
+		else if (!strcmp(a, "--stats")) o.stats = 1;
+		else if (!strcmp(a, "--dump-after") && has) {
+			fprintf(stderr, "tbc compile: --dump-after is not wired yet\n");
+			return 2;
+		}
+		else if (!strcmp(a, "--weights") && has) {
+			const char *w = argv[++i];
+			if (!strcmp(w, "embed")) o.weights = TBC_WEIGHTS_EMBED;
+			else if (!strcmp(w, "external")) o.weights = TBC_WEIGHTS_EXTERNAL;
+			else {
+				fprintf(stderr, "tbc compile: --weights is embed or external, got '%s'\n", w);
+				return 2;
+			}
+		} else if (a[0] == '-') {
+			fprintf(stderr, "tbc compile: unknown option '%s' (see tbc --help)\n", a);
+			return 2;
+		} else if (!model) {
+			model = a;
+		} else {
+			fprintf(stderr, "tbc compile: more than one MODEL ('%s' and '%s')\n", model, a);
+			return 2;
+		}
+	}
+	if (!model || !out) {
+		fprintf(stderr, "tbc compile: need MODEL and -o OUT (see tbc --help)\n");
+		return 2;
+	}
+	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll")) {
+		fprintf(stderr, "tbc compile: OUT must end in .o, .so or .ll, got '%s'\n", out);
+		return 2;
+	}
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = load(model, d);
+	int rc = m && tbc_compile_to_file(m, &o, out, d) == TBC_OK ? 0 : 1;
+	if (rc) print_diags(d);
 	tbc_module_destroy(m);
 	tbc_diags_destroy(d);
 	return rc;
@@ -184,6 +390,7 @@ int main(int argc, char **argv) {
 	}
 	if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
 	if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
 	fprintf(stderr, "tbc: unknown command '%s' (see tbc --help)\n", cmd);
 	return 2;
 }
