@@ -360,6 +360,9 @@ static kir_expr *ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr
 	return kir_e_cast(k, out, v);
 }
 
+/* ew_expr for other lowering files (declared in lower_internal.h). */
+kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x) { return ew_expr(cx, k, op, x); }
+
 /* The value of operand v at the nest's point: scalar constants inline. */
 static kir_expr *operand(lk *l, const nest *n, const tbc_value *v) {
 	const tbc_tensor *t = v->kind == TBC_VALUE_CONST ? v->constant : NULL;

@@ -69,6 +69,10 @@ kir_stmt *nest_finish(lk *l, nest *n);
 /* Whether op has a scalar definition (the elementwise table). */
 bool lower_ew_supported(const tbc_op *op);
 bool lower_elementwise(lower_cx *cx, const tbc_op *op);
+/* The scalar value of elementwise op's output 0 from its inputs' values x (in
+ * their storage types, NULL: omitted); NULL with a diagnostic when this
+ * instance cannot lower. */
+kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x);
 bool lower_fused(lower_cx *cx, const tbc_op *op);
 
 /* Each further family lowers the ops it knows: returns LOWER_NOT_MINE for

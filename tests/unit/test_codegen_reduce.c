@@ -1,0 +1,514 @@
+/* Lowering of reductions, softmaxes, normalizations and fused reductions
+ * against the reference interpreter: each test builds a small graph, runs it
+ * with tbc_interpret, with the kernel IR evaluator (kir_program_eval:
+ * lowering alone) and JIT-compiled for the host (tbc_jit_compile + a serial
+ * host), and compares all three.  Fused tests run the fusion pass after the
+ * interpreter and want a Fused op holding the reduction. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "codegen/lower.h"
+#include "passes/passes.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+static model model_new(void) { return (model){.m = tbc_module_new("test"), .seed = 12345}; }
+
+static double rnd(model *md) {
+	md->seed = md->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(md->seed >> 11) / 9007199254740992.0;
+}
+
+static void fill(model *md, tbc_tensor *t, double lo, double hi) {
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = lo + (hi - lo) * rnd(md);
+		if (!tbc_dtype_is_float(t->dtype)) v = floor(v);
+		if (t->dtype == TBC_DT_BOOL) v = v > (lo + hi) / 2;
+		tbc_store_f64(t->dtype, t->data, (size_t)i, v);
+	}
+}
+
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sizes` for the symbolic dims. */
+static tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi) {
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	ty.dtype = dt;
+	int64_t concrete[TBC_MAX_RANK];
+	int r = 0;
+	for (const char *s = dims; *s;) {
+		if (*s >= 'A' && *s <= 'Z') {
+			char name[2] = {*s, 0};
+			ty.dims[r].size = -1;
+			ty.dims[r].sym = tbc_arena_strdup(md->m->arena, name);
+			concrete[r++] = sym_size;
+			s++;
+		} else {
+			char *end;
+			ty.dims[r].size = strtoll(s, &end, 10);
+			concrete[r] = ty.dims[r].size;
+			r++;
+			s = end;
+		}
+		if (*s == ',') s++;
+	}
+	ty.rank = r;
+	char name[16];
+	snprintf(name, sizeof name, "x%d", md->n_in);
+	tbc_value *v = tbc_graph_add_input(md->m->main, name, &ty);
+	tbc_tensor *t = tbc_tensor_create(dt, r, concrete);
+	assert_non_null(t);
+	fill(md, t, lo, hi);
+	md->in[md->n_in++] = t;
+	return v;
+}
+static tbc_value *input(model *md, tbc_dtype dt, const char *dims) { return input_sym(md, dt, dims, 3, -3, 3); }
+
+static tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals) {
+	tbc_tensor *t = tbc_tensor_create(dt, rank, dims);
+	for (int64_t i = 0; i < t->numel; i++) tbc_store_f64(dt, t->data, (size_t)i, vals[i]);
+	tbc_value *v = tbc_graph_add_const(md->m->main, NULL, t);
+	tbc_tensor_destroy(t);
+	return v;
+}
+
+static tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c) {
+	tbc_value *ins[3] = {a, b, c};
+	return tbc_op_new(md->m->main, code, "n", n, ins, 1);
+}
+static tbc_value *op1(model *md, tbc_opcode code, tbc_value *a) { return node(md, code, 1, a, NULL, NULL)->outputs[0]; }
+static tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b) {
+	return node(md, code, 2, a, b, NULL)->outputs[0];
+}
+
+static int g_fuse; /* run fusion before lowering; want this many Fused ops */
+
+/* ---- Checking ----------------------------------------------------------------*/
+static void print_diags(tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char buf[1024];
+		tbc_diag_format(tbc_diags_get(d, i), buf, sizeof buf);
+		fprintf(stderr, "  %s\n", buf);
+	}
+}
+
+static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++) assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < want->numel; i++) {
+		if (tbc_dtype_is_float(want->dtype)) {
+			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			if (isnan(a) && isnan(b)) continue;
+			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
+				fail();
+			}
+		} else {
+			int64_t a = tbc_load_i64(want->dtype, want->data, (size_t)i), b = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			if (a != b) {
+				fprintf(stderr, "%s: element %lld: want %lld got %lld\n", what, (long long)i, (long long)a, (long long)b);
+				fail();
+			}
+		}
+	}
+}
+
+/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
+ * whose outputs are outs; compares; frees the model. */
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	tbc_diags *d = tbc_diags_create();
+	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
+	tbc_infer cx = {md->m, d};
+	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
+	assert_int_equal(tbc_diags_count(d), 0);
+	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	if (g_fuse) {
+		assert_true(tbc_pass_fusion(md->m, d));
+		int n_fused = 0;
+		for (const tbc_op *o = md->m->main->first; o; o = o->next) n_fused += o->code == TBC_OP_Fused;
+		assert_int_equal(n_fused, g_fuse);
+	}
+
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
+
+	tbc_jit *j = NULL;
+	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("JIT", want[i], jit[i], rtol);
+	tbc_jit_destroy(j);
+
+	for (int i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want[i]);
+		tbc_tensor_destroy(got[i]);
+		tbc_tensor_destroy(jit[i]);
+	}
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+static void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
+
+/* Lowering fails with `code` and a message containing `text`. */
+static void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), code);
+	assert_true(tbc_diags_count(d) > 0);
+	const char *msg = tbc_diags_get(d, 0)->message;
+	if (!strstr(msg, text)) fprintf(stderr, "message: %s\n", msg);
+	assert_non_null(strstr(msg, text));
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+static void check_rtol(model *md, tbc_value *out, double rtol) { check_outputs(md, 1, &out, rtol); }
+
+static tbc_value *axes(model *md, int n, const double *v) {
+	int64_t dims[1] = {n};
+	return constant(md, TBC_DT_I64, 1, dims, v);
+}
+
+/* Reduce op `code` over x; ax NULL: no axes input. */
+static tbc_op *reduce(model *md, tbc_opcode code, tbc_value *x, tbc_value *ax, int keepdims) {
+	tbc_op *o = node(md, code, ax ? 2 : 1, x, ax, NULL);
+	if (keepdims >= 0) tbc_op_add_attr(o, "keepdims", TBC_ATTR_INT)->i = keepdims;
+	return o;
+}
+
+static void set_int(tbc_op *o, const char *name, int64_t v) { tbc_op_add_attr(o, name, TBC_ATTR_INT)->i = v; }
+static void set_float(tbc_op *o, const char *name, double v) { tbc_op_add_attr(o, name, TBC_ATTR_FLOAT)->f = v; }
+
+/* ---- Reduce* ------------------------------------------------------------------*/
+/* Every Reduce* kind over the middle axis of a 2x3x4 f32 tensor, keepdims. */
+static void test_reduce_kinds_middle_axis_f32(void **state) {
+	(void)state;
+	const tbc_opcode codes[] = {TBC_OP_ReduceSum, TBC_OP_ReduceMean, TBC_OP_ReduceProd, TBC_OP_ReduceMax,
+				    TBC_OP_ReduceMin, TBC_OP_ReduceL1, TBC_OP_ReduceL2, TBC_OP_ReduceSumSquare,
+				    TBC_OP_ReduceLogSum, TBC_OP_ReduceLogSumExp};
+	for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+		model md = model_new();
+		bool positive = codes[i] == TBC_OP_ReduceLogSum;
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "2,3,4", 3, positive ? 0.5 : -3, 3);
+		const double a[] = {1};
+		check_rtol(&md, reduce(&md, codes[i], x, axes(&md, 1, a), -1)->outputs[0], 1e-5);
+	}
+}
+
+/* ReduceSum over axes {0, 2} without keepdims, f64: out[j] = sum_{i,k} x[i,j,k]. */
+static void test_reduce_sum_two_axes_no_keepdims_f64(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F64, "2,3,4");
+	const double a[] = {0, -1};
+	check(&md, reduce(&md, TBC_OP_ReduceSum, x, axes(&md, 2, a), 0)->outputs[0]);
+}
+
+/* No axes: everything reduces to one element. */
+static void test_reduce_mean_all_axes(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "3,5");
+	check(&md, reduce(&md, TBC_OP_ReduceMean, x, NULL, 0)->outputs[0]);
+}
+
+/* noop_with_empty_axes and no axes: nothing reduces, SumSquare still squares. */
+static void test_reduce_sum_square_noop_with_empty_axes(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3");
+	tbc_op *o = reduce(&md, TBC_OP_ReduceSumSquare, x, NULL, 1);
+	set_int(o, "noop_with_empty_axes", 1);
+	check(&md, o->outputs[0]);
+}
+
+/* An empty reduction gives the identity: 0 for a sum, -inf for a max, 1 for a product. */
+static void test_reduce_empty_axis_gives_identity(void **state) {
+	(void)state;
+	const tbc_opcode codes[] = {TBC_OP_ReduceSum, TBC_OP_ReduceMax, TBC_OP_ReduceProd, TBC_OP_ReduceMean};
+	for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, "2,0,3");
+		const double a[] = {1};
+		check(&md, reduce(&md, codes[i], x, axes(&md, 1, a), 1)->outputs[0]);
+		md = model_new(); /* no output points at all */
+		x = input(&md, TBC_DT_F32, "0,3");
+		check(&md, reduce(&md, codes[i], x, axes(&md, 1, a), 1)->outputs[0]);
+	}
+}
+
+/* Integers: exact, in 64 bits, wrapping to the type on store. */
+static void test_reduce_integers(void **state) {
+	(void)state;
+	const tbc_opcode codes[] = {TBC_OP_ReduceSum, TBC_OP_ReduceMax, TBC_OP_ReduceMin, TBC_OP_ReduceProd,
+				    TBC_OP_ReduceMean, TBC_OP_ReduceL1, TBC_OP_ReduceSumSquare, TBC_OP_ReduceL2};
+	const tbc_dtype types[] = {TBC_DT_I32, TBC_DT_I64, TBC_DT_U8, TBC_DT_I8};
+	for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+		for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, types[t], "3,4", 3, types[t] == TBC_DT_U8 ? 0 : -100, 100);
+			const double a[] = {1};
+			check(&md, reduce(&md, codes[i], x, axes(&md, 1, a), 0)->outputs[0]);
+		}
+}
+
+/* A symbolic batch stays symbolic: reduce the last axis of [N, 4, 5]. */
+static void test_reduce_symbolic_batch(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,4,5", 3, -2, 2);
+	const double a[] = {2};
+	check(&md, reduce(&md, TBC_OP_ReduceMax, x, axes(&md, 1, a), 1)->outputs[0]);
+}
+
+/* Axes from a graph input are not known at compile time: refused. */
+static void test_reduce_runtime_axes_refused(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3");
+	tbc_value *a = input_sym(&md, TBC_DT_I64, "1", 1, 0, 1);
+	check_lowering_fails(&md, reduce(&md, TBC_OP_ReduceSum, x, a, 1)->outputs[0], TBC_ERR_UNSUPPORTED,
+			     "no CPU lowering yet");
+}
+
+/* ---- ArgMax / ArgMin ----------------------------------------------------------*/
+static void test_argmax_argmin(void **state) {
+	(void)state;
+	for (int last = 0; last < 2; last++)
+		for (int keep = 0; keep < 2; keep++) {
+			model md = model_new();
+			/* Few distinct values, so ties happen. */
+			tbc_value *x = input_sym(&md, TBC_DT_I32, "3,4,5", 3, 0, 3);
+			tbc_op *o = node(&md, last ? TBC_OP_ArgMin : TBC_OP_ArgMax, 1, x, NULL, NULL);
+			set_int(o, "axis", 1);
+			set_int(o, "keepdims", keep);
+			set_int(o, "select_last_index", last);
+			check(&md, o->outputs[0]);
+			md = model_new();
+			x = input(&md, TBC_DT_F32, "3,4");
+			o = node(&md, last ? TBC_OP_ArgMax : TBC_OP_ArgMin, 1, x, NULL, NULL);
+			set_int(o, "axis", -1);
+			set_int(o, "keepdims", keep);
+			check(&md, o->outputs[0]);
+		}
+}
+
+/* ---- CumSum / CumProd ----------------------------------------------------------*/
+static void test_cumsum_cumprod(void **state) {
+	(void)state;
+	for (int v = 0; v < 8; v++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, v & 4 ? TBC_DT_I32 : TBC_DT_F32, "2,3,4", 3, -3, 3);
+		const double a[] = {1};
+		int64_t none[1] = {0};
+		tbc_value *ax = constant(&md, TBC_DT_I64, 0, none, a);
+		tbc_op *o = node(&md, v & 1 ? TBC_OP_CumProd : TBC_OP_CumSum, 2, x, ax, NULL);
+		set_int(o, "exclusive", (v >> 1) & 1);
+		set_int(o, "reverse", ((v >> 1) ^ v) & 1);
+		check(&md, o->outputs[0]);
+	}
+}
+
+/* ---- Softmax family ---------------------------------------------------------------*/
+static void test_softmax_family(void **state) {
+	(void)state;
+	const tbc_opcode codes[] = {TBC_OP_Softmax, TBC_OP_LogSoftmax, TBC_OP_Hardmax};
+	for (size_t i = 0; i < 3; i++)
+		for (int axis = -1; axis < 2; axis++) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, axis == 0 ? TBC_DT_F64 : TBC_DT_F32, "3,4,5", 3, -5, 5);
+			tbc_op *o = node(&md, codes[i], 1, x, NULL, NULL);
+			set_int(o, "axis", axis);
+			check_rtol(&md, o->outputs[0], 1e-5);
+		}
+}
+
+/* Large values: the max is subtracted first, so nothing overflows. */
+static void test_softmax_large_values(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "2,6", 3, 500, 900);
+	check(&md, op1(&md, TBC_OP_Softmax, x));
+}
+
+/* ---- Normalizations -------------------------------------------------------------*/
+/* LayerNormalization over the last two axes with Mean and InvStdDev outputs. */
+static void test_layernorm_all_outputs(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,4"), *sc = input(&md, TBC_DT_F32, "3,4"), *b = input(&md, TBC_DT_F32, "4");
+	tbc_value *ins[3] = {x, sc, b};
+	tbc_op *o = tbc_op_new(md.m->main, TBC_OP_LayerNormalization, "ln", 3, ins, 3);
+	set_int(o, "axis", 1);
+	set_float(o, "epsilon", 1e-3);
+	tbc_value *outs[3] = {o->outputs[0], o->outputs[1], o->outputs[2]};
+	check_outputs(&md, 3, outs, 1e-5);
+}
+
+static void test_layernorm_no_bias_symbolic_f64(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F64, "N,5", 3, -2, 2), *sc = input(&md, TBC_DT_F64, "5");
+	check(&md, op2(&md, TBC_OP_LayerNormalization, x, sc));
+}
+
+static void test_rmsnorm(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,8"), *sc = input(&md, TBC_DT_F32, "8");
+	check(&md, op2(&md, TBC_OP_RMSNormalization, x, sc));
+}
+
+static void test_batchnorm_inference(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,4,5");
+	tbc_value *p[4];
+	for (int i = 0; i < 4; i++) p[i] = input_sym(&md, TBC_DT_F32, "3", 3, i == 3 ? 0.5 : -1, 2);
+	tbc_value *ins[5] = {x, p[0], p[1], p[2], p[3]};
+	check(&md, tbc_op_new(md.m->main, TBC_OP_BatchNormalization, "bn", 5, ins, 1)->outputs[0]);
+}
+
+static void test_instance_and_group_norm(void **state) {
+	(void)state;
+	for (int g = 0; g < 3; g++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, "2,4,3,2");
+		const char *pd = g == 2 ? "2" : "4"; /* GroupNormalization-18: per group */
+		tbc_value *sc = input(&md, TBC_DT_F32, pd), *b = input(&md, TBC_DT_F32, pd);
+		tbc_op *o = node(&md, g ? TBC_OP_GroupNormalization : TBC_OP_InstanceNormalization, 3, x, sc, b);
+		if (g) set_int(o, "num_groups", 2);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_lp_mvn_lrn(void **state) {
+	(void)state;
+	for (int p = 1; p <= 2; p++) {
+		model md = model_new();
+		tbc_op *o = node(&md, TBC_OP_LpNormalization, 1, input(&md, TBC_DT_F32, "3,4"), NULL, NULL);
+		set_int(o, "p", p);
+		set_int(o, "axis", 0);
+		check(&md, o->outputs[0]);
+	}
+	model md = model_new();
+	check(&md, op1(&md, TBC_OP_MeanVarianceNormalization, input(&md, TBC_DT_F32, "2,3,2,2")));
+	md = model_new();
+	tbc_op *o = node(&md, TBC_OP_LRN, 1, input(&md, TBC_DT_F32, "2,5,3"), NULL, NULL);
+	set_int(o, "size", 3);
+	set_float(o, "alpha", 0.01);
+	check(&md, o->outputs[0]);
+}
+
+/* ---- Fused reductions ------------------------------------------------------------*/
+/* log(ReduceSum(exp(x), axis 1)): prologue Exp, epilogue Log, one kernel. */
+static void test_fused_exp_sum_log(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "3,4,5");
+	const double a[] = {1};
+	tbc_value *e = op1(&md, TBC_OP_Exp, x);
+	tbc_value *r = reduce(&md, TBC_OP_ReduceSum, e, axes(&md, 1, a), 1)->outputs[0];
+	g_fuse = 1;
+	check(&md, op1(&md, TBC_OP_Log, r));
+	g_fuse = 0;
+}
+
+/* sqrt(ReduceMean((x - b)^2, axis -1, keepdims 0)) + c: b broadcast into the
+ * input, c into the result. */
+static void test_fused_mean_square_with_broadcasts(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,4", 2, -3, 3), *b = input(&md, TBC_DT_F32, "4"),
+		  *c = input(&md, TBC_DT_F32, "3");
+	const double a[] = {-1};
+	tbc_value *d = op2(&md, TBC_OP_Sub, x, b);
+	tbc_value *sq = op2(&md, TBC_OP_Mul, d, d);
+	tbc_value *m = reduce(&md, TBC_OP_ReduceMean, sq, axes(&md, 1, a), 0)->outputs[0];
+	g_fuse = 1;
+	check(&md, op2(&md, TBC_OP_Add, op1(&md, TBC_OP_Sqrt, m), c));
+	g_fuse = 0;
+}
+
+/* A prologue value also read outside the region is stored from the reduction
+ * loop: out0 = x * 2, out1 = ReduceMax(x * 2, axes {0, 2}). */
+static void test_fused_prologue_output(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,4");
+	const double two[] = {2}, a[] = {0, 2};
+	int64_t none[1] = {0};
+	tbc_value *t = op2(&md, TBC_OP_Mul, x, constant(&md, TBC_DT_F32, 0, none, two));
+	tbc_value *r = reduce(&md, TBC_OP_ReduceMax, t, axes(&md, 2, a), 1)->outputs[0];
+	tbc_value *outs[2] = {t, op1(&md, TBC_OP_Neg, r)};
+	g_fuse = 1;
+	check_outputs(&md, 2, outs, 1e-5);
+	g_fuse = 0;
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reduce_kinds_middle_axis_f32),
+		cmocka_unit_test(test_reduce_sum_two_axes_no_keepdims_f64),
+		cmocka_unit_test(test_reduce_mean_all_axes),
+		cmocka_unit_test(test_reduce_sum_square_noop_with_empty_axes),
+		cmocka_unit_test(test_reduce_empty_axis_gives_identity),
+		cmocka_unit_test(test_reduce_integers),
+		cmocka_unit_test(test_reduce_symbolic_batch),
+		cmocka_unit_test(test_reduce_runtime_axes_refused),
+		cmocka_unit_test(test_argmax_argmin),
+		cmocka_unit_test(test_cumsum_cumprod),
+		cmocka_unit_test(test_softmax_family),
+		cmocka_unit_test(test_softmax_large_values),
+		cmocka_unit_test(test_layernorm_all_outputs),
+		cmocka_unit_test(test_layernorm_no_bias_symbolic_f64),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_batchnorm_inference),
+		cmocka_unit_test(test_instance_and_group_norm),
+		cmocka_unit_test(test_lp_mvn_lrn),
+		cmocka_unit_test(test_fused_exp_sum_log),
+		cmocka_unit_test(test_fused_mean_square_with_broadcasts),
+		cmocka_unit_test(test_fused_prologue_output),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
