@@ -1,0 +1,572 @@
+/* Data-movement lowerings (codegen/lower_data*.c) against the reference
+ * interpreter: each test builds a small graph, runs it with tbc_interpret,
+ * with the kernel IR evaluator and JIT-compiled for the host, and compares
+ * all three (integers and moved bits exactly).  Helpers copied from
+ * test_codegen.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "codegen/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+static model model_new(void) { return (model){.m = tbc_module_new("test"), .seed = 12345}; }
+
+static double rnd(model *md) {
+	md->seed = md->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(md->seed >> 11) / 9007199254740992.0;
+}
+
+static void fill(model *md, tbc_tensor *t, double lo, double hi) {
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = lo + (hi - lo) * rnd(md);
+		if (!tbc_dtype_is_float(t->dtype)) v = floor(v);
+		if (t->dtype == TBC_DT_BOOL) v = v > (lo + hi) / 2;
+		tbc_store_f64(t->dtype, t->data, (size_t)i, v);
+	}
+}
+
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sizes` for the symbolic dims. */
+static tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi) {
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	ty.dtype = dt;
+	int64_t concrete[TBC_MAX_RANK];
+	int r = 0;
+	for (const char *s = dims; *s;) {
+		if (*s >= 'A' && *s <= 'Z') {
+			char name[2] = {*s, 0};
+			ty.dims[r].size = -1;
+			ty.dims[r].sym = tbc_arena_strdup(md->m->arena, name);
+			concrete[r++] = sym_size;
+			s++;
+		} else {
+			char *end;
+			ty.dims[r].size = strtoll(s, &end, 10);
+			concrete[r] = ty.dims[r].size;
+			r++;
+			s = end;
+		}
+		if (*s == ',') s++;
+	}
+	ty.rank = r;
+	char name[16];
+	snprintf(name, sizeof name, "x%d", md->n_in);
+	tbc_value *v = tbc_graph_add_input(md->m->main, name, &ty);
+	tbc_tensor *t = tbc_tensor_create(dt, r, concrete);
+	assert_non_null(t);
+	fill(md, t, lo, hi);
+	md->in[md->n_in++] = t;
+	return v;
+}
+static tbc_value *input(model *md, tbc_dtype dt, const char *dims) { return input_sym(md, dt, dims, 3, -3, 3); }
+
+static tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals) {
+	tbc_tensor *t = tbc_tensor_create(dt, rank, dims);
+	for (int64_t i = 0; i < t->numel; i++) tbc_store_f64(dt, t->data, (size_t)i, vals[i]);
+	tbc_value *v = tbc_graph_add_const(md->m->main, NULL, t);
+	tbc_tensor_destroy(t);
+	return v;
+}
+
+static tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c) {
+	tbc_value *ins[3] = {a, b, c};
+	return tbc_op_new(md->m->main, code, "n", n, ins, 1);
+}
+static tbc_value *op1(model *md, tbc_opcode code, tbc_value *a) { return node(md, code, 1, a, NULL, NULL)->outputs[0]; }
+static tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b) {
+	return node(md, code, 2, a, b, NULL)->outputs[0];
+}
+
+/* ---- Checking ----------------------------------------------------------------*/
+static void print_diags(tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char buf[1024];
+		tbc_diag_format(tbc_diags_get(d, i), buf, sizeof buf);
+		fprintf(stderr, "  %s\n", buf);
+	}
+}
+
+static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++) assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < want->numel; i++) {
+		if (tbc_dtype_is_float(want->dtype)) {
+			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			if (isnan(a) && isnan(b)) continue;
+			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
+				fail();
+			}
+		} else {
+			int64_t a = tbc_load_i64(want->dtype, want->data, (size_t)i), b = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			if (a != b) {
+				fprintf(stderr, "%s: element %lld: want %lld got %lld\n", what, (long long)i, (long long)a, (long long)b);
+				fail();
+			}
+		}
+	}
+}
+
+/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
+ * whose outputs are outs; compares; frees the model. */
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	tbc_diags *d = tbc_diags_create();
+	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
+	tbc_infer cx = {md->m, d};
+	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
+	assert_int_equal(tbc_diags_count(d), 0);
+	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
+
+	tbc_jit *j = NULL;
+	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("JIT", want[i], jit[i], rtol);
+	tbc_jit_destroy(j);
+
+	for (int i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want[i]);
+		tbc_tensor_destroy(got[i]);
+		tbc_tensor_destroy(jit[i]);
+	}
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+static void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
+
+/* Lowering fails with `code` and a message containing `text`. */
+static void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), code);
+	assert_true(tbc_diags_count(d) > 0);
+	const char *msg = tbc_diags_get(d, 0)->message;
+	if (!strstr(msg, text)) fprintf(stderr, "message: %s\n", msg);
+	assert_non_null(strstr(msg, text));
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+
+/* ---- More helpers ------------------------------------------------------------*/
+static tbc_op *nodev(model *md, tbc_opcode code, int n_in, tbc_value *const *ins, int n_out) {
+	return tbc_op_new(md->m->main, code, "n", n_in, ins, n_out);
+}
+static void set_int(tbc_op *op, const char *name, int64_t v) { tbc_op_add_attr(op, name, TBC_ATTR_INT)->i = v; }
+static void set_str(tbc_op *op, const char *name, const char *s) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_STRING);
+	a->s = s;
+	a->s_len = strlen(s);
+}
+static void set_ints(model *md, tbc_op *op, const char *name, int n, const int64_t *v) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
+	a->n = n;
+	a->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
+}
+static tbc_value *ints(model *md, int n, const int64_t *v) {
+	double d[16];
+	for (int i = 0; i < n; i++) d[i] = (double)v[i];
+	int64_t dims[1] = {n};
+	return constant(md, TBC_DT_I64, 1, dims, d);
+}
+static tbc_value *scalar_i64(model *md, int64_t v) {
+	double d = (double)v;
+	return constant(md, TBC_DT_I64, 0, NULL, &d);
+}
+/* An index input of the given dims filled with values in [lo, hi). */
+static tbc_value *index_input(model *md, const char *dims, int64_t sym, int lo, int hi) {
+	return input_sym(md, TBC_DT_I64, dims, sym, lo, hi);
+}
+
+/* Every dtype the data ops move: the storage views make them exact. */
+static const tbc_dtype all_dtypes[] = {TBC_DT_F32, TBC_DT_F64, TBC_DT_F16, TBC_DT_BF16, TBC_DT_I8, TBC_DT_U8,
+				       TBC_DT_I16, TBC_DT_U16, TBC_DT_I32, TBC_DT_U32, TBC_DT_I64, TBC_DT_U64,
+				       TBC_DT_BOOL, TBC_DT_F8E4M3FN, TBC_DT_F8E5M2, TBC_DT_I4, TBC_DT_U4};
+#define N_DTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
+
+/* ---- Transpose, Slice, Concat, Split ----------------------------------------------*/
+static void test_transpose_every_dtype(void **state) {
+	(void)state;
+	for (size_t t = 0; t < N_DTYPES; t++) {
+		model md = model_new();
+		tbc_value *x = input(&md, all_dtypes[t], "2,3,4");
+		tbc_op *o = node(&md, TBC_OP_Transpose, 1, x, NULL, NULL);
+		static const int64_t perm[3] = {2, 0, 1};
+		set_ints(&md, o, "perm", 3, perm);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_transpose_default_reverses_and_merges_contiguous_dims(void **state) {
+	(void)state;
+	model md = model_new();
+	check(&md, op1(&md, TBC_OP_Transpose, input(&md, TBC_DT_F32, "3,1,5")));
+	model m2 = model_new();
+	tbc_op *o = node(&m2, TBC_OP_Transpose, 1, input_sym(&m2, TBC_DT_F32, "N,3,4,5", 2, -1, 1), NULL, NULL);
+	static const int64_t perm[4] = {0, 3, 1, 2}; /* dims 1 and 2 stay adjacent */
+	set_ints(&m2, o, "perm", 4, perm);
+	check(&m2, o->outputs[0]);
+}
+
+static void test_slice_negative_steps_and_clamped_bounds(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "5,6,7");
+	static const int64_t st[3] = {-1, 1, -100}, en[3] = {-1000, 1000, 6}, ax[3] = {0, 1, 2}, sp[3] = {-2, 2, 3};
+	tbc_value *ins[5] = {x, ints(&md, 3, st), ints(&md, 3, en), ints(&md, 3, ax), ints(&md, 3, sp)};
+	check(&md, nodev(&md, TBC_OP_Slice, 5, ins, 1)->outputs[0]);
+}
+
+static void test_slice_keeps_symbolic_batch(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_I32, "N,8", 3, -50, 50);
+	static const int64_t st[1] = {2}, en[1] = {-1}, ax[1] = {-1};
+	tbc_value *ins[4] = {x, ints(&md, 1, st), ints(&md, 1, en), ints(&md, 1, ax)};
+	check(&md, nodev(&md, TBC_OP_Slice, 4, ins, 1)->outputs[0]);
+}
+
+static void test_concat_axis1_symbolic_batch_every_dtype(void **state) {
+	(void)state;
+	for (size_t t = 0; t < N_DTYPES; t++) {
+		model md = model_new();
+		tbc_value *ins[3] = {input_sym(&md, all_dtypes[t], "N,2,3", 2, -4, 4),
+				     input_sym(&md, all_dtypes[t], "N,0,3", 2, -4, 4),
+				     input_sym(&md, all_dtypes[t], "N,4,3", 2, -4, 4)};
+		tbc_op *o = nodev(&md, TBC_OP_Concat, 3, ins, 1);
+		set_int(o, "axis", 1);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_split_sizes_and_equal_parts(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F16, "4,7");
+	static const int64_t sizes[3] = {2, 0, 5};
+	tbc_value *ins[2] = {x, ints(&md, 3, sizes)};
+	tbc_op *o = nodev(&md, TBC_OP_Split, 2, ins, 3);
+	set_int(o, "axis", -1);
+	tbc_value *outs[3] = {o->outputs[0], o->outputs[1], o->outputs[2]};
+	check_outputs(&md, 3, outs, 0);
+
+	model m2 = model_new();
+	tbc_op *p = nodev(&m2, TBC_OP_Split, 1, (tbc_value *[]){input_sym(&m2, TBC_DT_I64, "N,6", 3, -9, 9)}, 2);
+	set_int(p, "axis", 1);
+	set_int(p, "num_outputs", 2);
+	tbc_value *o2[2] = {p->outputs[0], p->outputs[1]};
+	check_outputs(&m2, 2, o2, 0);
+}
+
+/* ---- Expand, Tile, Pad, DepthToSpace ------------------------------------------------*/
+static void test_expand_and_tile(void **state) {
+	(void)state;
+	model md = model_new();
+	static const int64_t shape[3] = {2, 3, 4};
+	check(&md, op2(&md, TBC_OP_Expand, input(&md, TBC_DT_BF16, "3,1"), ints(&md, 3, shape)));
+	model m2 = model_new();
+	static const int64_t reps[3] = {2, 1, 3};
+	check(&m2, op2(&m2, TBC_OP_Tile, input(&m2, TBC_DT_U8, "2,3,2"), ints(&m2, 3, reps)));
+	model m3 = model_new();
+	static const int64_t reps1[2] = {1, 2};
+	check(&m3, op2(&m3, TBC_OP_Tile, input_sym(&m3, TBC_DT_F32, "N,3", 4, -1, 1), ints(&m3, 2, reps1)));
+}
+
+static void test_pad_every_mode_with_crops(void **state) {
+	(void)state;
+	static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+	for (int mi = 0; mi < 4; mi++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, "3,4,5");
+		/* begin: 2, 0, -1; end: 1, 5, 2 (dim 1 padded past its own size). */
+		static const int64_t pads[6] = {2, 0, -1, 1, 5, 2};
+		double cv = 7.5;
+		tbc_value *ins[3] = {x, ints(&md, 6, pads), constant(&md, TBC_DT_F32, 0, NULL, &cv)};
+		tbc_op *o = nodev(&md, TBC_OP_Pad, 3, ins, 1);
+		set_str(o, "mode", modes[mi]);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_pad_axes_one_element_dim_and_symbolic_batch(void **state) {
+	(void)state;
+	static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+	for (int mi = 0; mi < 4; mi++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_I16, "N,1,3", 2, -9, 9);
+		static const int64_t pads[4] = {3, 2, 1, 4}, axes[2] = {1, -1};
+		tbc_value *ins[4] = {x, ints(&md, 4, pads), NULL, ints(&md, 2, axes)};
+		tbc_op *o = nodev(&md, TBC_OP_Pad, 4, ins, 1);
+		set_str(o, "mode", modes[mi]);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_depth_to_space_and_back(void **state) {
+	(void)state;
+	for (int crd = 0; crd < 2; crd++) {
+		model md = model_new();
+		tbc_op *o = node(&md, TBC_OP_DepthToSpace, 1, input_sym(&md, TBC_DT_F32, "N,8,2,3", 2, -1, 1), NULL, NULL);
+		set_int(o, "blocksize", 2);
+		set_str(o, "mode", crd ? "CRD" : "DCR");
+		check(&md, o->outputs[0]);
+	}
+	model md = model_new();
+	tbc_op *o = node(&md, TBC_OP_SpaceToDepth, 1, input(&md, TBC_DT_I8, "2,3,4,6"), NULL, NULL);
+	set_int(o, "blocksize", 2);
+	check(&md, o->outputs[0]);
+}
+
+/* ---- Gather family ----------------------------------------------------------------------*/
+static void test_gather_axes_negative_indices_every_dtype(void **state) {
+	(void)state;
+	for (size_t t = 0; t < N_DTYPES; t++)
+		for (int axis = -3; axis < 3; axis++) {
+			model md = model_new();
+			tbc_value *x = input(&md, all_dtypes[t], "3,4,5");
+			tbc_value *idx = index_input(&md, "2,3", 0, -3, 3);
+			tbc_op *o = node(&md, TBC_OP_Gather, 2, x, idx, NULL);
+			set_int(o, "axis", axis);
+			check(&md, o->outputs[0]);
+		}
+}
+
+static void test_gather_symbolic_batch_int32_indices(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,6", 3, -1, 1);
+	tbc_value *idx = input_sym(&md, TBC_DT_I32, "N,2", 3, -6, 6);
+	tbc_op *o = node(&md, TBC_OP_Gather, 2, x, idx, NULL);
+	set_int(o, "axis", 1);
+	check(&md, o->outputs[0]);
+}
+
+static void test_gather_elements_and_nd(void **state) {
+	(void)state;
+	for (int axis = 0; axis < 2; axis++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F64, "4,5");
+		tbc_value *idx = index_input(&md, "3,2", 0, -4, 4);
+		tbc_op *o = node(&md, TBC_OP_GatherElements, 2, x, idx, NULL);
+		set_int(o, "axis", axis);
+		check(&md, o->outputs[0]);
+	}
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_I32, "2,3,4,5");
+	tbc_value *idx = index_input(&md, "2,6,2", 0, -3, 3);
+	tbc_op *o = node(&md, TBC_OP_GatherND, 2, x, idx, NULL);
+	set_int(o, "batch_dims", 1);
+	check(&md, o->outputs[0]);
+	model m2 = model_new();
+	check(&m2, op2(&m2, TBC_OP_GatherND, input(&m2, TBC_DT_BF16, "3,4"), index_input(&m2, "5,2", 0, -3, 3)));
+}
+
+/* An index past the axis reads the nearest element (the interpreter reports
+ * an error; kernel IR cannot, see docs/lower-data.md), never out of bounds. */
+static void test_gather_out_of_range_index_is_clamped(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "3,2");
+	static const int64_t bad[3] = {7, -9, 1};
+	tbc_value *out = op2(&md, TBC_OP_Gather, x, ints(&md, 3, bad));
+	tbc_graph_add_output(md.m->main, out);
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md.m, arena, d, &p), TBC_OK);
+	tbc_tensor *got = NULL, *jit = NULL;
+	assert_int_equal(kir_program_eval(p, md.in, 1, &got, 1, d), TBC_OK);
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md.m, NULL, d, &j), TBC_OK);
+	assert_int_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md.in, 1, &jit, 1, d), TBC_OK);
+	const float *xv = md.in[0]->data;
+	const float want[6] = {xv[4], xv[5], xv[0], xv[1], xv[2], xv[3]}; /* rows 2, 0, 1 */
+	for (int i = 0; i < 6; i++) {
+		assert_true(((float *)got->data)[i] == want[i]);
+		assert_true(((float *)jit->data)[i] == want[i]);
+	}
+	tbc_jit_destroy(j);
+	tbc_tensor_destroy(got);
+	tbc_tensor_destroy(jit);
+	tbc_tensor_destroy(md.in[0]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md.m);
+}
+
+/* ---- Scatter -------------------------------------------------------------------------------*/
+static void test_scatter_nd_repeated_indices_apply_in_order(void **state) {
+	(void)state;
+	static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+	for (int r = 0; r < 5; r++) {
+		model md = model_new();
+		tbc_value *x = input(&md, r == 2 ? TBC_DT_I32 : TBC_DT_F32, "4,3");
+		static const int64_t idx[4] = {1, 3, 1, -4};
+		int64_t dims[2] = {4, 1};
+		double dv[4];
+		for (int i = 0; i < 4; i++) dv[i] = (double)idx[i];
+		tbc_value *iv = constant(&md, TBC_DT_I64, 2, dims, dv);
+		tbc_value *u = input(&md, r == 2 ? TBC_DT_I32 : TBC_DT_F32, "4,3");
+		tbc_op *o = node(&md, TBC_OP_ScatterND, 3, x, iv, u);
+		set_str(o, "reduction", reds[r]);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_scatter_elements_reductions_and_dtypes(void **state) {
+	(void)state;
+	static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+	static const tbc_dtype dts[] = {TBC_DT_F32, TBC_DT_I64, TBC_DT_U8, TBC_DT_BOOL, TBC_DT_F64};
+	for (int r = 0; r < 5; r++)
+		for (int t = 0; t < 5; t++)
+			for (int axis = 0; axis < 2; axis++) {
+				model md = model_new();
+				tbc_value *x = input(&md, dts[t], "3,4");
+				tbc_value *iv = index_input(&md, "2,3", 0, -3, 3);
+				tbc_value *u = input(&md, dts[t], "2,3");
+				tbc_op *o = node(&md, TBC_OP_ScatterElements, 3, x, iv, u);
+				set_str(o, "reduction", reds[r]);
+				set_int(o, "axis", axis);
+				check(&md, o->outputs[0]);
+			}
+	model md = model_new();
+	tbc_op *o = node(&md, TBC_OP_ScatterElements, 3, input(&md, TBC_DT_F16, "3"), index_input(&md, "2", 0, 0, 3),
+			 input(&md, TBC_DT_F16, "2"));
+	check(&md, o->outputs[0]);
+}
+
+/* ---- Generators ---------------------------------------------------------------------------*/
+static void test_onehot_axes_and_float_indices(void **state) {
+	(void)state;
+	for (int axis = -2; axis < 2; axis++) {
+		model md = model_new();
+		tbc_value *idx = input_sym(&md, axis == 0 ? TBC_DT_F32 : TBC_DT_I32, "3,N", 2, -6, 7);
+		double depth = 5, vals[2] = {-1, 4};
+		int64_t two[1] = {2};
+		tbc_value *ins[3] = {idx, constant(&md, TBC_DT_I64, 0, NULL, &depth), constant(&md, TBC_DT_F16, 1, two, vals)};
+		tbc_op *o = nodev(&md, TBC_OP_OneHot, 3, ins, 1);
+		set_int(o, "axis", axis);
+		check(&md, o->outputs[0]);
+	}
+}
+
+static void test_shape_and_size_static_and_symbolic(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "2,N,4,M", 3, -1, 1);
+	tbc_op *s = node(&md, TBC_OP_Shape, 1, x, NULL, NULL);
+	set_int(s, "start", 1);
+	tbc_value *outs[3] = {s->outputs[0], op1(&md, TBC_OP_Size, x), op1(&md, TBC_OP_Shape, x)};
+	check_outputs(&md, 3, outs, 0);
+}
+
+static void test_constant_of_shape_range_eyelike_trilu(void **state) {
+	(void)state;
+	model md = model_new();
+	static const int64_t shape[2] = {3, 4};
+	tbc_value *c = op1(&md, TBC_OP_ConstantOfShape, ints(&md, 2, shape));
+	double start = 1.5, limit = 9, delta = 0.75;
+	tbc_value *rin[3] = {constant(&md, TBC_DT_F32, 0, NULL, &start), constant(&md, TBC_DT_F32, 0, NULL, &limit),
+			     constant(&md, TBC_DT_F32, 0, NULL, &delta)};
+	tbc_value *rng = nodev(&md, TBC_OP_Range, 3, rin, 1)->outputs[0];
+	tbc_value *irin[3] = {scalar_i64(&md, 10), scalar_i64(&md, -3), scalar_i64(&md, -4)};
+	tbc_value *irng = nodev(&md, TBC_OP_Range, 3, irin, 1)->outputs[0];
+	tbc_op *eye = node(&md, TBC_OP_EyeLike, 1, input(&md, TBC_DT_I32, "4,6"), NULL, NULL);
+	set_int(eye, "k", 2);
+	set_int(eye, "dtype", TBC_DT_BF16);
+	tbc_value *outs[4] = {c, rng, irng, eye->outputs[0]};
+	check_outputs(&md, 4, outs, 0);
+	for (int upper = 0; upper < 2; upper++)
+		for (int kk = -2; kk <= 3; kk += 5) {
+			model m2 = model_new();
+			tbc_op *t = node(&m2, TBC_OP_Trilu, 2, input_sym(&m2, TBC_DT_F16, "N,4,5", 2, -3, 3), scalar_i64(&m2, kk),
+					 NULL);
+			set_int(t, "upper", upper);
+			check(&m2, t->outputs[0]);
+		}
+}
+
+static void test_non_constant_slice_is_refused(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "5");
+	tbc_value *st = index_input(&md, "1", 0, 0, 2);
+	static const int64_t en[1] = {4};
+	tbc_value *ins[3] = {x, st, ints(&md, 1, en)};
+	check_lowering_fails(&md, nodev(&md, TBC_OP_Slice, 3, ins, 1)->outputs[0], TBC_ERR_UNSUPPORTED,
+			     "no CPU lowering yet");
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_transpose_every_dtype),
+		cmocka_unit_test(test_transpose_default_reverses_and_merges_contiguous_dims),
+		cmocka_unit_test(test_slice_negative_steps_and_clamped_bounds),
+		cmocka_unit_test(test_slice_keeps_symbolic_batch),
+		cmocka_unit_test(test_concat_axis1_symbolic_batch_every_dtype),
+		cmocka_unit_test(test_split_sizes_and_equal_parts),
+		cmocka_unit_test(test_expand_and_tile),
+		cmocka_unit_test(test_pad_every_mode_with_crops),
+		cmocka_unit_test(test_pad_axes_one_element_dim_and_symbolic_batch),
+		cmocka_unit_test(test_depth_to_space_and_back),
+		cmocka_unit_test(test_gather_axes_negative_indices_every_dtype),
+		cmocka_unit_test(test_gather_symbolic_batch_int32_indices),
+		cmocka_unit_test(test_gather_elements_and_nd),
+		cmocka_unit_test(test_gather_out_of_range_index_is_clamped),
+		cmocka_unit_test(test_scatter_nd_repeated_indices_apply_in_order),
+		cmocka_unit_test(test_scatter_elements_reductions_and_dtypes),
+		cmocka_unit_test(test_onehot_axes_and_float_indices),
+		cmocka_unit_test(test_shape_and_size_static_and_symbolic),
+		cmocka_unit_test(test_constant_of_shape_range_eyelike_trilu),
+		cmocka_unit_test(test_non_constant_slice_is_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
