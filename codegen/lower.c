@@ -140,6 +140,15 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	return b;
 }
 
+int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name) {
+	for (int d = 0; d < type->rank; d++) {
+		bool found = !type->dims[d].sym;
+		for (int s = 0; s < cx->p->n_syms && !found; s++) found = !strcmp(cx->p->sym_names[s], type->dims[d].sym);
+		if (!found) return -1;
+	}
+	return new_pbuf(cx, KIR_BUF_TEMP, type, name); /* offset -1: placed by place_temps */
+}
+
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
 	int s = lower_value_buf(cx, src);
 	if (s < 0) return false;

@@ -35,6 +35,9 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v);
 /* The buffer an op writes its output i to: the graph output it is, or a new
  * temporary. */
 int lower_result_buf(lower_cx *cx, const tbc_value *v);
+/* A fresh temporary holding no graph value (scratch one kernel writes and a
+ * later one reads, e.g. im2col): placed apart from every planned value. */
+int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name);
 /* Makes v share the storage of value src (a no-op reshape), or copies. */
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src);
 /* Copies program buffer src into dst (same element count and dtype). */

@@ -1,8 +1,391 @@
-/* MatMul and Gemm: a tiled generator. */
-#include "codegen/lower_internal.h"
+/* MatMul and Gemm: the GEMM generator (codegen/lower_gemm.h) and its uses.
+ *
+ * The generator emits one kernel nest: a parallel loop over (batch, row tile,
+ * column block), and inside it register-blocked micro-tiles of MR x NR sums
+ * held in scalar locals (6 x 16 for f32 on a 256-bit vector unit) over a
+ * sequential k loop.  Each k step loads MR values of A (broadcast) and NR
+ * contiguous values of B, and updates MR x NR accumulators; LLVM's SLP
+ * vectorizer turns the NR-wide rows into vector registers.  Edges: the last
+ * row tile clamps its row index for loads and guards its stores; columns past
+ * the last whole NR tile run as an MR x 1 tile in an extra column block.
+ * Sizes are index expressions, so symbolic dims stay symbolic. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower_gemm.h"
+
+/* ---- Index shorthands --------------------------------------------------------*/
+static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
+static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
+static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
+static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
+static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
+static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
+static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
+static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
+
+/* A scalar local set to e in block b; returns its value. */
+static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		l->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(l->k, name, e->type);
+	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
+	return V(l, v);
+}
+
+static kir_expr *zero(lk *l, tbc_dtype t) {
+	return tbc_dtype_is_float(t) ? kir_e_float(l->k, t, 0.0) : kir_e_int(l->k, t, 0);
+}
+
+/* ---- The generator ---------------------------------------------------------*/
+#define GEMM_MAX_MR 8
+#define GEMM_MAX_NR 16
+#define GEMM_TILES_PER_BLOCK 16 /* NR tiles of a column block: one parallel chunk */
+
+typedef struct gemm_gen {
+	lk *l;
+	const gemm_spec *s;
+	int mr;
+	kir_expr *batch, *i0, *rows[GEMM_MAX_MR], *base[3];
+} gemm_gen;
+
+static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
+	lk *l = g->l;
+	kir_expr *idx = ADD(l, ADD(l, base, MUL(l, r, o->rs)), MUL(l, c, o->cs));
+	return kir_e_cast(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
+}
+
+/* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
+ * the guarded stores.  Statements go to blk. */
+static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *cols) {
+	lk *l = g->l;
+	kir_kernel *k = l->k;
+	const gemm_spec *s = g->s;
+	kir_var *acc[GEMM_MAX_MR][GEMM_MAX_NR];
+	for (int r = 0; r < g->mr; r++)
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = kir_var_new(k, "acc", s->ct);
+			kir_block_add(k, blk, kir_s_set(k, acc[r][c], zero(l, s->ct)));
+		}
+	int64_t kc;
+	if (!kir_e_const_index(s->K, &kc) || kc > 0) {
+		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
+		kir_block kb = {0};
+		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
+		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l, kv)));
+		for (int c = 0; c < nc; c++) bv[c] = local(l, &kb, "b", load_ct(g, &s->b, g->base[1], V(l, kv), cols[c]));
+		for (int r = 0; r < g->mr; r++)
+			for (int c = 0; c < nc; c++)
+				kir_block_add(k, &kb,
+					      kir_s_set(k, acc[r][c],
+							kir_e_binary(k, KIR_ADD, V(l, acc[r][c]),
+								     kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
+		kir_block_add(k, blk, kir_s_for(k, kv, I(l, 0), s->K, 1, KIR_LOOP_SEQUENTIAL, kb.first));
+	}
+	int64_t mc;
+	bool m_whole = kir_e_const_index(s->M, &mc) && mc % g->mr == 0;
+	for (int r = 0; r < g->mr; r++) {
+		kir_block sb = {0};
+		for (int c = 0; c < nc; c++) {
+			kir_expr *v = V(l, acc[r][c]);
+			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
+			kir_expr *idx = ADD(l, ADD(l, g->base[2], MUL(l, g->rows[r], s->y.rs)), MUL(l, cols[c], s->y.cs));
+			kir_block_add(k, &sb, kir_s_store(k, s->y.buf, idx, v));
+		}
+		if (r == 0 || m_whole) {
+			if (sb.first) kir_block_add(k, blk, sb.first);
+		} else {
+			kir_expr *in = kir_e_cmp(k, KIR_LT, ADD(l, g->i0, I(l, r)), s->M);
+			kir_block_add(k, blk, kir_s_if(k, in, sb.first, NULL));
+		}
+	}
+}
+
+static void default_tile(tbc_dtype ct, int *mr, int *nr) {
+	switch (ct) {
+	case TBC_DT_F32: *mr = 6, *nr = 16; break;
+	case TBC_DT_F64: *mr = 6, *nr = 8; break;
+	case TBC_DT_I64:
+	case TBC_DT_U64: *mr = 4, *nr = 4; break;
+	default: *mr = 4, *nr = 8; break;
+	}
+}
+
+kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
+	kir_kernel *k = l->k;
+	gemm_gen g = {.l = l, .s = s};
+	int mr, nr;
+	default_tile(s->ct, &mr, &nr);
+	int64_t mc, nc;
+	if (kir_e_const_index(s->M, &mc) && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	if (kir_e_const_index(s->N, &nc) && nc < nr) nr = nc > 0 ? (int)nc : 1;
+	g.mr = mr;
+	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
+	kir_expr *NT = DIV(l, s->N, I(l, nr));
+	kir_expr *CBT = DIV(l, ADD(l, NT, I(l, GEMM_TILES_PER_BLOCK - 1)), I(l, GEMM_TILES_PER_BLOCK));
+	kir_expr *CB = ADD(l, CBT, I(l, 1)); /* the last block: the columns past the whole tiles */
+
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *cb = local(l, &body, "cb", MOD(l, V(l, t), CB));
+	kir_expr *rest = DIV(l, V(l, t), CB);
+	kir_expr *rt = local(l, &body, "rt", MOD(l, rest, RT));
+	g.batch = local(l, &body, "batch", DIV(l, rest, RT));
+	g.i0 = local(l, &body, "i0", MUL(l, rt, I(l, mr)));
+	kir_expr *mlast = SUB(l, s->M, I(l, 1));
+	for (int r = 0; r < mr; r++) g.rows[r] = r == 0 ? g.i0 : local(l, &body, "row", MIN(l, ADD(l, g.i0, I(l, r)), mlast));
+	for (int w = 0; w < 3; w++) {
+		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
+		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l, 0);
+	}
+
+	/* Whole NR tiles of this column block. */
+	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
+	kir_block tile = {0};
+	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
+	kir_expr *cols[GEMM_MAX_NR];
+	for (int c = 0; c < nr; c++) cols[c] = ADD(l, j0, I(l, c));
+	micro_tile(&g, &tile, nr, cols);
+	kir_expr *jlo = MUL(l, cb, I(l, GEMM_TILES_PER_BLOCK));
+	kir_stmt *tiles = kir_s_for(k, jt, jlo, MIN(l, ADD(l, jlo, I(l, GEMM_TILES_PER_BLOCK)), NT), 1,
+				    KIR_LOOP_SEQUENTIAL, tile.first);
+
+	/* The columns past them, one at a time. */
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_block one = {0};
+	kir_expr *jcol = V(l, j);
+	micro_tile(&g, &one, 1, &jcol);
+	kir_stmt *rem = kir_s_for(k, j, MUL(l, NT, I(l, nr)), s->N, 1, KIR_LOOP_SEQUENTIAL, one.first);
+
+	/* Statically empty loops are left out (the verifier's ranges of an empty
+	 * loop are meaningless). */
+	int64_t ntc, nrem = -1;
+	if (kir_e_const_index(NT, &ntc) && ntc == 0) tiles = NULL;
+	if (kir_e_const_index(s->N, &nc)) nrem = nc % nr;
+	if (nrem == 0) rem = NULL;
+	if (tiles) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_LT, cb, CBT), tiles, rem));
+	else kir_block_add(k, &body, rem);
+	kir_expr *total = MUL(l, MUL(l, s->NB, RT), CB);
+	return kir_s_for(k, t, I(l, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
+}
+
+/* ---- Shared checks -----------------------------------------------------------*/
+static bool static_empty(const tbc_type *t) {
+	for (int d = 0; d < t->rank; d++)
+		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
+	return false;
+}
+
+/* The compute type of a contraction over dt; false when it has no lowering. */
+static bool compute_type(tbc_dtype dt, tbc_dtype *ct) {
+	switch (dt) {
+	case TBC_DT_F16:
+	case TBC_DT_BF16:
+	case TBC_DT_F32: *ct = TBC_DT_F32; return true;
+	case TBC_DT_F64:
+	case TBC_DT_I8:
+	case TBC_DT_U8:
+	case TBC_DT_I16:
+	case TBC_DT_U16:
+	case TBC_DT_I32:
+	case TBC_DT_U32:
+	case TBC_DT_I64:
+	case TBC_DT_U64: *ct = dt; return true;
+	default: return false;
+	}
+}
+
+/* ---- MatMul ------------------------------------------------------------------
+ * Numpy semantics: batch dims broadcast, a 1-D A is a row, a 1-D B a column
+ * (their dim removed from the result).  Each operand's batch offset is the
+ * sum over the result's batch dims of index * stride (0 where it
+ * broadcasts; a symbolic dim that may be 1 at run time gets a run-time
+ * select, as elementwise nests do). */
+typedef struct mm_cx {
+	int batch_rank;
+	kir_expr *bdims[TBC_MAX_RANK];        /* the result's batch dims */
+	kir_expr *bstride[2][TBC_MAX_RANK];   /* per operand, elements */
+	kir_expr *ystride;                    /* elements per result matrix */
+	bool contiguous[2];                   /* operand batch dims are the result's: base = batch * matrix */
+	kir_expr *mat[2];
+} mm_cx;
+
+static kir_expr *mm_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	mm_cx *m = ctx;
+	if (which == 2) return MUL(l, batch, m->ystride);
+	if (m->batch_rank == 0) return NULL;
+	if (m->contiguous[which]) return MUL(l, batch, m->mat[which]);
+	kir_expr *off = I(l, 0), *rest = batch;
+	for (int d = m->batch_rank - 1; d >= 0; d--) {
+		kir_expr *idx = d == 0 ? rest : MOD(l, rest, m->bdims[d]);
+		off = ADD(l, off, MUL(l, idx, m->bstride[which][d]));
+		if (d > 0) rest = DIV(l, rest, m->bdims[d]);
+	}
+	return off;
+}
+
+static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *av = op->inputs[0], *bv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	if (!compute_type(at->dtype, &ct) || bt->dtype != at->dtype)
+		return lower_error(cx, op, "MatMul on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return lower_unsupported(cx, op), LOWER_FAILED;
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
+	gemm_spec s = {.ct = ct};
+	s.a.buf = lk_value(&l, av);
+	s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	int ra = at->rank, rb = bt->rank;
+	kir_expr *M = ra == 1 ? I(&l, 1) : lk_dim(&l, at->dims[ra - 2]);
+	kir_expr *K = lk_dim(&l, at->dims[ra - 1]);
+	kir_expr *N = rb == 1 ? I(&l, 1) : lk_dim(&l, bt->dims[rb - 1]);
+	s.M = M, s.N = N, s.K = K;
+	s.a.rs = K, s.a.cs = I(&l, 1);
+	s.b.rs = N, s.b.cs = I(&l, 1);
+	s.y.rs = N, s.y.cs = I(&l, 1);
+	mm_cx m;
+	memset(&m, 0, sizeof m);
+	m.batch_rank = yt->rank - (ra > 1) - (rb > 1);
+	m.mat[0] = MUL(&l, M, K);
+	m.mat[1] = MUL(&l, K, N);
+	m.ystride = MUL(&l, M, N);
+	s.NB = I(&l, 1);
+	for (int d = 0; d < m.batch_rank; d++) {
+		m.bdims[d] = lk_dim(&l, yt->dims[d]);
+		s.NB = MUL(&l, s.NB, m.bdims[d]);
+	}
+	for (int w = 0; w < 2; w++) {
+		const tbc_type *t = w ? bt : at;
+		int obr = t->rank > 2 ? t->rank - 2 : 0;
+		kir_expr *stride = m.mat[w];
+		m.contiguous[w] = obr == m.batch_rank;
+		for (int d = m.batch_rank - 1; d >= 0; d--) {
+			int od = d - (m.batch_rank - obr);
+			if (od < 0) {
+				m.bstride[w][d] = I(&l, 0);
+				m.contiguous[w] = false;
+				continue;
+			}
+			tbc_dim td = t->dims[od], ydim = yt->dims[d];
+			kir_expr *dim = lk_dim(&l, td);
+			if (!td.sym && td.size == 1 && !(!ydim.sym && ydim.size == 1)) {
+				m.bstride[w][d] = I(&l, 0);
+				m.contiguous[w] = false;
+			} else if (td.sym && !tbc_dim_eq(td, ydim)) {
+				m.bstride[w][d] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, I(&l, 1)), I(&l, 0), stride);
+				m.contiguous[w] = false;
+			} else {
+				m.bstride[w][d] = stride;
+			}
+			stride = MUL(&l, stride, dim);
+		}
+	}
+	s.ctx = &m;
+	s.base = mm_base;
+	kir_stmt *st = gemm_generate(&l, &s);
+	return lk_end(&l, st) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* ---- Gemm ----------------------------------------------------------------------
+ * y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N); beta == 0 ignores
+ * C.  Integer Gemm needs integer alpha and beta (the interpreter's exact
+ * path); it wraps in the element type. */
+typedef struct gemm_cx {
+	const tbc_op *op;
+	double alpha, beta;
+	kir_buffer *c;
+	kir_expr *cs[2];
+	tbc_dtype ct;
+} gemm_cx;
+
+static kir_expr *gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	(void)batch;
+	gemm_cx *g = ctx;
+	kir_kernel *k = l->k;
+	bool fl = tbc_dtype_is_float(g->ct);
+	kir_expr *v = acc;
+	if (g->alpha != 1.0)
+		v = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->alpha) : kir_e_int(k, g->ct, (int64_t)g->alpha), v);
+	if (g->c) {
+		kir_expr *cv = kir_e_cast(k, g->ct, kir_e_load(k, g->c, ADD(l, MUL(l, row, g->cs[0]), MUL(l, col, g->cs[1]))));
+		if (g->beta != 1.0)
+			cv = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->beta) : kir_e_int(k, g->ct, (int64_t)g->beta),
+					  cv);
+		v = kir_e_binary(k, KIR_ADD, v, cv);
+	}
+	return kir_e_cast(k, g->op->outputs[0]->type.dtype, v);
+}
+
+static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *av = op->inputs[0], *bv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_value *cv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
+	gemm_cx g = {.op = op};
+	g.alpha = tbc_attr_float(op, "alpha", 1.0);
+	g.beta = tbc_attr_float(op, "beta", 1.0);
+	bool ta = tbc_attr_int(op, "transA", 0) != 0, tb = tbc_attr_int(op, "transB", 0) != 0;
+	if (!compute_type(at->dtype, &g.ct) || at->rank != 2 || bt->rank != 2 || yt->rank != 2)
+		return lower_error(cx, op, "Gemm on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+	if (!tbc_dtype_is_float(g.ct) &&
+	    (g.alpha != (double)(int64_t)g.alpha || g.beta != (double)(int64_t)g.beta || g.alpha > 1e15 || g.beta > 1e15 ||
+	     g.alpha < -1e15 || g.beta < -1e15))
+		return lower_error(cx, op, "integer Gemm with a fractional alpha or beta has no CPU lowering yet"), LOWER_FAILED;
+	if (g.beta == 0) cv = NULL;
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
+	gemm_spec s = {.ct = g.ct};
+	s.a.buf = lk_value(&l, av);
+	s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = lk_dim(&l, yt->dims[0]);
+	s.N = lk_dim(&l, yt->dims[1]);
+	s.K = lk_dim(&l, at->dims[ta ? 0 : 1]);
+	s.NB = I(&l, 1);
+	kir_expr *one = I(&l, 1);
+	/* A is (M, K), or (K, M) transposed; B is (K, N), or (N, K). */
+	s.a.rs = ta ? one : s.K, s.a.cs = ta ? s.M : one;
+	s.b.rs = tb ? one : s.N, s.b.cs = tb ? s.K : one;
+	s.y.rs = s.N, s.y.cs = one;
+	if (cv) {
+		const tbc_type *t = &cv->type;
+		if (t->rank > 2) return lower_unsupported(cx, op), LOWER_FAILED;
+		g.c = lk_value(&l, cv);
+		if (!g.c) return LOWER_FAILED;
+		g.cs[0] = g.cs[1] = I(&l, 0);
+		kir_expr *stride = one;
+		for (int d = t->rank - 1; d >= 0; d--) {
+			int yd = 2 - t->rank + d;
+			tbc_dim td = t->dims[d];
+			kir_expr *dim = lk_dim(&l, td);
+			if (!td.sym && td.size == 1) g.cs[yd] = I(&l, 0);
+			else if (td.sym && !tbc_dim_eq(td, yt->dims[yd]))
+				g.cs[yd] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, one), I(&l, 0), stride);
+			else g.cs[yd] = stride;
+			stride = MUL(&l, stride, dim);
+		}
+	}
+	s.ctx = &g;
+	s.epi = gemm_epi;
+	kir_stmt *st = gemm_generate(&l, &s);
+	return lk_end(&l, st) ? LOWER_OK : LOWER_FAILED;
+}
 
 lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op) {
-	(void)cx;
-	(void)op;
-	return LOWER_NOT_MINE;
+	switch (op->code) {
+	case TBC_OP_MatMul: return lower_matmul(cx, op);
+	case TBC_OP_Gemm: return lower_gemm(cx, op);
+	default: return LOWER_NOT_MINE;
+	}
 }

@@ -1,0 +1,468 @@
+/* MatMul, Gemm, Conv and the pools lowered (codegen/lower_matmul.c,
+ * codegen/lower_conv.c) against the reference interpreter: each test
+ * builds a small graph, runs it with tbc_interpret, with the kernel IR
+ * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host
+ * (tbc_jit_compile + a serial host), and compares all three. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "codegen/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+static model model_new(void) { return (model){.m = tbc_module_new("test"), .seed = 12345}; }
+
+static double rnd(model *md) {
+	md->seed = md->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(md->seed >> 11) / 9007199254740992.0;
+}
+
+static void fill(model *md, tbc_tensor *t, double lo, double hi) {
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = lo + (hi - lo) * rnd(md);
+		if (!tbc_dtype_is_float(t->dtype)) v = floor(v);
+		if (t->dtype == TBC_DT_BOOL) v = v > (lo + hi) / 2;
+		tbc_store_f64(t->dtype, t->data, (size_t)i, v);
+	}
+}
+
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sizes` for the symbolic dims. */
+static tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi) {
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	ty.dtype = dt;
+	int64_t concrete[TBC_MAX_RANK];
+	int r = 0;
+	for (const char *s = dims; *s;) {
+		if (*s >= 'A' && *s <= 'Z') {
+			char name[2] = {*s, 0};
+			ty.dims[r].size = -1;
+			ty.dims[r].sym = tbc_arena_strdup(md->m->arena, name);
+			concrete[r++] = sym_size;
+			s++;
+		} else {
+			char *end;
+			ty.dims[r].size = strtoll(s, &end, 10);
+			concrete[r] = ty.dims[r].size;
+			r++;
+			s = end;
+		}
+		if (*s == ',') s++;
+	}
+	ty.rank = r;
+	char name[16];
+	snprintf(name, sizeof name, "x%d", md->n_in);
+	tbc_value *v = tbc_graph_add_input(md->m->main, name, &ty);
+	tbc_tensor *t = tbc_tensor_create(dt, r, concrete);
+	assert_non_null(t);
+	fill(md, t, lo, hi);
+	md->in[md->n_in++] = t;
+	return v;
+}
+static tbc_value *input(model *md, tbc_dtype dt, const char *dims) { return input_sym(md, dt, dims, 3, -3, 3); }
+
+__attribute__((unused)) static tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals) {
+	tbc_tensor *t = tbc_tensor_create(dt, rank, dims);
+	for (int64_t i = 0; i < t->numel; i++) tbc_store_f64(dt, t->data, (size_t)i, vals[i]);
+	tbc_value *v = tbc_graph_add_const(md->m->main, NULL, t);
+	tbc_tensor_destroy(t);
+	return v;
+}
+
+static tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c) {
+	tbc_value *ins[3] = {a, b, c};
+	return tbc_op_new(md->m->main, code, "n", n, ins, 1);
+}
+static tbc_value *op1(model *md, tbc_opcode code, tbc_value *a) { return node(md, code, 1, a, NULL, NULL)->outputs[0]; }
+static tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b) {
+	return node(md, code, 2, a, b, NULL)->outputs[0];
+}
+
+/* ---- Checking ----------------------------------------------------------------*/
+static void print_diags(tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char buf[1024];
+		tbc_diag_format(tbc_diags_get(d, i), buf, sizeof buf);
+		fprintf(stderr, "  %s\n", buf);
+	}
+}
+
+static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++) assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < want->numel; i++) {
+		if (tbc_dtype_is_float(want->dtype)) {
+			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			if (isnan(a) && isnan(b)) continue;
+			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
+				fail();
+			}
+		} else {
+			int64_t a = tbc_load_i64(want->dtype, want->data, (size_t)i), b = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			if (a != b) {
+				fprintf(stderr, "%s: element %lld: want %lld got %lld\n", what, (long long)i, (long long)a, (long long)b);
+				fail();
+			}
+		}
+	}
+}
+
+/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
+ * whose outputs are outs; compares; frees the model. */
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	tbc_diags *d = tbc_diags_create();
+	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
+	tbc_infer cx = {md->m, d};
+	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
+	assert_int_equal(tbc_diags_count(d), 0);
+	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
+
+	tbc_jit *j = NULL;
+	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("JIT", want[i], jit[i], rtol);
+	tbc_jit_destroy(j);
+
+	for (int i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want[i]);
+		tbc_tensor_destroy(got[i]);
+		tbc_tensor_destroy(jit[i]);
+	}
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+static void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
+
+/* Lowering fails with `code` and a message containing `text`. */
+
+static tbc_op *gemm_op(model *md, tbc_value *a, tbc_value *b, tbc_value *c, int ta, int tb, double alpha, double beta) {
+	tbc_op *o = node(md, TBC_OP_Gemm, c ? 3 : 2, a, b, c);
+	if (ta) tbc_op_add_attr(o, "transA", TBC_ATTR_INT)->i = 1;
+	if (tb) tbc_op_add_attr(o, "transB", TBC_ATTR_INT)->i = 1;
+	if (alpha != 1) tbc_op_add_attr(o, "alpha", TBC_ATTR_FLOAT)->f = alpha;
+	if (beta != 1) tbc_op_add_attr(o, "beta", TBC_ATTR_FLOAT)->f = beta;
+	return o;
+}
+
+/* ---- MatMul ----------------------------------------------------------------------*/
+static void test_matmul_2d_sizes_around_the_tile(void **state) {
+	(void)state;
+	static const char *const shapes[][2] = {{"1,1", "1,1"},   {"6,16", "16,16"}, {"7,13", "13,19"},
+						{"13,37", "37,50"}, {"5,3", "3,17"},  {"12,0", "0,4"},
+						{"2,64", "64,1"}, {"1,300", "300,40"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+}
+
+static void test_matmul_f64_and_integers(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_F64, TBC_DT_I32, TBC_DT_I64, TBC_DT_U32, TBC_DT_U64};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, types[i], "9,11", 1, -50, 50), *b = input_sym(&md, types[i], "11,21", 1, -50, 50);
+		check(&md, op2(&md, TBC_OP_MatMul, a, b));
+	}
+}
+
+static void test_matmul_one_dimensional_operands(void **state) {
+	(void)state;
+	static const char *const shapes[][2] = {{"5", "5,7"}, {"4,5", "5"}, {"5", "5"}, {"3,4,5", "5"}, {"5", "2,5,3"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+}
+
+static void test_matmul_batch_broadcast(void **state) {
+	(void)state;
+	static const char *const shapes[][2] = {{"2,3,4", "2,4,5"}, {"2,1,3,4", "5,4,6"}, {"3,4", "2,2,4,5"}, {"1,3,4", "4,4,2"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+}
+
+static void test_matmul_symbolic_dims(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,7,9", 3, -1, 1), *b = input(&md, TBC_DT_F32, "9,20");
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	md = model_new();
+	a = input_sym(&md, TBC_DT_F32, "N,9", 17, -1, 1);
+	b = input_sym(&md, TBC_DT_F32, "9,N", 17, -1, 1);
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	md = model_new();
+	a = input_sym(&md, TBC_DT_F32, "N,2,3", 1, -1, 1);
+	b = input(&md, TBC_DT_F32, "4,3,5");
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+}
+
+/* ---- Gemm -------------------------------------------------------------------------*/
+static void test_gemm_transposes_alpha_beta(void **state) {
+	(void)state;
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			model md = model_new();
+			tbc_value *a = input(&md, TBC_DT_F32, ta ? "11,7" : "7,11"), *b = input(&md, TBC_DT_F32, tb ? "19,11" : "11,19");
+			tbc_value *c = input(&md, TBC_DT_F32, "19");
+			check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, ta, tb, 0.5, -2)->outputs[0]}, 1e-4);
+		}
+}
+
+static void test_gemm_c_broadcasts(void **state) {
+	(void)state;
+	static const char *const cs[] = {"", "1", "8", "5,1", "5,8", "1,8", NULL};
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, "5,3"), *b = input(&md, TBC_DT_F32, "3,8");
+		tbc_value *c = cs[i] ? input(&md, TBC_DT_F32, cs[i]) : NULL;
+		check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 0, 0, 1, 1)->outputs[0]}, 1e-4);
+	}
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F64, "5,3"), *b = input(&md, TBC_DT_F64, "3,8"), *c = input(&md, TBC_DT_F64, "8");
+	check(&md, gemm_op(&md, a, b, c, 0, 0, 1, 0)->outputs[0]);
+}
+
+static void test_gemm_integer(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_I32, "4,6", 1, -9, 9), *b = input_sym(&md, TBC_DT_I32, "6,10", 1, -9, 9);
+	tbc_value *c = input_sym(&md, TBC_DT_I32, "10", 1, -9, 9);
+	check(&md, gemm_op(&md, a, b, c, 0, 1 - 1, 3, 2)->outputs[0]);
+}
+
+static void test_gemm_symbolic_rows(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,12", 9, -1, 1), *b = input(&md, TBC_DT_F32, "20,12");
+	tbc_value *c = input(&md, TBC_DT_F32, "20");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 0, 1, 1, 1)->outputs[0]}, 1e-4);
+}
+
+/* ---- Conv and pools ----------------------------------------------------------------*/
+static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
+	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
+	at->n = n;
+	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
+	memcpy(at->ints, v, (size_t)n * sizeof *v);
+}
+static void set_str(tbc_op *o, const char *name, const char *v) {
+	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_STRING);
+	at->s = v;
+	at->s_len = strlen(v);
+}
+
+typedef struct window {
+	const char *x, *w; /* shapes */
+	int64_t group, nsp;
+	int64_t strides[3], dil[3], pads[6];
+	const char *auto_pad;
+	bool bias;
+} window;
+
+static tbc_op *conv_op(model *md, const window *c) {
+	tbc_value *x = input(md, TBC_DT_F32, c->x), *w = input(md, TBC_DT_F32, c->w);
+	tbc_value *b = NULL;
+	if (c->bias) {
+		char dims[16];
+		snprintf(dims, sizeof dims, "%lld", atoll(c->w));
+		b = input(md, TBC_DT_F32, dims);
+	}
+	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, x, w, b);
+	if (c->group != 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = c->group;
+	if (c->strides[0]) set_ints(md, o, "strides", (int)c->nsp, c->strides);
+	if (c->dil[0]) set_ints(md, o, "dilations", (int)c->nsp, c->dil);
+	if (c->pads[0] >= 0) set_ints(md, o, "pads", 2 * (int)c->nsp, c->pads);
+	if (c->auto_pad) set_str(o, "auto_pad", c->auto_pad);
+	return o;
+}
+
+static void test_conv_2d_geometries(void **state) {
+	(void)state;
+	static const window cases[] = {
+		{"1,3,7,7", "4,3,3,3", 1, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
+		{"2,3,9,8", "5,3,3,2", 1, 2, {2, 1}, {0}, {-1}, NULL, true},
+		{"1,4,10,10", "8,4,1,1", 1, 2, {0}, {0}, {-1}, NULL, true},      /* 1x1: no im2col */
+		{"1,4,10,10", "8,4,1,1", 1, 2, {2, 2}, {0}, {-1}, NULL, false},  /* 1x1 strided */
+		{"1,6,8,8", "6,2,3,3", 3, 2, {0}, {0}, {1, 0, 2, 1}, NULL, true}, /* groups */
+		{"1,5,9,9", "5,1,3,3", 5, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true}, /* depthwise */
+		{"1,2,11,11", "3,2,3,3", 1, 2, {0}, {2, 3}, {2, 2, 2, 2}, NULL, false}, /* dilations */
+		{"1,2,7,6", "3,2,3,3", 1, 2, {2, 2}, {0}, {-1}, "SAME_UPPER", true},
+		{"1,2,7,6", "3,2,4,4", 1, 2, {2, 2}, {0}, {-1}, "SAME_LOWER", false},
+		{"1,2,7,6", "3,2,3,3", 1, 2, {0}, {0}, {-1}, "VALID", false},
+		{"1,3,20,24", "20,3,7,7", 1, 2, {2, 2}, {0}, {3, 3, 3, 3}, NULL, true}, /* a ResNet stem, smaller */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
+	}
+}
+
+static void test_conv_1d_and_3d(void **state) {
+	(void)state;
+	static const window cases[] = {
+		{"2,3,17", "4,3,3", 1, 1, {2}, {0}, {1, 2}, NULL, true},
+		{"1,2,5,6,7", "3,2,2,3,2", 1, 3, {1, 2, 1}, {0}, {0, 1, 1, 1, 0, 0}, NULL, true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
+	}
+}
+
+static void test_conv_symbolic_batch_and_f64(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,6,6", 2, -1, 1), *w = input(&md, TBC_DT_F32, "4,3,3,3");
+	tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	md = model_new();
+	x = input(&md, TBC_DT_F64, "1,2,5,5");
+	w = input(&md, TBC_DT_F64, "3,2,2,2");
+	check(&md, node(&md, TBC_OP_Conv, 2, x, w, NULL)->outputs[0]);
+}
+
+static tbc_op *pool_op(model *md, tbc_opcode code, tbc_dtype dt, const char *x, int nsp, const int64_t *kernel,
+		       const int64_t *strides, const int64_t *pads, int n_out) {
+	tbc_value *xv = input_sym(md, dt, x, 1, -100, 100);
+	tbc_op *o = tbc_op_new(md->m->main, code, "n", 1, &xv, n_out);
+	set_ints(md, o, "kernel_shape", nsp, kernel);
+	if (strides) set_ints(md, o, "strides", nsp, strides);
+	if (pads) set_ints(md, o, "pads", 2 * nsp, pads);
+	return o;
+}
+
+static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_op *o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "1,3,9,9", 2, (const int64_t[]){3, 3}, (const int64_t[]){2, 2},
+			    (const int64_t[]){1, 1, 1, 1}, 1);
+	check(&md, o->outputs[0]);
+	md = model_new();
+	o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "2,2,8,7", 2, (const int64_t[]){2, 3}, (const int64_t[]){2, 2}, NULL, 2);
+	tbc_op_add_attr(o, "ceil_mode", TBC_ATTR_INT)->i = 1;
+	check_outputs(&md, 2, (tbc_value *[]){o->outputs[0], o->outputs[1]}, 1e-6);
+	md = model_new();
+	o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "1,1,6,6", 2, (const int64_t[]){2, 2}, NULL, NULL, 2);
+	tbc_op_add_attr(o, "storage_order", TBC_ATTR_INT)->i = 1;
+	set_ints(&md, o, "dilations", 2, (const int64_t[]){2, 2});
+	check_outputs(&md, 2, (tbc_value *[]){o->outputs[0], o->outputs[1]}, 1e-6);
+	md = model_new();
+	o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_U8, "1,2,5", 1, (const int64_t[]){2}, NULL, (const int64_t[]){1, 1}, 1);
+	check(&md, o->outputs[0]);
+}
+
+static void test_averagepool_count_include_pad_and_lppool(void **state) {
+	(void)state;
+	for (int inc = 0; inc < 2; inc++) {
+		model md = model_new();
+		tbc_op *o = pool_op(&md, TBC_OP_AveragePool, TBC_DT_F32, "1,2,7,8", 2, (const int64_t[]){3, 3},
+				    (const int64_t[]){2, 2}, (const int64_t[]){1, 1, 2, 1}, 1);
+		tbc_op_add_attr(o, "count_include_pad", TBC_ATTR_INT)->i = inc;
+		tbc_op_add_attr(o, "ceil_mode", TBC_ATTR_INT)->i = 1;
+		check(&md, o->outputs[0]);
+	}
+	model md = model_new();
+	tbc_op *o = pool_op(&md, TBC_OP_AveragePool, TBC_DT_F32, "1,2,6,6,6", 3, (const int64_t[]){2, 2, 2}, NULL, NULL, 1);
+	set_str(o, "auto_pad", "SAME_UPPER");
+	check(&md, o->outputs[0]);
+	md = model_new();
+	o = pool_op(&md, TBC_OP_LpPool, TBC_DT_F32, "1,2,6,6", 2, (const int64_t[]){2, 2}, NULL, NULL, 1);
+	tbc_op_add_attr(o, "p", TBC_ATTR_INT)->i = 3;
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+}
+
+static void test_global_pools(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_GlobalAveragePool, TBC_OP_GlobalMaxPool, TBC_OP_GlobalLpPool};
+	for (size_t i = 0; i < 3; i++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "N,5,7,7", 2, -3, 3);
+		check_outputs(&md, 1, (tbc_value *[]){op1(&md, ops[i], x)}, 1e-4);
+	}
+}
+
+/* A small CNN: conv, relu, maxpool, conv 1x1, global pool, flatten, gemm. */
+static void test_small_cnn_end_to_end(void **state) {
+	(void)state;
+	model md = model_new();
+	window c1 = {"1,3,16,16", "8,3,3,3", 1, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true};
+	tbc_value *y = op1(&md, TBC_OP_Relu, conv_op(&md, &c1)->outputs[0]);
+	tbc_op *mp = tbc_op_new(md.m->main, TBC_OP_MaxPool, "mp", 1, &y, 1);
+	set_ints(&md, mp, "kernel_shape", 2, (const int64_t[]){3, 3});
+	set_ints(&md, mp, "strides", 2, (const int64_t[]){2, 2});
+	set_ints(&md, mp, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	tbc_value *w2 = input(&md, TBC_DT_F32, "16,8,1,1");
+	y = op2(&md, TBC_OP_Conv, mp->outputs[0], w2);
+	y = op1(&md, TBC_OP_Flatten, op1(&md, TBC_OP_GlobalAveragePool, y));
+	tbc_value *fw = input(&md, TBC_DT_F32, "10,16"), *fb = input(&md, TBC_DT_F32, "10");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, y, fw, fb, 0, 1, 1, 1)->outputs[0]}, 1e-4);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matmul_2d_sizes_around_the_tile),
+		cmocka_unit_test(test_matmul_f64_and_integers),
+		cmocka_unit_test(test_matmul_one_dimensional_operands),
+		cmocka_unit_test(test_matmul_batch_broadcast),
+		cmocka_unit_test(test_matmul_symbolic_dims),
+		cmocka_unit_test(test_gemm_transposes_alpha_beta),
+		cmocka_unit_test(test_gemm_c_broadcasts),
+		cmocka_unit_test(test_gemm_integer),
+		cmocka_unit_test(test_gemm_symbolic_rows),
+		cmocka_unit_test(test_conv_2d_geometries),
+		cmocka_unit_test(test_conv_1d_and_3d),
+		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
+		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
+		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
+		cmocka_unit_test(test_global_pools),
+		cmocka_unit_test(test_small_cnn_end_to_end),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
