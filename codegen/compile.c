@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "codegen/compile.h"
+#include "passes/passes.h"
 #include "tbc/abi.h"
 
 void tbc_compile_options_init(tbc_compile_options *o) {
@@ -23,6 +24,32 @@ static double now(void) {
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void print_stats(FILE *f, const tbc_compile_stats *st) {
+	for (int i = 0; i < st->n_passes; i++)
+		fprintf(f, "tbc: pass %-8s %8.3f ms\n", st->passes[i].name, st->passes[i].seconds * 1e3);
+	if (st->lowered)
+		fprintf(f, "tbc: lowering %8.3f ms (%d kernels), LLVM %8.3f ms\n", st->lower_seconds * 1e3, st->n_kernels,
+			st->codegen_seconds * 1e3);
+	else
+		fprintf(f, "tbc: lowering failed; the arena below is memory planning's\n");
+	double ratio = st->lower_bound > 0 ? (double)st->arena_bytes / (double)st->lower_bound : 1.0;
+	fprintf(f, "tbc: arena %" PRId64 " bytes, lower bound %" PRId64 " bytes (ratio %.3f)\n", st->arena_bytes,
+		st->lower_bound, ratio);
+	fprintf(f, "tbc: planned values %" PRId64 " bytes (%" PRId64 " without reuse), scratch %" PRId64
+		   " bytes; weights %" PRIu64 " bytes\n",
+		st->plan_bytes, st->unshared_bytes, st->arena_bytes - st->plan_bytes, st->weights_bytes);
+}
+
+/* The program's arena with every symbol 1. */
+static int64_t arena_at_one(const kir_program *p) {
+	int64_t *syms = malloc(((size_t)p->n_syms + 1) * sizeof *syms);
+	if (!syms) return -1;
+	for (int i = 0; i < p->n_syms; i++) syms[i] = 1;
+	int64_t n = kir_program_layout(p, syms, NULL);
+	free(syms);
+	return n;
+}
+
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
 		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size) {
 	*out_data = NULL;
@@ -32,26 +59,61 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 		tbc_compile_options_init(&dflt);
 		o = &dflt;
 	}
+	if (o->stats_out) memset(o->stats_out, 0, sizeof *o->stats_out);
 	if (!m || !m->main) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "no module to compile");
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
+	/* The passes work on a copy: the caller keeps its module as it was. */
+	tbc_module *work = tbc_module_clone(m);
 	tbc_arena *arena = tbc_arena_create();
-	if (!arena) return TBC_ERR_NO_MEMORY;
+	if (!work || !arena) {
+		tbc_module_destroy(work);
+		tbc_arena_destroy(arena);
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory copying the module");
+		return TBC_ERR_NO_MEMORY;
+	}
+	tbc_pipeline_stats pst;
+	memset(&pst, 0, sizeof pst);
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	po.opt_level = o->opt_level < 0 ? 0 : o->opt_level;
+	po.dump_after = o->dump_after;
+	po.dump_file = o->dump_file;
+	po.stats = &pst;
+	tbc_code rc = TBC_OK;
+	if (!tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;
-	tbc_code rc = kir_lower(m, arena, d, &p);
+	if (rc == TBC_OK) rc = kir_lower(work, arena, d, &p);
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
 	if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, o, info, d, out_data, out_size);
 	double t2 = now();
-	if (rc == TBC_OK && o->stats)
-		fprintf(stderr,
-			"tbc: %d kernels, weights %" PRIu64 " bytes, arena %" PRIu64 " bytes static; lowering %.3f s, "
-			"LLVM %.3f s\n",
-			p->n_launches, p->weights_size, p->arena_static, t1 - t0, t2 - t1);
+	/* Statistics whenever the passes ran: a model that does not lower yet
+	 * still shows its plan. */
+	if (pst.n_passes && (o->stats || o->stats_out)) {
+		tbc_compile_stats st;
+		memset(&st, 0, sizeof st);
+		for (int i = 0; i < pst.n_passes && i < TBC_STATS_MAX_PASSES; i++) {
+			st.passes[i].name = pst.passes[i].name;
+			st.passes[i].seconds = pst.passes[i].seconds;
+			st.n_passes++;
+		}
+		st.lower_seconds = t1 - t0;
+		st.codegen_seconds = t2 - t1;
+		st.n_kernels = p ? p->n_launches : 0;
+		st.weights_bytes = p ? p->weights_size : 0;
+		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes;
+		st.lowered = p != NULL;
+		st.plan_bytes = pst.memplan.arena_bytes;
+		st.lower_bound = pst.memplan.lower_bound;
+		st.unshared_bytes = pst.memplan.total_bytes;
+		if (o->stats) print_stats(o->stats_file ? o->stats_file : stderr, &st);
+		if (o->stats_out) *o->stats_out = st;
+	}
 	tbc_arena_destroy(arena);
+	tbc_module_destroy(work);
 	return rc;
 }
 

@@ -6,12 +6,14 @@
  * of verified kernels, or lowering fails with a diagnostic naming the op; an
  * op without a lowering is TBC_ERR_UNSUPPORTED, never a wrong result. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/lower_internal.h"
+#include "passes/passes.h"
 
 /* ---- Diagnostics -----------------------------------------------------------*/
 bool lower_error(lower_cx *cx, const tbc_op *op, const char *fmt, ...) {
@@ -70,6 +72,9 @@ static int new_pbuf(lower_cx *cx, kir_buffer_role role, const tbc_type *type, co
 	b->offset = -1;
 	b->alias_of = -1;
 	b->io_index = -1;
+	b->part = -1;
+	b->part_offset = -1;
+	b->scratch_of = -1;
 	p->bufs[p->n_bufs++] = b;
 	return b->id;
 }
@@ -91,11 +96,19 @@ int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *s
 	return n * size;
 }
 
-/* The arena offset memory planning gave v (tbc_value.mem_offset), -1 when
- * none: then lowering places it itself, apart from every other value. */
-static int64_t planned_offset(const tbc_value *v) {
-	(void)v;
-	return -1; /* until passes/memplan.c lands in ir/ir.h: v->mem_offset */
+/* Whether memory planning placed v (tbc_value.mem_offset, in a part the
+ * program knows); else lowering places it itself, apart from every other
+ * value. */
+static bool is_planned(const lower_cx *cx, const tbc_value *v) {
+	return v->mem_offset >= 0 && cx->val_part && cx->val_part[v->id] >= 0;
+}
+
+/* Bytes of v per unit of its part's symbol product (its static factor). */
+static int64_t unit_bytes(const tbc_value *v) {
+	int64_t n = (int64_t)tbc_dtype_size(v->type.dtype);
+	for (int d = 0; d < v->type.rank; d++)
+		if (!v->type.dims[d].sym) n *= v->type.dims[d].size;
+	return n;
 }
 
 static bool type_is_supported(lower_cx *cx, const tbc_value *v) {
@@ -135,7 +148,12 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	}
 	int b = new_pbuf(cx, KIR_BUF_TEMP, &v->type, v->name);
 	if (b < 0) return -1;
-	cx->p->bufs[b]->offset = planned_offset(v); /* -1 when memory planning did not place it */
+	kir_pbuf *pb = cx->p->bufs[b];
+	if (is_planned(cx, v)) {
+		pb->part = cx->val_part[v->id];
+		pb->part_offset = v->mem_offset;
+		pb->offset = pb->part == 0 ? v->mem_offset : -1;
+	}
 	cx->buf_of[v->id] = b;
 	return b;
 }
@@ -146,7 +164,81 @@ int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name) {
 		for (int s = 0; s < cx->p->n_syms && !found; s++) found = !strcmp(cx->p->sym_names[s], type->dims[d].sym);
 		if (!found) return -1;
 	}
-	return new_pbuf(cx, KIR_BUF_TEMP, type, name); /* offset -1: placed by place_temps */
+	int b = new_pbuf(cx, KIR_BUF_TEMP, type, name); /* part -1: placed by place_temps, apart from planned values */
+	if (b >= 0) cx->p->bufs[b]->scratch_of = cx->op_pos;
+	return b;
+}
+
+/* The storage a value occupies (or will): its part, offset and bytes per
+ * unit; false when it is not in a planned part of the arena (inputs,
+ * outputs, constants, and temporaries lowering places apart). */
+typedef struct region {
+	int part;
+	int64_t offset, bytes;
+} region;
+
+static region pbuf_region(const kir_pbuf *pb) {
+	int64_t bytes = (int64_t)tbc_dtype_size(pb->type.dtype);
+	for (int d = 0; d < pb->type.rank; d++)
+		if (!pb->type.dims[d].sym) bytes *= pb->type.dims[d].size;
+	return (region){pb->part, pb->part_offset, bytes};
+}
+
+static bool storage_of(const lower_cx *cx, const tbc_value *w, int *root, region *r) {
+	*root = -1;
+	int b = cx->buf_of[w->id];
+	if (b >= 0) {
+		const kir_pbuf *pb = cx->p->bufs[b];
+		*root = pb->alias_of >= 0 ? pb->alias_of : b;
+		pb = cx->p->bufs[*root];
+		if (pb->role != KIR_BUF_TEMP || pb->part < 0) return false;
+		*r = pbuf_region(pb);
+		return true;
+	}
+	if (!is_planned(cx, w)) return false;
+	*r = (region){cx->val_part[w->id], w->mem_offset, unit_bytes(w)};
+	return true;
+}
+
+bool lower_storage_overlaps(lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+	int ra, rb;
+	region x, y;
+	if (!storage_of(cx, a, &ra, &x) || !storage_of(cx, b, &rb, &y)) return false;
+	if (ra >= 0 && ra == rb) return true;
+	return x.part == y.part && x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+}
+
+int lower_result_buf_apart(lower_cx *cx, const tbc_value *v) {
+	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id];
+	int b = lower_result_buf(cx, v);
+	if (b < 0) return b;
+	kir_pbuf *pb = cx->p->bufs[b];
+	if (pb->role == KIR_BUF_TEMP) pb->part = -1, pb->part_offset = -1, pb->offset = -1;
+	return b;
+}
+
+/* May v (about to be defined) share the storage of program buffer root for
+ * its whole life?  Memory planning gave root's bytes to other values once
+ * root's own value dies; sharing is safe when none of those (nor any value
+ * sharing their storage) lives while v does.  Values not lowered yet count
+ * at their planned place: if one later shares other storage, its own check
+ * sees v. */
+static bool may_share(const lower_cx *cx, const tbc_value *v, int root) {
+	const kir_pbuf *rb = cx->p->bufs[root];
+	if (rb->role != KIR_BUF_TEMP || rb->part < 0) return true; /* storage of its own for the whole run */
+	region want = pbuf_region(rb);
+	int s = cx->life_start[v->id], e = cx->life_end[v->id];
+	for (const tbc_op *op = cx->m->main->first; op; op = op->next)
+		for (int i = 0; i < op->n_outputs; i++) {
+			const tbc_value *w = op->outputs[i];
+			int wroot;
+			region r;
+			if (!w || w == v || !storage_of(cx, w, &wroot, &r) || wroot == root) continue;
+			if (r.part != want.part || r.offset >= want.offset + want.bytes || want.offset >= r.offset + r.bytes)
+				continue;
+			if (cx->life_start[w->id] <= e && s <= cx->life_end[w->id]) return false;
+		}
+	return true;
 }
 
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
@@ -154,11 +246,9 @@ bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
 	if (s < 0) return false;
 	if (cx->buf_of[v->id] >= 0) return lower_copy(cx, cx->buf_of[v->id], s); /* a graph output */
 	const kir_pbuf *sb = cx->p->bufs[s];
-	/* Sharing storage is safe only when memory planning gave both the same
-	 * place (or placed neither): else the source's bytes may be reused while
-	 * the alias still lives. */
-	bool planned = sb->role == KIR_BUF_TEMP && (planned_offset(v) >= 0 || planned_offset(src) >= 0);
-	if (planned && planned_offset(v) != planned_offset(src)) {
+	/* Sharing storage is safe only while no other value reuses the source's
+	 * bytes (memory planning reuses them once the source dies); else copy. */
+	if (!may_share(cx, v, sb->alias_of >= 0 ? sb->alias_of : s)) {
 		int d = lower_result_buf(cx, v);
 		return d >= 0 && lower_copy(cx, d, s);
 	}
@@ -170,6 +260,8 @@ bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
 	pb->role = root->role;
 	pb->io_index = root->io_index;
 	pb->offset = root->offset;
+	pb->part = root->part;
+	pb->part_offset = root->part_offset;
 	pb->constant = root->constant;
 	cx->buf_of[v->id] = b;
 	return true;
@@ -411,29 +503,123 @@ static bool add_sym(lower_cx *cx, const char *name) {
 	return true;
 }
 
-/* Places the temporaries memory planning did not: statically sized ones after
- * the planned part, symbolic ones at run time (offset -1). */
+/* Places the temporaries memory planning did not: statically sized ones
+ * after the planned part 0, symbolic ones at run time after every part
+ * (part -1, offset -1). */
 static void place_temps(kir_program *p) {
-	int64_t end = 0;
+	int64_t end = p->parts[0].bytes;
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset < 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part != 0) continue;
 		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
 		if (bytes >= 0 && align_up(b->offset + bytes) > end) end = align_up(b->offset + bytes);
 	}
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset >= 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->scratch_of >= 0) continue;
 		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
 		if (bytes < 0) continue; /* symbolic: at run time */
-		b->offset = end;
+		b->part = 0;
+		b->offset = b->part_offset = end;
 		end += align_up(bytes);
 	}
+	/* Scratch: one region, each op's scratch packed from its start (ops run
+	 * one after another; buffers are made in op order). */
+	int64_t scratch = end, cursor = end;
+	int at = -1;
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];
-		if (b->alias_of >= 0) b->offset = p->bufs[b->alias_of]->offset;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->scratch_of < 0) continue;
+		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
+		if (bytes < 0) continue; /* symbolic: at run time */
+		if (b->scratch_of != at) at = b->scratch_of, cursor = end;
+		b->part = 0;
+		b->offset = b->part_offset = cursor;
+		cursor += align_up(bytes);
+		if (cursor > scratch) scratch = cursor;
 	}
+	end = scratch;
+	for (int i = 0; i < p->n_bufs; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (b->alias_of < 0) continue;
+		b->offset = p->bufs[b->alias_of]->offset;
+		b->part = p->bufs[b->alias_of]->part;
+		b->part_offset = p->bufs[b->alias_of]->part_offset;
+	}
+	p->parts[0].bytes = end;
 	p->arena_static = (uint64_t)end;
+}
+
+/* The arena parts of memory planning (passes/memplan.c), as program parts;
+ * val_part for every value of the main graph it placed. */
+static bool plan_parts(lower_cx *cx) {
+	const tbc_module *m = cx->m;
+	kir_program *p = cx->p;
+	tbc_memplan_part small[16], *mp = small;
+	int n = tbc_memplan_layout(m, small, 16);
+	if (n > 16) {
+		mp = malloc((size_t)n * sizeof *mp);
+		if (!mp) return false;
+		n = tbc_memplan_layout(m, mp, n);
+	}
+	if (n < 1) n = 1, mp[0] = (tbc_memplan_part){0};
+	p->parts = tbc_arena_array(p->arena, (size_t)n, sizeof *p->parts);
+	bool ok = p->parts != NULL;
+	bool *known = calloc((size_t)n, sizeof *known);
+	ok = ok && known;
+	for (int j = 0; ok && j < n; j++) {
+		kir_part *q = &p->parts[j];
+		q->n_syms = mp[j].n_syms;
+		q->bytes = mp[j].bytes;
+		known[j] = true;
+		for (int i = 0; i < q->n_syms; i++) {
+			q->syms[i] = -1;
+			for (int k = 0; k < p->n_syms; k++)
+				if (!strcmp(p->sym_names[k], mp[j].syms[i])) q->syms[i] = k;
+			if (q->syms[i] < 0) known[j] = false; /* not a symbol of the inputs: its values are placed apart */
+		}
+		if (!known[j]) q->n_syms = 0, q->bytes = 0;
+	}
+	if (ok) {
+		p->n_parts = n;
+		for (const tbc_op *op = m->main->first; op; op = op->next)
+			for (int i = 0; i < op->n_outputs; i++) {
+				const tbc_value *v = op->outputs[i];
+				if (!v || v->mem_offset < 0) continue;
+				int j = tbc_memplan_part_of(mp, n, v);
+				cx->val_part[v->id] = j >= 0 && known[j] ? j : -1;
+			}
+	}
+	free(known);
+	if (mp != small) free(mp);
+	return ok;
+}
+
+/* Lives of values in positions of main-graph ops: a value defined or read
+ * inside a subgraph counts at the op owning it. */
+static void mark_lives(lower_cx *cx, const tbc_graph *g, int pos) {
+	for (const tbc_op *op = g->first; op; op = op->next) {
+		int at = g == cx->m->main ? pos++ : pos;
+		for (int i = 0; i < op->n_outputs; i++)
+			if (op->outputs[i]) cx->life_start[op->outputs[i]->id] = cx->life_end[op->outputs[i]->id] = at;
+		for (int i = 0; i < op->n_inputs; i++) {
+			const tbc_value *v = op->inputs[i];
+			if (v && cx->life_end[v->id] < at) cx->life_end[v->id] = at;
+		}
+		for (int a = 0; a < op->n_attrs; a++) {
+			const tbc_attr *at_ = &op->attrs[a];
+			int n = at_->kind == TBC_ATTR_GRAPH ? 1 : at_->kind == TBC_ATTR_GRAPHS ? at_->n : 0;
+			for (int k = 0; k < n; k++) {
+				const tbc_graph *body = at_->graphs[k];
+				if (!body) continue;
+				mark_lives(cx, body, at);
+				for (int o = 0; o < body->n_outputs; o++) {
+					const tbc_value *v = body->outputs[o];
+					if (v && cx->life_end[v->id] < at) cx->life_end[v->id] = at;
+				}
+			}
+		}
+	}
 }
 
 tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_program **out) {
@@ -444,9 +630,21 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 	p->name = "model";
 	lower_cx cx = {.m = m, .p = p, .d = d};
 	const tbc_graph *g = m->main;
-	cx.buf_of = malloc(((size_t)m->n_values + 1) * sizeof(int));
-	if (!cx.buf_of) return TBC_ERR_NO_MEMORY;
-	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = -1;
+	size_t nv = (size_t)m->n_values + 1;
+	cx.buf_of = malloc(nv * sizeof(int));
+	cx.val_part = malloc(nv * sizeof(int));
+	cx.life_start = calloc(nv, sizeof(int));
+	cx.life_end = calloc(nv, sizeof(int));
+	if (!cx.buf_of || !cx.val_part || !cx.life_start || !cx.life_end) {
+		free(cx.buf_of);
+		free(cx.val_part);
+		free(cx.life_start);
+		free(cx.life_end);
+		return TBC_ERR_NO_MEMORY;
+	}
+	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = cx.val_part[i] = -1;
+	mark_lives(&cx, g, 0);
+	for (int i = 0; i < g->n_outputs; i++) cx.life_end[g->outputs[i]->id] = INT_MAX;
 	bool ok = true;
 	p->inputs = tbc_arena_array(arena, (size_t)g->n_inputs + 1, sizeof(int));
 	p->outputs = tbc_arena_array(arena, (size_t)g->n_outputs + 1, sizeof(int));
@@ -467,6 +665,7 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 			cx.buf_of[v->id] = b;
 		}
 	}
+	if (ok && !plan_parts(&cx)) ok = false;
 	/* Outputs: the op defining an output writes straight into it. */
 	int *copy_from = calloc((size_t)g->n_outputs + 1, sizeof(int));
 	if (!copy_from) ok = false;
@@ -488,7 +687,7 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 		if (v->kind == TBC_VALUE_RESULT && cx.buf_of[v->id] < 0) cx.buf_of[v->id] = b;
 		else copy_from[i] = (int)v->id;
 	}
-	for (const tbc_op *op = g->first; ok && op; op = op->next) ok = lower_op(&cx, op);
+	for (const tbc_op *op = g->first; ok && op; op = op->next, cx.op_pos++) ok = lower_op(&cx, op);
 	for (int i = 0; ok && i < g->n_outputs; i++) {
 		if (copy_from[i] < 0) continue;
 		int src = lower_value_buf(&cx, g->outputs[i]);
@@ -496,6 +695,9 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 	}
 	free(copy_from);
 	free(cx.buf_of);
+	free(cx.val_part);
+	free(cx.life_start);
+	free(cx.life_end);
 	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
 	place_temps(p);
 	*out = p;
@@ -545,6 +747,8 @@ char *kir_program_print(const kir_program *p) {
 				snprintf(line, sizeof line, "%s%s %d", a ? ", " : "", role, b->io_index);
 			else if (b->offset >= 0)
 				snprintf(line, sizeof line, "%s%s+%" PRId64, a ? ", " : "", role, b->offset);
+			else if (b->part > 0)
+				snprintf(line, sizeof line, "%s%s.part%d+%" PRId64, a ? ", " : "", role, b->part, b->part_offset);
 			else
 				snprintf(line, sizeof line, "%s%s+dynamic", a ? ", " : "", role);
 			APPEND(line);

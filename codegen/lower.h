@@ -25,7 +25,26 @@ typedef struct kir_pbuf {
 	 * part, in buffer order). */
 	int64_t offset;
 	int alias_of; /* -1, or the buffer whose storage this one shares (Reshape) */
+	/* TEMP: the arena part holding it (kir_program.parts) and its offset in
+	 * the part, in bytes per unit of the part's symbol product; part -1 when
+	 * memory planning did not place it (placed at run time after the parts,
+	 * in buffer order).  Part 0 is static: there part_offset == offset. */
+	int part;
+	int64_t part_offset;
+	/* TEMP scratch holding no graph value (lower_temp_buf): the position of
+	 * the op whose kernels alone use it, so scratch of different ops shares
+	 * one region; -1 otherwise. */
+	int scratch_of;
 } kir_pbuf;
+
+/* A part of the arena (passes/memplan.c's layout): `bytes` times the product
+ * of the symbols syms[0..n_syms) (none for part 0, the static part).  Part k
+ * starts where part k-1 ends. */
+typedef struct kir_part {
+	int n_syms;
+	int syms[TBC_MAX_RANK]; /* program symbols; one may repeat (N*N) */
+	int64_t bytes;
+} kir_part;
 
 typedef struct kir_launch {
 	kir_kernel *kernel;
@@ -45,7 +64,9 @@ typedef struct kir_program {
 	int n_launches, cap_launches;
 	kir_launch *launches;
 	uint64_t weights_size; /* bytes of the weights blob */
-	uint64_t arena_static; /* bytes of the arena placed at compile time */
+	uint64_t arena_static; /* bytes of the arena placed at compile time (part 0) */
+	int n_parts;           /* >= 1 once lowered */
+	kir_part *parts;
 } kir_program;
 
 /* Lowers the main graph of m (after shape inference and any passes).  An op
@@ -59,8 +80,9 @@ char *kir_program_print(const kir_program *p);
 int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *syms);
 /* Arena offsets of every buffer given the symbol values (offsets[i] -1 for
  * buffers not in the arena); returns the arena's size in bytes, -1 on
- * overflow.  Symbolic temporaries follow the static part in buffer order,
- * each 64-byte aligned; a backend computes the same at run time. */
+ * overflow.  The parts come first (part k at the sum of the sizes of parts
+ * before it); temporaries memory planning did not place follow, in buffer
+ * order, each 64-byte aligned.  A backend computes the same at run time. */
 int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets);
 /* The weights blob: weights_size bytes, each constant at its offset. */
 void kir_program_weights(const kir_program *p, void *dst);

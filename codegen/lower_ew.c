@@ -473,6 +473,33 @@ bool lower_fused(lower_cx *cx, const tbc_op *op) {
 	bool *done = calloc((size_t)op->n_outputs + 1, sizeof *done);
 	kir_expr **memo = calloc((size_t)cx->m->n_values + 1, sizeof *memo);
 	bool ok = done && memo;
+	/* Memory planning may write an output over an input that dies here.
+	 * Within one nest that is safe (every value is computed before any
+	 * store); across nests a later nest may still read the input, so such
+	 * an output gets storage of its own. */
+	int n_shapes = 0;
+	for (int i = 0; i < op->n_outputs; i++) {
+		if (!op->outputs[i]) continue;
+		bool seen = false;
+		for (int j = 0; j < i && !seen; j++) {
+			if (!op->outputs[j] || op->outputs[j]->type.rank != op->outputs[i]->type.rank) continue;
+			bool same = true;
+			for (int d = 0; d < op->outputs[i]->type.rank; d++)
+				same &= tbc_dim_eq(op->outputs[i]->type.dims[d], op->outputs[j]->type.dims[d]);
+			seen = same;
+		}
+		n_shapes += !seen;
+	}
+	for (int i = 0; ok && n_shapes > 1 && i < op->n_outputs; i++) {
+		if (!op->outputs[i]) continue;
+		for (int k = 0; k < op->n_inputs; k++)
+			if (op->inputs[k] && lower_storage_overlaps(cx, op->outputs[i], op->inputs[k])) {
+				ok = lower_result_buf_apart(cx, op->outputs[i]) >= 0;
+				break;
+			}
+	}
+	kir_buffer *nest_out[64];
+	kir_expr *nest_val[64];
 	for (int first = 0; ok && first < op->n_outputs; first++) {
 		if (done[first] || !op->outputs[first]) continue;
 		const tbc_type *shape = &op->outputs[first]->type;
@@ -481,6 +508,7 @@ bool lower_fused(lower_cx *cx, const tbc_op *op) {
 		ok = lk_begin(&l, cx, "fused") && nest_build(&l, &n, shape, n_types, types);
 		memset(memo, 0, ((size_t)cx->m->n_values + 1) * sizeof *memo);
 		fuse f = {cx, &l, &n, op, body, memo};
+		int n_stores = 0;
 		for (int i = first; ok && i < op->n_outputs; i++) {
 			const tbc_value *ov = op->outputs[i];
 			if (!ov || done[i] || ov->type.rank != shape->rank) continue;
@@ -492,9 +520,22 @@ bool lower_fused(lower_cx *cx, const tbc_op *op) {
 			kir_buffer *out = ob >= 0 ? lk_buf(&l, ob) : NULL;
 			kir_expr *v = out ? fused_value(&f, body->outputs[i]) : NULL;
 			if (v) v = kir_e_cast(l.k, ov->type.dtype, v);
-			ok = v != NULL;
-			if (ok) kir_block_add(l.k, &n.body, kir_s_store(l.k, out, n.linear, v));
+			ok = v != NULL && n_stores < 64;
+			if (!ok) break;
+			nest_out[n_stores] = out;
+			nest_val[n_stores++] = v;
 		}
+		/* Several outputs: every value into a local before the first store,
+		 * since an output may be written over an input the others read. */
+		for (int i = 0; ok && n_stores > 1 && i < n_stores; i++) {
+			if (nest_val[i]->kind == KIR_E_VAR || nest_val[i]->kind == KIR_E_INT || nest_val[i]->kind == KIR_E_FLOAT)
+				continue;
+			kir_var *t = kir_var_new(l.k, "out", nest_val[i]->type);
+			kir_block_add(l.k, &n.body, kir_s_set(l.k, t, nest_val[i]));
+			nest_val[i] = kir_e_var(l.k, t);
+		}
+		for (int i = 0; ok && i < n_stores; i++)
+			kir_block_add(l.k, &n.body, kir_s_store(l.k, nest_out[i], n.linear, nest_val[i]));
 		ok = ok && lk_end(&l, nest_finish(&l, &n));
 	}
 	free(done);

@@ -11,6 +11,13 @@ typedef struct lower_cx {
 	tbc_diags *d;
 	int *buf_of; /* value id -> program buffer, -1 when none yet */
 	int n_kernels;
+	/* Memory planning, by value id: the program part holding the value (-1:
+	 * not placed) and the value's life in positions of main-graph ops (from
+	 * its definition to its last reader), for deciding when a reshape may
+	 * share its input's storage. */
+	int *val_part;
+	int *life_start, *life_end;
+	int op_pos; /* position of the main-graph op being lowered */
 } lower_cx;
 
 /* A kernel being built and the program buffers its buffers bind. */
@@ -38,6 +45,13 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v);
 /* A fresh temporary holding no graph value (scratch one kernel writes and a
  * later one reads, e.g. im2col): placed apart from every planned value. */
 int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name);
+/* As lower_result_buf, but v gets storage of its own, apart from the place
+ * memory planning gave it (an output that may not overwrite an input). */
+int lower_result_buf_apart(lower_cx *cx, const tbc_value *v);
+/* Whether the storage of values a and b (placed, or to be placed where
+ * memory planning put them) may overlap; false for storage outside the
+ * planned arena. */
+bool lower_storage_overlaps(lower_cx *cx, const tbc_value *a, const tbc_value *b);
 /* Makes v share the storage of value src (a no-op reshape), or copies. */
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src);
 /* Copies program buffer src into dst (same element count and dtype). */

@@ -7,22 +7,53 @@
 
 #include "codegen/lower.h"
 
+/* Where each part starts (base[j]) and the product of its symbols
+ * (scale[j]); returns the end of the last part, -1 on overflow. */
+static int64_t part_bases(const kir_program *p, const int64_t *syms, int64_t *base, int64_t *scale) {
+	int64_t end = 0;
+	for (int j = 0; j < p->n_parts; j++) {
+		const kir_part *q = &p->parts[j];
+		int64_t prod = 1;
+		for (int i = 0; i < q->n_syms; i++) {
+			int64_t x = syms ? syms[q->syms[i]] : -1;
+			if (x < 0 || (x && prod > INT64_MAX / x)) return -1;
+			prod *= x;
+		}
+		if (prod && q->bytes > (INT64_MAX / 2 - end) / prod) return -1;
+		base[j] = end;
+		scale[j] = prod;
+		end += q->bytes * prod;
+	}
+	return end;
+}
+
 int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets) {
-	int64_t end = (int64_t)p->arena_static;
-	for (int i = 0; i < p->n_bufs; i++) {
+	int64_t small_base[8], small_scale[8];
+	int64_t *base = small_base, *scale = small_scale;
+	if (p->n_parts > 8) {
+		base = malloc((size_t)p->n_parts * sizeof *base);
+		scale = malloc((size_t)p->n_parts * sizeof *scale);
+	}
+	int64_t end = base && scale ? part_bases(p, syms, base, scale) : -1;
+	for (int i = 0; i < p->n_bufs && end >= 0; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (offsets) offsets[i] = -1;
 		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0) continue;
-		if (b->offset >= 0) {
-			if (offsets) offsets[i] = b->offset;
+		if (b->part >= 0 && b->part < p->n_parts) {
+			if (offsets) offsets[i] = base[b->part] + b->part_offset * scale[b->part];
 			continue;
 		}
 		int64_t bytes = kir_pbuf_bytes(p, b, syms);
-		if (bytes < 0 || bytes > INT64_MAX / 2 - end) return -1;
+		if (bytes < 0 || bytes > INT64_MAX / 2 - end) {
+			end = -1;
+			break;
+		}
 		if (offsets) offsets[i] = end;
 		end += (bytes + KIR_ALIGN - 1) / KIR_ALIGN * KIR_ALIGN;
 	}
-	if (offsets)
+	if (base != small_base) free(base);
+	if (scale != small_scale) free(scale);
+	if (offsets && end >= 0)
 		for (int i = 0; i < p->n_bufs; i++)
 			if (p->bufs[i]->alias_of >= 0) offsets[i] = offsets[p->bufs[i]->alias_of];
 	return end;

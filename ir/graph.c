@@ -80,6 +80,15 @@ tbc_value *tbc_graph_add_const(tbc_graph *g, const char *name, const tbc_tensor 
 	return v;
 }
 
+tbc_value *tbc_graph_add_const_shared(tbc_graph *g, const char *name, tbc_tensor *value) {
+	tbc_value *v = new_value(g, name, TBC_VALUE_CONST);
+	if (!v) return NULL;
+	v->constant = value;
+	tbc_type_set(&v->type, value->dtype, value->rank, value->dims);
+	if (!push(g->module->arena, &g->consts, &g->n_consts, &g->cap_consts, v)) return NULL;
+	return v;
+}
+
 bool tbc_graph_add_output(tbc_graph *g, tbc_value *v) {
 	return push(g->module->arena, &g->outputs, &g->n_outputs, &g->cap_outputs, v);
 }

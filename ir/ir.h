@@ -181,7 +181,15 @@ tbc_graph *tbc_graph_new(tbc_module *m, tbc_graph *parent, const char *name);
 tbc_value *tbc_graph_add_input(tbc_graph *g, const char *name, const tbc_type *type);
 /* The tensor is copied into the arena. */
 tbc_value *tbc_graph_add_const(tbc_graph *g, const char *name, const tbc_tensor *value);
+/* As tbc_graph_add_const, but the value refers to `value` itself (not
+ * copied), which must outlive the module (tbc_module_clone). */
+tbc_value *tbc_graph_add_const_shared(tbc_graph *g, const char *name, tbc_tensor *value);
 bool tbc_graph_add_output(tbc_graph *g, tbc_value *v);
+/* A deep copy of m (ir/clone.c): graphs, values, ops, attributes, subgraphs,
+ * types and names, built in the same order every time (deterministic).
+ * Constant tensors are shared with m, not copied: m must outlive the copy.
+ * NULL when out of memory. */
+tbc_module *tbc_module_clone(const tbc_module *m);
 /* Creates an op with n_outputs fresh RESULT values of undefined type, appended
  * at the end of g.  Inputs may be NULL (omitted). */
 tbc_op *tbc_op_new(tbc_graph *g, tbc_opcode code, const char *name, int n_inputs,

@@ -60,6 +60,24 @@ static LLVMValueRef *load_syms(cpu_cx *c, const kir_program *p, LLVMValueRef arr
 	return syms;
 }
 
+/* Where each arena part starts and the product of its symbols
+ * (kir_program_layout); returns the end of the last part.  base and scale
+ * hold p->n_parts values. */
+static LLVMValueRef part_bases(cpu_cx *c, const kir_program *p, LLVMValueRef *syms, LLVMValueRef *base,
+			       LLVMValueRef *scale) {
+	LLVMValueRef end = LLVMConstInt(c->i64, 0, 0);
+	for (int j = 0; j < p->n_parts; j++) {
+		const kir_part *q = &p->parts[j];
+		LLVMValueRef prod = LLVMConstInt(c->i64, 1, 0);
+		for (int i = 0; i < q->n_syms; i++) prod = LLVMBuildMul(c->b, prod, syms[q->syms[i]], "");
+		base[j] = end;
+		scale[j] = prod;
+		end = LLVMBuildAdd(c->b, end, LLVMBuildMul(c->b, LLVMConstInt(c->i64, (unsigned long long)q->bytes, 0), prod, ""),
+				   "");
+	}
+	return end;
+}
+
 /* uint64_t arena_bytes(const int64_t *syms) */
 static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char *name) {
 	LLVMTypeRef fty = LLVMFunctionType(c->i64, &c->ptr, 1, 0);
@@ -67,15 +85,24 @@ static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
 	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
 	LLVMValueRef *syms = load_syms(c, p, LLVMGetParam(fn, 0));
-	if (!syms) return NULL;
-	LLVMValueRef end = LLVMConstInt(c->i64, p->arena_static, 0);
+	LLVMValueRef *base = calloc((size_t)p->n_parts + 1, sizeof *base);
+	LLVMValueRef *scale = calloc((size_t)p->n_parts + 1, sizeof *scale);
+	if (!syms || !base || !scale) {
+		free(syms);
+		free(base);
+		free(scale);
+		return NULL;
+	}
+	LLVMValueRef end = part_bases(c, p, syms, base, scale);
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->offset >= 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0) continue;
 		end = LLVMBuildAdd(c->b, end, align64(c, buf_bytes(c, p, b, syms)), "");
 	}
 	LLVMBuildRet(c->b, end);
 	free(syms);
+	free(base);
+	free(scale);
 	return fn;
 }
 
@@ -91,13 +118,17 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 	LLVMValueRef arena = LLVMGetParam(fn, 4), weights = LLVMGetParam(fn, 5);
 	LLVMValueRef *syms = load_syms(c, p, LLVMGetParam(fn, 1));
 	LLVMValueRef *ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
-	if (!syms || !ptrs) {
+	LLVMValueRef *base = calloc((size_t)p->n_parts + 1, sizeof *base);
+	LLVMValueRef *scale = calloc((size_t)p->n_parts + 1, sizeof *scale);
+	if (!syms || !ptrs || !base || !scale) {
 		free(syms);
 		free(ptrs);
+		free(base);
+		free(scale);
 		cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		return NULL;
 	}
-	LLVMValueRef dyn = LLVMConstInt(c->i64, p->arena_static, 0);
+	LLVMValueRef dyn = part_bases(c, p, syms, base, scale);
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (b->alias_of >= 0) {
@@ -118,8 +149,11 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 			ptrs[i] = LLVMBuildInBoundsGEP2(B, c->i8, weights, &idx, 1, b->name);
 			break;
 		case KIR_BUF_TEMP:
-			if (b->offset >= 0) {
-				idx = LLVMConstInt(c->i64, (unsigned long long)b->offset, 0);
+			if (b->part >= 0) {
+				idx = LLVMBuildAdd(B, base[b->part],
+						   LLVMBuildMul(B, LLVMConstInt(c->i64, (unsigned long long)b->part_offset, 0),
+								scale[b->part], ""),
+						   "");
 			} else {
 				idx = dyn;
 				dyn = LLVMBuildAdd(B, dyn, align64(c, buf_bytes(c, p, b, syms)), "");
@@ -143,6 +177,8 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
 	free(syms);
 	free(ptrs);
+	free(base);
+	free(scale);
 	return fn;
 }
 

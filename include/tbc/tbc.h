@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,8 +135,9 @@ tbc_code tbc_tensor_read_file(const char *path, tbc_diags *diags, tbc_tensor **o
 tbc_code tbc_tensor_write_npy(const char *path, const tbc_tensor *t, tbc_diags *diags);
 
 /* ---- Compiling to native code (codegen/) -----------------------------------
- * The module is lowered as it is (run the passes first for fused, planned
- * code).  Symbolic dims of the inputs stay symbolic: the artifact takes them
+ * The compile paths run the pass pipeline (passes/passes.h: folding, CSE,
+ * DCE, fusion at -O1 and up; memory planning always) on their own copy of
+ * the module, then lower it.  Symbolic dims of the inputs stay symbolic: the artifact takes them
  * at run time.  The compiled model is a tbc_abi_model (include/tbc/abi.h). */
 typedef enum tbc_weights_mode {
 	TBC_WEIGHTS_EMBED = 0,   /* in the artifact, 64-byte aligned */
@@ -149,8 +151,33 @@ typedef struct tbc_compile_options {
 	const char *features;      /* NULL: the host's features when cpu is the host's, else the CPU's own */
 	tbc_weights_mode weights;
 	const char *prefix;        /* C identifier before "_descriptor" in a .o; NULL: "model" */
-	int stats;                 /* nonzero: print kernel and time statistics to stderr */
+	int stats;                 /* nonzero: print per-pass times, arena size and lower bound (stats_file) */
+	/* Added with the pass pipeline in the compile paths. */
+	const char *dump_after;    /* a pass name or "all": print the IR after it (dump_file) */
+	FILE *dump_file;           /* NULL: stderr */
+	FILE *stats_file;          /* NULL: stderr */
+	struct tbc_compile_stats *stats_out; /* non-NULL: filled with the figures --stats prints */
 } tbc_compile_options;
+
+/* What a compile measured (tbc_compile_options.stats_out).  Byte counts
+ * take every symbolic dim as 1. */
+#define TBC_STATS_MAX_PASSES 16
+typedef struct tbc_compile_stats {
+	int n_passes;
+	struct {
+		const char *name; /* static string */
+		double seconds;
+	} passes[TBC_STATS_MAX_PASSES];
+	double lower_seconds;   /* graph IR -> kernel IR */
+	double codegen_seconds; /* kernel IR -> object code (LLVM) */
+	int n_kernels;
+	uint64_t weights_bytes;
+	int64_t arena_bytes;    /* the arena a run needs */
+	int64_t plan_bytes;     /* of which memory planning's values (the rest: kernels' scratch) */
+	int64_t lower_bound;    /* the largest sum of bytes of values live at once */
+	int64_t unshared_bytes; /* every intermediate in its own buffer */
+	int lowered;            /* 0: lowering failed; arena_bytes is then memory planning's */
+} tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);
 

@@ -127,9 +127,10 @@ static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *
 	}
 }
 
-/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
- * whose outputs are outs; compares; frees the model. */
-static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+/* Infers, then runs the interpreter, the evaluator and the JIT (compiled
+ * with options o, NULL for the defaults) on the graph whose outputs are outs;
+ * compares; frees the model. */
+static void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, const tbc_compile_options *o) {
 	tbc_diags *d = tbc_diags_create();
 	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
 	tbc_infer cx = {md->m, d};
@@ -151,7 +152,7 @@ static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
 	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
 
 	tbc_jit *j = NULL;
-	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	rc = tbc_jit_compile(md->m, o, d, &j);
 	if (rc) print_diags(d);
 	assert_int_equal(rc, TBC_OK);
 	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
@@ -169,6 +170,9 @@ static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
 	tbc_arena_destroy(arena);
 	tbc_diags_destroy(d);
 	tbc_module_destroy(md->m);
+}
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	check_outputs_with(md, n_out, outs, rtol, NULL);
 }
 static void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
 
@@ -450,6 +454,199 @@ static void test_fused_region_two_shapes(void **state) {
 	check_outputs(&md, 2, outs, 1e-5);
 }
 
+/* ---- Compile paths: passes and memory planning ------------------------------------*/
+static tbc_compile_options opts_at(int level) {
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.opt_level = level;
+	return o;
+}
+
+static int count_ops(const tbc_graph *g) {
+	int n = 0;
+	for (const tbc_op *op = g->first; op; op = op->next) n++;
+	return n;
+}
+
+/* The compile paths run the pipeline on a copy: the caller's module keeps
+ * its ops; the stats name every pass and the arena of the plan. */
+static void test_compile_runs_the_passes_on_a_copy(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,64", 5, -2, 2);
+	tbc_value *a = op1(&md, TBC_OP_Exp, x);
+	tbc_value *b = op1(&md, TBC_OP_Sigmoid, a);
+	tbc_value *c = op2(&md, TBC_OP_Mul, a, b);
+	tbc_value *out = op2(&md, TBC_OP_Add, c, x);
+	tbc_graph_add_output(md.m->main, out);
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	int before = count_ops(md.m->main);
+	tbc_compile_stats st;
+	tbc_compile_options o = opts_at(2);
+	o.stats_out = &st;
+	FILE *dump = tmpfile(), *stats = tmpfile();
+	o.dump_after = "fusion";
+	o.dump_file = dump;
+	o.stats = 1;
+	o.stats_file = stats;
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md.m, &o, d, &j), TBC_OK);
+	assert_int_equal(count_ops(md.m->main), before); /* the caller's module is untouched */
+	assert_int_equal(st.n_passes, 5);
+	const char *names[5] = {"fold", "cse", "dce", "fusion", "memplan"};
+	for (int i = 0; i < 5; i++) assert_string_equal(st.passes[i].name, names[i]);
+	assert_true(st.lowered);
+	assert_int_equal(st.n_kernels, 1); /* one fused loop nest */
+	assert_true(st.arena_bytes >= st.lower_bound);
+	char text[8192];
+	rewind(dump);
+	size_t n = fread(text, 1, sizeof text - 1, dump);
+	text[n] = 0;
+	assert_non_null(strstr(text, "IR after fusion"));
+	assert_non_null(strstr(text, "Fused"));
+	rewind(stats);
+	n = fread(text, 1, sizeof text - 1, stats);
+	text[n] = 0;
+	assert_non_null(strstr(text, "pass fusion"));
+	assert_non_null(strstr(text, "lower bound"));
+	fclose(dump);
+	fclose(stats);
+	tbc_jit_destroy(j);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
+}
+
+/* An unknown --dump-after pass is the caller's mistake. */
+static void test_dump_after_unknown_pass(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "4");
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Exp, x));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_compile_options o = opts_at(2);
+	o.dump_after = "nosuchpass";
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md.m, &o, d, &j), TBC_ERR_INVALID_ARGUMENT);
+	assert_null(j);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
+}
+
+/* Unfused (-O0), memory planning alone: a = exp(x) dies at the reshape, so
+ * c = neg(x) takes a's bytes while r = reshape(a) still lives: r cannot
+ * share a's storage and is copied. */
+static void test_reshape_copies_when_its_source_bytes_are_reused(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "4,6");
+	int64_t shape_dims[1] = {2};
+	double shape[2] = {4, 6};
+	tbc_value *a = op1(&md, TBC_OP_Exp, x);
+	tbc_value *r = op2(&md, TBC_OP_Reshape, a, constant(&md, TBC_DT_I64, 1, shape_dims, shape));
+	tbc_value *c = op1(&md, TBC_OP_Neg, x);
+	tbc_value *out = op2(&md, TBC_OP_Add, r, c);
+	tbc_compile_options o = opts_at(0);
+	check_outputs_with(&md, 1, &out, 1e-5, &o);
+}
+
+/* Reshape of a value whose bytes nobody reuses shares them (no copy): the
+ * plan of x -> exp -> reshape -> tanh needs no more than two buffers. */
+static void test_reshape_shares_storage_when_safe(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,6", 4, -1, 1);
+	int64_t shape_dims[1] = {3};
+	double shape[3] = {0, 3, 2};
+	tbc_value *a = op1(&md, TBC_OP_Exp, x);
+	tbc_value *r = op2(&md, TBC_OP_Reshape, a, constant(&md, TBC_DT_I64, 1, shape_dims, shape));
+	tbc_value *out = op1(&md, TBC_OP_Tanh, r);
+	tbc_compile_options o = opts_at(0);
+	check_outputs_with(&md, 1, &out, 1e-5, &o);
+}
+
+/* A Fused op with two outputs of one shape; memory planning writes o0 over
+ * its input t (which dies there) while o1 still reads t: every value is
+ * computed before the first store. */
+static void test_fused_outputs_written_over_their_input(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,8");
+	tbc_value *t = op1(&md, TBC_OP_Exp, x);
+	t->type = x->type; /* inferred again with the graph */
+	tbc_graph *body = tbc_graph_new(md.m, md.m->main, "body");
+	tbc_value *bt = tbc_graph_add_input(body, "bt", &t->type);
+	tbc_value *sum_in[2] = {bt, bt};
+	tbc_value *o0 = tbc_op_new(body, TBC_OP_Neg, "n", 1, &bt, 1)->outputs[0];
+	tbc_value *o1 = tbc_op_new(body, TBC_OP_Add, "a", 2, sum_in, 1)->outputs[0];
+	tbc_graph_add_output(body, o0);
+	tbc_graph_add_output(body, o1);
+	tbc_op *f = tbc_op_new(md.m->main, tbc_opcode_from_name("Fused"), "fused", 1, &t, 2);
+	tbc_attr *at = tbc_op_add_attr(f, "body", TBC_ATTR_GRAPH);
+	at->graphs = tbc_arena_array(md.m->arena, 1, sizeof *at->graphs);
+	at->graphs[0] = body;
+	body->parent_op = f;
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, body));
+	tbc_diags_destroy(d);
+	tbc_value *out = op2(&md, TBC_OP_Add, f->outputs[0], f->outputs[1]);
+	tbc_compile_options o = opts_at(0);
+	check_outputs_with(&md, 1, &out, 1e-5, &o);
+}
+
+/* The same with the outputs in two nests (o1 broadcasts t to a larger
+ * shape): the output written over t gets storage of its own. */
+static void test_fused_two_nests_keep_their_input(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "3,8"), *y = input(&md, TBC_DT_F32, "2,3,8");
+	tbc_value *t = op1(&md, TBC_OP_Exp, x);
+	t->type = x->type; /* inferred again with the graph */
+	tbc_graph *body = tbc_graph_new(md.m, md.m->main, "body");
+	tbc_value *bt = tbc_graph_add_input(body, "bt", &t->type), *by = tbc_graph_add_input(body, "by", &y->type);
+	tbc_value *o0 = tbc_op_new(body, TBC_OP_Neg, "n", 1, &bt, 1)->outputs[0];
+	tbc_value *mul_in[2] = {bt, by};
+	tbc_value *o1 = tbc_op_new(body, TBC_OP_Mul, "m", 2, mul_in, 1)->outputs[0];
+	tbc_graph_add_output(body, o0);
+	tbc_graph_add_output(body, o1);
+	tbc_value *fins[2] = {t, y};
+	tbc_op *f = tbc_op_new(md.m->main, tbc_opcode_from_name("Fused"), "fused", 2, fins, 2);
+	tbc_attr *at = tbc_op_add_attr(f, "body", TBC_ATTR_GRAPH);
+	at->graphs = tbc_arena_array(md.m->arena, 1, sizeof *at->graphs);
+	at->graphs[0] = body;
+	body->parent_op = f;
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, body));
+	tbc_diags_destroy(d);
+	tbc_value *out = op2(&md, TBC_OP_Add, f->outputs[0], f->outputs[1]);
+	tbc_compile_options o = opts_at(0);
+	check_outputs_with(&md, 1, &out, 1e-5, &o);
+}
+
+/* Values of a symbolic batch live in the arena part "N": their place scales
+ * with N at run time. */
+static void test_symbolic_values_in_a_scaled_part(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,8", 5, -1, 1);
+	int64_t dims[1] = {8};
+	double v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	tbc_value *a = op1(&md, TBC_OP_Exp, x);
+	tbc_value *y = op2(&md, TBC_OP_Add, a, constant(&md, TBC_DT_F32, 1, dims, v));
+	tbc_value *z = op2(&md, TBC_OP_Mul, y, a);
+	tbc_value *w = op1(&md, TBC_OP_Tanh, z);
+	tbc_value *outs[2] = {op2(&md, TBC_OP_Sub, w, y), z};
+	tbc_compile_options o = opts_at(0);
+	check_outputs_with(&md, 2, outs, 1e-5, &o);
+}
+
 /* ---- Refusals -------------------------------------------------------------------*/
 static void test_unlowered_op_is_unsupported(void **state) {
 	(void)state;
@@ -701,6 +898,13 @@ int main(void) {
 		cmocka_unit_test(test_chain_with_reshape_alias),
 		cmocka_unit_test(test_output_is_input_and_duplicate),
 		cmocka_unit_test(test_fused_region_two_shapes),
+		cmocka_unit_test(test_compile_runs_the_passes_on_a_copy),
+		cmocka_unit_test(test_dump_after_unknown_pass),
+		cmocka_unit_test(test_reshape_copies_when_its_source_bytes_are_reused),
+		cmocka_unit_test(test_reshape_shares_storage_when_safe),
+		cmocka_unit_test(test_fused_outputs_written_over_their_input),
+		cmocka_unit_test(test_fused_two_nests_keep_their_input),
+		cmocka_unit_test(test_symbolic_values_in_a_scaled_part),
 		cmocka_unit_test(test_unlowered_op_is_unsupported),
 		cmocka_unit_test(test_program_prints_kernels),
 		cmocka_unit_test(test_object_is_deterministic_with_header),
