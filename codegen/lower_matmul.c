@@ -7,7 +7,9 @@
  * contiguous values of B, and updates MR x NR accumulators; LLVM's SLP
  * vectorizer turns the NR-wide rows into vector registers.  Edges: the last
  * row tile clamps its row index for loads and guards its stores; columns past
- * the last whole NR tile run as an MR x 1 tile in an extra column block.
+ * the last whole NR tile are covered by one more tile ending at column N
+ * (overlapping the previous one, in the same chunk), so they vectorize too;
+ * only a symbolic N smaller than NR runs column by column.
  * Sizes are index expressions, so symbolic dims stay symbolic. */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,7 @@ static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k
 static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
 static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
 static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
+static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
 static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
 
 /* A scalar local set to e in block b; returns its value. */
@@ -42,7 +45,6 @@ static kir_expr *zero(lk *l, tbc_dtype t) {
 /* ---- The generator ---------------------------------------------------------*/
 #define GEMM_MAX_MR 8
 #define GEMM_MAX_NR 16
-#define GEMM_TILES_PER_BLOCK 16 /* NR tiles of a column block: one parallel chunk */
 
 typedef struct gemm_gen {
 	lk *l;
@@ -113,61 +115,104 @@ static void default_tile(tbc_dtype ct, int *mr, int *nr) {
 	}
 }
 
-kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
+/* The statements of one row tile (rows i0 .. i0 + mr) over whole NR tiles
+ * jt in [jlo, jhi), then, when `last` holds, the tile ending at column N
+ * (overlapping the previous one) for the columns past the whole tiles. */
+static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_expr *jhi, kir_expr *last) {
+	lk *l = g->l;
 	kir_kernel *k = l->k;
-	gemm_gen g = {.l = l, .s = s};
-	int mr, nr;
-	default_tile(s->ct, &mr, &nr);
-	int64_t mc, nc;
-	if (kir_e_const_index(s->M, &mc) && mc < mr) mr = mc > 0 ? (int)mc : 1;
-	if (kir_e_const_index(s->N, &nc) && nc < nr) nr = nc > 0 ? (int)nc : 1;
-	g.mr = mr;
-	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
-	kir_expr *NT = DIV(l, s->N, I(l, nr));
-	kir_expr *CBT = DIV(l, ADD(l, NT, I(l, GEMM_TILES_PER_BLOCK - 1)), I(l, GEMM_TILES_PER_BLOCK));
-	kir_expr *CB = ADD(l, CBT, I(l, 1)); /* the last block: the columns past the whole tiles */
-
-	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
-	kir_block body = {0};
-	kir_expr *cb = local(l, &body, "cb", MOD(l, V(l, t), CB));
-	kir_expr *rest = DIV(l, V(l, t), CB);
-	kir_expr *rt = local(l, &body, "rt", MOD(l, rest, RT));
-	g.batch = local(l, &body, "batch", DIV(l, rest, RT));
-	g.i0 = local(l, &body, "i0", MUL(l, rt, I(l, mr)));
+	const gemm_spec *s = g->s;
+	kir_block blk = {0};
+	g->i0 = local(l, &blk, "i0", MUL(l, rt, I(l, g->mr)));
 	kir_expr *mlast = SUB(l, s->M, I(l, 1));
-	for (int r = 0; r < mr; r++) g.rows[r] = r == 0 ? g.i0 : local(l, &body, "row", MIN(l, ADD(l, g.i0, I(l, r)), mlast));
-	for (int w = 0; w < 3; w++) {
-		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
-		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l, 0);
-	}
-
-	/* Whole NR tiles of this column block. */
+	for (int r = 0; r < g->mr; r++)
+		g->rows[r] = r == 0 ? g->i0 : local(l, &blk, "row", MIN(l, ADD(l, g->i0, I(l, r)), mlast));
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
 	kir_expr *cols[GEMM_MAX_NR];
 	for (int c = 0; c < nr; c++) cols[c] = ADD(l, j0, I(l, c));
-	micro_tile(&g, &tile, nr, cols);
-	kir_expr *jlo = MUL(l, cb, I(l, GEMM_TILES_PER_BLOCK));
-	kir_stmt *tiles = kir_s_for(k, jt, jlo, MIN(l, ADD(l, jlo, I(l, GEMM_TILES_PER_BLOCK)), NT), 1,
-				    KIR_LOOP_SEQUENTIAL, tile.first);
+	micro_tile(g, &tile, nr, cols);
+	kir_block_add(k, &blk, kir_s_for(k, jt, jlo, jhi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	if (last) {
+		kir_block tail = {0};
+		kir_expr *jl = local(l, &tail, "jl", SUB(l, s->N, I(l, nr)));
+		for (int c = 0; c < nr; c++) cols[c] = ADD(l, jl, I(l, c));
+		micro_tile(g, &tail, nr, cols);
+		kir_block_add(k, &blk, kir_s_if(k, last, tail.first, NULL));
+	}
+	return blk.first;
+}
 
-	/* The columns past them, one at a time. */
-	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
-	kir_block one = {0};
-	kir_expr *jcol = V(l, j);
-	micro_tile(&g, &one, 1, &jcol);
-	kir_stmt *rem = kir_s_for(k, j, MUL(l, NT, I(l, nr)), s->N, 1, KIR_LOOP_SEQUENTIAL, one.first);
+/* Row tiles and column blocks per parallel chunk.  Static sizes: blocks of
+ * 4 NR tiles (a B panel that stays in L2 while every row tile of the chunk
+ * passes over it), and as many row tiles per chunk as still leaves about 16
+ * chunks.  Symbolic sizes: one row tile, 16 NR tiles. */
+#define GEMM_CHUNKS 16
 
-	/* Statically empty loops are left out (the verifier's ranges of an empty
-	 * loop are meaningless). */
-	int64_t ntc, nrem = -1;
-	if (kir_e_const_index(NT, &ntc) && ntc == 0) tiles = NULL;
-	if (kir_e_const_index(s->N, &nc)) nrem = nc % nr;
-	if (nrem == 0) rem = NULL;
-	if (tiles) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_LT, cb, CBT), tiles, rem));
-	else kir_block_add(k, &body, rem);
-	kir_expr *total = MUL(l, MUL(l, s->NB, RT), CB);
+kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
+	kir_kernel *k = l->k;
+	gemm_gen g = {.l = l, .s = s};
+	int mr, nr;
+	default_tile(s->ct, &mr, &nr);
+	int64_t mc, nc, nbc;
+	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
+	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
+	g.mr = mr;
+	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
+	kir_expr *NT = DIV(l, s->N, I(l, nr));
+	int64_t tb = 16, rg = 1;
+	if (m_static && n_static && kir_e_const_index(s->NB, &nbc)) {
+		int64_t rtc = (mc + mr - 1) / mr, ntc = nc / nr;
+		tb = 4;
+		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;
+		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
+		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
+		rg = (rtc + groups - 1) / groups;
+	}
+	kir_expr *TB = I(l, tb), *RG = I(l, rg);
+	kir_expr *CB = MAX(l, DIV(l, ADD(l, NT, I(l, tb - 1)), TB), I(l, 1));
+	kir_expr *RGN = DIV(l, ADD(l, RT, I(l, rg - 1)), RG);
+
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *cb = local(l, &body, "cb", MOD(l, V(l, t), CB));
+	kir_expr *rest = DIV(l, V(l, t), CB);
+	kir_expr *rgi = local(l, &body, "rg", MOD(l, rest, RGN));
+	g.batch = local(l, &body, "batch", DIV(l, rest, RGN));
+	for (int w = 0; w < 3; w++) {
+		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
+		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l, 0);
+	}
+	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
+	kir_expr *rlo = MUL(l, rgi, RG), *rhi = MIN(l, ADD(l, rlo, RG), RT);
+
+	/* Whole NR tiles of this column block, and the overlapping last tile. */
+	kir_expr *jlo = MUL(l, cb, TB), *jhi = MIN(l, ADD(l, jlo, TB), NT);
+	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l, CB, I(l, 1))),
+				      kir_e_cmp(k, KIR_NE, MOD(l, s->N, I(l, nr)), I(l, 0)));
+	if (n_static && nc % nr == 0) last = NULL;
+	kir_stmt *tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+
+	/* Fewer columns than NR (only when N is symbolic): one at a time. */
+	kir_stmt *narrow = NULL;
+	if (!n_static) {
+		kir_var *rt1 = kir_var_new(k, "rt", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_block one = {0};
+		g.i0 = local(l, &one, "i0", MUL(l, V(l, rt1), I(l, mr)));
+		kir_expr *mlast = SUB(l, s->M, I(l, 1));
+		for (int r = 0; r < mr; r++)
+			g.rows[r] = r == 0 ? g.i0 : local(l, &one, "row", MIN(l, ADD(l, g.i0, I(l, r)), mlast));
+		kir_block cols = {0};
+		kir_expr *jcol = V(l, j);
+		micro_tile(&g, &cols, 1, &jcol);
+		kir_block_add(k, &one, kir_s_for(k, j, I(l, 0), s->N, 1, KIR_LOOP_SEQUENTIAL, cols.first));
+		narrow = kir_s_for(k, rt1, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, one.first);
+	}
+	if (narrow) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_GT, NT, I(l, 0)), tiles, narrow));
+	else kir_block_add(k, &body, tiles);
+	kir_expr *total = MUL(l, MUL(l, s->NB, RGN), CB);
 	return kir_s_for(k, t, I(l, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
 }
 

@@ -189,7 +189,7 @@ static void test_matmul_2d_sizes_around_the_tile(void **state) {
 	(void)state;
 	static const char *const shapes[][2] = {{"1,1", "1,1"},   {"6,16", "16,16"}, {"7,13", "13,19"},
 						{"13,37", "37,50"}, {"5,3", "3,17"},  {"12,0", "0,4"},
-						{"2,64", "64,1"}, {"1,300", "300,40"}};
+						{"2,64", "64,1"}, {"1,300", "300,40"}, {"20,30", "30,200"}};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		model md = model_new();
 		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
@@ -235,6 +235,10 @@ static void test_matmul_symbolic_dims(void **state) {
 	md = model_new();
 	a = input_sym(&md, TBC_DT_F32, "N,9", 17, -1, 1);
 	b = input_sym(&md, TBC_DT_F32, "9,N", 17, -1, 1);
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	md = model_new(); /* a symbolic N below the tile width: column by column */
+	a = input_sym(&md, TBC_DT_F32, "N,9", 5, -1, 1);
+	b = input_sym(&md, TBC_DT_F32, "9,N", 5, -1, 1);
 	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 	md = model_new();
 	a = input_sym(&md, TBC_DT_F32, "N,2,3", 1, -1, 1);
