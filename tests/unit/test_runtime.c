@@ -423,7 +423,7 @@ static char *scratch_with_weights(const void *weights, size_t bytes) {
 	static char dir[64];
 	snprintf(dir, sizeof dir, "/tmp/tbcrt-test-XXXXXX");
 	assert_non_null(mkdtemp(dir));
-	char path[256];
+	char path[8192];
 	snprintf(path, sizeof path, "cp '%s' '%s/model.so'", rt_artifact("rt_scale_external.so"), dir);
 	assert_int_equal(system(path), 0);
 	if (weights) {
