@@ -388,8 +388,11 @@ bool tbc_shape_Scan(tbc_infer *cx, tbc_op *op) {
 	scan_cfg c;
 	int in_rank[64];
 	int first = scan_is_v8(op) ? 1 : 0, n_scan = (int)tbc_attr_int(op, "num_scan_inputs", 0);
+	/* num_scan_inputs is untrusted: scan_parse rejects a count that does not
+	 * fit, but the ranks are read first, so only valid indices are read. */
 	for (int i = 0; i < n_scan && i < 64; i++) {
-		const tbc_type *t = seq_in_type(op, op->n_inputs - n_scan + i);
+		int k = op->n_inputs - n_scan + i;
+		const tbc_type *t = k >= 0 ? seq_in_type(op, k) : NULL;
 		in_rank[i] = t ? t->rank : -1;
 	}
 	const char *msg = scan_parse(op, body, &c, in_rank);
@@ -519,7 +522,8 @@ int tbc_interp_Scan(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *i
 	int in_rank[64];
 	int n_scan = (int)tbc_attr_int(op, "num_scan_inputs", 0);
 	for (int i = 0; i < n_scan && i < 64; i++) {
-		const tbc_tensor *t = in[op->n_inputs - n_scan + i];
+		int k = op->n_inputs - n_scan + i;
+		const tbc_tensor *t = k >= 0 ? in[k] : NULL;
 		in_rank[i] = t ? t->rank : -1;
 	}
 	const char *msg = scan_parse(op, body, &c, in_rank);
