@@ -335,10 +335,7 @@ static int cmd_compile(int argc, char **argv) {
 		else if (!strcmp(a, "--cpu") && has) o.cpu = argv[++i];
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
-		else if (!strcmp(a, "--dump-after") && has) {
-			fprintf(stderr, "tbc compile: --dump-after is not wired yet\n");
-			return 2;
-		}
+		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
 		else if (!strcmp(a, "--weights") && has) {
 			const char *w = argv[++i];
 			if (!strcmp(w, "embed")) o.weights = TBC_WEIGHTS_EMBED;
