@@ -13,3 +13,6 @@ tbc_dtype tbc_module_input_dtype(const tbc_module *m, size_t i) {
 	return i < tbc_module_input_count(m) ? m->main->inputs[i]->type.dtype : TBC_DT_UNDEFINED;
 }
 char *tbc_module_print(const tbc_module *m) { return tbc_print(m); }
+char *tbc_module_print_abridged(const tbc_module *m, size_t max_const_bytes) {
+	return tbc_print_abridged(m, max_const_bytes);
+}

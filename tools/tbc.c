@@ -67,7 +67,8 @@ static int cmd_inspect(int argc, char **argv) {
 		tbc_diags_destroy(d);
 		return rc;
 	}
-	char *ir = tbc_module_print(m);
+	/* Weights beyond a few KiB are elided: inspect is for reading. */
+	char *ir = tbc_module_print_abridged(m, 4096);
 	char *summary = tbc_module_summary(m);
 	if (ir) fputs(ir, stdout);
 	if (summary) printf("\n%s", summary);

@@ -120,6 +120,9 @@ tbc_dtype tbc_module_input_dtype(const tbc_module *m, size_t i);
 
 /* Text form of the IR; the caller frees the string with free(). */
 char *tbc_module_print(const tbc_module *m);
+/* The same with constants larger than max_const_bytes elided, for reading
+ * (the parser refuses it). */
+char *tbc_module_print_abridged(const tbc_module *m, size_t max_const_bytes);
 /* Human summary: ops by kind, parameter count and bytes, inputs and outputs. */
 char *tbc_module_summary(const tbc_module *m);
 
