@@ -13,6 +13,7 @@
 #include "ir/ir.h"
 
 /* ---- The passes ----------------------------------------------------------- */
+bool tbc_pass_decompose(tbc_module *m, tbc_diags *d); /* passes/decompose.c */
 bool tbc_pass_fold(tbc_module *m, tbc_diags *d);    /* passes/fold.c */
 bool tbc_pass_cse(tbc_module *m, tbc_diags *d);     /* passes/cse.c */
 bool tbc_pass_dce(tbc_module *m, tbc_diags *d);     /* passes/dce.c */

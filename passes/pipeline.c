@@ -3,13 +3,14 @@
  * one named by --dump-after.  Also the table of passes by name.
  *
  * Order and why:
+ *   decompose composite ops into lowered ops, at every level: lowering needs it;
  *   fold     constants first, so shapes sharpen before anything looks at them;
  *   cse      merges what folding made equal (and duplicate weights);
  *   dce      removes what folding and merging left unread;
  *   fusion   groups what is left into loop nests;
  *   memplan  last: it places the values that remain, fused groups included.
- * At -O0 only memory planning runs: code generation needs the plan, and an
- * unoptimized build should show the graph as imported. */
+ * At -O0 only decomposition and memory planning run: code generation needs
+ * both, and an unoptimized build should otherwise show the graph as imported. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 #include "passes/passes.h"
 
 const tbc_pass_info tbc_pass_table[] = {
+	{"decompose", tbc_pass_decompose, "rewrite composite ops (Attention, RotaryEmbedding, losses) into lowered ops"},
 	{"fold", tbc_pass_fold, "evaluate ops whose inputs are constants; Shape/Size of static shapes"},
 	{"cse", tbc_pass_cse, "merge equal constants and equal ops"},
 	{"dce", tbc_pass_dce, "remove ops and constants nobody reads"},
@@ -95,6 +97,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	const runner R = {m, opt, d};
 	if (opt->verify && !tbc_verify(m, d)) return false;
 
+	if (!run(&R, "decompose", tbc_pass_decompose)) return false; /* every level: needed to lower */
 	if (opt->opt_level >= 1) {
 		if (!run(&R, "fold", tbc_pass_fold)) return false;
 		if (!run(&R, "cse", tbc_pass_cse)) return false;

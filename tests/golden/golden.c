@@ -40,6 +40,7 @@ static const struct golden_pass {
 } passes[] = {
 	{"roundtrip", pass_roundtrip, TBC_VERIFY_ALLOW_UNTYPED, TBC_VERIFY_ALLOW_UNTYPED},
 	{"infer", pass_infer, TBC_VERIFY_ALLOW_UNTYPED, 0},
+	{"decompose", tbc_pass_decompose, 0, 0},
 	{"fold", tbc_pass_fold, 0, 0},
 	{"cse", tbc_pass_cse, 0, 0},
 	{"dce", tbc_pass_dce, 0, 0},
