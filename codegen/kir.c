@@ -211,6 +211,17 @@ kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a) {
 	return e;
 }
 
+kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a) {
+	if (!a) return k->failed = true, NULL;
+	if (a->type == type) return a;
+	kir_expr *e = enew(k, KIR_E_CAST, type);
+	if (e) {
+		e->a = a;
+		e->op = KIR_CAST_NO_SATURATE;
+	}
+	return e;
+}
+
 void kir_block_add(kir_kernel *k, kir_block *b, kir_stmt *s) {
 	if (!s) {
 		k->failed = true;
@@ -433,7 +444,7 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 		put(o, ")");
 		return;
 	case KIR_E_CAST:
-		put(o, "%s(", kir_type_name(e->type));
+		put(o, "%s%s(", kir_type_name(e->type), e->op == KIR_CAST_NO_SATURATE ? ".nosat" : "");
 		print_expr(o, k, e->a, 0);
 		put(o, ")");
 		return;
@@ -786,6 +797,10 @@ static void check_expr(verifier *v, const kir_expr *e) {
 		return;
 	case KIR_E_CAST:
 		check_expr(v, e->a);
+		if (e->op == KIR_CAST_NO_SATURATE && !(tbc_dtype_is_float(e->type) && tbc_dtype_bits(e->type) <= 8))
+			verr(v, "a cast without saturation to %s (float8 and f4 only)", kir_type_name(e->type));
+		else if (e->op != 0 && e->op != KIR_CAST_NO_SATURATE)
+			verr(v, "cast with unknown mode %d", e->op);
 		return;
 	}
 	verr(v, "unknown expression kind %d", (int)e->kind);

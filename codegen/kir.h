@@ -158,6 +158,12 @@ kir_expr *kir_e_binary(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b);
 kir_expr *kir_e_cmp(kir_kernel *k, kir_cmp op, kir_expr *a, kir_expr *b);
 kir_expr *kir_e_select(kir_kernel *k, kir_expr *cond, kir_expr *a, kir_expr *b);
 kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a); /* a itself when already of type */
+/* A cast to a float8 type without saturation (ONNX Cast saturate=0): out of
+ * range gives infinity, or NaN where the format has no infinity.  Marked by
+ * op == KIR_CAST_NO_SATURATE on the KIR_E_CAST node; prints as
+ * "f8e4m3fn.nosat(x)". */
+#define KIR_CAST_NO_SATURATE 1
+kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a);
 /* Index shorthands. */
 kir_expr *kir_e_add(kir_kernel *k, kir_expr *a, kir_expr *b);
 kir_expr *kir_e_mul(kir_kernel *k, kir_expr *a, kir_expr *b);

@@ -5,7 +5,10 @@
  * Values: floats are held as double (an f32 result is rounded to float after
  * every operation, as f32 hardware does), integers as int64 holding the value
  * sign- or zero-extended from the type's width (every result wraps to the
- * width), bool as 0/1, narrow floats as the double they denote. */
+ * width), bool as 0/1, narrow floats (f16, bf16, float8, f4) as their bit
+ * pattern: they are only loaded, stored, selected and cast, so a copy keeps
+ * their bits (NaN payloads, float8e8m0's code 0) as the interpreter's copies
+ * do, and a cast decodes and encodes through ir/dtype.c. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -43,6 +46,7 @@ __attribute__((format(printf, 2, 3))) static void eerr(evaluator *ev, const char
 }
 
 static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
+static bool is_narrow(tbc_dtype t) { return is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64; }
 static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
 
 /* The value v wrapped to the width of integer type t. */
@@ -73,7 +77,8 @@ static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *inde
 
 static val load(evaluator *ev, const kir_buffer *b, int64_t i) {
 	val r;
-	if (is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
+	if (is_narrow(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, ev->bufs[b->id], (size_t)i);
+	else if (is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
 	else if (is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, ev->bufs[b->id], (size_t)i);
 	else r.i = tbc_load_i64(b->dtype, ev->bufs[b->id], (size_t)i);
 	return r;
@@ -81,7 +86,8 @@ static val load(evaluator *ev, const kir_buffer *b, int64_t i) {
 
 static void store(evaluator *ev, const kir_buffer *b, int64_t i, val v) {
 	void *p = ev->bufs[b->id];
-	if (is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
+	if (is_narrow(b->dtype)) tbc_store_bits(b->dtype, p, (size_t)i, (uint64_t)v.i);
+	else if (is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
 	else tbc_store_i64(b->dtype, p, (size_t)i, v.i);
 }
 
@@ -213,10 +219,17 @@ static val cast(evaluator *ev, const kir_expr *e) {
 	if (to == KIR_INDEX) to = TBC_DT_I64;
 	if (from == KIR_INDEX) from = TBC_DT_I64;
 	uint64_t tmp = 0;
-	if (is_float(from)) tbc_store_f64(to, &tmp, 0, a.f);
+	if (is_narrow(from)) {
+		uint64_t bits = (uint64_t)a.i;
+		a.f = tbc_load_f64(from, &bits, 0);
+	}
+	if (e->op == KIR_CAST_NO_SATURATE) /* integers through double, as the interpreter's Cast */
+		tbc_store_f64_nosat(to, &tmp, 0, is_float(from) ? a.f : is_unsigned(from) ? (double)(uint64_t)a.i : (double)a.i);
+	else if (is_float(from)) tbc_store_f64(to, &tmp, 0, a.f);
 	else if (is_unsigned(from)) tbc_store_u64(to, &tmp, 0, (uint64_t)a.i);
 	else tbc_store_i64(to, &tmp, 0, a.i);
-	if (is_float(to)) r.f = tbc_load_f64(to, &tmp, 0);
+	if (is_narrow(to)) r.i = (int64_t)tbc_load_bits(to, &tmp, 0);
+	else if (is_float(to)) r.f = tbc_load_f64(to, &tmp, 0);
 	else if (is_unsigned(to)) r.i = (int64_t)tbc_load_u64(to, &tmp, 0);
 	else r.i = tbc_load_i64(to, &tmp, 0);
 	return r;
@@ -227,7 +240,13 @@ static val eval(evaluator *ev, const kir_expr *e) {
 	if (ev->failed) return z;
 	switch (e->kind) {
 	case KIR_E_INT: return (val){.i = wrap(e->type, e->i)};
-	case KIR_E_FLOAT: return (val){.f = round_to(e->type, e->f)};
+	case KIR_E_FLOAT:
+		if (is_narrow(e->type)) {
+			uint64_t bits = 0;
+			tbc_store_f64(e->type, &bits, 0, e->f);
+			return (val){.i = (int64_t)tbc_load_bits(e->type, &bits, 0)};
+		}
+		return (val){.f = round_to(e->type, e->f)};
 	case KIR_E_VAR: return ev->vars[e->var->id];
 	case KIR_E_SIZE: return (val){.i = ev->sizes[e->size]};
 	case KIR_E_LOAD: {

@@ -68,6 +68,16 @@ static int new_pbuf(lower_cx *cx, kir_buffer_role role, const tbc_type *type, co
 	b->role = role;
 	b->type = *type;
 	b->name = ident(p->arena, name, "t", b->id);
+	/* Names are unique in the program (kernels name their buffers after
+	 * them): one cut to length or made alike by the spelling gets the id. */
+	bool clash = name && strlen(name) > 40;
+	for (int i = 0; i < p->n_bufs && !clash && b->name; i++) clash = !strcmp(p->bufs[i]->name, b->name);
+	if (clash && b->name) {
+		char buf[64];
+		snprintf(buf, sizeof buf, "%s_%d", b->name, b->id);
+		b->name = tbc_arena_strdup(p->arena, buf);
+	}
+	if (!b->name) return -1;
 	b->onnx_name = name ? tbc_arena_strdup(p->arena, name) : NULL;
 	b->offset = -1;
 	b->alias_of = -1;
@@ -358,12 +368,23 @@ bool nest_build(lk *l, nest *n, const tbc_type *out, int n_operands, const tbc_t
 	n->out = out;
 	int r = out->rank;
 	n->rank = 0;
+	/* group[i]: operand i's pattern over the dims of the loop being built
+	 * (ANY until a dim decides it); a dim joins the loop when it agrees for
+	 * every operand, so size-1 dims between others never hide a change. */
+	pattern small_group[16];
+	pattern *group = n_operands <= 16 ? small_group : calloc((size_t)n_operands, sizeof *group);
+	if (!group) return false;
 	for (int d = 0; d < r; d++) {
 		bool merge = n->rank > 0;
 		for (int i = 0; i < n_operands && merge; i++) {
-			pattern a = dim_pattern(out, operands[i], d - 1), b = dim_pattern(out, operands[i], d);
+			pattern a = group[i], b = dim_pattern(out, operands[i], d);
 			if (a == PAT_RUNTIME || b == PAT_RUNTIME) merge = false;
 			else if (a != PAT_ANY && b != PAT_ANY && a != b) merge = false;
+		}
+		for (int i = 0; i < n_operands; i++) {
+			pattern b = dim_pattern(out, operands[i], d);
+			if (!merge) group[i] = b;
+			else if (b != PAT_ANY) group[i] = b;
 		}
 		/* A run of ANY dims merges into the previous loop as well. */
 		if (merge) {
@@ -374,6 +395,7 @@ bool nest_build(lk *l, nest *n, const tbc_type *out, int n_operands, const tbc_t
 			n->rank++;
 		}
 	}
+	if (group != small_group) free(group);
 	n->first[n->rank] = r;
 	static const char *const names[] = {"i", "j", "k", "l", "m", "n"};
 	for (int g = 0; g < n->rank; g++) {

@@ -240,15 +240,12 @@ static kir_expr *ew_mean(ew *e) { return DIV(e, fold(e, KIR_ADD), C(e, e->n)); }
 static kir_expr *ew_where(ew *e) { return SEL(e, X0, X1, e->x[2]); }
 static kir_expr *ew_cast(ew *e) {
 	tbc_dtype to = e->op->outputs[0]->type.dtype;
-	if (tbc_attr_int(e->op, "saturate", 1) == 0 && tbc_dtype_is_float(to) && tbc_dtype_bits(to) <= 8) {
-		e->error = "Cast to float8 without saturation has no CPU lowering yet";
+	bool nosat = tbc_attr_int(e->op, "saturate", 1) == 0 && tbc_dtype_is_float(to) && tbc_dtype_bits(to) <= 8;
+	if (to == TBC_DT_F8E8M0 && strcmp(tbc_attr_string(e->op, "round_mode", "up"), "up")) {
+		e->error = "Cast to float8e8m0 rounding other than up has no CPU lowering yet";
 		return NULL;
 	}
-	if (to == TBC_DT_F8E8M0) {
-		e->error = "Cast to float8e8m0 has no CPU lowering yet";
-		return NULL;
-	}
-	return kir_e_cast(e->k, to, X0);
+	return nosat ? kir_e_cast_nosat(e->k, to, X0) : kir_e_cast(e->k, to, X0);
 }
 
 static const ew_row ew_table[TBC_OP_COUNT] = {

@@ -30,6 +30,15 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index);
 LLVMTypeRef cpu_type(cpu_cx *c, tbc_dtype t);
 bool cpu_fail(cpu_cx *c, tbc_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Narrow floats (cpu_narrow.c): held as their bits (i16 / i8); converted
+ * exactly as ir/dtype.c converts. */
+bool cpu_is_narrow_float(tbc_dtype t);
+LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits);
+/* x an f32 or f64 value; rounds once to nearest even.  saturate: float8
+ * out of range gives the largest finite value (else infinity or NaN). */
+LLVMValueRef cpu_float_to_narrow(cpu_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate);
+LLVMValueRef cpu_narrow_const(cpu_cx *c, tbc_dtype t, double v);
+
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */
 bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features);

@@ -44,16 +44,39 @@ LLVMTypeRef cpu_type(cpu_cx *c, tbc_dtype t) {
 	case TBC_DT_BOOL: return c->i1;
 	case TBC_DT_F32: return c->f32;
 	case TBC_DT_F64: return c->f64;
+	/* Narrow floats are their bits (codegen/cpu/cpu_narrow.c); sub-byte
+	 * integers compute in their own width (LLVM wraps i4 as kernel IR does)
+	 * and are one per byte in memory. */
+	case TBC_DT_F16:
+	case TBC_DT_BF16: return c->i16;
+	case TBC_DT_F8E4M3FN:
+	case TBC_DT_F8E4M3FNUZ:
+	case TBC_DT_F8E5M2:
+	case TBC_DT_F8E5M2FNUZ:
+	case TBC_DT_F8E8M0:
+	case TBC_DT_F4E2M1: return c->i8;
+	case TBC_DT_I4:
+	case TBC_DT_U4: return LLVMIntTypeInContext(c->ctx, 4);
+	case TBC_DT_I2:
+	case TBC_DT_U2: return LLVMIntTypeInContext(c->ctx, 2);
 	default:
 		cpu_fail(c, TBC_ERR_UNSUPPORTED, "%s has no CPU lowering yet", tbc_dtype_name(t));
 		return NULL;
 	}
 }
 
-/* The type a value of t has in memory (bool is a byte). */
-static LLVMTypeRef mem_type(cpu_cx *c, tbc_dtype t) { return t == TBC_DT_BOOL ? c->i8 : cpu_type(c, t); }
+static bool is_sub_byte_int(tbc_dtype t) {
+	return t == TBC_DT_I4 || t == TBC_DT_U4 || t == TBC_DT_I2 || t == TBC_DT_U2;
+}
 
-static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
+/* The type a value of t has in memory (bool and sub-byte integers are a
+ * byte each). */
+static LLVMTypeRef mem_type(cpu_cx *c, tbc_dtype t) {
+	return t == TBC_DT_BOOL || is_sub_byte_int(t) ? c->i8 : cpu_type(c, t);
+}
+
+/* Floats the backend computes with; narrow floats are bits. */
+static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t) && !cpu_is_narrow_float(t); }
 static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && (tbc_dtype_is_unsigned(t) || t == TBC_DT_BOOL); }
 static int bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
 
@@ -402,6 +425,23 @@ static LLVMValueRef cast(fn_cx *f, const kir_expr *e) {
 	tbc_dtype from = e->a->type, to = e->type;
 	LLVMTypeRef fty = LLVMTypeOf(x), tty = cpu_type(c, to);
 	if (!tty) return NULL;
+	if (from == to) return x;
+	/* Narrow floats: decode to f32 (exact), then cast as from f32; to one:
+	 * integers and bool go through f64 (tbc_store_i64 rounds (double)v),
+	 * floats encode from their own value. */
+	if (cpu_is_narrow_float(from)) {
+		x = cpu_narrow_to_f32(c, from, x);
+		if (!x) return NULL;
+		from = TBC_DT_F32;
+		fty = c->f32;
+		if (to == TBC_DT_F32) return x;
+	}
+	if (cpu_is_narrow_float(to)) {
+		if (!is_float(from)) {
+			x = is_unsigned(from) ? LLVMBuildUIToFP(b, x, c->f64, "") : LLVMBuildSIToFP(b, x, c->f64, "");
+		}
+		return cpu_float_to_narrow(c, to, x, e->op != KIR_CAST_NO_SATURATE);
+	}
 	if (fty == tty && is_float(from) == is_float(to)) return x;
 	if (to == TBC_DT_BOOL) {
 		if (is_float(from)) return LLVMBuildFCmp(b, LLVMRealUNE, x, LLVMConstReal(fty, 0.0), "");
@@ -431,12 +471,18 @@ static LLVMValueRef cast(fn_cx *f, const kir_expr *e) {
 static LLVMValueRef load(fn_cx *f, const kir_expr *e) {
 	cpu_cx *c = f->c;
 	LLVMValueRef i = expr(f, e->a);
-	LLVMTypeRef mt = mem_type(c, e->buf->dtype);
+	tbc_dtype dt = e->buf->dtype;
+	LLVMTypeRef mt = mem_type(c, dt);
 	if (!i || !mt) return NULL;
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, mt, f->bufs[e->buf->id], &i, 1, "");
 	LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
-	LLVMSetAlignment(v, (unsigned)tbc_dtype_size(e->buf->dtype));
-	if (e->buf->dtype == TBC_DT_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "");
+	LLVMSetAlignment(v, (unsigned)tbc_dtype_size(dt));
+	if (dt == TBC_DT_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "");
+	/* A sub-byte integer is the low bits of its byte (a signed one keeps
+	 * its sign in the whole byte, but only the low bits count, as
+	 * tbc_load_i64 reads them); f4e2m1 is the low nibble. */
+	if (is_sub_byte_int(dt)) v = LLVMBuildTrunc(c->b, v, cpu_type(c, dt), "");
+	if (dt == TBC_DT_F4E2M1) v = LLVMBuildAnd(c->b, v, LLVMConstInt(c->i8, 0xf, 0), "");
 	return v;
 }
 
@@ -453,7 +499,8 @@ static LLVMValueRef expr(fn_cx *f, const kir_expr *e) {
 	}
 	case KIR_E_FLOAT: {
 		LLVMTypeRef t = cpu_type(c, e->type);
-		v = t ? LLVMConstReal(t, e->f) : NULL;
+		if (t && cpu_is_narrow_float(e->type)) v = cpu_narrow_const(c, e->type, e->f);
+		else v = t ? LLVMConstReal(t, e->f) : NULL;
 		break;
 	}
 	case KIR_E_VAR: {
@@ -703,6 +750,9 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 			LLVMTypeRef mt = mem_type(c, s->buf->dtype);
 			if (!i || !v || !mt) return;
 			if (s->buf->dtype == TBC_DT_BOOL) v = LLVMBuildZExt(b, v, c->i8, "");
+			/* tbc_store_i64: a signed sub-byte integer fills its byte with its sign. */
+			if (is_sub_byte_int(s->buf->dtype))
+				v = tbc_dtype_is_unsigned(s->buf->dtype) ? LLVMBuildZExt(b, v, c->i8, "") : LLVMBuildSExt(b, v, c->i8, "");
 			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, f->bufs[s->buf->id], &i, 1, "");
 			LLVMValueRef st = LLVMBuildStore(b, v, p);
 			LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
