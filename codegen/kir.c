@@ -268,6 +268,25 @@ kir_stmt *kir_s_if(kir_kernel *k, kir_expr *cond, kir_stmt *body, kir_stmt *orel
 	return s;
 }
 
+kir_stmt *kir_s_error(kir_kernel *k, kir_expr *cond, const char *message) {
+	if (!cond || !message) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_ERROR);
+	if (s) {
+		s->cond = cond;
+		s->message = tbc_arena_strdup(k->arena, message);
+		if (!s->message) return k->failed = true, NULL;
+	}
+	return s;
+}
+
+static bool stmts_can_fail(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_ERROR || stmts_can_fail(s->body) || stmts_can_fail(s->orelse)) return true;
+	return false;
+}
+
+bool kir_kernel_can_fail(const kir_kernel *k) { return stmts_can_fail(k->body); }
+
 /* ---- Names ---------------------------------------------------------------*/
 const char *kir_type_name(tbc_dtype t) {
 	if (t == KIR_INDEX) return "index";
@@ -491,6 +510,11 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 				for (int i = 0; i < depth; i++) put(o, "  ");
 			}
 			put(o, "}\n");
+			break;
+		case KIR_S_ERROR:
+			put(o, "error \"%s\" if ", s->message ? s->message : "");
+			print_expr(o, k, s->cond, 0);
+			put(o, "\n");
 			break;
 		}
 	}
@@ -874,6 +898,11 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		v->n_scope = saved;
 		return;
 	}
+	case KIR_S_ERROR:
+		check_expr(v, s->cond);
+		need_type(v, s->cond, TBC_DT_BOOL, "the condition of error");
+		if (!s->message) verr(v, "error without a message");
+		return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);
 }

@@ -103,7 +103,12 @@ typedef enum kir_stmt_kind {
 	KIR_S_FOR,   /* for var in [lo, hi) step `step`: body */
 	KIR_S_STORE, /* buf[index] = value */
 	KIR_S_SET,   /* var = value (scalar locals: accumulators) */
-	KIR_S_IF     /* if cond: body else: orelse */
+	KIR_S_IF,    /* if cond: body else: orelse */
+	/* error message if cond: the run fails with `message` (the interpreter's
+	 * error, e.g. integer division by zero).  What the kernel stores after a
+	 * failed check is unspecified; no later kernel runs.  Backends report it
+	 * through the host's error callback (include/tbc/abi.h). */
+	KIR_S_ERROR
 } kir_stmt_kind;
 
 typedef struct kir_stmt {
@@ -116,6 +121,7 @@ typedef struct kir_stmt {
 	kir_expr *index, *value, *cond;
 	struct kir_stmt *body, *orelse; /* lists linked by next */
 	struct kir_stmt *next;
+	const char *message; /* KIR_S_ERROR */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -181,6 +187,10 @@ kir_stmt *kir_s_for(kir_kernel *k, kir_var *var, kir_expr *lo, kir_expr *hi, int
 kir_stmt *kir_s_store(kir_kernel *k, kir_buffer *b, kir_expr *index, kir_expr *value);
 kir_stmt *kir_s_set(kir_kernel *k, kir_var *var, kir_expr *value);
 kir_stmt *kir_s_if(kir_kernel *k, kir_expr *cond, kir_stmt *body, kir_stmt *orelse);
+/* Fails the run with message when cond (bool) holds; message is copied. */
+kir_stmt *kir_s_error(kir_kernel *k, kir_expr *cond, const char *message);
+/* Whether the kernel has an error statement (a backend checks after it). */
+bool kir_kernel_can_fail(const kir_kernel *k);
 
 /* ---- Printer, verifier (codegen/kir.c), evaluator (codegen/kir_eval.c) ----- */
 /* The text form (docs/kernel-ir.md), malloc'd; NULL when out of memory. */

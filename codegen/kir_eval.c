@@ -287,6 +287,9 @@ static void run(evaluator *ev, const kir_stmt *s) {
 			if (eval(ev, s->cond).i) run(ev, s->body);
 			else run(ev, s->orelse);
 			break;
+		case KIR_S_ERROR:
+			if (eval(ev, s->cond).i) eerr(ev, "%s", s->message);
+			break;
 		}
 	}
 }

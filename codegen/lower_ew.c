@@ -8,8 +8,8 @@
  * interpreter's int64 arithmetic does on store).  Ops the spec defines for
  * floats only compute integer inputs in f64, as the interpreter does.
  *
- * Differences from the interpreter, documented in docs/codegen.md: integer
- * division and modulo by zero give 0 instead of an error. */
+ * Integer division and modulo by a divisor that may be zero check it first
+ * (a kernel IR error statement): the run fails as the interpreter's does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@ typedef struct ew {
 	kir_expr **x;  /* inputs (NULL: omitted), cast to ct unless the row is EW_RAW */
 	tbc_dtype ct;  /* compute type */
 	const char *error; /* set by a definition that cannot lower this instance */
+	kir_block *checks; /* where run-time checks go (before the value is used); NULL: none possible */
 } ew;
 
 typedef kir_expr *(*ew_fn)(ew *e);
@@ -176,15 +177,33 @@ static kir_expr *ew_clip(ew *e) {
 }
 
 /* ---- Binary and variadic -----------------------------------------------------*/
+/* Integer division and modulo by zero fail the run, as in the interpreter:
+ * a check before the value is used (none for a non-zero constant). */
+static void check_divisor(ew *e, kir_expr *d, const char *what) {
+	if (ct_float(e) || !d || (d->kind == KIR_E_INT && d->i != 0)) return;
+	if (!e->checks) {
+		e->error = "integer division by a divisor that may be zero has no CPU lowering here yet";
+		return;
+	}
+	char msg[256];
+	snprintf(msg, sizeof msg, "node '%s' (%s): %s", e->op->name ? e->op->name : "", tbc_ops[e->op->code].onnx_name,
+		 what);
+	kir_block_add(e->k, e->checks, kir_s_error(e->k, CMP(e, KIR_EQ, d, C(e, 0)), msg));
+}
+
 static kir_expr *ew_add(ew *e) { return ADD(e, X0, X1); }
 static kir_expr *ew_sub(ew *e) { return SUB(e, X0, X1); }
 static kir_expr *ew_mul(ew *e) { return MUL(e, X0, X1); }
-static kir_expr *ew_div(ew *e) { return DIV(e, X0, X1); }
+static kir_expr *ew_div(ew *e) {
+	check_divisor(e, X1, "integer division by zero");
+	return DIV(e, X0, X1);
+}
 
 /* Mod: fmod=1 is C's fmod / %; fmod=0 takes the sign of the divisor (and a
  * float zero result takes the divisor's sign too). */
 static kir_expr *ew_mod(ew *e) {
 	int64_t fmod_attr = tbc_attr_int(e->op, "fmod", 0);
+	check_divisor(e, X1, "integer modulo by zero");
 	kir_expr *r = B(e, KIR_REM, X0, X1);
 	if (fmod_attr || ct_unsigned(e)) return r;
 	kir_expr *fix = B(e, KIR_AND, CMP(e, KIR_NE, r, C(e, 0)),
@@ -327,14 +346,14 @@ static bool dtype_lowers(tbc_dtype dt) { return tbc_dtype_supported(dt); }
 
 /* The scalar value of op's output 0 from its inputs' values x (in their
  * storage types); NULL with a diagnostic when this instance cannot lower. */
-static kir_expr *ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x) {
+static kir_expr *ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x, kir_block *checks) {
 	const ew_row *row = &ew_table[op->code];
 	tbc_dtype out = op->outputs[0]->type.dtype;
 	if (!dtype_lowers(out)) {
 		lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(out));
 		return NULL;
 	}
-	ew e = {.k = k, .op = op, .n = op->n_inputs, .x = x};
+	ew e = {.k = k, .op = op, .n = op->n_inputs, .x = x, .checks = checks};
 	kir_expr *cast[16];
 	if (op->n_inputs > 16) {
 		lower_error(cx, op, "op %s with %d inputs has no CPU lowering yet", tbc_ops[op->code].onnx_name,
@@ -358,7 +377,12 @@ static kir_expr *ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr
 }
 
 /* ew_expr for other lowering files (declared in lower_internal.h). */
-kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x) { return ew_expr(cx, k, op, x); }
+kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x) {
+	return ew_expr(cx, k, op, x, NULL);
+}
+kir_expr *lower_ew_expr_checked(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x, kir_block *checks) {
+	return ew_expr(cx, k, op, x, checks);
+}
 
 /* The value of operand v at the nest's point: scalar constants inline. */
 static kir_expr *operand(lk *l, const nest *n, const tbc_value *v) {
@@ -403,7 +427,7 @@ bool lower_elementwise(lower_cx *cx, const tbc_op *op) {
 	kir_expr *x[16] = {0};
 	for (int i = 0; i < op->n_inputs && i < 16; i++)
 		if (op->inputs[i] && !(x[i] = operand(&l, &n, op->inputs[i]))) return false;
-	kir_expr *v = ew_expr(cx, l.k, op, x);
+	kir_expr *v = ew_expr(cx, l.k, op, x, &n.body);
 	if (!v) return false;
 	kir_block_add(l.k, &n.body, kir_s_store(l.k, out, n.linear, v));
 	return lk_end(&l, nest_finish(&l, &n));
@@ -434,7 +458,7 @@ static kir_expr *fused_value(fuse *f, const tbc_value *v) {
 		kir_expr *x[16] = {0};
 		for (int i = 0; i < op->n_inputs && i < 16; i++)
 			if (op->inputs[i] && !(x[i] = fused_value(f, op->inputs[i]))) return NULL;
-		e = ew_expr(f->cx, f->l->k, op, x);
+		e = ew_expr(f->cx, f->l->k, op, x, &f->n->body);
 		if (e && tbc_value_use_count(v) > 1) {
 			char name[32];
 			snprintf(name, sizeof name, "v%u", v->id);

@@ -90,6 +90,10 @@ bool lower_elementwise(lower_cx *cx, const tbc_op *op);
  * their storage types, NULL: omitted); NULL with a diagnostic when this
  * instance cannot lower. */
 kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x);
+/* As lower_ew_expr, with the run-time checks the value needs (integer
+ * division by zero) appended to checks: add them to the body before the
+ * value's first use.  lower_ew_expr refuses an op needing a check. */
+kir_expr *lower_ew_expr_checked(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x, kir_block *checks);
 bool lower_fused(lower_cx *cx, const tbc_op *op);
 
 /* Each further family lowers the ops it knows: returns LOWER_NOT_MINE for

@@ -91,6 +91,7 @@ typedef struct fn_cx {
 	const kir_kernel *k;
 	int index;
 	LLVMValueRef fn, host;
+	LLVMValueRef status; /* i32 *: the run's error status; NULL when the kernel cannot fail */
 	LLVMValueRef *bufs, *sizes, *vars;
 	LLVMTypeRef closure_t;
 	bool outlined; /* inside an outlined parallel body */
@@ -614,7 +615,7 @@ static LLVMTypeRef closure_type(fn_cx *f) {
 	if (f->closure_t) return f->closure_t;
 	cpu_cx *c = f->c;
 	const kir_kernel *k = f->k;
-	int n = 1 + k->n_buffers + k->n_sizes + k->n_vars + 1;
+	int n = 1 + k->n_buffers + k->n_sizes + k->n_vars + 2;
 	LLVMTypeRef *fields = calloc((size_t)n, sizeof *fields);
 	if (!fields) return NULL;
 	int j = 0;
@@ -623,6 +624,7 @@ static LLVMTypeRef closure_type(fn_cx *f) {
 	for (int i = 0; i < k->n_sizes; i++) fields[j++] = c->i64;
 	for (int i = 0; i < k->n_vars; i++) fields[j++] = cpu_type(c, k->vars[i]->type);
 	fields[j++] = c->i64;
+	fields[j++] = c->ptr; /* status */
 	f->closure_t = LLVMStructTypeInContext(c->ctx, fields, (unsigned)n, 0);
 	free(fields);
 	return f->closure_t;
@@ -655,6 +657,7 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 		LLVMBuildStore(b, LLVMBuildLoad2(b, t, f->vars[i], ""), LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
 	}
 	LLVMBuildStore(b, lo, LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
+	LLVMBuildStore(b, f->status ? f->status : LLVMConstNull(c->ptr), LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
 
 	/* The outlined body. */
 	char name[128];
@@ -686,6 +689,8 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 			LLVMBuildStore(b, LLVMBuildLoad2(b, t, LLVMBuildStructGEP2(b, ct, cl, (unsigned)j++, ""), ""), g.vars[i]);
 		}
 		LLVMValueRef glo = LLVMBuildLoad2(b, c->i64, LLVMBuildStructGEP2(b, ct, cl, (unsigned)j++, ""), "lo");
+		if (f->status) g.status = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, ct, cl, (unsigned)j, ""), "status");
+		j++;
 		/* t in [begin, end): var = lo + t * step */
 		LLVMValueRef tslot = LLVMBuildAlloca(b, c->i64, "t");
 		LLVMValueRef begin = LLVMGetParam(body_fn, 1), end = LLVMGetParam(body_fn, 2);
@@ -729,6 +734,71 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 	LLVMPositionBuilderAtEnd(b, after);
 }
 
+/* Branch weights: the first successor is almost never taken. */
+static void set_unlikely(cpu_cx *c, LLVMValueRef br) {
+	LLVMMetadataRef ops[3] = {LLVMMDStringInContext2(c->ctx, "branch_weights", 14),
+				  LLVMValueAsMetadata(LLVMConstInt(c->i32, 1, 0)),
+				  LLVMValueAsMetadata(LLVMConstInt(c->i32, 1048575, 0))};
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "prof", 4),
+			LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ops, 3)));
+}
+
+/* void tbc.fail(host, i32 *status, message): the first failure of a run
+ * (status 0 -> TBC_ERR_RUNTIME, atomically: parallel chunks may race)
+ * reports its message through host->error; run() returns the status after
+ * the kernel. */
+static LLVMValueRef fail_fn(cpu_cx *c, LLVMTypeRef *out_ty) {
+	LLVMTypeRef params[3] = {c->ptr, c->ptr, c->ptr};
+	LLVMTypeRef fty = LLVMFunctionType(c->void_t, params, 3, 0);
+	*out_ty = fty;
+	LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "tbc.fail");
+	if (fn) return fn;
+	fn = LLVMAddFunction(c->mod, "tbc.fail", fty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	const char *attrs[] = {"noinline", "cold", "nounwind"};
+	for (int i = 0; i < 3; i++)
+		LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+					LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+	LLVMBasicBlockRef report = LLVMAppendBasicBlockInContext(c->ctx, fn, "report");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "done");
+	LLVMPositionBuilderAtEnd(b, entry);
+	LLVMValueRef host = LLVMGetParam(fn, 0), status = LLVMGetParam(fn, 1), msg = LLVMGetParam(fn, 2);
+	LLVMValueRef code = LLVMConstInt(c->i32, TBC_ERR_RUNTIME, 0);
+	LLVMValueRef x = LLVMBuildAtomicCmpXchg(b, status, LLVMConstInt(c->i32, 0, 0), code, LLVMAtomicOrderingMonotonic,
+						LLVMAtomicOrderingMonotonic, 0);
+	LLVMBuildCondBr(b, LLVMBuildExtractValue(b, x, 1, ""), report, done);
+	LLVMPositionBuilderAtEnd(b, report);
+	LLVMValueRef ctx = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, c->host_t, host, 0, ""), "ctx");
+	LLVMValueRef err = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, c->host_t, host, 3, ""), "error");
+	LLVMTypeRef eparams[3] = {c->ptr, c->i32, c->ptr};
+	LLVMValueRef args[3] = {ctx, code, msg};
+	LLVMBuildCall2(b, LLVMFunctionType(c->i32, eparams, 3, 0), err, args, 3, "");
+	LLVMBuildBr(b, done);
+	LLVMPositionBuilderAtEnd(b, done);
+	LLVMBuildRetVoid(b);
+	LLVMDisposeBuilder(b);
+	return fn;
+}
+
+static void report_error(fn_cx *f, const char *message) {
+	cpu_cx *c = f->c;
+	LLVMTypeRef fty;
+	LLVMValueRef fn = fail_fn(c, &fty);
+	/* The message, a private constant string (named by position: deterministic). */
+	char name[64];
+	snprintf(name, sizeof name, "tbc.msg.%d", c->n_messages++);
+	LLVMValueRef init = LLVMConstStringInContext2(c->ctx, message, strlen(message), 0);
+	LLVMValueRef g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+	LLVMValueRef args[3] = {f->host, f->status, g};
+	LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+}
+
 static void stmts(fn_cx *f, const kir_stmt *s) {
 	cpu_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
@@ -764,6 +834,23 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 			LLVMBuildStore(b, v, f->vars[s->var->id]);
 			break;
 		}
+		case KIR_S_ERROR: {
+			LLVMValueRef cond = expr(f, s->cond);
+			if (!cond || !f->status) {
+				if (cond) cpu_fail(c, TBC_ERR_INTERNAL, "an error statement in a kernel without status");
+				return;
+			}
+			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "fail");
+			LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "cont");
+			LLVMValueRef br = LLVMBuildCondBr(b, cond, fail, cont);
+			set_unlikely(c, br);
+			LLVMPositionBuilderAtEnd(b, fail);
+			report_error(f, s->message);
+			LLVMBuildBr(b, cont);
+			LLVMPositionBuilderAtEnd(b, cont);
+			memo_clear(f);
+			break;
+		}
 		case KIR_S_IF: {
 			LLVMValueRef cond = expr(f, s->cond);
 			if (!cond) return;
@@ -788,7 +875,8 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 }
 
 LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
-	int n_params = 1 + k->n_buffers + k->n_sizes;
+	bool can_fail = kir_kernel_can_fail(k);
+	int n_params = 1 + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
 	LLVMTypeRef *params = calloc((size_t)n_params, sizeof *params);
 	fn_cx f = {.c = c, .k = k, .index = index};
 	f.bufs = calloc((size_t)k->n_buffers + 1, sizeof *f.bufs);
@@ -804,6 +892,7 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
 	params[0] = c->ptr;
 	for (int i = 0; i < k->n_buffers; i++) params[1 + i] = c->ptr;
 	for (int i = 0; i < k->n_sizes; i++) params[1 + k->n_buffers + i] = c->i64;
+	if (can_fail) params[n_params - 1] = c->ptr;
 	char name[128];
 	snprintf(name, sizeof name, "tbc.k%d.%s", index, k->name);
 	fn = new_function(c, name, LLVMFunctionType(c->void_t, params, (unsigned)n_params, 0));
@@ -814,6 +903,7 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
 		LLVMSetValueName2(f.bufs[i], k->buffers[i]->name, strlen(k->buffers[i]->name));
 	}
 	for (int i = 0; i < k->n_sizes; i++) f.sizes[i] = LLVMGetParam(fn, (unsigned)(1 + k->n_buffers + i));
+	if (can_fail) f.status = LLVMGetParam(fn, (unsigned)(n_params - 1));
 	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
 	make_var_slots(&f);
 	stmts(&f, k->body);

@@ -162,17 +162,31 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 			break;
 		}
 	}
+	/* The run's error status (0: fine), set by a kernel's failed check. */
+	LLVMValueRef status = LLVMBuildAlloca(B, c->i32, "status");
+	LLVMBuildStore(B, LLVMConstInt(c->i32, 0, 0), status);
 	for (int l = 0; l < p->n_launches; l++) {
 		const kir_launch *la = &p->launches[l];
 		const kir_kernel *k = la->kernel;
-		int n = 1 + k->n_buffers + k->n_sizes;
+		bool can_fail = kir_kernel_can_fail(k);
+		int n = 1 + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
 		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
 		if (!args) break;
 		args[0] = host;
 		for (int a = 0; a < k->n_buffers; a++) args[1 + a] = ptrs[la->args[a]];
 		for (int s = 0; s < k->n_sizes; s++) args[1 + k->n_buffers + s] = syms[la->syms[s]];
+		if (can_fail) args[n - 1] = status;
 		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
 		free(args);
+		if (can_fail) { /* stop at the first failed kernel: return its status */
+			LLVMValueRef st = LLVMBuildLoad2(B, c->i32, status, "");
+			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, fn, "failed");
+			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, fn, "next");
+			LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, st, LLVMConstInt(c->i32, 0, 0), ""), fail, next);
+			LLVMPositionBuilderAtEnd(B, fail);
+			LLVMBuildRet(B, st);
+			LLVMPositionBuilderAtEnd(B, next);
+		}
 	}
 	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
 	free(syms);

@@ -208,6 +208,13 @@ static void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const
 	tbc_module_destroy(md->m);
 }
 
+static tbc_compile_options opts_at(int level) {
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.opt_level = level;
+	return o;
+}
+
 /* ---- Elementwise ---------------------------------------------------------------*/
 static void test_add_same_shape(void **state) {
 	(void)state;
@@ -343,6 +350,89 @@ static void test_mod_signs(void **state) {
 			tbc_op_add_attr(o, "fmod", TBC_ATTR_INT)->i = fm;
 			check(&md, o->outputs[0]);
 		}
+}
+
+/* Integer Div and Mod by zero fail the run with the interpreter's message,
+ * in the evaluator and in compiled code (through host->error), fused or
+ * not; a divisor with no zero runs. */
+static void expect_run_fails(model *md, tbc_value *out, const char *text, const tbc_compile_options *o) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_tensor *got[1] = {0};
+	assert_int_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, got, 1, d), TBC_ERR_RUNTIME);
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
+	size_t before = tbc_diags_count(d);
+	assert_int_equal(kir_program_eval(p, md->in, (size_t)md->n_in, got, 1, d), TBC_ERR_RUNTIME);
+	assert_true(tbc_diags_count(d) > before);
+	assert_non_null(strstr(tbc_diags_get(d, before)->message, text));
+	assert_null(got[0]);
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md->m, o, d, &j), TBC_OK);
+	before = tbc_diags_count(d);
+	assert_int_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, got, 1, d), TBC_ERR_RUNTIME);
+	assert_int_equal(tbc_diags_count(d), before + 1); /* reported once, however many zeros */
+	if (!strstr(tbc_diags_get(d, before)->message, text)) fprintf(stderr, "message: %s\n", tbc_diags_get(d, before)->message);
+	assert_non_null(strstr(tbc_diags_get(d, before)->message, text));
+	assert_null(got[0]);
+	tbc_jit_destroy(j);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+static void test_integer_division_by_zero_fails(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_I32, TBC_DT_U8, TBC_DT_I64};
+	for (size_t t = 0; t < 3; t++)
+		for (int level = 0; level <= 2; level += 2) {
+			tbc_compile_options o = opts_at(level);
+			model md = model_new();
+			tbc_value *a = input_sym(&md, types[t], "4,8", 1, 0, 100), *b = input_sym(&md, types[t], "8", 1, 1, 9);
+			memset(md.in[1]->data, 0, tbc_dtype_size(types[t]));
+			/* Abs(a) / b + 1: fused at -O2. */
+			tbc_value *q = op2(&md, TBC_OP_Div, op1(&md, TBC_OP_Abs, a), b);
+			expect_run_fails(&md, op2(&md, TBC_OP_Add, q, a), "integer division by zero", &o);
+
+			md = model_new();
+			a = input_sym(&md, types[t], "4,8", 1, 0, 100), b = input_sym(&md, types[t], "4,8", 1, 1, 9);
+			memset((char *)md.in[1]->data + 17 * tbc_dtype_size(types[t]), 0, tbc_dtype_size(types[t]));
+			tbc_op *m = node(&md, TBC_OP_Mod, 2, a, b, NULL);
+			tbc_op_add_attr(m, "fmod", TBC_ATTR_INT)->i = (int64_t)(t & 1);
+			expect_run_fails(&md, m->outputs[0], "integer modulo by zero", &o);
+		}
+}
+
+/* The kernel prints its check; a non-zero constant divisor needs none. */
+static void test_division_check_in_kernel_ir(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_I32, "8"), *b = input(&md, TBC_DT_I32, "8");
+	int64_t one[1] = {1};
+	double three[1] = {3};
+	tbc_value *q = op2(&md, TBC_OP_Div, a, b);
+	tbc_value *outs[2] = {q, op2(&md, TBC_OP_Div, a, constant(&md, TBC_DT_I32, 0, one, three))};
+	tbc_graph_add_output(md.m->main, outs[0]);
+	tbc_graph_add_output(md.m->main, outs[1]);
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md.m, arena, d, &p), TBC_OK);
+	char *text = kir_program_print(p);
+	const char *first = strstr(text, "error \"node 'n' (Div): integer division by zero\" if eq(");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "error \"")); /* one check: the constant divisor has none */
+	free(text);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
 }
 
 static void test_pow_float_and_integer(void **state) {
@@ -594,13 +684,6 @@ static void test_fused_region_two_shapes(void **state) {
 }
 
 /* ---- Compile paths: passes and memory planning ------------------------------------*/
-static tbc_compile_options opts_at(int level) {
-	tbc_compile_options o;
-	tbc_compile_options_init(&o);
-	o.opt_level = level;
-	return o;
-}
-
 static int count_ops(const tbc_graph *g) {
 	int n = 0;
 	for (const tbc_op *op = g->first; op; op = op->next) n++;
@@ -1031,6 +1114,8 @@ int main(void) {
 		cmocka_unit_test(test_integer_arithmetic_wraps),
 		cmocka_unit_test(test_integer_unary),
 		cmocka_unit_test(test_mod_signs),
+		cmocka_unit_test(test_integer_division_by_zero_fails),
+		cmocka_unit_test(test_division_check_in_kernel_ir),
 		cmocka_unit_test(test_pow_float_and_integer),
 		cmocka_unit_test(test_bitshift_left_and_right),
 		cmocka_unit_test(test_logic_and_where),

@@ -245,6 +245,77 @@ static void test_eval_checks_bounds_at_run_time(void **state) {
 	done(&f);
 }
 
+/* error "message" if cond: prints, verifies (a bool condition), and fails
+ * the evaluation with the message when the condition holds. */
+static void test_error_statement(void **state) {
+	(void)state;
+	fixture f = make(3, false);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *x = kir_e_load(k, f.x, kir_e_var(k, i));
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_error(k, kir_e_cmp(k, KIR_LT, x, kir_e_float(k, TBC_DT_F32, 0)), "negative input"));
+	kir_block_add(k, &b, kir_s_store(k, f.y, kir_e_var(k, i), kir_e_unary(k, KIR_SQRT, x)));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_PARALLEL, b.first);
+	assert_true(kir_verify(k, f.d));
+	assert_true(kir_kernel_can_fail(k));
+	char *text = kir_print(k);
+	assert_non_null(strstr(text, "    error \"negative input\" if lt(x[%i], 0.0:f32)\n    y[%i] = sqrt(x[%i])\n"));
+	free(text);
+	float x1[3] = {4, 9, 16}, y[3];
+	void *bufs[2] = {x1, y};
+	assert_true(kir_eval(k, bufs, NULL, f.d));
+	assert_true(y[2] == 4.0f);
+	float x2[3] = {4, -9, 16};
+	bufs[0] = x2;
+	assert_false(kir_eval(k, bufs, NULL, f.d));
+	assert_true(mentions(f.d, "negative input"));
+	done(&f);
+
+	f = make(3, false);
+	k = f.k;
+	k->body = kir_s_error(k, kir_e_float(k, TBC_DT_F32, 1), "not a condition");
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "the condition of error"));
+	done(&f);
+}
+
+/* A cast to float8 without saturation prints as such and is refused for
+ * other targets. */
+static void test_cast_without_saturation(void **state) {
+	(void)state;
+	fixture f = make(3, false);
+	kir_kernel *k = f.k;
+	kir_expr *d = kir_e_index(k, 3);
+	kir_buffer *z = kir_buffer_new(k, "z", TBC_DT_F8E4M3FN, KIR_BUF_OUTPUT, 1, &d);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *x = kir_e_load(k, f.x, kir_e_var(k, i));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_PARALLEL,
+			    kir_s_store(k, z, kir_e_var(k, i), kir_e_cast_nosat(k, TBC_DT_F8E4M3FN, x)));
+	assert_true(kir_verify(k, f.d));
+	char *text = kir_print(k);
+	assert_non_null(strstr(text, "z[%i] = f8e4m3fn.nosat(x[%i])"));
+	free(text);
+	float x1[3] = {1, 1000, -1000};
+	uint8_t out[3], y[3];
+	void *bufs[3] = {x1, y, out};
+	assert_true(kir_eval(k, bufs, NULL, f.d));
+	assert_int_equal(out[0], 0x38);
+	assert_int_equal(out[1], 0x7f); /* NaN: e4m3fn has no infinity */
+	assert_int_equal(out[2], 0xff);
+	done(&f);
+
+	f = make(3, false);
+	k = f.k;
+	i = kir_var_new(k, "i", KIR_INDEX);
+	x = kir_e_load(k, f.x, kir_e_var(k, i));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_PARALLEL,
+			    kir_s_store(k, f.y, kir_e_var(k, i), kir_e_cast_nosat(k, TBC_DT_F32, kir_e_cast(k, TBC_DT_F64, x))));
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "without saturation to f32"));
+	done(&f);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_index_math_folds),
@@ -259,6 +330,8 @@ int main(void) {
 		cmocka_unit_test(test_verify_parallel_loop_sets_outer_local),
 		cmocka_unit_test(test_verify_use_outside_scope_and_narrow_math),
 		cmocka_unit_test(test_eval_checks_bounds_at_run_time),
+		cmocka_unit_test(test_error_statement),
+		cmocka_unit_test(test_cast_without_saturation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
