@@ -40,6 +40,10 @@ LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits);
 LLVMValueRef cpu_float_to_narrow(cpu_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate);
 LLVMValueRef cpu_narrow_const(cpu_cx *c, tbc_dtype t, double v);
 
+/* f32 exp, log, tanh and erf as inline polynomials (cpu_math.c); NULL for
+ * other ops. */
+LLVMValueRef cpu_math_f32(cpu_cx *c, kir_unop op, LLVMValueRef x);
+
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */
 bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features);

@@ -251,6 +251,9 @@ static LLVMValueRef unary(fn_cx *f, const kir_expr *e) {
 	kir_unop op = (kir_unop)e->op;
 	if (is_float(t)) {
 		LLVMValueRef zero = LLVMConstReal(ty, 0.0), one = LLVMConstReal(ty, 1.0);
+		/* f32 exp, log, tanh, erf: inline polynomials the vectorizer widens. */
+		if (ty == c->f32 && (op == KIR_EXP || op == KIR_LOG || op == KIR_TANH || op == KIR_ERF))
+			return cpu_math_f32(c, op, x);
 		switch (op) {
 		case KIR_NEG: return LLVMBuildFNeg(b, x, "");
 		case KIR_ABS: return call_intrinsic1(f, "llvm.fabs", x);

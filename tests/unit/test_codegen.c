@@ -970,6 +970,95 @@ static tbc_tensor *interpret(model *md) {
 	return out;
 }
 
+/* ---- Vectorizable math ------------------------------------------------------------
+ * f32 exp, log, tanh and erf are inline polynomials: within a few ulp of the
+ * interpreter's (libm in double, rounded) over a dense range, exact at the
+ * special values, and the loops using them vectorize (no libm call left). */
+static double ulps(float want, float got) {
+	if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : INFINITY;
+	if (want == got) return 0;
+	if (isinf(want) || isinf(got)) return INFINITY;
+	double sp = nextafterf(fabsf(want), INFINITY) - fabsf(want);
+	return fabs((double)want - (double)got) / sp;
+}
+
+static void test_vector_math_accuracy(void **state) {
+	(void)state;
+	static const struct {
+		tbc_opcode op;
+		double lo, hi, max_ulps;
+	} cases[] = {{TBC_OP_Exp, -110, 90, 1.0}, {TBC_OP_Log, 0, 1e6, 1.0}, {TBC_OP_Tanh, -12, 12, 1.5},
+		     {TBC_OP_Erf, -5, 5, 2.5}, {TBC_OP_Sigmoid, -100, 100, 3.0}};
+	static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 1e-40f, -1e-40f, 1.0f, -1.0f,
+					88.72283f, 88.7229f, -87.33654f, -103.972f, -104.0f, 3.4e38f, 0.625f, 0.99999994f, 4.0f};
+	enum { N = 200000 };
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, "200000");
+		float *xs = md.in[0]->data;
+		for (int i = 0; i < N; i++) xs[i] = (float)(cases[k].lo + (cases[k].hi - cases[k].lo) * i / (N - 1));
+		/* log over the whole range of magnitudes too */
+		if (cases[k].op == TBC_OP_Log)
+			for (int i = 0; i < N / 2; i++) xs[i] = ldexpf(1.0f + (float)i / (N / 2), -149 + i % 277);
+		memcpy(xs, special, sizeof special);
+		tbc_graph_add_output(md.m->main, op1(&md, cases[k].op, x));
+		tbc_diags *d = tbc_diags_create();
+		tbc_infer cx = {md.m, d};
+		assert_true(tbc_infer_graph(&cx, md.m->main));
+		tbc_tensor *want = interpret(&md), *got = NULL;
+		assert_int_equal(tbc_run_cpu(md.m, md.in, 1, &got, 1, d), TBC_OK);
+		const float *w = want->data, *g = got->data;
+		double worst = 0;
+		int at = 0;
+		for (int i = 0; i < N; i++) {
+			double u = ulps(w[i], g[i]);
+			if (i < 5 && memcmp(&w[i], &g[i], 4) && !(isnan(w[i]) && isnan(g[i]))) u = INFINITY; /* 0, -0, inf, -inf, NaN */
+			if (u > worst) worst = u, at = i;
+		}
+		if (worst > cases[k].max_ulps)
+			fprintf(stderr, "%s(%.9g): want %.9g got %.9g (%.2f ulp)\n", tbc_ops[cases[k].op].name, xs[at], w[at],
+				g[at], worst);
+		assert_true(worst <= cases[k].max_ulps);
+		tbc_tensor_destroy(want);
+		tbc_tensor_destroy(got);
+		tbc_diags_destroy(d);
+		tbc_tensor_destroy(md.in[0]);
+		tbc_module_destroy(md.m);
+	}
+}
+
+static void test_vector_math_vectorizes(void **state) {
+	(void)state;
+	static const tbc_opcode ops[] = {TBC_OP_Exp, TBC_OP_Log, TBC_OP_Tanh, TBC_OP_Erf, TBC_OP_Sigmoid, TBC_OP_Gelu};
+	for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, "64,1024");
+		tbc_graph_add_output(md.m->main, op1(&md, ops[k], x));
+		tbc_diags *d = tbc_diags_create();
+		tbc_infer cx = {md.m, d};
+		assert_true(tbc_infer_graph(&cx, md.m->main));
+		tbc_compile_options o;
+		tbc_compile_options_init(&o);
+		o.target_triple = "x86_64-unknown-linux-gnu";
+		o.cpu = "haswell";
+		const char *path = tmp_path("math.ll");
+		assert_int_equal(tbc_compile_to_file(md.m, &o, path, d), TBC_OK);
+		size_t n;
+		char *ir = read_all(path, &n);
+		assert_non_null(ir);
+		if (!strstr(ir, "<8 x float>")) fprintf(stderr, "%s: no <8 x float> in the IR\n", tbc_ops[ops[k]].name);
+		assert_non_null(strstr(ir, "<8 x float>"));
+		assert_null(strstr(ir, "@expf"));
+		assert_null(strstr(ir, "@logf"));
+		assert_null(strstr(ir, "@tanhf"));
+		assert_null(strstr(ir, "@erff"));
+		free(ir);
+		tbc_diags_destroy(d);
+		tbc_tensor_destroy(md.in[0]);
+		tbc_module_destroy(md.m);
+	}
+}
+
 static void test_object_is_deterministic_with_header(void **state) {
 	(void)state;
 	model md = weighted_model();
@@ -1139,6 +1228,8 @@ int main(void) {
 		cmocka_unit_test(test_symbolic_values_in_a_scaled_part),
 		cmocka_unit_test(test_unlowered_op_is_unsupported),
 		cmocka_unit_test(test_program_prints_kernels),
+		cmocka_unit_test(test_vector_math_accuracy),
+		cmocka_unit_test(test_vector_math_vectorizes),
 		cmocka_unit_test(test_object_is_deterministic_with_header),
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
 		cmocka_unit_test(test_external_weights_file),
