@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codegen/lower_conv.h"
 #include "codegen/lower_gemm.h"
 #include "ir/kernels/conv_util.h"
 
@@ -400,6 +401,6 @@ lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_GlobalAveragePool: return lower_global_pool(cx, op, POOL_AVG);
 	case TBC_OP_GlobalMaxPool: return lower_global_pool(cx, op, POOL_MAX);
 	case TBC_OP_GlobalLpPool: return lower_global_pool(cx, op, POOL_LP);
-	default: return LOWER_NOT_MINE;
+	default: return lower_conv_more(cx, op);
 	}
 }

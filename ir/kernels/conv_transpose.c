@@ -8,19 +8,11 @@
 
 /* ---- ConvTranspose geometry ----------------------------------------------*/
 
-typedef struct tconv_geom {
-	int nsp;
-	int64_t kernel[CONV_MAX_SPATIAL], stride[CONV_MAX_SPATIAL], dil[CONV_MAX_SPATIAL];
-	int64_t out_pad[CONV_MAX_SPATIAL], pad_begin[CONV_MAX_SPATIAL], pad_end[CONV_MAX_SPATIAL];
-	int64_t in[CONV_MAX_SPATIAL], out[CONV_MAX_SPATIAL];
-	bool keeps[CONV_MAX_SPATIAL];
-} tconv_geom;
-
 static int64_t floor_div2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
 /* Reads the attributes; kernel[i] < 0 where the weight's dim is unknown.
  * in[i] < 0 gives out[i] < 0 unless output_shape fixes it. */
-static const char *tconv_geom_make(tconv_geom *g, const tbc_op *op, int nsp, const int64_t *wk, const int64_t *in) {
+const char *tconv_geom_make(tconv_geom *g, const tbc_op *op, int nsp, const int64_t *wk, const int64_t *in) {
 	memset(g, 0, sizeof *g);
 	g->nsp = nsp;
 	conv_autopad ap;

@@ -40,6 +40,19 @@ const char *conv_geom_resolve(conv_geom *g);
 /* Reads an auto_pad attribute; false when its value is unknown. */
 bool conv_read_autopad(const tbc_op *op, conv_autopad *out);
 
+/* ConvTranspose's geometry (ir/kernels/conv_transpose.c): pads resolved
+ * from auto_pad or output_shape, out[] from in[] (kernel[i] < 0 where the
+ * weight's dim is unknown; in[i] < 0 gives out[i] < 0 unless output_shape
+ * fixes it).  Shared with its CPU lowering (codegen/lower_conv_t.c). */
+typedef struct tconv_geom {
+	int nsp;
+	int64_t kernel[CONV_MAX_SPATIAL], stride[CONV_MAX_SPATIAL], dil[CONV_MAX_SPATIAL];
+	int64_t out_pad[CONV_MAX_SPATIAL], pad_begin[CONV_MAX_SPATIAL], pad_end[CONV_MAX_SPATIAL];
+	int64_t in[CONV_MAX_SPATIAL], out[CONV_MAX_SPATIAL];
+	bool keeps[CONV_MAX_SPATIAL];
+} tconv_geom;
+const char *tconv_geom_make(tconv_geom *g, const tbc_op *op, int nsp, const int64_t *wk, const int64_t *in);
+
 /* Sets dims[2..] of an output type from g: static where known, the input's
  * own dim where the window maps it to itself, fresh symbols otherwise. */
 void conv_geom_type_dims(tbc_infer *cx, const conv_geom *g, const tbc_type *x, tbc_type *y);
