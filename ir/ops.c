@@ -1,4 +1,5 @@
 /* The op table built from ops.def, and attribute access. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -39,7 +40,14 @@ int64_t tbc_attr_int(const tbc_op *op, const char *name, int64_t dflt) {
 	const tbc_attr *a = tbc_op_attr(op, name);
 	if (!a) return dflt;
 	if (a->kind == TBC_ATTR_INT) return a->i;
-	if (a->kind == TBC_ATTR_FLOAT) return (int64_t)a->f;
+	/* A float where an int belongs: the value converts, saturating, since
+	 * a model is untrusted and C leaves out-of-range conversion undefined. */
+	if (a->kind == TBC_ATTR_FLOAT) {
+		if (isnan(a->f)) return dflt;
+		if (a->f >= 9223372036854775807.0) return INT64_MAX;
+		if (a->f <= -9223372036854775808.0) return INT64_MIN;
+		return (int64_t)a->f;
+	}
 	return dflt;
 }
 
