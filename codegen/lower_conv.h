@@ -4,7 +4,8 @@
 
 #include "codegen/lower_internal.h"
 
-/* ConvTranspose, MaxUnpool, GridSample (codegen/lower_conv_t.c):
+/* ConvTranspose, MaxUnpool, GridSample, RoiAlign, DeformConv
+ * (codegen/lower_conv_t.c):
  * LOWER_NOT_MINE for any other op. */
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op);
 

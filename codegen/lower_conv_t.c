@@ -1,4 +1,4 @@
-/* ConvTranspose, MaxUnpool, GridSample and RoiAlign lowered for the CPU
+/* ConvTranspose, MaxUnpool, GridSample, RoiAlign and DeformConv lowered
  * (dispatched from lower_family_conv, codegen/lower_conv.c).
  *
  * ConvTranspose is a GEMM followed by a gather (col2im), so that every
@@ -22,7 +22,10 @@
  *
  * RoiAlign: parallel over (roi, channel) planes; the region geometry is
  * computed in the rois' precision (rounded to float32 at every step for
- * float32 rois, as the interpreter does). */
+ * float32 rois, as the interpreter does).
+ *
+ * DeformConv: a deformable im2col into the same scratch, then Conv's GEMM
+ * (see its section).  docs/lower-conv-more.md has the details. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -573,12 +576,169 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
+/* ---- DeformConv ------------------------------------------------------------------
+ * A deformable im2col (each tap of each output position sampled at its
+ * place plus its offset, multilinear with zeros outside, times the mask)
+ * into a scratch col[n, g][(c, k...)][o...], then Conv's GEMM:
+ * y[n, g] = W[g] * col[n, g] + B. */
+typedef struct dconv_cx {
+	int64_t G, Mg, Kg, P;
+	kir_buffer *bias;
+	tbc_dtype ct, yt;
+} dconv_cx;
+
+static kir_expr *dconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	dconv_cx *c = ctx;
+	switch (which) {
+	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg * c->Kg));
+	case 1: return MUL(l, batch, I(l, c->Kg * c->P));
+	default: return MUL(l, batch, I(l, c->Mg * c->P));
+	}
+}
+
+static kir_expr *dconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	(void)col;
+	dconv_cx *c = ctx;
+	if (c->bias) {
+		kir_expr *m = c->G == 1 ? row : ADD(l, MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg)), row);
+		acc = FB(l, KIR_ADD, acc, CAST(l, c->ct, kir_e_load(l->k, c->bias, m)));
+	}
+	return CAST(l, c->yt, acc);
+}
+
+static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *ov = op->inputs[2], *yv = op->outputs[0];
+	const tbc_value *bv = op->n_inputs > 3 ? op->inputs[3] : NULL, *mv = op->n_inputs > 4 ? op->inputs[4] : NULL;
+	const tbc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type, *yt = &yv->type;
+	dconv_cx c = {0};
+	if (!float_ct(xt->dtype, &c.ct)) return refuse(cx, op, "on this dtype");
+	int nsp = xt->rank - 2;
+	if (nsp < 1 || nsp > 3 || wt->rank != xt->rank || ot->rank != xt->rank || yt->rank != xt->rank ||
+	    (mv && mv->type.rank != xt->rank))
+		return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(ot, 1) || !static_dims(yt, 1) ||
+	    (mv && !static_dims(&mv->type, 1)))
+		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	conv_geom g;
+	int64_t kernel[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) kernel[i] = wt->dims[2 + i].size;
+	const char *err = conv_geom_read(&g, op, nsp, kernel, true, false);
+	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
+	if (!err) err = conv_geom_resolve(&g);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	c.G = tbc_attr_int(op, "group", 1);
+	int64_t OG = tbc_attr_int(op, "offset_group", 1);
+	int64_t C = xt->dims[1].size, Cg = wt->dims[1].size, M = wt->dims[0].size;
+	int64_t KS = conv_prod(0, nsp, g.kernel);
+	if (c.G <= 0 || OG <= 0 || C != Cg * c.G || M % c.G || C % OG || ot->dims[1].size != OG * KS * nsp ||
+	    (mv && mv->type.dims[1].size != OG * KS))
+		return lower_error(cx, op, "DeformConv channels, groups and offsets disagree"), LOWER_FAILED;
+	for (int i = 0; i < nsp; i++)
+		if (g.out[i] != yt->dims[2 + i].size || ot->dims[2 + i].size != g.out[i] || (mv && mv->type.dims[2 + i].size != g.out[i]))
+			return lower_error(cx, op, "DeformConv geometry disagrees with its types"), LOWER_FAILED;
+	c.Mg = M / c.G;
+	c.Kg = Cg * KS;
+	c.P = conv_prod(0, nsp, g.out);
+	c.yt = yt->dtype;
+	int64_t Cog = C / OG, isz = conv_prod(0, nsp, g.in);
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	int cb = col_buf(cx, c.ct, xt->dims[0], c.G * c.Kg * c.P);
+	if (cb < 0) return LOWER_FAILED;
+	/* The deformable im2col: parallel over rows (n, g, c, k). */
+	{
+		lk l;
+		if (!lk_begin(&l, cx, "deform_im2col")) return LOWER_FAILED;
+		kir_kernel *k = l.k;
+		kir_buffer *x = lk_value(&l, xv), *off = lk_value(&l, ov), *mask = mv ? lk_value(&l, mv) : NULL, *col = lk_buf(&l, cb);
+		if (!x || !off || (mv && !mask) || !col) return LOWER_FAILED;
+		const tbc_dtype D = TBC_DT_F64;
+		kir_var *rv = kir_var_new(k, "r", KIR_INDEX), *ol = kir_var_new(k, "ol", KIR_INDEX);
+		kir_block row = {0}, pt = {0};
+		kir_expr *ng = local(&l, &row, "ng", DIV(&l, V(&l, rv), I(&l, c.Kg)));
+		kir_expr *kk = local(&l, &row, "kk", MOD(&l, V(&l, rv), I(&l, c.Kg)));
+		kir_expr *n = local(&l, &row, "n", DIV(&l, ng, I(&l, c.G)));
+		kir_expr *ch = local(&l, &row, "ch", ADD(&l, MUL(&l, MOD(&l, ng, I(&l, c.G)), I(&l, Cg)), DIV(&l, kk, I(&l, KS))));
+		kir_expr *kl = local(&l, &row, "kl", MOD(&l, kk, I(&l, KS)));
+		kir_expr *og = DIV(&l, ch, I(&l, Cog));
+		kir_expr *tap = local(&l, &row, "tap", ADD(&l, MUL(&l, ADD(&l, MUL(&l, n, I(&l, OG)), og), I(&l, KS)), kl));
+		kir_expr *plane = local(&l, &row, "plane", MUL(&l, ADD(&l, MUL(&l, n, I(&l, C)), ch), I(&l, isz)));
+		kir_expr *kd[CONV_MAX_SPATIAL], *od[CONV_MAX_SPATIAL];
+		kir_expr *rem = kl;
+		for (int d = nsp - 1; d >= 0; d--) {
+			kd[d] = local(&l, &row, "kd", MOD(&l, rem, I(&l, g.kernel[d])));
+			rem = DIV(&l, rem, I(&l, g.kernel[d]));
+		}
+		rem = V(&l, ol);
+		for (int d = nsp - 1; d >= 0; d--) {
+			od[d] = local(&l, &pt, "od", MOD(&l, rem, I(&l, g.out[d])));
+			rem = DIV(&l, rem, I(&l, g.out[d]));
+		}
+		kir_expr *lo[CONV_MAX_SPATIAL], *fr[CONV_MAX_SPATIAL], *near = NULL;
+		for (int d = 0; d < nsp; d++) {
+			kir_expr *base = ADD(&l, SUB(&l, MUL(&l, od[d], I(&l, g.stride[d])), I(&l, g.pad_begin[d])), MUL(&l, kd[d], I(&l, g.dil[d])));
+			kir_expr *at = ADD(&l, MUL(&l, ADD(&l, MUL(&l, tap, I(&l, nsp)), I(&l, d)), I(&l, c.P)), V(&l, ol));
+			kir_expr *pos = local(&l, &pt, "pos", FB(&l, KIR_ADD, CAST(&l, D, CAST(&l, TBC_DT_I64, base)), CAST(&l, D, kir_e_load(k, off, at))));
+			kir_expr *ok = AND(&l, CMP(&l, KIR_GT, pos, F(&l, D, -2.0)), CMP(&l, KIR_LT, pos, F(&l, D, (double)g.in[d] + 1.0)));
+			near = near ? AND(&l, near, ok) : ok;
+			pos = local(&l, &pt, "pos", SEL(&l, ok, pos, F(&l, D, 0))); /* keeps the cast below defined */
+			kir_expr *f = local(&l, &pt, "f", kir_e_unary(k, KIR_FLOOR, pos));
+			lo[d] = local(&l, &pt, "lo", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, f)));
+			fr[d] = local(&l, &pt, "fr", FB(&l, KIR_SUB, pos, f));
+		}
+		near = local(&l, &pt, "near", near);
+		kir_var *acc = kir_var_new(k, "acc", D);
+		kir_block_add(k, &pt, kir_s_set(k, acc, F(&l, D, 0)));
+		for (unsigned corner = 0; corner < (1u << nsp); corner++) {
+			kir_expr *w = NULL, *inside = NULL, *il = I(&l, 0);
+			for (int d = 0; d < nsp; d++) {
+				unsigned bit = (corner >> (nsp - 1 - d)) & 1u;
+				kir_expr *i = bit ? ADD(&l, lo[d], I(&l, 1)) : lo[d];
+				kir_expr *wd = bit ? fr[d] : FB(&l, KIR_SUB, F(&l, D, 1), fr[d]);
+				w = w ? FB(&l, KIR_MUL, w, wd) : FB(&l, KIR_MUL, F(&l, D, 1), wd);
+				kir_expr *ok = AND(&l, CMP(&l, KIR_GE, i, I(&l, 0)), CMP(&l, KIR_LT, i, I(&l, g.in[d])));
+				inside = inside ? AND(&l, inside, ok) : ok;
+				il = ADD(&l, MUL(&l, il, I(&l, g.in[d])), MIN(&l, MAX(&l, i, I(&l, 0)), I(&l, g.in[d] - 1)));
+			}
+			kir_expr *wv2 = local(&l, &pt, "w", w);
+			kir_expr *use = AND(&l, AND(&l, near, inside), CMP(&l, KIR_NE, wv2, F(&l, D, 0)));
+			kir_expr *sum = FB(&l, KIR_ADD, V(&l, acc), FB(&l, KIR_MUL, wv2, CAST(&l, D, kir_e_load(k, x, ADD(&l, plane, il)))));
+			kir_block_add(k, &pt, kir_s_set(k, acc, SEL(&l, use, sum, V(&l, acc))));
+		}
+		kir_expr *v = V(&l, acc);
+		if (mask) v = FB(&l, KIR_MUL, CAST(&l, D, kir_e_load(k, mask, ADD(&l, MUL(&l, tap, I(&l, c.P)), V(&l, ol)))), v);
+		kir_block_add(k, &pt, kir_s_store(k, col, ADD(&l, MUL(&l, V(&l, rv), I(&l, c.P)), V(&l, ol)), CAST(&l, c.ct, v)));
+		kir_block_add(k, &row, kir_s_for(k, ol, I(&l, 0), I(&l, c.P), 1, KIR_LOOP_SEQUENTIAL, pt.first));
+		kir_expr *rows = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G * c.Kg));
+		if (!lk_end(&l, kir_s_for(k, rv, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
+	}
+	lk l;
+	if (!lk_begin(&l, cx, "deformconv")) return LOWER_FAILED;
+	gemm_spec s = {.ct = c.ct};
+	s.a.buf = lk_value(&l, wv);
+	s.b.buf = lk_buf(&l, cb);
+	s.y.buf = lk_buf(&l, yb);
+	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = I(&l, c.Mg), s.N = I(&l, c.P), s.K = I(&l, c.Kg);
+	s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
+	s.a.rs = I(&l, c.Kg), s.a.cs = I(&l, 1);
+	s.b.rs = I(&l, c.P), s.b.cs = I(&l, 1);
+	s.y.rs = I(&l, c.P), s.y.cs = I(&l, 1);
+	s.ctx = &c;
+	s.base = dconv_base;
+	s.epi = dconv_epi;
+	return failed(lk_end(&l, gemm_generate(&l, &s)));
+}
+
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op) {
 	switch (op->code) {
 	case TBC_OP_ConvTranspose: return lower_conv_transpose(cx, op);
 	case TBC_OP_MaxUnpool: return lower_max_unpool(cx, op);
 	case TBC_OP_GridSample: return lower_grid_sample(cx, op);
 	case TBC_OP_RoiAlign: return lower_roi_align(cx, op);
+	case TBC_OP_DeformConv: return lower_deform_conv(cx, op);
 	default: return LOWER_NOT_MINE;
 	}
 }

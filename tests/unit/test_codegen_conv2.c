@@ -390,6 +390,47 @@ static void test_roialign_modes_and_sampling(void **state) {
 				}
 }
 
+/* ---- DeformConv -----------------------------------------------------------------*/
+typedef struct dconv {
+	const char *x, *w, *off, *mask; /* shapes; mask NULL: none */
+	int64_t group, offset_group, nsp;
+	int64_t strides[3], pads[6], dil[3];
+	bool bias;
+} dconv;
+
+static void test_deformconv_groups_masks_and_offsets_outside(void **state) {
+	(void)state;
+	static const dconv cases[] = {
+		{"1,1,3,3", "1,1,2,2", "1,8,2,2", NULL, 1, 1, 2, {0}, {-1}, {0}, false},
+		{"2,4,6,5", "6,2,3,3", "2,36,6,5", "2,18,6,5", 2, 2, 2, {0}, {1, 1, 1, 1}, {0}, true},
+		{"1,3,7,7", "4,3,3,3", "1,18,3,3", "1,9,3,3", 1, 1, 2, {2, 2}, {0, 0, 0, 0}, {1, 1}, true},
+		{"1,2,9,8", "2,2,2,3", "1,24,4,3", NULL, 1, 2, 2, {2, 2}, {0, 0, 0, 0}, {2, 1}, false},
+		{"2,2,10", "3,2,3", "2,3,8", "2,3,8", 1, 1, 1, {0}, {-1}, {0}, true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const dconv *c = &cases[i];
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, c->x), *w = input(&md, TBC_DT_F32, c->w);
+		/* offsets up to +-3 pixels: some taps sample outside X */
+		tbc_value *off = input_sym(&md, TBC_DT_F32, c->off, 1, -3, 3);
+		tbc_value *b = NULL, *mask = NULL;
+		if (c->bias) {
+			char dims[16];
+			snprintf(dims, sizeof dims, "%lld", atoll(c->w));
+			b = input(&md, TBC_DT_F32, dims);
+		}
+		if (c->mask) mask = input_sym(&md, TBC_DT_F32, c->mask, 1, 0, 1);
+		tbc_value *ins[5] = {x, w, off, b, mask};
+		tbc_op *o = tbc_op_new(md.m->main, TBC_OP_DeformConv, "n", mask ? 5 : b ? 4 : 3, ins, 1);
+		if (c->group != 1) set_int(o, "group", c->group);
+		if (c->offset_group != 1) set_int(o, "offset_group", c->offset_group);
+		if (c->strides[0]) set_ints(&md, o, "strides", (int)c->nsp, c->strides);
+		if (c->dil[0]) set_ints(&md, o, "dilations", (int)c->nsp, c->dil);
+		if (c->pads[0] >= 0) set_ints(&md, o, "pads", 2 * (int)c->nsp, c->pads);
+		check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_convtranspose_geometries),
@@ -400,6 +441,7 @@ int main(void) {
 		cmocka_unit_test(test_maxunpool_after_maxpool),
 		cmocka_unit_test(test_maxunpool_constant_output_shape_and_bad_index),
 		cmocka_unit_test(test_roialign_modes_and_sampling),
+		cmocka_unit_test(test_deformconv_groups_masks_and_offsets_outside),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
