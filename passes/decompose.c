@@ -9,6 +9,10 @@
  *   NegativeLogLikelihoodLoss   -> Equal/Where (ignore_index), Unsqueeze,
  *                                  GatherElements, Squeeze, Neg, Gather and
  *                                  Mul (weights), ReduceSum/ReduceMean, Div
+ *   CausalConvWithState         -> Concat/Pad, Conv (depthwise), Swish, Slice
+ *   Einsum                      -> ReduceSum, Transpose, Reshape, MatMul
+ *                                  (not diagonals)
+ *   Det (n <= 3)                -> Reshape, Slice, Mul, Sub, Add, Squeeze
  *
  * Requires: a verified, inferred module.  Guarantees: every op it rewrites
  * is replaced by ops computing the same results (up to floating-point
@@ -499,6 +503,304 @@ static bool decompose_attention(dx *x) {
 	return commit(x, nv);
 }
 
+/* ---- CausalConvWithState --------------------------------------------------
+ * seq = [past_state (or k-1 zeros: Pad), input] on the time axis; output =
+ * the depthwise Conv (group = channels) of seq, then Swish (silu); present
+ * state = the last k-1 steps of seq (Slice).  Needs k and the channel count
+ * static. */
+static bool decompose_causal_conv(dx *x) {
+	const tbc_op *op = x->at;
+	tbc_value *X = op->inputs[0], *W = op->inputs[1], *Bv = in_at(op, 2), *P = in_at(op, 3);
+	const tbc_type *xt = &X->type, *wt = &W->type;
+	const char *act = tbc_attr_string(op, "activation", "none");
+	bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+	if (xt->rank != 3 || wt->rank != 3 || !dim_static(wt->dims[0]) || !dim_static(wt->dims[2]) ||
+	    wt->dims[2].size < 1 || (!silu && strcmp(act, "none"))) {
+		x->failed = true;
+		return commit(x, (tbc_value *[2]){NULL, NULL});
+	}
+	int64_t C = wt->dims[0].size, K = wt->dims[2].size;
+	tbc_value *seq = X;
+	if (P) seq = concat(x, P, X, 2);
+	else if (K > 1) {
+		int64_t pads[6] = {0, 0, K - 1, 0, 0, 0};
+		seq = op2(x, TBC_OP_Pad, X, ints(x, 6, pads));
+	}
+	tbc_value *cin[3] = {seq, W, Bv};
+	tbc_op *conv = mk(x, TBC_OP_Conv, Bv ? 3 : 2, cin, 1);
+	attr_i(x, conv, "group", C);
+	tbc_value *y = fin(x, conv);
+	if (silu) y = op1(x, TBC_OP_Swish, y);
+	tbc_value *st = NULL;
+	if (op->n_outputs > 1 && op->outputs[1])
+		st = K > 1 ? slice(x, seq, 2, -(K - 1), INT64_MAX, 1) : slice(x, seq, 2, INT64_MAX, INT64_MAX, 1);
+	tbc_value *nv[2] = {y, st};
+	return commit(x, nv);
+}
+
+/* ---- Einsum ------------------------------------------------------------------
+ * Operands are contracted pairwise, left to right.  Before each step, labels
+ * no later operand or the output needs are summed out (ReduceSum); a pair
+ * becomes one batched MatMul: A as [batch, kept-A, contracted], B as [batch,
+ * contracted, kept-B] (Transpose, Reshape), the product split back
+ * (Reshape).  The result is transposed to the output's order.  Ellipsis dims
+ * are labels of their own (right-aligned, broadcast by MatMul).  Labels
+ * repeated within one operand (diagonals) are left alone, and so is a group
+ * of dims the Reshapes cannot write with constants (two symbolic dims). */
+#define EIN_MAX_OPS 8
+typedef struct eterm {
+	int n;
+	int l[TBC_MAX_RANK];   /* label codes: a letter, or 1..E for ellipsis dims */
+	tbc_dim d[TBC_MAX_RANK];
+} eterm;
+
+static int ein_find(const eterm *t, int lab) {
+	for (int i = 0; i < t->n; i++)
+		if (t->l[i] == lab) return i;
+	return -1;
+}
+
+/* Parses [s, e) with rank dims (-1: output); E: ellipsis dims in all. */
+static bool ein_term(const char *s, const char *e, int rank, int E, eterm *t) {
+	int letters = 0;
+	bool ell = false;
+	for (const char *p = s; p < e; p++) {
+		if (*p == '.') {
+			if (ell || e - p < 3 || p[1] != '.' || p[2] != '.') return false;
+			ell = true;
+			p += 2;
+		} else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) letters++;
+		else return false;
+	}
+	int ne = rank < 0 ? E : rank - letters;
+	if (ne < 0 || (!ell && ne != 0) || letters + ne > TBC_MAX_RANK) return false;
+	t->n = 0;
+	for (const char *p = s; p < e; p++) {
+		if (*p == '.') {
+			for (int k = 0; k < ne; k++) t->l[t->n++] = E - ne + 1 + k;
+			p += 2;
+		} else t->l[t->n++] = *p;
+	}
+	for (int i = 0; i < t->n; i++)
+		if (ein_find(t, t->l[i]) != i) return false; /* a diagonal */
+	return true;
+}
+
+/* ReduceSum over the labels of t not in keep (n_keep terms). */
+static tbc_value *ein_sum_out(dx *x, tbc_value *v, eterm *t, const eterm *const *keep, int n_keep) {
+	int64_t axes[TBC_MAX_RANK];
+	int na = 0;
+	eterm r = {0};
+	for (int i = 0; i < t->n; i++) {
+		bool kept = false;
+		for (int k = 0; k < n_keep && !kept; k++) kept = ein_find(keep[k], t->l[i]) >= 0;
+		if (kept) {
+			r.l[r.n] = t->l[i];
+			r.d[r.n++] = t->d[i];
+		} else axes[na++] = i;
+	}
+	if (!na) return v;
+	*t = r;
+	return reduce(x, TBC_OP_ReduceSum, v, na, axes, 0);
+}
+
+/* The shape entry for a group of dims: their product, or -1 for one
+ * symbolic dim (used at most once per shape: *minus). */
+static int64_t ein_group(dx *x, const tbc_dim *d, int n, bool *minus) {
+	int64_t p = 1;
+	for (int i = 0; i < n; i++) {
+		if (!dim_static(d[i])) {
+			if (n != 1 || *minus) x->failed = true;
+			*minus = true;
+			return -1;
+		}
+		p *= d[i].size;
+	}
+	return p;
+}
+
+/* Transposes v (term t) to the labels order[0..n) (a permutation of t). */
+static tbc_value *ein_permute(dx *x, tbc_value *v, const eterm *t, const int *order, int n) {
+	int64_t perm[TBC_MAX_RANK];
+	bool id = true;
+	for (int i = 0; i < n; i++) {
+		perm[i] = ein_find(t, order[i]);
+		id &= perm[i] == i;
+	}
+	return id ? v : transpose(x, v, n, perm);
+}
+
+static tbc_value *ein_pair(dx *x, tbc_value *A, const eterm *ta, tbc_value *B, const eterm *tb, const eterm *const *keep,
+			   int nk, eterm *out) {
+	int bat[TBC_MAX_RANK], ak[TBC_MAX_RANK], bk[TBC_MAX_RANK], con[TBC_MAX_RANK];
+	tbc_dim batd[TBC_MAX_RANK], akd[TBC_MAX_RANK], bkd[TBC_MAX_RANK], cond[TBC_MAX_RANK];
+	int nb = 0, na = 0, nbk = 0, nc = 0;
+	/* Labels in both are batch when a keep term (the output, a later
+	 * operand) holds them, else contracted. */
+	for (int i = 0; i < ta->n; i++) {
+		int j = ein_find(tb, ta->l[i]);
+		if (j < 0) ak[na] = ta->l[i], akd[na++] = ta->d[i];
+		else {
+			bool kept = false;
+			for (int k = 0; k < nk && !kept; k++) kept = ein_find(keep[k], ta->l[i]) >= 0;
+			if (kept) bat[nb] = ta->l[i], batd[nb++] = ta->d[i];
+			else con[nc] = ta->l[i], cond[nc++] = ta->d[i];
+		}
+	}
+	for (int j = 0; j < tb->n; j++)
+		if (ein_find(ta, tb->l[j]) < 0) bk[nbk] = tb->l[j], bkd[nbk++] = tb->d[j];
+	int oa[TBC_MAX_RANK], ob[TBC_MAX_RANK], n = 0;
+	for (int i = 0; i < nb; i++) oa[n++] = bat[i];
+	for (int i = 0; i < na; i++) oa[n++] = ak[i];
+	for (int i = 0; i < nc; i++) oa[n++] = con[i];
+	n = 0;
+	for (int i = 0; i < nb; i++) ob[n++] = bat[i];
+	for (int i = 0; i < nc; i++) ob[n++] = con[i];
+	for (int i = 0; i < nbk; i++) ob[n++] = bk[i];
+	A = ein_permute(x, A, ta, oa, ta->n);
+	B = ein_permute(x, B, tb, ob, tb->n);
+	int64_t sa[TBC_MAX_RANK + 2], sb[TBC_MAX_RANK + 2], so[2 * TBC_MAX_RANK];
+	bool m1 = false, m2 = false, m3 = false;
+	for (int i = 0; i < nb; i++) sa[i] = sb[i] = so[i] = 0;
+	sa[nb] = ein_group(x, akd, na, &m1);
+	sa[nb + 1] = ein_group(x, cond, nc, &m1);
+	sb[nb] = ein_group(x, cond, nc, &m2);
+	sb[nb + 1] = ein_group(x, bkd, nbk, &m2);
+	if (!(na == 1 && nc == 1)) A = reshape(x, A, nb + 2, sa);
+	if (!(nbk == 1 && nc == 1)) B = reshape(x, B, nb + 2, sb);
+	tbc_value *Y = op2(x, TBC_OP_MatMul, A, B);
+	int no = nb;
+	for (int i = 0; i < na; i++) so[no++] = ein_group(x, &akd[i], 1, &m3);
+	for (int i = 0; i < nbk; i++) so[no++] = ein_group(x, &bkd[i], 1, &m3);
+	if (!(na == 1 && nbk == 1)) Y = reshape(x, Y, no, so);
+	out->n = 0;
+	for (int i = 0; i < nb; i++) out->l[out->n] = bat[i], out->d[out->n++] = batd[i];
+	for (int i = 0; i < na; i++) out->l[out->n] = ak[i], out->d[out->n++] = akd[i];
+	for (int i = 0; i < nbk; i++) out->l[out->n] = bk[i], out->d[out->n++] = bkd[i];
+	if (Y && Y->type.rank == out->n) /* batch dims broadcast by MatMul */
+		for (int i = 0; i < nb; i++) out->d[i] = Y->type.dims[i];
+	return Y;
+}
+
+static bool decompose_einsum(dx *x) {
+	const tbc_op *op = x->at;
+	const char *eq = tbc_attr_string(op, "equation", NULL);
+	int n_ops = op->n_inputs;
+	char buf[256];
+	size_t len = 0;
+	for (const char *p = eq ? eq : ""; *p && len + 1 < sizeof buf; p++)
+		if (*p != ' ') buf[len++] = *p;
+	buf[len] = 0;
+	eterm t[EIN_MAX_OPS], out;
+	const char *arrow = strstr(buf, "->"), *lhs_end = arrow ? arrow : buf + len;
+	bool ok = eq && len + 1 < sizeof buf && n_ops <= EIN_MAX_OPS;
+	/* Ellipsis dims: the most any operand has. */
+	int E = 0, k = 0;
+	const char *s = buf;
+	for (; ok && k < n_ops; k++) {
+		const char *e = memchr(s, ',', (size_t)(lhs_end - s));
+		if (!e) e = lhs_end;
+		const tbc_type *ty = &op->inputs[k]->type;
+		int letters = 0;
+		for (const char *p = s; p < e; p++) letters += *p != '.';
+		ok = ty->rank >= 0 && (k + 1 < n_ops) == (e < lhs_end);
+		if (ok && memchr(s, '.', (size_t)(e - s)) && ty->rank - letters > E) E = ty->rank - letters;
+		s = e + 1;
+	}
+	/* Again with the final E (right-aligned ellipsis labels). */
+	s = buf;
+	for (k = 0; ok && k < n_ops; k++) {
+		const char *e = memchr(s, ',', (size_t)(lhs_end - s));
+		if (!e) e = lhs_end;
+		ok = ein_term(s, e, op->inputs[k]->type.rank, E, &t[k]);
+		for (int i = 0; ok && i < t[k].n; i++) t[k].d[i] = op->inputs[k]->type.dims[i];
+		s = e + 1;
+	}
+	if (ok && arrow) {
+		ok = ein_term(arrow + 2, buf + len, -1, E, &out);
+		for (int i = 0; ok && i < out.n; i++) {
+			bool found = false;
+			for (k = 0; k < n_ops && !found; k++) found = ein_find(&t[k], out.l[i]) >= 0;
+			ok = found;
+		}
+	} else if (ok) {
+		out.n = 0;
+		for (int i = 1; i <= E; i++) out.l[out.n++] = i;
+		for (int c = 'A'; c <= 'z' && out.n < TBC_MAX_RANK; c++) {
+			int cnt = 0;
+			for (k = 0; k < n_ops; k++) cnt += ein_find(&t[k], c) >= 0;
+			if (cnt == 1) out.l[out.n++] = c;
+		}
+	}
+	if (!ok) {
+		x->failed = true;
+		tbc_value *nv[1] = {NULL};
+		return commit(x, nv);
+	}
+	tbc_value *cur = op->inputs[0];
+	eterm ct = t[0];
+	for (k = 1; k <= n_ops; k++) {
+		/* Labels wanted after this step: the output's and the later operands'. */
+		const eterm *keep[EIN_MAX_OPS + 1];
+		int nk = 0;
+		keep[nk++] = &out;
+		for (int j = k + 1; j < n_ops; j++) keep[nk++] = &t[j];
+		if (k == n_ops) {
+			cur = ein_sum_out(x, cur, &ct, keep, nk);
+			break;
+		}
+		eterm tb = t[k];
+		keep[nk] = &tb;
+		cur = ein_sum_out(x, cur, &ct, keep, nk + 1);
+		keep[nk] = &ct;
+		tbc_value *B = ein_sum_out(x, op->inputs[k], &tb, keep, nk + 1);
+		eterm nt;
+		cur = ein_pair(x, cur, &ct, B, &tb, keep, nk, &nt);
+		ct = nt;
+	}
+	cur = ein_permute(x, cur, &ct, out.l, out.n);
+	if (x->n_made == 0) cur = op1(x, TBC_OP_Identity, cur);
+	tbc_value *nv[1] = {cur};
+	return commit(x, nv);
+}
+
+/* ---- Det -------------------------------------------------------------------
+ * For 1x1, 2x2 and 3x3 matrices (static), the cofactor expansion: the
+ * matrices flattened to [..., n*n] (Reshape), element (i, j) a one-wide
+ * Slice, ad - bc or a(ei - fh) - b(di - fg) + c(dh - eg), the last axis
+ * squeezed.  Larger matrices stay (lowering reports them). */
+static bool decompose_det(dx *x) {
+	const tbc_op *op = x->at;
+	tbc_value *X = op->inputs[0];
+	const tbc_type *t = &X->type;
+	int r = t->rank;
+	if (r < 2 || !dim_static(t->dims[r - 1]) || !dim_static(t->dims[r - 2]) || t->dims[r - 1].size != t->dims[r - 2].size ||
+	    t->dims[r - 1].size < 1 || t->dims[r - 1].size > 3 || !tbc_dtype_is_float(t->dtype)) {
+		x->failed = true;
+		tbc_value *nv[1] = {NULL};
+		return commit(x, nv);
+	}
+	int64_t n = t->dims[r - 1].size, shape[TBC_MAX_RANK];
+	for (int d = 0; d < r - 2; d++) shape[d] = 0;
+	shape[r - 2] = n * n;
+	tbc_value *flat = reshape(x, X, r - 1, shape), *e[9];
+	for (int64_t i = 0; i < n * n; i++) e[i] = slice(x, flat, r - 2, i, i + 1, 1);
+	tbc_value *det;
+#define DM(a, b) op2(x, TBC_OP_Mul, a, b)
+#define DS(a, b) op2(x, TBC_OP_Sub, a, b)
+	if (n == 1) det = e[0];
+	else if (n == 2) det = DS(DM(e[0], e[3]), DM(e[1], e[2]));
+	else
+		det = op2(x, TBC_OP_Add,
+			  DS(DM(e[0], DS(DM(e[4], e[8]), DM(e[5], e[7]))), DM(e[1], DS(DM(e[3], e[8]), DM(e[5], e[6])))),
+			  DM(e[2], DS(DM(e[3], e[7]), DM(e[4], e[6]))));
+#undef DM
+#undef DS
+	int64_t last = r - 2;
+	tbc_value *nv[1] = {op2(x, TBC_OP_Squeeze, det, ints(x, 1, &last))};
+	return commit(x, nv);
+}
+
 /* ---- Driver ----------------------------------------------------------------- */
 
 static bool decompose_graph(tbc_graph *g, void *ctx) {
@@ -511,6 +813,9 @@ static bool decompose_graph(tbc_graph *g, void *ctx) {
 		case TBC_OP_RotaryEmbedding: fn = decompose_rotary; break;
 		case TBC_OP_NegativeLogLikelihoodLoss: fn = decompose_nll; break;
 		case TBC_OP_SoftmaxCrossEntropyLoss: fn = decompose_sce; break;
+		case TBC_OP_CausalConvWithState: fn = decompose_causal_conv; break;
+		case TBC_OP_Einsum: fn = decompose_einsum; break;
+		case TBC_OP_Det: fn = decompose_det; break;
 		default: break;
 		}
 		if (fn) {
