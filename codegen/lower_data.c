@@ -534,6 +534,8 @@ lower_result lower_family_data(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_Range: fn = lower_data_range; break;
 	case TBC_OP_Trilu: fn = lower_data_trilu; break;
 	case TBC_OP_EyeLike: fn = lower_data_eye_like; break;
+	case TBC_OP_ReverseSequence: fn = lower_data_reverse_sequence; break;
+	case TBC_OP_TensorScatter: fn = lower_data_tensor_scatter; break;
 	default: return LOWER_NOT_MINE;
 	}
 	bool any_out = false;

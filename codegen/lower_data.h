@@ -81,5 +81,7 @@ bool lower_data_constant_of_shape(lower_cx *cx, const tbc_op *op);
 bool lower_data_range(lower_cx *cx, const tbc_op *op);
 bool lower_data_trilu(lower_cx *cx, const tbc_op *op);
 bool lower_data_eye_like(lower_cx *cx, const tbc_op *op);
+bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op);
+bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
 
 #endif

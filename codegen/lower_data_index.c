@@ -323,3 +323,98 @@ bool lower_data_onehot(lower_cx *cx, const tbc_op *op) {
 	kir_expr *val = kir_e_select(k, hit, kir_e_load(k, vals, kir_e_index(k, 1)), kir_e_load(k, vals, kir_e_index(k, 0)));
 	return lk_end(&l, dl_wrap(&l, &lp, kir_s_store(k, dst, di, val)));
 }
+
+/* ---- ReverseSequence ---------------------------------------------------------
+ * y[.., t, ..] = x[.., L-1-t, ..] where t < L = sequence_lens[b], else
+ * x[.., t, ..]: a gather over every output element.  A length outside
+ * [0, T] fails the run (as the interpreter); the gather clamps it, so the
+ * kernel never reads outside x. */
+bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *lv = op->inputs[1], *y = op->outputs[0];
+	int r = x->type.rank, ta, ba;
+	if (!index_dtype_ok(cx, op, lv)) return false;
+	if (r < 2 || lv->type.rank != 1 || !tbc_norm_axis(tbc_attr_int(op, "time_axis", 0), r, &ta) ||
+	    !tbc_norm_axis(tbc_attr_int(op, "batch_axis", 1), r, &ba) || ta == ba || ta > 1 || ba > 1)
+		return lower_error(cx, op, "ReverseSequence's axes or sequence_lens are out of range");
+	lk l;
+	if (!lk_begin(&l, cx, "reverse_sequence")) return false;
+	kir_buffer *src = data_in(&l, x), *dst = data_out(&l, y), *lens = lk_value(&l, lv);
+	if (!src || !dst || !lens) return false;
+	if (output_empty(&y->type)) return cx->n_kernels--, true;
+	kir_kernel *k = l.k;
+	kir_expr *T = lk_dim(&l, x->type.dims[ta]), *zero = kir_e_index(k, 0), *one = kir_e_index(k, 1);
+	/* The check: every length in [0, T]. */
+	kir_var *bv = kir_var_new(k, "b", KIR_INDEX);
+	kir_expr *lb = data_to_index(&l, kir_e_load(k, lens, kir_e_var(k, bv)));
+	kir_stmt *check = kir_s_for(k, bv, zero, lk_dim(&l, x->type.dims[ba]), 1, KIR_LOOP_SEQUENTIAL,
+				    kir_s_error(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, lb, zero), kir_e_cmp(k, KIR_GT, lb, T)),
+						"ReverseSequence: a sequence length is outside [0, time steps]"));
+	dloops lp = {0};
+	kir_expr *coord[TBC_MAX_RANK], *xs[TBC_MAX_RANK];
+	data_strides(&l, &x->type, xs);
+	for (int d = 0; d < r; d++) coord[d] = dl_add(&l, &lp, lk_dim(&l, x->type.dims[d]), false);
+	kir_expr *L = data_to_index(&l, kir_e_load(k, lens, coord[ba]));
+	L = kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, L, zero), T);
+	kir_expr *t = coord[ta];
+	kir_expr *st = kir_e_select(k, kir_e_cmp(k, KIR_LT, t, L), kir_e_binary(k, KIR_SUB, kir_e_binary(k, KIR_SUB, L, one), t), t);
+	kir_expr *di = zero, *si = zero;
+	for (int d = 0; d < r; d++) {
+		di = kir_e_add(k, di, kir_e_mul(k, coord[d], xs[d]));
+		si = kir_e_add(k, si, kir_e_mul(k, d == ta ? st : coord[d], xs[d]));
+	}
+	kir_block all = {0};
+	kir_block_add(k, &all, check);
+	kir_block_add(k, &all, dl_wrap(&l, &lp, kir_s_store(k, dst, di, kir_e_load(k, src, si))));
+	return lk_end(&l, all.first);
+}
+
+/* ---- TensorScatter -----------------------------------------------------------
+ * present = past with update written at positions start[b] + s of the
+ * sequence axis (wrapped around in circular mode).  Written as a gather: the
+ * element at position p of the axis takes update[.., s, ..] with s = p -
+ * start[b] (mod the cache length when circular) when 0 <= s < seq, else the
+ * past value.  A linear write past the cache's end fails the run, as the
+ * interpreter. */
+bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *c = op->inputs[0], *u = op->inputs[1], *wv = op->n_inputs > 2 ? op->inputs[2] : NULL, *y = op->outputs[0];
+	int r = c->type.rank, a;
+	const char *mode = tbc_attr_string(op, "mode", "linear");
+	bool circular = !strcmp(mode, "circular");
+	if (wv && !index_dtype_ok(cx, op, wv)) return false;
+	if ((!circular && strcmp(mode, "linear")) || !tbc_norm_axis(tbc_attr_int(op, "axis", -2), r, &a) || a == 0 ||
+	    u->type.rank != r || (wv && wv->type.rank != 1))
+		return lower_error(cx, op, "TensorScatter's mode, axis or shapes are out of range");
+	lk l;
+	if (!lk_begin(&l, cx, "tensor_scatter")) return false;
+	kir_buffer *past = data_in(&l, c), *upd = data_in(&l, u), *dst = data_out(&l, y), *wi = wv ? lk_value(&l, wv) : NULL;
+	if (!past || !upd || !dst || (wv && !wi)) return false;
+	if (output_empty(&y->type)) return cx->n_kernels--, true;
+	kir_kernel *k = l.k;
+	kir_expr *zero = kir_e_index(k, 0), *M = lk_dim(&l, c->type.dims[a]), *S = lk_dim(&l, u->type.dims[a]);
+	kir_block all = {0};
+	if (wi && !circular) {
+		kir_var *bv = kir_var_new(k, "b", KIR_INDEX);
+		kir_expr *st = data_to_index(&l, kir_e_load(k, wi, kir_e_var(k, bv)));
+		kir_block_add(k, &all,
+			      kir_s_for(k, bv, zero, lk_dim(&l, c->type.dims[0]), 1, KIR_LOOP_SEQUENTIAL,
+					kir_s_error(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, st, zero), kir_e_cmp(k, KIR_GT, kir_e_add(k, st, S), M)),
+						    "TensorScatter: a write position is outside the cache")));
+	}
+	dloops lp = {0};
+	kir_expr *coord[TBC_MAX_RANK], *cs[TBC_MAX_RANK], *us[TBC_MAX_RANK];
+	data_strides(&l, &c->type, cs);
+	data_strides(&l, &u->type, us);
+	for (int d = 0; d < r; d++) coord[d] = dl_add(&l, &lp, lk_dim(&l, c->type.dims[d]), false);
+	kir_expr *start = wi ? data_to_index(&l, kir_e_load(k, wi, coord[0])) : zero;
+	kir_expr *s = kir_e_binary(k, KIR_SUB, coord[a], start);
+	if (circular) s = kir_e_binary(k, KIR_REM, kir_e_add(k, kir_e_binary(k, KIR_REM, s, M), M), M);
+	kir_expr *in = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, s, zero), kir_e_cmp(k, KIR_LT, s, S));
+	kir_expr *di = zero, *ui = zero;
+	for (int d = 0; d < r; d++) {
+		di = kir_e_add(k, di, kir_e_mul(k, coord[d], cs[d]));
+		ui = kir_e_add(k, ui, kir_e_mul(k, d == a ? s : coord[d], us[d]));
+	}
+	kir_stmt *body = kir_s_if(k, in, kir_s_store(k, dst, di, kir_e_load(k, upd, ui)), kir_s_store(k, dst, di, kir_e_load(k, past, di)));
+	kir_block_add(k, &all, dl_wrap(&l, &lp, body));
+	return lk_end(&l, all.first);
+}

@@ -545,6 +545,89 @@ static void test_non_constant_slice_is_refused(void **state) {
 			     "no CPU lowering yet");
 }
 
+/* ---- ReverseSequence / TensorScatter --------------------------------------------------------*/
+static void test_reverse_sequence_both_layouts_every_dtype(void **state) {
+	(void)state;
+	for (size_t t = 0; t < sizeof all_dtypes / sizeof *all_dtypes; t++)
+		for (int ta = 0; ta < 2; ta++) {
+			model md = model_new();
+			/* [T, B, 3] with time_axis 0, [B, T, 3] with time_axis 1; T = 5, B symbolic (4). */
+			tbc_value *x = input_sym(&md, all_dtypes[t], ta ? "N,5,3" : "5,N,3", 4, -3, 3);
+			tbc_value *lens = index_input(&md, "N", 4, 0, 6); /* lengths in [0, 5] */
+			tbc_op *o = node(&md, TBC_OP_ReverseSequence, 2, x, lens, NULL);
+			set_int(o, "time_axis", ta);
+			set_int(o, "batch_axis", 1 - ta);
+			check(&md, o->outputs[0]);
+		}
+}
+
+/* Runs the lowered graph in the evaluator and the JIT; both must fail. */
+static void check_run_fails(model *md, tbc_value *out) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
+	tbc_tensor *got = NULL, *jit = NULL;
+	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, &got, 1, d), TBC_OK);
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md->m, NULL, d, &j), TBC_OK);
+	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, &jit, 1, d), TBC_OK);
+	tbc_jit_destroy(j);
+	tbc_tensor_destroy(got);
+	tbc_tensor_destroy(jit);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+
+/* A length past the time steps fails the run, as in the interpreter. */
+static void test_reverse_sequence_bad_length_fails_the_run(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "4,3");
+	static const int64_t lens[3] = {1, 5, 2};
+	tbc_op *o = node(&md, TBC_OP_ReverseSequence, 2, x, ints(&md, 3, lens), NULL);
+	set_int(o, "time_axis", 0);
+	set_int(o, "batch_axis", 1);
+	check_run_fails(&md, o->outputs[0]);
+}
+
+static void test_tensor_scatter_linear_and_circular(void **state) {
+	(void)state;
+	for (int circ = 0; circ < 2; circ++)
+		for (int with_idx = 0; with_idx < 2; with_idx++) {
+			model md = model_new();
+			/* cache [B, 2, 6, 3], update [B, 2, 3, 3] on axis 2 (-2). */
+			tbc_value *c = input_sym(&md, circ ? TBC_DT_F16 : TBC_DT_F32, "N,2,6,3", 3, -3, 3);
+			tbc_value *u = input_sym(&md, circ ? TBC_DT_F16 : TBC_DT_F32, "N,2,3,3", 3, -3, 3);
+			tbc_value *w = with_idx ? index_input(&md, "N", 3, circ ? 0 : 0, circ ? 6 : 4) : NULL;
+			tbc_op *o = node(&md, TBC_OP_TensorScatter, with_idx ? 3 : 2, c, u, w);
+			if (circ) set_str(o, "mode", "circular");
+			check(&md, o->outputs[0]);
+		}
+	/* 3-D, axis 1, one-step update (decode). */
+	model md = model_new();
+	tbc_value *c = input(&md, TBC_DT_I64, "3,4,5"), *u = input(&md, TBC_DT_I64, "3,1,5");
+	static const int64_t wi[3] = {0, 3, 2};
+	tbc_op *o = node(&md, TBC_OP_TensorScatter, 3, c, u, ints(&md, 3, wi));
+	set_int(o, "axis", 1);
+	check(&md, o->outputs[0]);
+}
+
+static void test_tensor_scatter_write_past_the_end_fails_the_run(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *c = input(&md, TBC_DT_F32, "2,4,5"), *u = input(&md, TBC_DT_F32, "2,2,5");
+	static const int64_t wi[2] = {0, 3};
+	tbc_op *o = node(&md, TBC_OP_TensorScatter, 3, c, u, ints(&md, 2, wi));
+	set_int(o, "axis", 1);
+	check_run_fails(&md, o->outputs[0]);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_transpose_every_dtype),
@@ -567,6 +650,10 @@ int main(void) {
 		cmocka_unit_test(test_shape_and_size_static_and_symbolic),
 		cmocka_unit_test(test_constant_of_shape_range_eyelike_trilu),
 		cmocka_unit_test(test_non_constant_slice_is_refused),
+		cmocka_unit_test(test_reverse_sequence_both_layouts_every_dtype),
+		cmocka_unit_test(test_reverse_sequence_bad_length_fails_the_run),
+		cmocka_unit_test(test_tensor_scatter_linear_and_circular),
+		cmocka_unit_test(test_tensor_scatter_write_past_the_end_fails_the_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
