@@ -10,8 +10,8 @@
  *                                  GatherElements, Squeeze, Neg, Gather and
  *                                  Mul (weights), ReduceSum/ReduceMean, Div
  *   CausalConvWithState         -> Concat/Pad, Conv (depthwise), Swish, Slice
- *   Einsum                      -> ReduceSum, Transpose, Reshape, MatMul
- *                                  (not diagonals)
+ *   Einsum                      -> ReduceSum, Transpose, Reshape, MatMul,
+ *                                  strided Slice (diagonals)
  *   Det (n <= 3)                -> Reshape, Slice, Mul, Sub, Add, Squeeze
  *
  * Requires: a verified, inferred module.  Guarantees: every op it rewrites
@@ -544,9 +544,10 @@ static bool decompose_causal_conv(dx *x) {
  * becomes one batched MatMul: A as [batch, kept-A, contracted], B as [batch,
  * contracted, kept-B] (Transpose, Reshape), the product split back
  * (Reshape).  The result is transposed to the output's order.  Ellipsis dims
- * are labels of their own (right-aligned, broadcast by MatMul).  Labels
- * repeated within one operand (diagonals) are left alone, and so is a group
- * of dims the Reshapes cannot write with constants (two symbolic dims). */
+ * are labels of their own (right-aligned, broadcast by MatMul).  A label
+ * repeated within one operand takes the diagonal first (strided Slice of
+ * the two dims merged).  A group of dims the Reshapes cannot write with
+ * constants (two symbolic dims, a symbolic diagonal) is left alone. */
 #define EIN_MAX_OPS 8
 typedef struct eterm {
 	int n;
@@ -561,7 +562,7 @@ static int ein_find(const eterm *t, int lab) {
 }
 
 /* Parses [s, e) with rank dims (-1: output); E: ellipsis dims in all. */
-static bool ein_term(const char *s, const char *e, int rank, int E, eterm *t) {
+static bool ein_term(const char *s, const char *e, int rank, int E, bool dup_ok, eterm *t) {
 	int letters = 0;
 	bool ell = false;
 	for (const char *p = s; p < e; p++) {
@@ -581,9 +582,48 @@ static bool ein_term(const char *s, const char *e, int rank, int E, eterm *t) {
 			p += 2;
 		} else t->l[t->n++] = *p;
 	}
-	for (int i = 0; i < t->n; i++)
-		if (ein_find(t, t->l[i]) != i) return false; /* a diagonal */
+	for (int i = 0; i < t->n && !dup_ok; i++)
+		if (ein_find(t, t->l[i]) != i) return false; /* a repeated output label */
 	return true;
+}
+
+/* Takes the diagonals of the labels repeated in t (static dims n): the two
+ * dims moved last (Transpose), merged (Reshape to n*n), every (n+1)-th
+ * element (Slice); the label then appears once, last. */
+static tbc_value *ein_diagonal(dx *x, tbc_value *v, eterm *t) {
+	for (int p = 0; v && p < t->n; p++) {
+		int q = -1;
+		for (int j = p + 1; j < t->n && q < 0; j++)
+			if (t->l[j] == t->l[p]) q = j;
+		if (q < 0) continue;
+		if (!dim_static(t->d[p]) || !dim_static(t->d[q]) || t->d[p].size != t->d[q].size) {
+			x->failed = true;
+			return NULL;
+		}
+		int64_t n = t->d[p].size, perm[TBC_MAX_RANK], shape[TBC_MAX_RANK];
+		eterm r = {0};
+		int m = 0;
+		bool id = true;
+		for (int i = 0; i < t->n; i++)
+			if (i != p && i != q) {
+				id &= i == m;
+				perm[m++] = i;
+				r.l[r.n] = t->l[i];
+				r.d[r.n++] = t->d[i];
+			}
+		perm[m] = p;
+		perm[m + 1] = q;
+		id &= p == m && q == m + 1;
+		if (!id) v = transpose(x, v, t->n, perm);
+		for (int i = 0; i < m; i++) shape[i] = 0;
+		shape[m] = n * n;
+		v = slice(x, reshape(x, v, m + 1, shape), m, 0, INT64_MAX, n + 1);
+		r.l[r.n] = t->l[p];
+		r.d[r.n++] = t->d[p];
+		*t = r;
+		p = -1;
+	}
+	return v;
 }
 
 /* ReduceSum over the labels of t not in keep (n_keep terms). */
@@ -712,12 +752,12 @@ static bool decompose_einsum(dx *x) {
 	for (k = 0; ok && k < n_ops; k++) {
 		const char *e = memchr(s, ',', (size_t)(lhs_end - s));
 		if (!e) e = lhs_end;
-		ok = ein_term(s, e, op->inputs[k]->type.rank, E, &t[k]);
+		ok = ein_term(s, e, op->inputs[k]->type.rank, E, true, &t[k]);
 		for (int i = 0; ok && i < t[k].n; i++) t[k].d[i] = op->inputs[k]->type.dims[i];
 		s = e + 1;
 	}
 	if (ok && arrow) {
-		ok = ein_term(arrow + 2, buf + len, -1, E, &out);
+		ok = ein_term(arrow + 2, buf + len, -1, E, false, &out);
 		for (int i = 0; ok && i < out.n; i++) {
 			bool found = false;
 			for (k = 0; k < n_ops && !found; k++) found = ein_find(&t[k], out.l[i]) >= 0;
@@ -728,7 +768,8 @@ static bool decompose_einsum(dx *x) {
 		for (int i = 1; i <= E; i++) out.l[out.n++] = i;
 		for (int c = 'A'; c <= 'z' && out.n < TBC_MAX_RANK; c++) {
 			int cnt = 0;
-			for (k = 0; k < n_ops; k++) cnt += ein_find(&t[k], c) >= 0;
+			for (k = 0; k < n_ops; k++)
+				for (int i = 0; i < t[k].n; i++) cnt += t[k].l[i] == c;
 			if (cnt == 1) out.l[out.n++] = c;
 		}
 	}
@@ -737,7 +778,9 @@ static bool decompose_einsum(dx *x) {
 		tbc_value *nv[1] = {NULL};
 		return commit(x, nv);
 	}
-	tbc_value *cur = op->inputs[0];
+	tbc_value *vals[EIN_MAX_OPS];
+	for (k = 0; k < n_ops; k++) vals[k] = ein_diagonal(x, op->inputs[k], &t[k]);
+	tbc_value *cur = vals[0];
 	eterm ct = t[0];
 	for (k = 1; k <= n_ops; k++) {
 		/* Labels wanted after this step: the output's and the later operands'. */
@@ -753,7 +796,7 @@ static bool decompose_einsum(dx *x) {
 		keep[nk] = &tb;
 		cur = ein_sum_out(x, cur, &ct, keep, nk + 1);
 		keep[nk] = &ct;
-		tbc_value *B = ein_sum_out(x, op->inputs[k], &tb, keep, nk + 1);
+		tbc_value *B = ein_sum_out(x, vals[k], &tb, keep, nk + 1);
 		eterm nt;
 		cur = ein_pair(x, cur, &ct, B, &tb, keep, nk, &nt);
 		ct = nt;
