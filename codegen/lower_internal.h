@@ -104,6 +104,7 @@ lower_result lower_family_norm(lower_cx *cx, const tbc_op *op);    /* codegen/lo
 lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lower_matmul.c */
 lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lower_conv.c */
 lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower_data.c */
+lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lower_quant.c */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
  * elementwise epilogue): codegen/lower_fused_reduce.c. */
 lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);

@@ -1,0 +1,489 @@
+/* The quantization ops lowered (codegen/lower_quant.c)
+ * against the reference interpreter: each test
+ * builds a small graph, runs it with tbc_interpret, with the kernel IR
+ * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host
+ * (tbc_jit_compile + a serial host), and compares all three. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "codegen/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+static model model_new(void) { return (model){.m = tbc_module_new("test"), .seed = 12345}; }
+
+static double rnd(model *md) {
+	md->seed = md->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(md->seed >> 11) / 9007199254740992.0;
+}
+
+static void fill(model *md, tbc_tensor *t, double lo, double hi) {
+	for (int64_t i = 0; i < t->numel; i++) {
+		double v = lo + (hi - lo) * rnd(md);
+		if (!tbc_dtype_is_float(t->dtype)) v = floor(v);
+		if (t->dtype == TBC_DT_BOOL) v = v > (lo + hi) / 2;
+		tbc_store_f64(t->dtype, t->data, (size_t)i, v);
+	}
+}
+
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sizes` for the symbolic dims. */
+static tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi) {
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	ty.dtype = dt;
+	int64_t concrete[TBC_MAX_RANK];
+	int r = 0;
+	for (const char *s = dims; *s;) {
+		if (*s >= 'A' && *s <= 'Z') {
+			char name[2] = {*s, 0};
+			ty.dims[r].size = -1;
+			ty.dims[r].sym = tbc_arena_strdup(md->m->arena, name);
+			concrete[r++] = sym_size;
+			s++;
+		} else {
+			char *end;
+			ty.dims[r].size = strtoll(s, &end, 10);
+			concrete[r] = ty.dims[r].size;
+			r++;
+			s = end;
+		}
+		if (*s == ',') s++;
+	}
+	ty.rank = r;
+	char name[16];
+	snprintf(name, sizeof name, "x%d", md->n_in);
+	tbc_value *v = tbc_graph_add_input(md->m->main, name, &ty);
+	tbc_tensor *t = tbc_tensor_create(dt, r, concrete);
+	assert_non_null(t);
+	fill(md, t, lo, hi);
+	md->in[md->n_in++] = t;
+	return v;
+}
+
+static tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals) {
+	tbc_tensor *t = tbc_tensor_create(dt, rank, dims);
+	for (int64_t i = 0; i < t->numel; i++) tbc_store_f64(dt, t->data, (size_t)i, vals[i]);
+	tbc_value *v = tbc_graph_add_const(md->m->main, NULL, t);
+	tbc_tensor_destroy(t);
+	return v;
+}
+
+
+/* ---- Checking ----------------------------------------------------------------*/
+static void print_diags(tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char buf[1024];
+		tbc_diag_format(tbc_diags_get(d, i), buf, sizeof buf);
+		fprintf(stderr, "  %s\n", buf);
+	}
+}
+
+static void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++) assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < want->numel; i++) {
+		if (tbc_dtype_is_float(want->dtype)) {
+			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
+			if (isnan(a) && isnan(b)) continue;
+			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
+				fail();
+			}
+		} else {
+			int64_t a = tbc_load_i64(want->dtype, want->data, (size_t)i), b = tbc_load_i64(got->dtype, got->data, (size_t)i);
+			if (a != b) {
+				fprintf(stderr, "%s: element %lld: want %lld got %lld\n", what, (long long)i, (long long)a, (long long)b);
+				fail();
+			}
+		}
+	}
+}
+
+/* Infers, then runs the interpreter, the evaluator and the JIT on the graph
+ * whose outputs are outs; compares; frees the model. */
+static void check_outputs(model *md, int n_out, tbc_value **outs, double rtol) {
+	tbc_diags *d = tbc_diags_create();
+	for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
+	tbc_infer cx = {md->m, d};
+	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
+	assert_int_equal(tbc_diags_count(d), 0);
+	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("kernel IR evaluator", want[i], got[i], rtol);
+
+	tbc_jit *j = NULL;
+	rc = tbc_jit_compile(md->m, NULL, d, &j);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit, (size_t)n_out, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	for (int i = 0; i < n_out; i++) compare("JIT", want[i], jit[i], rtol);
+	tbc_jit_destroy(j);
+
+	for (int i = 0; i < n_out; i++) {
+		tbc_tensor_destroy(want[i]);
+		tbc_tensor_destroy(got[i]);
+		tbc_tensor_destroy(jit[i]);
+	}
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+
+/* Lowering fails with `code` and a message containing `text`. */
+static void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), code);
+	assert_true(tbc_diags_count(d) > 0);
+	const char *msg = tbc_diags_get(d, 0)->message;
+	if (!strstr(msg, text)) fprintf(stderr, "message: %s\n", msg);
+	assert_non_null(strstr(msg, text));
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+}
+
+static tbc_op *nodev(model *md, tbc_opcode code, int n_in, tbc_value *const *ins, int n_out) {
+	return tbc_op_new(md->m->main, code, "n", n_in, ins, n_out);
+}
+static void set_int(tbc_op *op, const char *name, int64_t v) { tbc_op_add_attr(op, name, TBC_ATTR_INT)->i = v; }
+static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
+	a->n = n;
+	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
+}
+/* A constant 1-D (n > 1) or scalar (n == 0 with one value) tensor. */
+static tbc_value *vec(model *md, tbc_dtype dt, int64_t n, const double *vals) {
+	int64_t dims[1] = {n};
+	return constant(md, dt, n ? 1 : 0, dims, vals);
+}
+static tbc_value *scalar(model *md, tbc_dtype dt, double v) { return vec(md, dt, 0, &v); }
+
+/* ---- QuantizeLinear -------------------------------------------------------------*/
+/* y = saturate(round_half_even(x / scale) + zero_point): per tensor, to every
+ * integer type, with ties and out-of-range values in the data. */
+static void test_quantize_per_tensor_every_integer_type(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_U8, TBC_DT_I8, TBC_DT_U16, TBC_DT_I16,
+					  TBC_DT_U4, TBC_DT_I4, TBC_DT_U2, TBC_DT_I2};
+	static const double zps[] = {128, -3, 30000, -100, 7, -2, 1, 0};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "N,5,7", 3, -400, 400);
+		/* Halves: x / 0.5 lands on .0 and .5 steps of the data too. */
+		tbc_value *ins[3] = {x, scalar(&md, TBC_DT_F32, 0.5), scalar(&md, types[i], zps[i])};
+		check_outputs(&md, 1, (tbc_value *[]){nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1)->outputs[0]}, 0);
+	}
+}
+
+static void test_quantize_ties_round_to_even(void **state) {
+	(void)state;
+	model md = model_new();
+	static const int64_t d[1] = {8};
+	static const double xs[8] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1000, -1000};
+	tbc_value *ins[2] = {constant(&md, TBC_DT_F32, 1, d, xs), scalar(&md, TBC_DT_F32, 1.0)};
+	tbc_op *q = nodev(&md, TBC_OP_QuantizeLinear, 2, ins, 1); /* no zero point: uint8 */
+	ins[1] = scalar(&md, TBC_DT_F32, 1.0);
+	tbc_value *zins[3] = {ins[0], ins[1], scalar(&md, TBC_DT_I8, 0)};
+	tbc_op *qs = nodev(&md, TBC_OP_QuantizeLinear, 3, zins, 1);
+	/* uint8: 0 2 2 0 0 0 255 0; int8: 0 2 2 -0 -2 -2 127 -128 */
+	check_outputs(&md, 2, (tbc_value *[]){q->outputs[0], qs->outputs[0]}, 0);
+}
+
+static void test_quantize_per_axis_and_blocked(void **state) {
+	(void)state;
+	static const double sc[4] = {0.1, 0.25, 2, 0.03}, zp[4] = {-10, 0, 5, 100};
+	for (int axis = 0; axis < 3; axis++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "4,4,4", 1, -5, 5);
+		tbc_value *ins[3] = {x, vec(&md, TBC_DT_F32, 4, sc), vec(&md, TBC_DT_I8, 4, zp)};
+		tbc_op *q = nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1);
+		set_int(q, "axis", axis);
+		check_outputs(&md, 1, &q->outputs[0], 0);
+	}
+	/* Blocked: x 3x7x2, axis 1 in blocks of 3 (the last block short). */
+	for (int axis = 0; axis < 3; axis++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "3,7,2", 1, -5, 5);
+		int64_t pd[3] = {3, 7, 2};
+		pd[axis] = (pd[axis] + 2) / 3;
+		double s[42], z[42];
+		for (int i = 0; i < 42; i++) s[i] = 0.05 + 0.01 * i, z[i] = (i % 5) - 2;
+		tbc_value *ins[3] = {x, constant(&md, TBC_DT_F32, 3, pd, s), constant(&md, TBC_DT_I4, 3, pd, z)};
+		tbc_op *q = nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1);
+		set_int(q, "axis", axis);
+		set_int(q, "block_size", 3);
+		check_outputs(&md, 1, &q->outputs[0], 0);
+	}
+	/* Blocked behind a leading dim of 1 (the axis shares its loop). */
+	{
+		model md = model_new();
+		static const int64_t pd[4] = {1, 2, 3, 2};
+		double s[12];
+		for (int i = 0; i < 12; i++) s[i] = 0.1 + 0.05 * i;
+		tbc_value *ins[2] = {input_sym(&md, TBC_DT_F32, "1,4,3,2", 1, -5, 5), constant(&md, TBC_DT_F32, 4, pd, s)};
+		tbc_op *q = nodev(&md, TBC_OP_QuantizeLinear, 2, ins, 1);
+		set_int(q, "axis", 1);
+		set_int(q, "block_size", 2);
+		tbc_value *dins[2] = {q->outputs[0], ins[1]};
+		tbc_op *dq = nodev(&md, TBC_OP_DequantizeLinear, 2, dins, 1);
+		set_int(dq, "axis", 1);
+		set_int(dq, "block_size", 2);
+		check_outputs(&md, 2, (tbc_value *[]){q->outputs[0], dq->outputs[0]}, 0);
+	}
+	/* Per axis over a symbolic batch (axis 1 of N x 4 x 5). */
+	model md = model_new();
+	tbc_value *ins[3] = {input_sym(&md, TBC_DT_F32, "N,4,5", 3, -5, 5), vec(&md, TBC_DT_F32, 4, sc),
+			     vec(&md, TBC_DT_U8, 4, (double[]){0, 10, 128, 255})};
+	check_outputs(&md, 1, &nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1)->outputs[0], 0);
+}
+
+/* f16, f64 and int32 inputs compute in their own precision (f32 for int32);
+ * float8 outputs saturate or not; float4 clamps to +-6. */
+static void test_quantize_precisions_and_float_outputs(void **state) {
+	(void)state;
+	static const tbc_dtype xt[] = {TBC_DT_F16, TBC_DT_BF16, TBC_DT_F64, TBC_DT_I32};
+	for (size_t i = 0; i < sizeof xt / sizeof xt[0]; i++) {
+		model md = model_new();
+		tbc_value *ins[3] = {input_sym(&md, xt[i], "6,9", 1, -300, 300), scalar(&md, xt[i] == TBC_DT_I32 ? TBC_DT_F32 : xt[i], 1.7),
+				     scalar(&md, TBC_DT_I8, 3)};
+		check_outputs(&md, 1, &nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1)->outputs[0], 0);
+	}
+	static const tbc_dtype ft[] = {TBC_DT_F8E4M3FN, TBC_DT_F8E4M3FNUZ, TBC_DT_F8E5M2, TBC_DT_F8E5M2FNUZ, TBC_DT_F4E2M1};
+	for (size_t i = 0; i < sizeof ft / sizeof ft[0]; i++)
+		for (int sat = 0; sat < 2; sat++) {
+			model md = model_new();
+			static const int64_t d[1] = {6};
+			static const double big[6] = {1e9, -1e9, INFINITY, -INFINITY, 3.3, -0.1};
+			tbc_value *x = input_sym(&md, TBC_DT_F32, "5,8", 1, -1000, 1000);
+			tbc_value *ins[3] = {x, scalar(&md, TBC_DT_F32, 0.37), scalar(&md, ft[i], 0)};
+			tbc_op *q = nodev(&md, TBC_OP_QuantizeLinear, 3, ins, 1);
+			tbc_value *ins2[3] = {constant(&md, TBC_DT_F32, 1, d, big), ins[1], ins[2]};
+			tbc_op *q2 = nodev(&md, TBC_OP_QuantizeLinear, 3, ins2, 1);
+			if (!sat && ft[i] != TBC_DT_F4E2M1) set_int(q, "saturate", 0), set_int(q2, "saturate", 0);
+			check_outputs(&md, 2, (tbc_value *[]){q->outputs[0], q2->outputs[0]}, 0);
+		}
+}
+
+/* ---- DequantizeLinear -----------------------------------------------------------*/
+/* y = (x - zero_point) * scale. */
+static void test_dequantize_types_axes_blocks(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_U8, TBC_DT_I8, TBC_DT_U16, TBC_DT_I16, TBC_DT_U4,
+					  TBC_DT_I4, TBC_DT_U2, TBC_DT_I2, TBC_DT_I32};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, types[i], "N,3,4", 2, -200, 200);
+		tbc_value *ins[3] = {x, vec(&md, TBC_DT_F32, 3, (double[]){0.5, 0.031, 7}),
+				     vec(&md, types[i], 3, (double[]){1, 0, -1 + (types[i] == TBC_DT_U8 || types[i] == TBC_DT_U16 ||
+										  types[i] == TBC_DT_U4 || types[i] == TBC_DT_U2
+									  ? 2
+									  : 0)})};
+		check_outputs(&md, 1, &nodev(&md, TBC_OP_DequantizeLinear, 3, ins, 1)->outputs[0], 0);
+	}
+	/* Blocked along axis 0, output f16; an f64 scale computes in f64. */
+	model md = model_new();
+	double s[12], z[12];
+	for (int i = 0; i < 12; i++) s[i] = 0.1 * (i + 1), z[i] = i % 3;
+	static const int64_t pd[2] = {2, 6};
+	tbc_value *ins[3] = {input_sym(&md, TBC_DT_U8, "7,6", 1, 0, 255), constant(&md, TBC_DT_F32, 2, pd, s),
+			     constant(&md, TBC_DT_U8, 2, pd, z)};
+	tbc_op *dq = nodev(&md, TBC_OP_DequantizeLinear, 3, ins, 1);
+	set_int(dq, "axis", 0);
+	set_int(dq, "block_size", 4);
+	set_int(dq, "output_dtype", TBC_DT_F16);
+	tbc_value *ins2[2] = {input_sym(&md, TBC_DT_I16, "3,5", 1, -3000, 3000), scalar(&md, TBC_DT_F64, 1e-3)};
+	tbc_op *dq2 = nodev(&md, TBC_OP_DequantizeLinear, 2, ins2, 1);
+	check_outputs(&md, 2, (tbc_value *[]){dq->outputs[0], dq2->outputs[0]}, 0);
+}
+
+static void test_dequantize_float8_and_float4(void **state) {
+	(void)state;
+	static const tbc_dtype ft[] = {TBC_DT_F8E4M3FN, TBC_DT_F8E4M3FNUZ, TBC_DT_F8E5M2, TBC_DT_F8E5M2FNUZ, TBC_DT_F4E2M1};
+	for (size_t i = 0; i < sizeof ft / sizeof ft[0]; i++) {
+		model md = model_new();
+		tbc_value *ins[3] = {input_sym(&md, ft[i], "4,6", 1, -6, 6), scalar(&md, TBC_DT_F32, 2.5), scalar(&md, ft[i], 0)};
+		check_outputs(&md, 1, &nodev(&md, TBC_OP_DequantizeLinear, 3, ins, 1)->outputs[0], 0);
+	}
+}
+
+/* ---- DynamicQuantizeLinear -------------------------------------------------------*/
+static void test_dynamic_quantize(void **state) {
+	(void)state;
+	static const double ranges[][2] = {{-3, 5}, {1, 9}, {-9, -1}, {0, 0}};
+	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "N,5", 7, ranges[i][0], ranges[i][1]);
+		tbc_op *q = nodev(&md, TBC_OP_DynamicQuantizeLinear, 1, &x, 3);
+		check_outputs(&md, 3, q->outputs, 0);
+	}
+	/* Only y wanted: scale and zero point go to scratch. */
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "3,4,5", 1, -2, 7);
+	tbc_op *q = nodev(&md, TBC_OP_DynamicQuantizeLinear, 1, &x, 3);
+	check_outputs(&md, 1, q->outputs, 0);
+}
+
+/* ---- MatMulInteger, QLinearMatMul ------------------------------------------------*/
+static void test_matmul_integer(void **state) {
+	(void)state;
+	static const char *const shapes[][2] = {{"4,3", "3,5"}, {"2,4,3", "3,5"}, {"3", "3,5"}, {"4,3", "3"},
+						{"2,1,4,3", "3,3,5"}, {"N,4,7", "7,6"}, {"13,37", "37,50"}, {"7,20", "2,20,19"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_U8, shapes[i][0], 2, 0, 255);
+		tbc_value *b = input_sym(&md, TBC_DT_I8, shapes[i][1], 2, -128, 127);
+		tbc_value *ins[4] = {a, b, scalar(&md, TBC_DT_U8, 12), scalar(&md, TBC_DT_I8, -5)};
+		tbc_value *y0 = nodev(&md, TBC_OP_MatMulInteger, 2, ins, 1)->outputs[0];
+		tbc_value *y1 = nodev(&md, TBC_OP_MatMulInteger, 4, ins, 1)->outputs[0];
+		check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+	}
+	/* Per-row zero points of a, per-column of b. */
+	model md = model_new();
+	tbc_value *ins[4] = {input_sym(&md, TBC_DT_I8, "4,3", 1, -128, 127), input_sym(&md, TBC_DT_U8, "3,2", 1, 0, 255),
+			     vec(&md, TBC_DT_I8, 4, (double[]){1, -2, 3, -4}), vec(&md, TBC_DT_U8, 2, (double[]){100, 200})};
+	tbc_value *y0 = nodev(&md, TBC_OP_MatMulInteger, 4, ins, 1)->outputs[0];
+	ins[2] = scalar(&md, TBC_DT_I8, 0); /* zero constants: no shift kernel */
+	ins[3] = vec(&md, TBC_DT_U8, 2, (double[]){0, 0});
+	tbc_value *y1 = nodev(&md, TBC_OP_MatMulInteger, 4, ins, 1)->outputs[0];
+	check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+}
+
+static void test_matmul_integer_full_rank_zero_point_is_refused(void **state) {
+	(void)state;
+	model md = model_new();
+	static const int64_t zd[2] = {4, 1};
+	static const double z[4] = {1, 2, 3, 4};
+	tbc_value *ins[3] = {input_sym(&md, TBC_DT_U8, "4,3", 1, 0, 255), input_sym(&md, TBC_DT_U8, "3,2", 1, 0, 255),
+			     constant(&md, TBC_DT_U8, 2, zd, z)};
+	check_lowering_fails(&md, nodev(&md, TBC_OP_MatMulInteger, 3, ins, 1)->outputs[0], TBC_ERR_UNSUPPORTED,
+			     "no CPU lowering yet");
+}
+
+static void test_qlinear_matmul(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_U8, TBC_DT_I8};
+	static const tbc_dtype stypes[] = {TBC_DT_F32, TBC_DT_F16};
+	for (int ti = 0; ti < 2; ti++)
+		for (int si = 0; si < 2; si++) {
+			model md = model_new();
+			tbc_dtype t = types[ti], st = stypes[si];
+			double lo = t == TBC_DT_U8 ? 0 : -128, hi = t == TBC_DT_U8 ? 255 : 127;
+			tbc_value *ins[8] = {input_sym(&md, t, "2,4,9", 1, lo, hi), scalar(&md, st, 0.0066), scalar(&md, t, lo + 113),
+					     input_sym(&md, t, "9,5", 1, lo, hi),   scalar(&md, st, 0.00705), scalar(&md, t, lo + 114),
+					     scalar(&md, st, 0.0107),               scalar(&md, t, lo + 118)};
+			tbc_value *y0 = nodev(&md, TBC_OP_QLinearMatMul, 8, ins, 1)->outputs[0];
+			/* Per-row a scale, per-column b scale and y zero point. */
+			ins[1] = vec(&md, st, 2, (double[]){0.01, 0.02});
+			ins[4] = vec(&md, st, 5, (double[]){0.01, 0.02, 0.005, 0.03, 0.001});
+			ins[7] = vec(&md, t, 5, (double[]){lo + 1, lo + 100, lo + 50, lo + 7, lo + 200});
+			ins[0] = input_sym(&md, t, "3,2,9", 1, lo, hi);
+			tbc_value *y1 = nodev(&md, TBC_OP_QLinearMatMul, 8, ins, 1)->outputs[0];
+			check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+		}
+}
+
+/* ---- ConvInteger, QLinearConv -----------------------------------------------------*/
+static void test_conv_integer_pads_strides_groups(void **state) {
+	(void)state;
+	{
+		model md = model_new();
+		tbc_value *ins[4] = {input_sym(&md, TBC_DT_U8, "N,4,7,6", 2, 0, 255), input_sym(&md, TBC_DT_U8, "6,2,3,2", 1, 0, 255),
+				     scalar(&md, TBC_DT_U8, 100), vec(&md, TBC_DT_U8, 6, (double[]){1, 2, 3, 4, 5, 6})};
+		tbc_op *c = nodev(&md, TBC_OP_ConvInteger, 4, ins, 1);
+		set_int(c, "group", 2);
+		set_ints(c, "pads", 4, (int64_t[]){1, 0, 2, 1});
+		set_ints(c, "strides", 2, (int64_t[]){2, 1});
+		set_ints(c, "dilations", 2, (int64_t[]){1, 2});
+		check_outputs(&md, 1, &c->outputs[0], 0);
+	}
+	{ /* 1-D, SAME_UPPER, int8. */
+		model md = model_new();
+		tbc_value *ins[2] = {input_sym(&md, TBC_DT_I8, "2,3,9", 1, -128, 127), input_sym(&md, TBC_DT_I8, "4,3,4", 1, -128, 127)};
+		tbc_op *c = nodev(&md, TBC_OP_ConvInteger, 2, ins, 1);
+		tbc_attr *a = tbc_op_add_attr(c, "auto_pad", TBC_ATTR_STRING);
+		a->s = "SAME_UPPER";
+		a->s_len = strlen(a->s);
+		check_outputs(&md, 1, &c->outputs[0], 0);
+	}
+}
+
+static void test_qlinear_conv_with_bias(void **state) {
+	(void)state;
+	static const tbc_dtype types[] = {TBC_DT_U8, TBC_DT_I8};
+	for (int ti = 0; ti < 2; ti++) {
+		model md = model_new();
+		tbc_dtype t = types[ti];
+		double lo = t == TBC_DT_U8 ? 0 : -128, hi = t == TBC_DT_U8 ? 255 : 127;
+		tbc_value *ins[9] = {input_sym(&md, t, "1,3,6,5", 1, lo, hi),
+				     scalar(&md, TBC_DT_F32, 0.0039),
+				     scalar(&md, t, lo + 100),
+				     input_sym(&md, t, "4,3,3,3", 1, lo, hi),
+				     vec(&md, TBC_DT_F32, 4, (double[]){0.002, 0.001, 0.0005, 0.003}),
+				     scalar(&md, t, 0),
+				     scalar(&md, TBC_DT_F32, 0.07),
+				     scalar(&md, t, lo + 90),
+				     vec(&md, TBC_DT_I32, 4, (double[]){-1000, 50, 3000, 0})};
+		tbc_op *c = nodev(&md, TBC_OP_QLinearConv, 9, ins, 1);
+		set_ints(c, "pads", 4, (int64_t[]){1, 1, 1, 1});
+		check_outputs(&md, 1, &c->outputs[0], 0);
+	}
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quantize_per_tensor_every_integer_type),
+		cmocka_unit_test(test_quantize_ties_round_to_even),
+		cmocka_unit_test(test_quantize_per_axis_and_blocked),
+		cmocka_unit_test(test_quantize_precisions_and_float_outputs),
+		cmocka_unit_test(test_dequantize_types_axes_blocks),
+		cmocka_unit_test(test_dequantize_float8_and_float4),
+		cmocka_unit_test(test_dynamic_quantize),
+		cmocka_unit_test(test_matmul_integer),
+		cmocka_unit_test(test_matmul_integer_full_rank_zero_point_is_refused),
+		cmocka_unit_test(test_qlinear_matmul),
+		cmocka_unit_test(test_conv_integer_pads_strides_groups),
+		cmocka_unit_test(test_qlinear_conv_with_bias),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
