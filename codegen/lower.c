@@ -338,6 +338,7 @@ bool lk_end(lk *l, kir_stmt *body) {
 	kir_launch *la = &p->launches[p->n_launches];
 	la->kernel = l->k;
 	la->args = l->args;
+	la->op_pos = cx->op_pos;
 	la->syms = tbc_arena_array(p->arena, (size_t)l->k->n_sizes + 1, sizeof(int));
 	if (!la->syms) return false;
 	for (int i = 0; i < l->k->n_sizes; i++) {
@@ -546,21 +547,46 @@ static void place_temps(kir_program *p) {
 		b->offset = b->part_offset = end;
 		end += align_up(bytes);
 	}
-	/* Scratch: one region, each op's scratch packed from its start (ops run
-	 * one after another; buffers are made in op order). */
-	int64_t scratch = end, cursor = end;
-	int at = -1;
+	/* Scratch: one region after that.  A scratch buffer lives from the first
+	 * to the last op whose launches use it (ops run one after another); each
+	 * goes at the lowest offset clear of the scratch placed before it that
+	 * lives at the same time. */
+	int64_t scratch = end;
+	int n_scratch = 0;
+	for (int i = 0; i < p->n_bufs; i++) n_scratch += p->bufs[i]->scratch_of >= 0 && p->bufs[i]->alias_of < 0;
+	int *first = n_scratch ? malloc((size_t)p->n_bufs * 2 * sizeof *first) : NULL;
+	int *last = first ? first + p->n_bufs : NULL;
+	for (int i = 0; first && i < p->n_bufs; i++) first[i] = INT_MAX, last[i] = -1;
+	for (int l = 0; first && l < p->n_launches; l++)
+		for (int a = 0; a < p->launches[l].kernel->n_buffers; a++) {
+			int pb = p->launches[l].args[a];
+			if (p->bufs[pb]->alias_of >= 0) pb = p->bufs[pb]->alias_of;
+			if (p->launches[l].op_pos < first[pb]) first[pb] = p->launches[l].op_pos;
+			if (p->launches[l].op_pos > last[pb]) last[pb] = p->launches[l].op_pos;
+		}
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];
 		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->scratch_of < 0) continue;
 		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
 		if (bytes < 0) continue; /* symbolic: at run time */
-		if (b->scratch_of != at) at = b->scratch_of, cursor = end;
+		int64_t at = end;
+		/* Without the use table (out of memory) every scratch gets its own place. */
+		for (bool moved = true; moved;) {
+			moved = false;
+			for (int j = 0; j < i; j++) {
+				const kir_pbuf *o = p->bufs[j];
+				if (o->role != KIR_BUF_TEMP || o->alias_of >= 0 || o->scratch_of < 0 || o->part != 0 || o->offset < end)
+					continue;
+				if (first && (first[j] > last[i] || first[i] > last[j])) continue; /* not at the same time */
+				int64_t ob = align_up(kir_pbuf_bytes(p, o, NULL));
+				if (at < o->offset + ob && o->offset < at + align_up(bytes)) at = o->offset + ob, moved = true;
+			}
+		}
 		b->part = 0;
-		b->offset = b->part_offset = cursor;
-		cursor += align_up(bytes);
-		if (cursor > scratch) scratch = cursor;
+		b->offset = b->part_offset = at;
+		if (at + align_up(bytes) > scratch) scratch = at + align_up(bytes);
 	}
+	free(first);
 	end = scratch;
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];

@@ -32,8 +32,9 @@ typedef struct kir_pbuf {
 	int part;
 	int64_t part_offset;
 	/* TEMP scratch holding no graph value (lower_temp_buf): the position of
-	 * the op whose kernels alone use it, so scratch of different ops shares
-	 * one region; -1 otherwise. */
+	 * the op that made it, >= 0; -1 otherwise.  Scratch lives from the first
+	 * to the last op whose launches use it and is placed apart from scratch
+	 * living at the same time only. */
 	int scratch_of;
 } kir_pbuf;
 
@@ -50,6 +51,7 @@ typedef struct kir_launch {
 	kir_kernel *kernel;
 	int *args; /* program buffer of each kernel buffer */
 	int *syms; /* program symbol of each kernel size parameter */
+	int op_pos; /* position in the main graph of the op it belongs to */
 } kir_launch;
 
 typedef struct kir_program {
