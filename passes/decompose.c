@@ -232,7 +232,8 @@ static tbc_value *nll(dx *x, tbc_value *X, tbc_value *T, tbc_value *W, const tbc
 		w = with_axis(x, TBC_OP_Gather, 2, gin, "axis", 0);
 		if (mask) w = op3(x, TBC_OP_Where, mask, scalar(x, ft, 0), w);
 	} else if (mask) {
-		w = op3(x, TBC_OP_Where, mask, scalar(x, ft, 0), scalar(x, ft, 1));
+		tbc_value *zero = scalar(x, ft, 0), *one = scalar(x, ft, 1);
+		w = op3(x, TBC_OP_Where, mask, zero, one);
 	}
 	if (w) loss = op2(x, TBC_OP_Mul, loss, w);
 	if (!strcmp(red, "none")) return loss;
@@ -242,7 +243,9 @@ static tbc_value *nll(dx *x, tbc_value *X, tbc_value *T, tbc_value *W, const tbc
 		return NULL;
 	}
 	if (!w) return reduce(x, TBC_OP_ReduceMean, loss, 0, NULL, 0);
-	return op2(x, TBC_OP_Div, reduce(x, TBC_OP_ReduceSum, loss, 0, NULL, 0), reduce(x, TBC_OP_ReduceSum, w, 0, NULL, 0));
+	tbc_value *num = reduce(x, TBC_OP_ReduceSum, loss, 0, NULL, 0);
+	tbc_value *den = reduce(x, TBC_OP_ReduceSum, w, 0, NULL, 0);
+	return op2(x, TBC_OP_Div, num, den);
 }
 
 static bool decompose_nll(dx *x) {
@@ -304,12 +307,15 @@ static bool decompose_rotary(dx *x) {
 	s = unsqueeze(x, s, cax);
 	tbc_value *x1 = inter ? slice(x, X4, 3, 0, rd, 2) : slice(x, X4, 3, 0, half, 1);
 	tbc_value *x2 = inter ? slice(x, X4, 3, 1, rd, 2) : slice(x, X4, 3, half, rd, 1);
-	tbc_value *o1 = op2(x, TBC_OP_Sub, op2(x, TBC_OP_Mul, c, x1), op2(x, TBC_OP_Mul, s, x2));
-	tbc_value *o2 = op2(x, TBC_OP_Add, op2(x, TBC_OP_Mul, s, x1), op2(x, TBC_OP_Mul, c, x2));
+	tbc_value *cx1 = op2(x, TBC_OP_Mul, c, x1), *sx2 = op2(x, TBC_OP_Mul, s, x2);
+	tbc_value *o1 = op2(x, TBC_OP_Sub, cx1, sx2);
+	tbc_value *sx1 = op2(x, TBC_OP_Mul, s, x1), *cx2 = op2(x, TBC_OP_Mul, c, x2);
+	tbc_value *o2 = op2(x, TBC_OP_Add, sx1, cx2);
 	tbc_value *rot;
 	if (inter) {
 		int64_t shape[4] = {0, 0, 0, rd};
-		rot = reshape(x, concat(x, unsqueeze(x, o1, 4), unsqueeze(x, o2, 4), 4), 4, shape);
+		tbc_value *u1 = unsqueeze(x, o1, 4), *u2 = unsqueeze(x, o2, 4);
+		rot = reshape(x, concat(x, u1, u2, 4), 4, shape);
 	} else {
 		rot = concat(x, o1, o2, 3);
 	}
@@ -343,13 +349,16 @@ static tbc_value *nonpad_bias(dx *x, tbc_value *bias, tbc_value *NP, tbc_dtype d
 		for (int64_t i = 0; i < Sq; i++)
 			for (int64_t j = 0; j < T; j++) iv[i * T + j] = j - i;
 		int64_t dims[2] = {Sq, T};
-		tbc_value *diff = op2(x, TBC_OP_Sub, op2(x, TBC_OP_Sub, np, scalar_i(x, it, Sq)), constant(x, it, 2, dims, NULL, iv));
+		tbc_value *shifted = op2(x, TBC_OP_Sub, np, scalar_i(x, it, Sq));
+		tbc_value *offsets = constant(x, it, 2, dims, NULL, iv);
+		tbc_value *diff = op2(x, TBC_OP_Sub, shifted, offsets);
 		if (causal) ok = op2(x, TBC_OP_And, ok, op2(x, TBC_OP_GreaterOrEqual, diff, scalar_i(x, it, 0)));
 		if (lw >= 0) ok = op2(x, TBC_OP_And, ok, op2(x, TBC_OP_LessOrEqual, diff, scalar_i(x, it, lw)));
 		if (rw >= 0) ok = op2(x, TBC_OP_And, ok, op2(x, TBC_OP_GreaterOrEqual, diff, scalar_i(x, it, -rw)));
 	}
 	free(iv);
-	tbc_value *nb = op3(x, TBC_OP_Where, ok, scalar(x, dt, 0), scalar(x, dt, -INFINITY));
+	tbc_value *zero = scalar(x, dt, 0), *minus_inf = scalar(x, dt, -INFINITY);
+	tbc_value *nb = op3(x, TBC_OP_Where, ok, zero, minus_inf);
 	return bias ? op2(x, TBC_OP_Add, bias, nb) : nb;
 }
 
@@ -447,7 +456,10 @@ static bool decompose_attention(dx *x) {
 	tbc_value *bias = NULL;
 	if (M) {
 		bias = M;
-		if (M->type.dtype == TBC_DT_BOOL) bias = op3(x, TBC_OP_Where, M, scalar(x, dt, 0), scalar(x, dt, -INFINITY));
+		if (M->type.dtype == TBC_DT_BOOL) {
+			tbc_value *zero = scalar(x, dt, 0), *minus_inf = scalar(x, dt, -INFINITY);
+			bias = op3(x, TBC_OP_Where, M, zero, minus_inf);
+		}
 		int64_t Lm = M->type.dims[M->type.rank - 1].size;
 		if (Lm < T) {
 			int r = M->type.rank;
@@ -480,7 +492,8 @@ static bool decompose_attention(dx *x) {
 	if (M || NP) {
 		/* A row with no attendable key gives zeros, not NaN. */
 		int64_t last = -1;
-		tbc_value *none = op2(x, TBC_OP_Equal, reduce(x, TBC_OP_ReduceMax, bias, 1, &last, 1), scalar(x, dt, -INFINITY));
+		tbc_value *row_max = reduce(x, TBC_OP_ReduceMax, bias, 1, &last, 1);
+		tbc_value *none = op2(x, TBC_OP_Equal, row_max, scalar(x, dt, -INFINITY));
 		probs = op3(x, TBC_OP_Where, none, scalar(x, dt, 0), probs);
 	}
 	tbc_value *p = probs;
@@ -778,7 +791,7 @@ static bool decompose_einsum(dx *x) {
 		tbc_value *nv[1] = {NULL};
 		return commit(x, nv);
 	}
-	tbc_value *vals[EIN_MAX_OPS];
+	tbc_value *vals[EIN_MAX_OPS] = {NULL};
 	for (k = 0; k < n_ops; k++) vals[k] = ein_diagonal(x, op->inputs[k], &t[k]);
 	tbc_value *cur = vals[0];
 	eterm ct = t[0];
@@ -831,12 +844,23 @@ static bool decompose_det(dx *x) {
 	tbc_value *det;
 #define DM(a, b) op2(x, TBC_OP_Mul, a, b)
 #define DS(a, b) op2(x, TBC_OP_Sub, a, b)
-	if (n == 1) det = e[0];
-	else if (n == 2) det = DS(DM(e[0], e[3]), DM(e[1], e[2]));
-	else
-		det = op2(x, TBC_OP_Add,
-			  DS(DM(e[0], DS(DM(e[4], e[8]), DM(e[5], e[7]))), DM(e[1], DS(DM(e[3], e[8]), DM(e[5], e[6])))),
-			  DM(e[2], DS(DM(e[3], e[7]), DM(e[4], e[6]))));
+	/* One op per statement: C leaves the order of argument evaluation open,
+	 * and the order ops are made in is the order they print in. */
+	if (n == 1) {
+		det = e[0];
+	} else if (n == 2) {
+		tbc_value *ad = DM(e[0], e[3]), *bc = DM(e[1], e[2]);
+		det = DS(ad, bc);
+	} else {
+		tbc_value *ei = DM(e[4], e[8]), *fh = DM(e[5], e[7]);
+		tbc_value *m0 = DS(ei, fh);
+		tbc_value *di = DM(e[3], e[8]), *fg = DM(e[5], e[6]);
+		tbc_value *m1 = DS(di, fg);
+		tbc_value *dh = DM(e[3], e[7]), *eg = DM(e[4], e[6]);
+		tbc_value *m2 = DS(dh, eg);
+		tbc_value *t0 = DM(e[0], m0), *t1 = DM(e[1], m1), *t2 = DM(e[2], m2);
+		det = op2(x, TBC_OP_Add, DS(t0, t1), t2);
+	}
 #undef DM
 #undef DS
 	int64_t last = r - 2;
