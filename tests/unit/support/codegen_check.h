@@ -1,0 +1,63 @@
+/* Shared by the codegen unit tests (tests/unit/test_codegen*.c): building
+ * small graphs with random inputs, and checking a graph by running it with
+ * the reference interpreter (tbc_interpret), the kernel IR evaluator
+ * (kir_program_eval: lowering alone) and JIT-compiled for the host
+ * (tbc_jit_compile + a serial host), comparing all three.  Compiled once into
+ * tbc_test_support (tests/CMakeLists.txt). */
+#ifndef TBC_TESTS_CODEGEN_CHECK_H
+#define TBC_TESTS_CODEGEN_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tbc/abi.h"
+
+/* ---- Building graphs ---------------------------------------------------------*/
+typedef struct model {
+	tbc_module *m;
+	tbc_tensor *in[8];
+	int n_in;
+	uint64_t seed;
+} model;
+
+model model_new(void);
+/* Uniform in [0, 1), from the model's fixed-seed generator. */
+double rnd(model *md);
+/* Random values in [lo, hi): floored for integer dtypes, thresholded for bool. */
+void fill(model *md, tbc_tensor *t, double lo, double hi);
+/* A graph input whose dims are given as text: "2,3,N" (letters are symbolic);
+ * the test tensor uses `sym_size` for the symbolic dims and values in [lo, hi). */
+tbc_value *input_sym(model *md, tbc_dtype dt, const char *dims, int64_t sym_size, double lo, double hi);
+/* input_sym with symbolic dims 3 and values in [-3, 3). */
+tbc_value *input(model *md, tbc_dtype dt, const char *dims);
+tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, const double *vals);
+/* An op with n of the inputs a, b, c and one output. */
+tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c);
+tbc_value *op1(model *md, tbc_opcode code, tbc_value *a);
+tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b);
+
+/* ---- Checking ----------------------------------------------------------------*/
+void print_diags(tbc_diags *d);
+
+/* Set by conversion tests: results must match the interpreter bit for bit. */
+extern bool exact_bits;
+/* When nonzero, check_outputs runs the fusion pass after the interpreter and
+ * wants this many Fused ops before lowering. */
+extern int g_fuse;
+
+/* Same dtype and dims; floats within 1e-6 + rtol*|want| (NaN matches NaN),
+ * integers exactly; with exact_bits every element's bits too. */
+void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol);
+/* Infers, then runs the interpreter, the evaluator and the JIT (compiled
+ * with options o, NULL for the defaults) on the graph whose outputs are outs;
+ * compares; frees the model. */
+void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, const tbc_compile_options *o);
+void check_outputs(model *md, int n_out, tbc_value **outs, double rtol);
+/* check_outputs of one output with rtol 1e-5. */
+void check(model *md, tbc_value *out);
+/* Lowering fails with `code` and a message containing `text`; frees the model. */
+void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
+
+#endif
