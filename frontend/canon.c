@@ -388,6 +388,10 @@ static bool canon_lppool(canon *c) {
 	const tbc_attr *p = tbc_op_attr(c->op, "p");
 	if (!p || p->kind != TBC_ATTR_FLOAT) return true;
 	double v = p->f;
+	/* Old models spell p as a float; it must still be a whole number of a
+	 * sane size (the model is untrusted: C leaves converting 1e32 undefined). */
+	if (!(v >= 1 && v <= 1e6) || v != floor(v))
+		return fail(c, TBC_ERR_INVALID_MODEL, "LpPool's p must be a whole number from 1 to 1e6, got %g", v);
 	tbc_op_remove_attr(c->op, "p");
 	tbc_attr *a = tbc_op_add_attr(c->op, "p", TBC_ATTR_INT);
 	if (!a) return oom(c);
