@@ -413,9 +413,21 @@ static void pointers_leaving_the_descriptors_object_are_refused(void **state) {
 	in_object.inputs = heap_inputs;
 	RT_ERR(adopt(&in_object), TBCRT_ERR_INVALID_ARTIFACT, "the inputs table of 2 entries is missing or lies outside the artifact");
 	free(heap_inputs);
+	/* A table of two entries whose first is the last whole entry of the
+	 * object's segment: the second lies past its end.  Placing it from where
+	 * the segment ends (not a large count from a table inside) keeps it
+	 * outside the object whatever this build's segment sizes are; an ASan
+	 * build has larger ones. */
 	in_object = add_copy();
-	in_object.n_inputs = 1u << 15; /* the table runs past the object's end */
-	RT_ERR(adopt(&in_object), TBCRT_ERR_INVALID_ARTIFACT, "inputs table of 32768 entries");
+	tbcrt_segments seg;
+	tbcrt__segments_of(&in_object, &seg);
+	uintptr_t seg_end = 0;
+	for (int i = 0; i < seg.count; i++)
+		if (seg.seg[i].lo <= (uintptr_t)&in_object && (uintptr_t)&in_object < seg.seg[i].hi) seg_end = seg.seg[i].hi;
+	assert_true(seg_end != 0);
+	uintptr_t last = (seg_end - sizeof *in_object.inputs) & ~(uintptr_t)(_Alignof(tbc_abi_tensor) - 1);
+	in_object.inputs = (const tbc_abi_tensor *)last;
+	RT_ERR(adopt(&in_object), TBCRT_ERR_INVALID_ARTIFACT, "the inputs table of 2 entries is missing or lies outside");
 	in_object = add_copy();
 	in_object.run = (void *)(uintptr_t)in_object.name; /* data, not code */
 	RT_ERR(adopt(&in_object), TBCRT_ERR_INVALID_ARTIFACT, "run function is not code of the artifact");
