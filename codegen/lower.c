@@ -504,7 +504,7 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 	if (lower_ew_supported(op)) return lower_elementwise(cx, op);
 	lower_result (*const families[])(lower_cx *, const tbc_op *) = {
 		lower_family_reduce, lower_family_norm, lower_family_matmul, lower_family_conv, lower_family_data,
-		lower_family_quant,
+		lower_family_quant, lower_family_rnn, lower_family_signal, lower_family_misc,
 	};
 	for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
 		lower_result r = families[i](cx, op);

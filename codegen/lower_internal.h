@@ -105,6 +105,9 @@ lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lo
 lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lower_conv.c */
 lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower_data.c */
 lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lower_quant.c */
+lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op);     /* codegen/lower_rnn.c */
+lower_result lower_family_signal(lower_cx *cx, const tbc_op *op);  /* codegen/lower_signal.c */
+lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lower_misc.c */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
  * elementwise epilogue): codegen/lower_fused_reduce.c. */
 lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);
