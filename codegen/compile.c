@@ -193,10 +193,18 @@ tbc_code tbc_abi_run_serial(const tbc_abi_model *model, tbc_tensor *const *input
 	void *ins[256];
 	if (model->n_inputs > 256 || model->n_outputs > 256) return TBC_ERR_UNSUPPORTED;
 	for (uint32_t i = 0; i < model->n_inputs; i++) ins[i] = inputs[i]->data;
+	/* Outputs of known size are made now; one with a computed dim is
+	 * allocated by run (host->alloc) and copied out after it. */
+	bool computed[256] = {false};
 	for (uint32_t i = 0; i < model->n_outputs && rc == TBC_OK; i++) {
 		const tbc_abi_tensor *t = &model->outputs[i];
 		int64_t dims[TBC_MAX_RANK];
-		for (int k = 0; k < t->rank; k++) dims[k] = t->dims[k] >= 0 ? t->dims[k] : syms[t->sym[k]];
+		outs[i] = NULL;
+		for (int k = 0; k < t->rank; k++) {
+			dims[k] = t->dims[k] >= 0 ? t->dims[k] : syms[t->sym[k]];
+			if (t->dims[k] < 0 && model->sym_computed && model->sym_computed[t->sym[k]]) computed[i] = true;
+		}
+		if (computed[i]) continue;
 		out_outputs[i] = tbc_tensor_create((tbc_dtype)t->dtype, t->rank, dims);
 		if (!out_outputs[i]) rc = TBC_ERR_NO_MEMORY;
 		else outs[i] = out_outputs[i]->data;
@@ -211,6 +219,20 @@ tbc_code tbc_abi_run_serial(const tbc_abi_model *model, tbc_tensor *const *input
 	if (rc == TBC_OK) {
 		tbc_abi_host host = {&h, serial_parallel_for, serial_alloc, serial_error};
 		if (model->run(&host, syms, ins, outs, arena, model->weights) != 0) rc = TBC_ERR_RUNTIME;
+	}
+	for (uint32_t i = 0; i < model->n_outputs && rc == TBC_OK; i++) {
+		if (!computed[i]) continue;
+		const tbc_abi_tensor *t = &model->outputs[i];
+		int64_t dims[TBC_MAX_RANK];
+		for (int k = 0; k < t->rank; k++) dims[k] = t->dims[k] >= 0 ? t->dims[k] : syms[t->sym[k]];
+		out_outputs[i] = outs[i] ? tbc_tensor_create((tbc_dtype)t->dtype, t->rank, dims) : NULL;
+		if (!out_outputs[i]) {
+			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, t->name,
+				      "the model did not compute output %u or its shape", i);
+			rc = TBC_ERR_INTERNAL;
+		} else if (out_outputs[i]->numel) {
+			memcpy(out_outputs[i]->data, outs[i], (size_t)out_outputs[i]->numel * tbc_dtype_size((tbc_dtype)t->dtype));
+		}
 	}
 	free(arena);
 	for (size_t i = 0; i < h.n_allocs; i++) free(h.allocs[i]);

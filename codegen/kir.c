@@ -332,6 +332,7 @@ static const char *role_name(kir_buffer_role r) {
 	case KIR_BUF_OUTPUT: return "output";
 	case KIR_BUF_CONST: return "const";
 	case KIR_BUF_TEMP: return "temp";
+	case KIR_BUF_SYMS: return "syms";
 	}
 	return "?";
 }

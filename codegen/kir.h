@@ -39,7 +39,11 @@ typedef enum kir_buffer_role {
 	KIR_BUF_INPUT,  /* a graph input, read only */
 	KIR_BUF_OUTPUT, /* a graph output */
 	KIR_BUF_CONST,  /* weights, read only */
-	KIR_BUF_TEMP    /* an intermediate: placed in the arena by memory planning */
+	KIR_BUF_TEMP,   /* an intermediate: placed in the arena by memory planning */
+	/* The program's symbol values (int64, one per symbol, in program order):
+	 * a shape kernel stores the symbols it computes there (data-dependent
+	 * dims, run-time parameters); later kernels take them as sizes. */
+	KIR_BUF_SYMS
 } kir_buffer_role;
 
 typedef enum kir_unop {

@@ -326,6 +326,8 @@ bool lk_end(lk *l, kir_stmt *body) {
 	kir_program *p = cx->p;
 	if (!body || l->k->failed) return internal(cx, "out of memory building a kernel");
 	l->k->body = body;
+	for (int i = 0; i < l->n_args; i++) /* the symbols known by now: all this kernel can name */
+		if (l->args[i] == p->syms_buf) l->k->buffers[i]->dims[0] = kir_e_index(l->k, p->n_syms);
 	if (!kir_verify(l->k, cx->d)) return internal(cx, "a lowered kernel does not verify");
 	if (p->n_launches == p->cap_launches) {
 		int cap = p->cap_launches ? p->cap_launches * 2 : 16;
@@ -488,6 +490,26 @@ static bool lower_dropout(lower_cx *cx, const tbc_op *op) {
 
 /* ---- Driver ----------------------------------------------------------------*/
 static bool lower_op(lower_cx *cx, const tbc_op *op) {
+	bool outputs_known = true;
+	for (int i = 0; i < op->n_outputs; i++)
+		if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type)) outputs_known = false;
+	if (!outputs_known) {
+		/* A data-dependent output shape: the op's lowering computes the new
+		 * symbols in a shape kernel before its buffers are made. */
+		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
+			lower_dyn_shape,
+		};
+		lower_result r = LOWER_NOT_MINE;
+		for (size_t i = 0; i < sizeof dynamic / sizeof *dynamic && r == LOWER_NOT_MINE; i++) r = dynamic[i](cx, op);
+		if (r == LOWER_NOT_MINE)
+			return lower_error(cx, op,
+					   "the shape of its output depends on the data; op %s with such a shape has no CPU lowering yet",
+					   tbc_ops[op->code].onnx_name);
+		if (r != LOWER_SHAPED) return r == LOWER_OK;
+		for (int i = 0; i < op->n_outputs; i++)
+			if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type))
+				return internal(cx, "a shape kernel left an output dim unknown");
+	}
 	switch (op->code) {
 	case TBC_OP_Identity:
 	case TBC_OP_Reshape:
@@ -513,18 +535,96 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 	return lower_unsupported(cx, op);
 }
 
-static bool add_sym(lower_cx *cx, const char *name) {
+/* The program symbol named name, added when new; -1 when out of memory. */
+static int add_sym_as(lower_cx *cx, const char *name, bool computed) {
 	kir_program *p = cx->p;
 	for (int s = 0; s < p->n_syms; s++)
-		if (!strcmp(p->sym_names[s], name)) return true;
+		if (!strcmp(p->sym_names[s], name)) return s;
 	const char **grown = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *grown);
-	if (!grown) return false;
-	if (p->n_syms) memcpy(grown, p->sym_names, (size_t)p->n_syms * sizeof *grown);
+	bool *flags = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *flags);
+	if (!grown || !flags) return -1;
+	if (p->n_syms) {
+		memcpy(grown, p->sym_names, (size_t)p->n_syms * sizeof *grown);
+		memcpy(flags, p->sym_computed, (size_t)p->n_syms * sizeof *flags);
+	}
 	grown[p->n_syms] = tbc_arena_strdup(p->arena, name);
-	if (!grown[p->n_syms]) return false;
+	if (!grown[p->n_syms]) return -1;
+	flags[p->n_syms] = computed;
 	p->sym_names = grown;
-	p->n_syms++;
+	p->sym_computed = flags;
+	return p->n_syms++;
+}
+
+static bool add_sym(lower_cx *cx, const char *name) { return add_sym_as(cx, name, false) >= 0; }
+
+int lower_sym_computed(lower_cx *cx, const char *name) {
+	int s = add_sym_as(cx, name, true);
+	if (s < 0) internal(cx, "out of memory");
+	return s;
+}
+
+bool lower_dim_known(lower_cx *cx, tbc_dim d) {
+	if (!d.sym) return true;
+	for (int s = 0; s < cx->p->n_syms; s++)
+		if (!strcmp(cx->p->sym_names[s], d.sym)) return true;
+	return false;
+}
+
+bool lower_type_known(lower_cx *cx, const tbc_type *t) {
+	if (t->rank < 0) return false;
+	for (int d = 0; d < t->rank; d++)
+		if (!lower_dim_known(cx, t->dims[d])) return false;
 	return true;
+}
+
+/* ---- Shape kernels ---------------------------------------------------------*/
+kir_buffer *lk_syms(lk *l) {
+	kir_program *p = l->cx->p;
+	if (p->syms_buf < 0) {
+		tbc_type t = {.dtype = TBC_DT_I64, .rank = 1};
+		t.dims[0].size = 0; /* set to the symbol count once lowering is done */
+		p->syms_buf = new_pbuf(l->cx, KIR_BUF_SYMS, &t, "syms");
+		if (p->syms_buf < 0) return NULL;
+	}
+	return lk_buf(l, p->syms_buf);
+}
+
+bool lower_shape_dim(lk *l, kir_block *b, const tbc_op *op, tbc_dim dim, const char *what, kir_expr *value) {
+	lower_cx *cx = l->cx;
+	kir_kernel *k = l->k;
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s is negative", what);
+	kir_block_add(k, b, kir_s_error(k, kir_e_cmp(k, KIR_LT, value, kir_e_index(k, 0)), msg));
+	if (lower_dim_known(cx, dim)) {
+		/* Compiled for a known dim: the run-time value must agree. */
+		if (dim.sym) snprintf(msg, sizeof msg, "%s differs from %s, the size the model was compiled for", what, dim.sym);
+		else snprintf(msg, sizeof msg, "%s differs from %" PRId64 ", the size the model was compiled for", what, dim.size);
+		kir_block_add(k, b, kir_s_error(k, kir_e_cmp(k, KIR_NE, value, lk_dim(l, dim)), msg));
+		return !k->failed;
+	}
+	(void)op;
+	int s = lower_sym_computed(cx, dim.sym);
+	kir_buffer *syms = s >= 0 ? lk_syms(l) : NULL;
+	if (!syms) return false;
+	kir_block_add(k, b, kir_s_store(k, syms, kir_e_index(k, s), kir_e_cast(k, TBC_DT_I64, value)));
+	return !k->failed;
+}
+
+/* Buffers whose size depends on a computed symbol are allocated while
+ * running (kir_pbuf.dynamic); the symbols buffer gets its final length. */
+static void mark_dynamic(kir_program *p) {
+	for (int i = 0; i < p->n_bufs; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (i == p->syms_buf) {
+			b->type.dims[0].size = p->n_syms;
+			continue;
+		}
+		if ((b->role != KIR_BUF_TEMP && b->role != KIR_BUF_OUTPUT) || b->alias_of >= 0) continue;
+		for (int d = 0; d < b->type.rank; d++)
+			for (int s = 0; b->type.dims[d].sym && s < p->n_syms; s++)
+				if (p->sym_computed[s] && !strcmp(p->sym_names[s], b->type.dims[d].sym)) b->dynamic = true;
+		if (b->dynamic && b->role == KIR_BUF_TEMP) b->part = -1, b->part_offset = -1, b->offset = -1;
+	}
 }
 
 /* Places the temporaries memory planning did not: statically sized ones
@@ -540,7 +640,7 @@ static void place_temps(kir_program *p) {
 	}
 	for (int i = 0; i < p->n_bufs; i++) {
 		kir_pbuf *b = p->bufs[i];
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->scratch_of >= 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->scratch_of >= 0 || b->dynamic) continue;
 		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
 		if (bytes < 0) continue; /* symbolic: at run time */
 		b->part = 0;
@@ -677,6 +777,7 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 	if (!p) return TBC_ERR_NO_MEMORY;
 	p->arena = arena;
 	p->name = "model";
+	p->syms_buf = -1;
 	lower_cx cx = {.m = m, .p = p, .d = d};
 	const tbc_graph *g = m->main;
 	size_t nv = (size_t)m->n_values + 1;
@@ -721,8 +822,8 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 	for (int i = 0; ok && i < g->n_outputs; i++) {
 		const tbc_value *v = g->outputs[i];
 		copy_from[i] = -1;
-		if (!type_is_supported(&cx, v) || !tbc_dtype_supported(v->type.dtype)) {
-			ok = lower_error(&cx, NULL, "graph output %d has a data-dependent or unknown shape; no CPU lowering yet",
+		if (v->type.rank < 0 || !tbc_dtype_supported(v->type.dtype)) {
+			ok = lower_error(&cx, NULL, "graph output %d has an unknown rank or a non-numeric dtype; no CPU lowering yet",
 					 i);
 			break;
 		}
@@ -742,6 +843,10 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 		int src = lower_value_buf(&cx, g->outputs[i]);
 		ok = src >= 0 && lower_copy(&cx, p->outputs[i], src);
 	}
+	for (int i = 0; ok && i < g->n_outputs; i++)
+		if (!type_is_supported(&cx, g->outputs[i]))
+			ok = lower_error(&cx, NULL, "graph output %d has a shape no op computes; no CPU lowering yet", i);
+	if (ok) mark_dynamic(p);
 	free(copy_from);
 	free(cx.buf_of);
 	free(cx.val_part);

@@ -36,6 +36,11 @@ typedef struct kir_pbuf {
 	 * to the last op whose launches use it and is placed apart from scratch
 	 * living at the same time only. */
 	int scratch_of;
+	/* TEMP or OUTPUT whose size depends on symbols computed while running
+	 * (kir_program.sym_computed): not in the arena; allocated through the
+	 * host (tbc_abi_host.alloc) just before the first launch using it, once
+	 * the launches before have computed its symbols. */
+	bool dynamic;
 } kir_pbuf;
 
 /* A part of the arena (passes/memplan.c's layout): `bytes` times the product
@@ -59,6 +64,12 @@ typedef struct kir_program {
 	const char *name;
 	int n_syms;
 	const char **sym_names;
+	/* sym_computed[s]: symbol s is computed by a shape kernel while running
+	 * (a data-dependent dim or a run-time parameter), not read from the
+	 * inputs' shapes.  Kernels computing symbols bind the program buffer
+	 * syms_buf (role KIR_BUF_SYMS; -1 when none does). */
+	bool *sym_computed;
+	int syms_buf;
 	int n_bufs, cap_bufs;
 	kir_pbuf **bufs;
 	int n_inputs, n_outputs;

@@ -425,7 +425,13 @@ static bool lower_tile(lower_cx *cx, const tbc_op *op) {
 		kir_expr *reps;
 		if (tbc_dim_eq(xd, yd)) reps = kir_e_index(l.k, 1);
 		else if (!xd.sym && !yd.sym) reps = kir_e_index(l.k, xd.size ? yd.size / xd.size : 0);
-		else return lower_error(cx, op, "Tile of a symbolic dim has no CPU lowering yet");
+		else { /* a symbolic dim (a dynamic batch, or repeats given while running) */
+			kir_expr *xs_ = lk_dim(&l, xd);
+			kir_expr *zero = kir_e_cmp(l.k, KIR_EQ, xs_, kir_e_index(l.k, 0));
+			reps = kir_e_select(l.k, zero, kir_e_index(l.k, 0),
+					    kir_e_binary(l.k, KIR_FLOORDIV, lk_dim(&l, yd),
+							 kir_e_select(l.k, zero, kir_e_index(l.k, 1), xs_)));
+		}
 		empty |= (!xd.sym && xd.size == 0) || (!yd.sym && yd.size == 0);
 		kir_expr *D = lk_dim(&l, xd);
 		aff_dim(&a, reps, kir_e_mul(l.k, D, ys[d]), kir_e_index(l.k, 0));

@@ -190,7 +190,7 @@ bool lower_data_constant_of_shape(lower_cx *cx, const tbc_op *op) {
 bool lower_data_range(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *yv = op->outputs[0];
 	tbc_dtype dt = yv->type.dtype;
-	if (!(tbc_dtype_is_int(dt) || dt == TBC_DT_F32 || dt == TBC_DT_F64))
+	if (!(tbc_dtype_is_int(dt) || tbc_dtype_is_float(dt)))
 		return lower_error(cx, op, "Range on %s has no CPU lowering yet", tbc_dtype_name(dt));
 	for (int i = 0; i < 3; i++)
 		if (op->inputs[i]->type.rank > 1 || (op->inputs[i]->type.rank == 1 && (op->inputs[i]->type.dims[0].sym ||
@@ -207,8 +207,10 @@ bool lower_data_range(lower_cx *cx, const tbc_op *op) {
 	dloops lp = {0};
 	kir_expr *i = dl_add(&l, &lp, lk_dim(&l, yv->type.dims[0]), false);
 	kir_expr *z = kir_e_index(k, 0);
-	kir_expr *v = kir_e_add(k, kir_e_cast(k, ct, kir_e_load(k, s, z)),
-				kir_e_mul(k, kir_e_cast(k, ct, i), kir_e_cast(k, ct, kir_e_load(k, d, z))));
+	kir_expr *start = kir_e_load(k, s, z), *delta = kir_e_load(k, d, z);
+	if (tbc_dtype_is_float(dt) && dt != TBC_DT_F32 && dt != TBC_DT_F64) /* narrow floats: exact through f32 */
+		start = kir_e_cast(k, TBC_DT_F32, start), delta = kir_e_cast(k, TBC_DT_F32, delta);
+	kir_expr *v = kir_e_add(k, kir_e_cast(k, ct, start), kir_e_mul(k, kir_e_cast(k, ct, i), kir_e_cast(k, ct, delta)));
 	return lk_end(&l, dl_wrap(&l, &lp, kir_s_store(k, dst, i, kir_e_cast(k, dt, v))));
 }
 

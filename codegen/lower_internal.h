@@ -37,6 +37,30 @@ kir_expr *lk_dim(lk *l, tbc_dim d);
 /* Verifies the kernel and appends its launch. */
 bool lk_end(lk *l, kir_stmt *body);
 
+/* ---- Data-dependent shapes -------------------------------------------------
+ * A dim inference could not know (a fresh symbol from tbc_module_fresh_dim:
+ * Reshape to a shape given at run time, NonZero's count, ...) becomes a
+ * computed symbol of the program: a shape kernel of the defining op stores
+ * its value into the program's symbol buffer, and every later kernel takes it
+ * as a size like a symbol of the inputs.  Buffers sized by computed symbols
+ * are allocated while running (kir_pbuf.dynamic).  A lowering may also
+ * compute symbols for its own run-time parameters (a slice's start, ...).
+ *
+ * lower_op sends an op with an output dim not known yet to the lower_dyn_*
+ * families; such a family emits the shape kernel first, then asks for the
+ * result buffers as usual. */
+bool lower_dim_known(lower_cx *cx, tbc_dim d);
+bool lower_type_known(lower_cx *cx, const tbc_type *t);
+/* Registers the computed symbol named name (or finds it); its index. */
+int lower_sym_computed(lower_cx *cx, const char *name);
+/* The kernel's view of the program's symbol buffer (int64, one per symbol). */
+kir_buffer *lk_syms(lk *l);
+/* Appends to b what makes value (an index expression) the run-time size of
+ * dim: a store into its symbol when the dim is not known yet, else a check
+ * that it agrees with the compiled size; either way the run fails when it is
+ * negative.  what names the dim in messages ("output dim 2 of Reshape"). */
+bool lower_shape_dim(lk *l, kir_block *b, const tbc_op *op, tbc_dim dim, const char *what, kir_expr *value);
+
 /* The program buffer of value v: made for constants on first use. */
 int lower_value_buf(lower_cx *cx, const tbc_value *v);
 /* The buffer an op writes its output i to: the graph output it is, or a new
@@ -98,7 +122,9 @@ bool lower_fused(lower_cx *cx, const tbc_op *op);
 
 /* Each further family lowers the ops it knows: returns LOWER_NOT_MINE for
  * any other op, else LOWER_OK or LOWER_FAILED (with a diagnostic). */
-typedef enum lower_result { LOWER_NOT_MINE = -1, LOWER_FAILED = 0, LOWER_OK = 1 } lower_result;
+/* LOWER_SHAPED (lower_dyn_* only): the op's shape kernel is emitted and its
+ * output dims are known now; the op's ordinary lowering follows. */
+typedef enum lower_result { LOWER_NOT_MINE = -1, LOWER_FAILED = 0, LOWER_OK = 1, LOWER_SHAPED = 2 } lower_result;
 lower_result lower_family_reduce(lower_cx *cx, const tbc_op *op);  /* codegen/lower_reduce.c */
 lower_result lower_family_norm(lower_cx *cx, const tbc_op *op);    /* codegen/lower_norm.c */
 lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lower_matmul.c */
@@ -108,6 +134,8 @@ lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lo
 lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op);     /* codegen/lower_rnn.c */
 lower_result lower_family_signal(lower_cx *cx, const tbc_op *op);  /* codegen/lower_signal.c */
 lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lower_misc.c */
+/* Ops with data-dependent output shapes (see above). */
+lower_result lower_dyn_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_shape.c: Reshape, Expand, ... */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
  * elementwise epilogue): codegen/lower_fused_reduce.c. */
 lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);

@@ -38,7 +38,7 @@ int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *o
 	for (int i = 0; i < p->n_bufs && end >= 0; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (offsets) offsets[i] = -1;
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->dynamic) continue;
 		if (b->part >= 0 && b->part < p->n_parts) {
 			if (offsets) offsets[i] = base[b->part] + b->part_offset * scale[b->part];
 			continue;
@@ -110,6 +110,52 @@ static void pbuf_dims(const kir_program *p, const kir_pbuf *b, const int64_t *sy
 	}
 }
 
+/* Memory of dynamic temporaries, freed after the run. */
+typedef struct dyn_block {
+	struct dyn_block *next;
+	_Alignas(64) unsigned char data[];
+} dyn_block;
+
+/* Gives buffer i (and, through it, its root) its memory; symbols its size
+ * needs are computed by then. */
+static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tensor *const *in, tbc_tensor **out,
+			   void *weights, void *arena, const int64_t *offsets, void **ptrs, dyn_block **dyn) {
+	const kir_pbuf *b = p->bufs[i];
+	int r = b->alias_of >= 0 ? b->alias_of : i;
+	const kir_pbuf *root = p->bufs[r];
+	if (!ptrs[r]) {
+		int64_t dims[TBC_MAX_RANK];
+		switch (root->role) {
+		case KIR_BUF_INPUT: ptrs[r] = in[root->io_index]->data; break;
+		case KIR_BUF_CONST: ptrs[r] = (char *)weights + root->offset; break;
+		case KIR_BUF_SYMS: ptrs[r] = syms; break;
+		case KIR_BUF_OUTPUT:
+			pbuf_dims(p, root, syms, dims);
+			for (int d = 0; d < root->type.rank; d++)
+				if (dims[d] < 0) return TBC_ERR_INTERNAL; /* a symbol not computed before its use */
+			out[root->io_index] = tbc_tensor_create(root->type.dtype, root->type.rank, dims);
+			if (!out[root->io_index]) return TBC_ERR_NO_MEMORY;
+			ptrs[r] = out[root->io_index]->data;
+			break;
+		case KIR_BUF_TEMP:
+			if (!root->dynamic) {
+				ptrs[r] = (char *)arena + offsets[r];
+				break;
+			}
+			int64_t bytes = kir_pbuf_bytes(p, root, syms);
+			if (bytes < 0) return TBC_ERR_NO_MEMORY;
+			dyn_block *x = aligned_alloc(64, sizeof *x + ((size_t)bytes + 63) / 64 * 64);
+			if (!x) return TBC_ERR_NO_MEMORY;
+			x->next = *dyn;
+			*dyn = x;
+			ptrs[r] = x->data;
+			break;
+		}
+	}
+	ptrs[i] = ptrs[r];
+	return TBC_OK;
+}
+
 tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			  tbc_diags *d) {
 	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
@@ -123,6 +169,7 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 	void **ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
 	void *weights = malloc((size_t)p->weights_size + 1);
 	void *arena = NULL;
+	dyn_block *dyn = NULL;
 	tbc_code rc = TBC_OK;
 	if (!syms || !offsets || !ptrs || !weights) {
 		rc = TBC_ERR_NO_MEMORY;
@@ -138,26 +185,8 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 		goto done;
 	}
 	kir_program_weights(p, weights);
-	for (int i = 0; i < p->n_outputs; i++) {
-		const kir_pbuf *b = p->bufs[p->outputs[i]];
-		int64_t dims[TBC_MAX_RANK];
-		pbuf_dims(p, b, syms, dims);
-		out[i] = tbc_tensor_create(b->type.dtype, b->type.rank, dims);
-		if (!out[i]) {
-			rc = TBC_ERR_NO_MEMORY;
-			goto done;
-		}
-	}
-	for (int i = 0; i < p->n_bufs; i++) {
-		const kir_pbuf *b = p->bufs[i];
-		const kir_pbuf *root = b->alias_of >= 0 ? p->bufs[b->alias_of] : b;
-		switch (root->role) {
-		case KIR_BUF_INPUT: ptrs[i] = in[root->io_index]->data; break;
-		case KIR_BUF_OUTPUT: ptrs[i] = out[root->io_index]->data; break;
-		case KIR_BUF_CONST: ptrs[i] = (char *)weights + root->offset; break;
-		case KIR_BUF_TEMP: ptrs[i] = (char *)arena + offsets[i]; break;
-		}
-	}
+	/* Every buffer gets its memory at its first use, when the launches
+	 * before have computed the symbols a dynamic one needs. */
 	for (int l = 0; l < p->n_launches && rc == TBC_OK; l++) {
 		const kir_launch *la = &p->launches[l];
 		void *bufs[256];
@@ -166,16 +195,25 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 			rc = TBC_ERR_INTERNAL;
 			break;
 		}
-		for (int a = 0; a < la->kernel->n_buffers; a++) bufs[a] = ptrs[la->args[a]];
+		for (int a = 0; a < la->kernel->n_buffers && rc == TBC_OK; a++) {
+			if (!ptrs[la->args[a]]) rc = eval_place(p, la->args[a], syms, in, out, weights, arena, offsets, ptrs, &dyn);
+			bufs[a] = ptrs[la->args[a]];
+		}
 		for (int s = 0; s < la->kernel->n_sizes; s++) sizes[s] = syms[la->syms[s]];
-		if (!kir_eval(la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
+		if (rc == TBC_OK && !kir_eval(la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
 	}
+	for (int i = 0; i < p->n_outputs && rc == TBC_OK; i++) /* an empty output no launch wrote */
+		if (!out[i]) rc = eval_place(p, p->outputs[i], syms, in, out, weights, arena, offsets, ptrs, &dyn);
 done:
 	if (rc != TBC_OK)
 		for (size_t i = 0; i < n_out; i++) {
 			tbc_tensor_destroy(out[i]);
 			out[i] = NULL;
 		}
+	for (dyn_block *x = dyn, *next; x; x = next) {
+		next = x->next;
+		free(x);
+	}
 	free(syms);
 	free(offsets);
 	free(ptrs);

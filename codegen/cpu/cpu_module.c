@@ -96,7 +96,7 @@ static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char
 	LLVMValueRef end = part_bases(c, p, syms, base, scale);
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
-		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0) continue;
+		if (b->role != KIR_BUF_TEMP || b->alias_of >= 0 || b->part >= 0 || b->dynamic) continue;
 		end = LLVMBuildAdd(c->b, end, align64(c, buf_bytes(c, p, b, syms)), "");
 	}
 	LLVMBuildRet(c->b, end);
@@ -104,6 +104,69 @@ static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char
 	free(base);
 	free(scale);
 	return fn;
+}
+
+/* A private constant C string, named by position (deterministic). */
+static LLVMValueRef run_message(cpu_cx *c, const char *text) {
+	char name[64];
+	snprintf(name, sizeof name, "tbc.msg.%d", c->n_messages++);
+	LLVMValueRef init = LLVMConstStringInContext2(c->ctx, text, strlen(text), 0);
+	LLVMValueRef g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+	return g;
+}
+
+typedef struct run_cx {
+	cpu_cx *c;
+	const kir_program *p;
+	LLVMValueRef fn, host, outputs, syms_arg;
+	LLVMValueRef *syms, *ptrs;
+} run_cx;
+
+/* Memory for dynamic buffer i (and its root) from host->alloc, now that the
+ * launches before have computed its symbols; an output's pointer goes to
+ * outputs[] for the caller.  Out of memory fails the run. */
+static void run_alloc(run_cx *r, int i) {
+	cpu_cx *c = r->c;
+	LLVMBuilderRef B = c->b;
+	const kir_pbuf *b = r->p->bufs[i];
+	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 0, ""), "ctx");
+	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 2, ""), "alloc");
+	LLVMTypeRef aparams[2] = {c->ptr, c->i64};
+	/* At least one byte, so an empty tensor gets a pointer too. */
+	LLVMValueRef bytes = buf_bytes(c, r->p, b, r->syms);
+	LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, bytes, LLVMConstInt(c->i64, 0, 0), "");
+	bytes = LLVMBuildSelect(B, is0, LLVMConstInt(c->i64, 1, 0), bytes, "");
+	LLVMValueRef args[2] = {ctx, bytes};
+	LLVMValueRef mem = LLVMBuildCall2(B, LLVMFunctionType(c->ptr, aparams, 2, 0), alloc, args, 2, b->name);
+	LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "no_memory");
+	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "allocated");
+	LLVMBuildCondBr(B, LLVMBuildIsNull(B, mem, ""), fail, next);
+	LLVMPositionBuilderAtEnd(B, fail);
+	char text[160];
+	snprintf(text, sizeof text, "out of memory for %s (its size is known only while running)", b->name);
+	LLVMValueRef err = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 3, ""), "error");
+	LLVMTypeRef eparams[3] = {c->ptr, c->i32, c->ptr};
+	LLVMValueRef eargs[3] = {ctx, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0), run_message(c, text)};
+	LLVMBuildCall2(B, LLVMFunctionType(c->i32, eparams, 3, 0), err, eargs, 3, "");
+	LLVMBuildRet(B, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0));
+	LLVMPositionBuilderAtEnd(B, next);
+	if (b->role == KIR_BUF_OUTPUT) {
+		LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)b->io_index, 0);
+		LLVMBuildStore(B, mem, LLVMBuildInBoundsGEP2(B, c->ptr, r->outputs, &idx, 1, ""));
+	}
+	r->ptrs[i] = mem;
+}
+
+/* The pointer of buffer i at this point of run (allocating a dynamic root). */
+static LLVMValueRef run_ptr(run_cx *r, int i) {
+	const kir_pbuf *b = r->p->bufs[i];
+	int root = b->alias_of >= 0 ? b->alias_of : i;
+	if (!r->ptrs[root]) run_alloc(r, root);
+	return r->ptrs[root];
 }
 
 /* int32_t run(host, syms, inputs, outputs, arena, weights) */
@@ -128,13 +191,11 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 		cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		return NULL;
 	}
+	run_cx r = {c, p, fn, host, outputs, LLVMGetParam(fn, 1), syms, ptrs};
 	LLVMValueRef dyn = part_bases(c, p, syms, base, scale);
-	for (int i = 0; i < p->n_bufs; i++) {
+	for (int i = 0; i < p->n_bufs; i++) { /* aliases and dynamic buffers: at their first use */
 		const kir_pbuf *b = p->bufs[i];
-		if (b->alias_of >= 0) {
-			ptrs[i] = ptrs[b->alias_of];
-			continue;
-		}
+		if (b->alias_of >= 0 || b->dynamic) continue;
 		LLVMValueRef idx;
 		switch (b->role) {
 		case KIR_BUF_INPUT:
@@ -148,6 +209,7 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 			idx = LLVMConstInt(c->i64, (unsigned long long)b->offset, 0);
 			ptrs[i] = LLVMBuildInBoundsGEP2(B, c->i8, weights, &idx, 1, b->name);
 			break;
+		case KIR_BUF_SYMS: ptrs[i] = r.syms_arg; break;
 		case KIR_BUF_TEMP:
 			if (b->part >= 0) {
 				idx = LLVMBuildAdd(B, base[b->part],
@@ -173,7 +235,11 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
 		if (!args) break;
 		args[0] = host;
-		for (int a = 0; a < k->n_buffers; a++) args[1 + a] = ptrs[la->args[a]];
+		bool computes_syms = false;
+		for (int a = 0; a < k->n_buffers; a++) {
+			args[1 + a] = run_ptr(&r, la->args[a]);
+			computes_syms |= la->args[a] == p->syms_buf;
+		}
 		for (int s = 0; s < k->n_sizes; s++) args[1 + k->n_buffers + s] = syms[la->syms[s]];
 		if (can_fail) args[n - 1] = status;
 		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
@@ -187,7 +253,15 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 			LLVMBuildRet(B, st);
 			LLVMPositionBuilderAtEnd(B, next);
 		}
+		if (computes_syms) /* the computed symbols, as the kernel left them */
+			for (int s = 0; s < p->n_syms; s++) {
+				if (!p->sym_computed[s]) continue;
+				LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)s, 0);
+				syms[s] = LLVMBuildLoad2(B, c->i64, LLVMBuildInBoundsGEP2(B, c->i64, r.syms_arg, &i, 1, ""),
+							 p->sym_names[s]);
+			}
 	}
+	for (int i = 0; i < p->n_outputs; i++) run_ptr(&r, p->outputs[i]); /* an empty output no launch wrote */
 	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
 	free(syms);
 	free(ptrs);
@@ -311,7 +385,7 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		}
 		for (int s = 0; s < p->n_syms; s++) {
 			names[s] = cstring(&dc, p->sym_names[s]);
-			zeros[s] = LLVMConstInt(c->i8, 0, 0);
+			zeros[s] = LLVMConstInt(c->i8, p->sym_computed && p->sym_computed[s] ? 1 : 0, 0);
 		}
 		sym_names = global_const(&dc, LLVMConstArray2(c->ptr, names, (uint64_t)p->n_syms), "sym_names");
 		sym_computed = global_const(&dc, LLVMConstArray2(c->i8, zeros, (uint64_t)p->n_syms), "sym_computed");

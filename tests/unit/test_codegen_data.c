@@ -389,29 +389,6 @@ static void test_reverse_sequence_both_layouts_every_dtype(void **state) {
 		}
 }
 
-/* Runs the lowered graph in the evaluator and the JIT; both must fail. */
-static void check_run_fails(model *md, tbc_value *out) {
-	tbc_diags *d = tbc_diags_create();
-	tbc_graph_add_output(md->m->main, out);
-	tbc_infer cx = {md->m, d};
-	assert_true(tbc_infer_graph(&cx, md->m->main));
-	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
-	tbc_tensor *got = NULL, *jit = NULL;
-	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, &got, 1, d), TBC_OK);
-	tbc_jit *j = NULL;
-	assert_int_equal(tbc_jit_compile(md->m, NULL, d, &j), TBC_OK);
-	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, &jit, 1, d), TBC_OK);
-	tbc_jit_destroy(j);
-	tbc_tensor_destroy(got);
-	tbc_tensor_destroy(jit);
-	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
-	tbc_arena_destroy(arena);
-	tbc_diags_destroy(d);
-	tbc_module_destroy(md->m);
-}
-
 /* A length past the time steps fails the run, as in the interpreter. */
 static void test_reverse_sequence_bad_length_fails_the_run(void **state) {
 	(void)state;

@@ -197,3 +197,40 @@ void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *
 	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
 	tbc_module_destroy(md->m);
 }
+
+/* Runs the lowered graph in the evaluator and the JIT; both must fail. */
+void check_run_fails(model *md, tbc_value *out) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_graph_add_output(md->m->main, out);
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
+	tbc_tensor *got = NULL, *jit = NULL;
+	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, &got, 1, d), TBC_OK);
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md->m, NULL, d, &j), TBC_OK);
+	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, &jit, 1, d), TBC_OK);
+	tbc_jit_destroy(j);
+	tbc_tensor_destroy(got);
+	tbc_tensor_destroy(jit);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(md->m);
+}
+
+tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v) {
+	char dims[16] = "";
+	if (n > 0) snprintf(dims, sizeof dims, "%d", n);
+	tbc_value *x = input_sym(md, dt, dims, 0, 0, 1);
+	tbc_tensor *t = md->in[md->n_in - 1];
+	for (int i = 0; i < (n > 0 ? n : 1); i++) {
+		if (tbc_dtype_is_float(dt)) tbc_set_f64(t, i, v[i]);
+		else tbc_set_i64(t, i, (int64_t)v[i]);
+	}
+	return x;
+}
+
+void attr_int(tbc_op *op, const char *name, int64_t v) { tbc_op_add_attr(op, name, TBC_ATTR_INT)->i = v; }

@@ -37,6 +37,11 @@ tbc_value *constant(model *md, tbc_dtype dt, int rank, const int64_t *dims, cons
 tbc_op *node(model *md, tbc_opcode code, int n, tbc_value *a, tbc_value *b, tbc_value *c);
 tbc_value *op1(model *md, tbc_opcode code, tbc_value *a);
 tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b);
+/* A graph input of dtype dt holding the n values v (rank 1; rank 0 when n
+ * is 0 and v points at the scalar): a tensor the model reads while running,
+ * such as a shape or axes. */
+tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v);
+void attr_int(tbc_op *op, const char *name, int64_t v);
 
 /* ---- Checking ----------------------------------------------------------------*/
 void print_diags(tbc_diags *d);
@@ -57,6 +62,9 @@ void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, con
 void check_outputs(model *md, int n_out, tbc_value **outs, double rtol);
 /* check_outputs of one output with rtol 1e-5. */
 void check(model *md, tbc_value *out);
+/* Lowering succeeds but running fails, in the evaluator and the JIT alike
+ * (a run-time check); frees the model. */
+void check_run_fails(model *md, tbc_value *out);
 /* Lowering fails with `code` and a message containing `text`; frees the model. */
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
 
