@@ -1,7 +1,527 @@
-/* Lowering of RNN, GRU and LSTM (work in progress). */
+/* The recurrent ops RNN, GRU and LSTM lowered for the CPU (docs/lower-rnn.md).
+ *
+ * One kernel per op, following the interpreter (ir/kernels/seq_rnn.c) step
+ * by step so the results agree to the last bits the libm functions allow:
+ *
+ *   check every sequence_lens[b] in [0, seq_length] (else the run fails)
+ *   for db = (direction, batch) parallel {
+ *     state h (and c) <- initial_h (initial_c) or 0      in f64 scratch
+ *     for s = 0 .. len sequential {                        t = s, or len-1-s backward
+ *       per hidden unit j: gates as dot products summed in f64 locals
+ *         (x_t . W_row + Wb) + (h . R_row + Rb), activations, into scratch
+ *       h (c) <- the new state; Y[t] <- h
+ *     }
+ *     Y[t] <- 0 for t in [len, seq_length); Y_h <- h; Y_c <- c
+ *   }
+ *
+ * Everything is in double as in the interpreter; outputs round to X's dtype
+ * on store.  The scratch (lower_temp_buf) holds, per (direction, batch), h,
+ * c (LSTM) and the gate values of one step: a new state needs every unit of
+ * the old one, so it cannot be updated in place unit by unit. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
 #include "codegen/lower_internal.h"
 
+#define F64 TBC_DT_F64
+
+enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM };
+
+/* ---- Activations: the interpreter's table (ir/kernels/seq_rnn.c) ------------ */
+typedef enum {
+	ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU,
+	ACT_SCALEDTANH, ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS
+} act_kind;
+
+typedef struct {
+	act_kind kind;
+	double alpha, beta;
+} act_fn;
+
+static const char *const default_acts[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+static const int n_acts[3] = {1, 2, 3};
+static const int n_gates[3] = {1, 3, 4};
+
+static const struct {
+	const char *name;
+	act_kind kind;
+	bool uses_alpha, uses_beta;
+	double alpha, beta;
+} act_table[] = {
+	{"Relu", ACT_RELU, false, false, 0, 0},
+	{"Tanh", ACT_TANH, false, false, 0, 0},
+	{"Sigmoid", ACT_SIGMOID, false, false, 0, 0},
+	{"Affine", ACT_AFFINE, true, true, 1.0, 0.0},
+	{"LeakyRelu", ACT_LEAKYRELU, true, false, 0.01, 0},
+	{"ThresholdedRelu", ACT_THRESHOLDEDRELU, true, false, 1.0, 0},
+	{"ScaledTanh", ACT_SCALEDTANH, true, true, 1.0, 1.0},
+	{"HardSigmoid", ACT_HARDSIGMOID, true, true, 0.2, 0.5},
+	{"Elu", ACT_ELU, true, false, 1.0, 0},
+	{"Softsign", ACT_SOFTSIGN, false, false, 0, 0},
+	{"Softplus", ACT_SOFTPLUS, false, false, 0, 0},
+};
+
+/* acts[d][k]: as the interpreter parses them (alphas and betas consumed in
+ * order by the functions that take them; one list serves both directions). */
+static bool parse_acts(const tbc_op *op, enum rnn_kind kind, int num_dir, act_fn acts[2][3]) {
+	int n = n_acts[kind];
+	const tbc_attr *a = tbc_op_attr(op, "activations");
+	const char *names[6];
+	if (a && a->kind == TBC_ATTR_STRINGS && a->n > 0) {
+		if (a->n != n * num_dir && a->n != n) return false;
+		for (int i = 0; i < n * num_dir; i++) names[i] = a->strings[i % a->n];
+	} else {
+		for (int i = 0; i < n * num_dir; i++) names[i] = default_acts[kind][i % n];
+	}
+	const double *alphas = NULL, *betas = NULL;
+	int n_alpha = tbc_attr_floats(op, "activation_alpha", &alphas);
+	int n_beta = tbc_attr_floats(op, "activation_beta", &betas);
+	int ia = 0, ib = 0;
+	for (int i = 0; i < n * num_dir; i++) {
+		size_t k = 0;
+		while (k < sizeof act_table / sizeof act_table[0] && strcasecmp(act_table[k].name, names[i])) k++;
+		if (k == sizeof act_table / sizeof act_table[0]) return false;
+		act_fn *f = &acts[i / n][i % n];
+		f->kind = act_table[k].kind;
+		f->alpha = act_table[k].alpha;
+		f->beta = act_table[k].beta;
+		if (act_table[k].uses_alpha && ia < n_alpha) f->alpha = alphas[ia++];
+		if (act_table[k].uses_beta && ib < n_beta) f->beta = betas[ib++];
+	}
+	return true;
+}
+
+/* ---- The op's parameters -------------------------------------------------------*/
+typedef struct rnn_spec {
+	enum rnn_kind kind;
+	int G, D, layout;
+	bool reverse_only, lbr, input_forget, has_clip;
+	double clip;
+	act_fn acts[2][3];
+	int64_t I, H;
+	tbc_dim S, B;
+	const tbc_value *x, *w, *r, *bias, *lens, *h0, *c0, *p;
+	tbc_dtype dt;
+} rnn_spec;
+
+static const tbc_value *opt_in(const tbc_op *op, int i) { return i < op->n_inputs ? op->inputs[i] : NULL; }
+static const tbc_value *opt_out(const tbc_op *op, int i) { return i < op->n_outputs ? op->outputs[i] : NULL; }
+
+static bool static_dims(const tbc_type *t, int rank, int64_t d0, int64_t d1, int64_t d2) {
+	int64_t want[3] = {d0, d1, d2};
+	if (t->rank != rank) return false;
+	for (int i = 0; i < rank; i++)
+		if (t->dims[i].sym || t->dims[i].size != want[i]) return false;
+	return true;
+}
+
+static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	return LOWER_FAILED;
+}
+
+/* Fills s from op; NULL or why it does not lower. */
+static const char *rnn_read(const tbc_op *op, enum rnn_kind kind, rnn_spec *s) {
+	memset(s, 0, sizeof *s);
+	s->kind = kind;
+	s->G = n_gates[kind];
+	const char *dir = tbc_attr_string(op, "direction", "forward");
+	s->D = !strcmp(dir, "bidirectional") ? 2 : 1;
+	s->reverse_only = !strcmp(dir, "reverse");
+	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && s->D != 2) return "with this direction";
+	s->layout = (int)tbc_attr_int(op, "layout", 0);
+	if (s->layout != 0 && s->layout != 1) return "with this layout";
+	s->lbr = tbc_attr_int(op, "linear_before_reset", 0) != 0;
+	s->input_forget = tbc_attr_int(op, "input_forget", 0) != 0;
+	s->has_clip = tbc_op_attr(op, "clip") != NULL;
+	s->clip = s->has_clip ? tbc_attr_float(op, "clip", 0) : 0;
+	if (!parse_acts(op, kind, s->D, s->acts)) return "with these activations";
+	s->x = op->inputs[0], s->w = op->inputs[1], s->r = op->inputs[2];
+	s->bias = opt_in(op, 3), s->lens = opt_in(op, 4), s->h0 = opt_in(op, 5);
+	s->c0 = kind == RNN_LSTM ? opt_in(op, 6) : NULL;
+	s->p = kind == RNN_LSTM ? opt_in(op, 7) : NULL;
+	const tbc_type *xt = &s->x->type, *wt = &s->w->type, *rt = &s->r->type;
+	s->dt = xt->dtype;
+	if (!tbc_dtype_is_float(s->dt) || !tbc_dtype_supported(s->dt)) return "on this dtype";
+	if (xt->rank != 3 || xt->dims[2].sym || wt->rank != 3 || rt->rank != 3 || rt->dims[2].sym)
+		return "with symbolic or unknown input or hidden sizes";
+	s->S = xt->dims[s->layout ? 1 : 0];
+	s->B = xt->dims[s->layout ? 0 : 1];
+	s->I = xt->dims[2].size;
+	s->H = rt->dims[2].size;
+	int64_t GH = s->G * s->H;
+	if (!static_dims(wt, 3, s->D, GH, s->I) || !static_dims(rt, 3, s->D, GH, s->H))
+		return "with W or R of symbolic or mismatched shape";
+	if (s->bias && !static_dims(&s->bias->type, 2, s->D, 2 * GH, 0)) return "with B of this shape";
+	if (s->p && !static_dims(&s->p->type, 2, s->D, 3 * s->H, 0)) return "with P of this shape";
+	if (s->lens) {
+		const tbc_type *lt = &s->lens->type;
+		if (lt->rank != 1 || !tbc_dim_eq(lt->dims[0], s->B)) return "with sequence_lens of this shape";
+		if (tbc_dtype_is_float(lt->dtype) || lt->dtype == TBC_DT_BOOL || !tbc_dtype_supported(lt->dtype))
+			return "with sequence_lens of this dtype";
+	}
+	tbc_dim d = {s->D, NULL}, h = {s->H, NULL};
+	tbc_dim want[3] = {s->layout ? s->B : d, s->layout ? d : s->B, h};
+	const tbc_value *states[2] = {s->h0, s->c0};
+	for (int i = 0; i < 2; i++) {
+		if (!states[i]) continue;
+		const tbc_type *t = &states[i]->type;
+		if (t->rank != 3) return "with initial_h / initial_c of this shape";
+		for (int k = 0; k < 3; k++)
+			if (!tbc_dim_eq(t->dims[k], want[k])) return "with initial_h / initial_c of this shape";
+	}
+	const tbc_value *rest[4] = {s->w, s->r, s->bias, s->p};
+	for (int i = 0; i < 4; i++)
+		if (rest[i] && (!tbc_dtype_is_float(rest[i]->type.dtype) || !tbc_dtype_supported(rest[i]->type.dtype)))
+			return "with weights of this dtype";
+	for (int i = 0; i < 2; i++)
+		if (states[i] && (!tbc_dtype_is_float(states[i]->type.dtype) || !tbc_dtype_supported(states[i]->type.dtype)))
+			return "with initial states of this dtype";
+	return NULL;
+}
+
+/* ---- Kernel building -------------------------------------------------------------*/
+typedef struct gen {
+	lk l;
+	kir_kernel *k;
+	const rnn_spec *s;
+	kir_buffer *x, *w, *r, *bias, *p, *h0, *c0, *lens, *y, *yh, *yc, *st;
+	kir_expr *S, *B; /* sizes */
+	kir_expr *d, *b; /* the direction (a constant) and batch of the parallel iteration */
+	kir_expr *xoff;  /* x_t's row in X at the current step */
+	/* Offsets into the scratch: the state h, c and the step's gate values. */
+	kir_expr *hb, *cb, *tb;
+} gen;
+
+static kir_expr *I(gen *g, int64_t v) { return kir_e_index(g->k, v); }
+static kir_expr *ADD(gen *g, kir_expr *a, kir_expr *b) { return kir_e_add(g->k, a, b); }
+static kir_expr *MUL(gen *g, kir_expr *a, kir_expr *b) { return kir_e_mul(g->k, a, b); }
+static kir_expr *SUB(gen *g, kir_expr *a, kir_expr *b) { return kir_e_binary(g->k, KIR_SUB, a, b); }
+static kir_expr *F(gen *g, double v) { return kir_e_float(g->k, F64, v); }
+static kir_expr *FB(gen *g, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(g->k, op, a, b); }
+static kir_expr *V(gen *g, kir_var *v) { return kir_e_var(g->k, v); }
+static kir_expr *LD(gen *g, kir_buffer *b, kir_expr *i) { return kir_e_cast(g->k, F64, kir_e_load(g->k, b, i)); }
+static kir_expr *ST(gen *g, kir_expr *i) { return kir_e_load(g->k, g->st, i); } /* scratch is f64 */
+static kir_expr *SEL(gen *g, kir_cmp c, kir_expr *a, kir_expr *b, kir_expr *t, kir_expr *f) {
+	return kir_e_select(g->k, kir_e_cmp(g->k, c, a, b), t, f);
+}
+
+static kir_expr *local(gen *g, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		g->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(g->k, name, e->type);
+	kir_block_add(g->k, b, kir_s_set(g->k, v, e));
+	return V(g, v);
+}
+
+/* for v = lo .. hi sequential { body(v) }: the loop var is returned, the body
+ * built by the caller into *body and then closed with loop_end. */
+typedef struct loop {
+	kir_var *v;
+	kir_expr *lo, *hi;
+	kir_block body;
+} loop;
+
+static kir_expr *loop_begin(gen *g, loop *lp, const char *name, kir_expr *lo, kir_expr *hi) {
+	lp->v = kir_var_new(g->k, name, KIR_INDEX);
+	lp->lo = lo, lp->hi = hi;
+	lp->body = (kir_block){0};
+	return V(g, lp->v);
+}
+static void loop_end(gen *g, kir_block *outer, loop *lp, kir_loop_kind kind) {
+	kir_block_add(g->k, outer, kir_s_for(g->k, lp->v, lp->lo, lp->hi, 1, kind, lp->body.first));
+}
+
+/* init + sum_i a[ai + i] * b[bi + i] for i < n, summed in order in an f64
+ * local (the interpreter's order). */
+static kir_expr *dot(gen *g, kir_block *blk, kir_expr *init, kir_buffer *a, kir_expr *ai, kir_buffer *b,
+		     kir_expr *bi, int64_t n) {
+	kir_var *acc = kir_var_new(g->k, "acc", F64);
+	kir_block_add(g->k, blk, kir_s_set(g->k, acc, init));
+	loop lp;
+	kir_expr *i = loop_begin(g, &lp, "i", I(g, 0), I(g, n));
+	kir_expr *av = a == g->st ? ST(g, ADD(g, ai, i)) : LD(g, a, ADD(g, ai, i));
+	kir_block_add(g->k, &lp.body, kir_s_set(g->k, acc, FB(g, KIR_ADD, V(g, acc), FB(g, KIR_MUL, av, LD(g, b, ADD(g, bi, i))))));
+	loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+	return V(g, acc);
+}
+
+/* Row `row` (of G*H) of x_t W^T + Wb for the current direction. */
+static kir_expr *xw(gen *g, kir_block *blk, kir_expr *row) {
+	const rnn_spec *s = g->s;
+	int64_t GH = s->G * s->H;
+	kir_expr *grow = ADD(g, MUL(g, g->d, I(g, GH)), row);
+	kir_expr *init = g->bias ? LD(g, g->bias, ADD(g, MUL(g, g->d, I(g, 2 * GH)), row)) : F(g, 0);
+	return local(g, blk, "xw", dot(g, blk, init, g->x, g->xoff, g->w, MUL(g, grow, I(g, s->I)), s->I));
+}
+
+/* Row `row` of v R^T + Rb, v at scratch offset vb. */
+static kir_expr *hr(gen *g, kir_block *blk, kir_expr *vb, kir_expr *row) {
+	const rnn_spec *s = g->s;
+	int64_t GH = s->G * s->H;
+	kir_expr *grow = ADD(g, MUL(g, g->d, I(g, GH)), row);
+	kir_expr *init = g->bias ? LD(g, g->bias, ADD(g, ADD(g, MUL(g, g->d, I(g, 2 * GH)), I(g, GH)), row)) : F(g, 0);
+	return local(g, blk, "hr", dot(g, blk, init, g->st, vb, g->r, MUL(g, grow, I(g, s->H)), s->H));
+}
+
+/* (x_t W^T + Wb) + (h R^T + Rb) for gate gate, unit j. */
+static kir_expr *gate_in(gen *g, kir_block *blk, int gate, kir_expr *j) {
+	kir_expr *row = ADD(g, I(g, gate * g->s->H), j);
+	kir_expr *a = xw(g, blk, row);
+	return FB(g, KIR_ADD, a, hr(g, blk, g->hb, row));
+}
+
+/* f(v) in f64, v clipped first when `clip` (fmin(c, fmax(-c, v)): NaN gives -c). */
+static kir_expr *act(gen *g, kir_block *blk, const act_fn *f, kir_expr *v, bool clip) {
+	kir_kernel *k = g->k;
+	v = local(g, blk, "a", v);
+	if (clip && g->s->has_clip) {
+		double c = g->s->clip;
+		v = local(g, blk, "cl", SEL(g, KIR_GE, v, F(g, -c), v, F(g, -c)));
+		v = local(g, blk, "cl", SEL(g, KIR_LE, v, F(g, c), v, F(g, c)));
+	}
+	kir_expr *zero = F(g, 0), *one = F(g, 1);
+	switch (f->kind) {
+	case ACT_RELU: return SEL(g, KIR_GT, v, zero, v, zero);
+	case ACT_TANH: return kir_e_unary(k, KIR_TANH, v);
+	case ACT_SIGMOID: return FB(g, KIR_DIV, one, FB(g, KIR_ADD, one, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, v))));
+	case ACT_AFFINE: return FB(g, KIR_ADD, FB(g, KIR_MUL, F(g, f->alpha), v), F(g, f->beta));
+	case ACT_LEAKYRELU: return SEL(g, KIR_GE, v, zero, v, FB(g, KIR_MUL, F(g, f->alpha), v));
+	case ACT_THRESHOLDEDRELU: return SEL(g, KIR_GT, v, F(g, f->alpha), v, zero);
+	case ACT_SCALEDTANH:
+		return FB(g, KIR_MUL, F(g, f->alpha), kir_e_unary(k, KIR_TANH, FB(g, KIR_MUL, F(g, f->beta), v)));
+	case ACT_HARDSIGMOID: {
+		/* fmax(0, fmin(1, alpha * v + beta)): NaN gives 1. */
+		kir_expr *u = local(g, blk, "hs", FB(g, KIR_ADD, FB(g, KIR_MUL, F(g, f->alpha), v), F(g, f->beta)));
+		u = local(g, blk, "hs", SEL(g, KIR_LE, u, one, u, one));
+		return SEL(g, KIR_GE, u, zero, u, zero);
+	}
+	case ACT_ELU:
+		return SEL(g, KIR_GE, v, zero, v, FB(g, KIR_MUL, F(g, f->alpha), FB(g, KIR_SUB, kir_e_unary(k, KIR_EXP, v), one)));
+	case ACT_SOFTSIGN: return FB(g, KIR_DIV, v, FB(g, KIR_ADD, one, kir_e_unary(k, KIR_ABS, v)));
+	case ACT_SOFTPLUS: /* log1p(exp(-|v|)) + fmax(v, 0) */
+		return FB(g, KIR_ADD, kir_e_unary(k, KIR_LOG1P, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, kir_e_unary(k, KIR_ABS, v)))),
+			  SEL(g, KIR_GE, v, zero, v, zero));
+	}
+	return v;
+}
+
+
+static void store_st(gen *g, kir_block *blk, kir_expr *i, kir_expr *v) {
+	kir_block_add(g->k, blk, kir_s_store(g->k, g->st, i, v));
+}
+
+/* One time step of direction dc: the new state in the scratch's h (and c),
+ * the step's gate values at tb.  Each loop over the hidden units j reads
+ * only the old state. */
+static void step(gen *g, kir_block *blk, int dc) {
+	const rnn_spec *s = g->s;
+	const act_fn *acts = s->acts[dc];
+	int64_t H = s->H;
+	kir_expr *Hx = I(g, H);
+	loop lp;
+	kir_expr *j;
+	if (s->kind == RNN_PLAIN) {
+		/* tmp[j] = f(x W + h R) */
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		store_st(g, &lp.body, ADD(g, g->tb, j), act(g, &lp.body, &acts[0], gate_in(g, &lp.body, 0, j), true));
+		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		store_st(g, &lp.body, ADD(g, g->hb, j), ST(g, ADD(g, g->tb, j)));
+		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		return;
+	}
+	if (s->kind == RNN_GRU) {
+		/* Scratch gates: z at tb, r at tb + H, hh at tb + 2H, r*h at tb + 3H. */
+		kir_expr *zb = g->tb, *rb = ADD(g, g->tb, Hx), *hhb = ADD(g, g->tb, I(g, 2 * H)), *rhb = ADD(g, g->tb, I(g, 3 * H));
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		store_st(g, &lp.body, ADD(g, zb, j), act(g, &lp.body, &acts[0], gate_in(g, &lp.body, 0, j), true));
+		store_st(g, &lp.body, ADD(g, rb, j), act(g, &lp.body, &acts[0], gate_in(g, &lp.body, 1, j), true));
+		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		if (!s->lbr) {
+			j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+			store_st(g, &lp.body, ADD(g, rhb, j), FB(g, KIR_MUL, ST(g, ADD(g, rb, j)), ST(g, ADD(g, g->hb, j))));
+			loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		}
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		kir_expr *row = ADD(g, I(g, 2 * H), j);
+		kir_expr *v = xw(g, &lp.body, row);
+		if (s->lbr) v = FB(g, KIR_ADD, v, FB(g, KIR_MUL, ST(g, ADD(g, rb, j)), hr(g, &lp.body, g->hb, row)));
+		else v = FB(g, KIR_ADD, v, hr(g, &lp.body, rhb, row));
+		store_st(g, &lp.body, ADD(g, hhb, j), act(g, &lp.body, &acts[1], v, true));
+		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		/* h = (1 - z) * hh + z * h */
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		kir_expr *z = local(g, &lp.body, "z", ST(g, ADD(g, zb, j)));
+		kir_expr *hn = FB(g, KIR_ADD, FB(g, KIR_MUL, FB(g, KIR_SUB, F(g, 1), z), ST(g, ADD(g, hhb, j))),
+				  FB(g, KIR_MUL, z, ST(g, ADD(g, g->hb, j))));
+		store_st(g, &lp.body, ADD(g, g->hb, j), hn);
+		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+		return;
+	}
+	/* LSTM: gates i, o, f, c; peepholes i, o, f.  New c at tb, new h at tb + H. */
+	kir_expr *cnb = g->tb, *hnb = ADD(g, g->tb, Hx);
+	kir_expr *pb = I(g, (int64_t)dc * 3 * H);
+	j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+	kir_block *b = &lp.body;
+	kir_expr *c = local(g, b, "c", ST(g, ADD(g, g->cb, j)));
+	kir_expr *gi = gate_in(g, b, 0, j);
+	if (g->p) gi = FB(g, KIR_ADD, gi, FB(g, KIR_MUL, LD(g, g->p, ADD(g, pb, j)), c));
+	kir_expr *gf = NULL;
+	if (!s->input_forget) {
+		gf = gate_in(g, b, 2, j);
+		if (g->p) gf = FB(g, KIR_ADD, gf, FB(g, KIR_MUL, LD(g, g->p, ADD(g, ADD(g, pb, I(g, 2 * H)), j)), c));
+		gf = local(g, b, "gf", gf);
+	}
+	gi = local(g, b, "gi", gi);
+	kir_expr *gc = local(g, b, "gc", gate_in(g, b, 3, j));
+	kir_expr *iv = local(g, b, "ig", act(g, b, &acts[0], gi, true));
+	kir_expr *fv = local(g, b, "fg", s->input_forget ? FB(g, KIR_SUB, F(g, 1), iv) : act(g, b, &acts[0], gf, true));
+	kir_expr *cn = local(g, b, "cn", FB(g, KIR_ADD, FB(g, KIR_MUL, fv, c), FB(g, KIR_MUL, iv, act(g, b, &acts[1], gc, true))));
+	kir_expr *go = gate_in(g, b, 1, j);
+	if (g->p) go = FB(g, KIR_ADD, go, FB(g, KIR_MUL, LD(g, g->p, ADD(g, ADD(g, pb, Hx), j)), cn));
+	/* The cell state is not clipped before h (as the interpreter, onnxruntime). */
+	kir_expr *hn = FB(g, KIR_MUL, act(g, b, &acts[0], go, true), act(g, b, &acts[2], cn, false));
+	store_st(g, b, ADD(g, cnb, j), cn);
+	store_st(g, b, ADD(g, hnb, j), hn);
+	loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+	j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+	store_st(g, &lp.body, ADD(g, g->cb, j), ST(g, ADD(g, cnb, j)));
+	store_st(g, &lp.body, ADD(g, g->hb, j), ST(g, ADD(g, hnb, j)));
+	loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+}
+
+/* Y's row of (t, direction dc, the current batch). */
+static kir_expr *y_row(gen *g, kir_expr *t, int dc) {
+	const rnn_spec *s = g->s;
+	kir_expr *D = I(g, s->D), *d = I(g, dc);
+	kir_expr *r = s->layout ? ADD(g, MUL(g, ADD(g, MUL(g, g->b, g->S), t), D), d) : ADD(g, MUL(g, ADD(g, MUL(g, t, D), d), g->B), g->b);
+	return MUL(g, r, I(g, s->H));
+}
+
+/* The recurrence of direction dc for the current batch, given its length. */
+static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
+	const rnn_spec *s = g->s;
+	kir_expr *Hx = I(g, s->H), *D = I(g, s->D), *d = I(g, dc);
+	bool backward = s->reverse_only || dc == 1;
+	g->d = d;
+	/* The state's row in initial_h / Y_h. */
+	kir_expr *si = local(g, blk, "si", MUL(g, s->layout ? ADD(g, MUL(g, g->b, D), d) : ADD(g, MUL(g, d, g->B), g->b), Hx));
+	loop lp;
+	kir_expr *j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+	store_st(g, &lp.body, ADD(g, g->hb, j), g->h0 ? LD(g, g->h0, ADD(g, si, j)) : F(g, 0));
+	if (s->kind == RNN_LSTM) store_st(g, &lp.body, ADD(g, g->cb, j), g->c0 ? LD(g, g->c0, ADD(g, si, j)) : F(g, 0));
+	loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
+
+	loop ts;
+	kir_expr *sv = loop_begin(g, &ts, "s", I(g, 0), len);
+	kir_expr *t = local(g, &ts.body, "t", backward ? SUB(g, SUB(g, len, I(g, 1)), sv) : sv);
+	kir_expr *xr = s->layout ? ADD(g, MUL(g, g->b, g->S), t) : ADD(g, MUL(g, t, g->B), g->b);
+	g->xoff = local(g, &ts.body, "xo", MUL(g, xr, I(g, s->I)));
+	step(g, &ts.body, dc);
+	if (g->y) {
+		kir_expr *yr = local(g, &ts.body, "yr", y_row(g, t, dc));
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		kir_block_add(g->k, &lp.body, kir_s_store(g->k, g->y, ADD(g, yr, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->hb, j)))));
+		loop_end(g, &ts.body, &lp, KIR_LOOP_VECTOR);
+	}
+	loop_end(g, blk, &ts, KIR_LOOP_SEQUENTIAL);
+
+	if (g->y && g->lens) { /* steps past the batch's length stay zero */
+		loop tz;
+		kir_expr *t2 = loop_begin(g, &tz, "t", len, g->S);
+		kir_expr *yr = local(g, &tz.body, "yr", y_row(g, t2, dc));
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		kir_block_add(g->k, &lp.body, kir_s_store(g->k, g->y, ADD(g, yr, j), kir_e_float(g->k, s->dt, 0)));
+		loop_end(g, &tz.body, &lp, KIR_LOOP_VECTOR);
+		loop_end(g, blk, &tz, KIR_LOOP_SEQUENTIAL);
+	}
+	if (g->yh || g->yc) {
+		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+		if (g->yh) kir_block_add(g->k, &lp.body, kir_s_store(g->k, g->yh, ADD(g, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->hb, j)))));
+		if (g->yc) kir_block_add(g->k, &lp.body, kir_s_store(g->k, g->yc, ADD(g, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->cb, j)))));
+		loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
+	}
+}
+
+static lower_result lower_rnn(lower_cx *cx, const tbc_op *op, enum rnn_kind kind) {
+	rnn_spec s;
+	const char *why = rnn_read(op, kind, &s);
+	if (why) return refuse(cx, op, why);
+	const tbc_value *yv = opt_out(op, 0), *yhv = opt_out(op, 1), *ycv = kind == RNN_LSTM ? opt_out(op, 2) : NULL;
+	if (!yv && !yhv && !ycv) return LOWER_OK;
+	int oy = yv ? lower_result_buf(cx, yv) : -2, oyh = yhv ? lower_result_buf(cx, yhv) : -2;
+	int oyc = ycv ? lower_result_buf(cx, ycv) : -2;
+	if (oy == -1 || oyh == -1 || oyc == -1) return LOWER_FAILED;
+	/* Scratch per (direction, batch): h, c (LSTM), the step's gate values. */
+	int64_t n_tmp = kind == RNN_PLAIN ? 1 : kind == RNN_GRU ? 4 : 2;
+	int64_t width = (1 + (kind == RNN_LSTM) + n_tmp) * s.H;
+	tbc_type stt = {.dtype = F64, .rank = 3, .dims = {{s.D, NULL}, s.B, {width, NULL}}};
+	int ost = lower_temp_buf(cx, &stt, "tbc.rnn_state");
+	if (ost < 0) return refuse(cx, op, "with a batch dim that is not a symbol of the inputs");
+
+	gen g = {.s = &s};
+	if (!lk_begin(&g.l, cx, kind == RNN_PLAIN ? "rnn" : kind == RNN_GRU ? "gru" : "lstm")) return LOWER_FAILED;
+	kir_kernel *k = g.k = g.l.k;
+	g.x = lk_value(&g.l, s.x), g.w = lk_value(&g.l, s.w), g.r = lk_value(&g.l, s.r);
+	g.bias = s.bias ? lk_value(&g.l, s.bias) : NULL;
+	g.p = s.p ? lk_value(&g.l, s.p) : NULL;
+	g.h0 = s.h0 ? lk_value(&g.l, s.h0) : NULL;
+	g.c0 = s.c0 ? lk_value(&g.l, s.c0) : NULL;
+	g.lens = s.lens ? lk_value(&g.l, s.lens) : NULL;
+	g.y = yv ? lk_buf(&g.l, oy) : NULL;
+	g.yh = yhv ? lk_buf(&g.l, oyh) : NULL;
+	g.yc = ycv ? lk_buf(&g.l, oyc) : NULL;
+	g.st = lk_buf(&g.l, ost);
+	if (!g.x || !g.w || !g.r || (s.bias && !g.bias) || (s.p && !g.p) || (s.h0 && !g.h0) || (s.c0 && !g.c0) ||
+	    (s.lens && !g.lens) || (yv && !g.y) || (yhv && !g.yh) || (ycv && !g.yc) || !g.st)
+		return LOWER_FAILED;
+	g.S = lk_dim(&g.l, s.S);
+	g.B = lk_dim(&g.l, s.B);
+	kir_block all = {0};
+	if (g.lens) { /* the interpreter's check, before anything runs */
+		loop lc;
+		kir_expr *bv = loop_begin(&g, &lc, "b", I(&g, 0), g.B);
+		kir_expr *lb = kir_e_cast(k, KIR_INDEX, kir_e_load(k, g.lens, bv));
+		char msg[128];
+		snprintf(msg, sizeof msg, "%s: a sequence_lens value is outside [0, seq_length]", tbc_ops[op->code].onnx_name);
+		kir_block_add(k, &lc.body, kir_s_error(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, lb, I(&g, 0)), kir_e_cmp(k, KIR_GT, lb, g.S)), msg));
+		loop_end(&g, &all, &lc, KIR_LOOP_SEQUENTIAL);
+	}
+	loop par;
+	kir_expr *db = loop_begin(&g, &par, "db", I(&g, 0), MUL(&g, I(&g, s.D), g.B));
+	kir_block *body = &par.body;
+	g.b = s.D == 1 ? db : local(&g, body, "b", kir_e_binary(k, KIR_FLOORMOD, db, g.B));
+	kir_expr *base = local(&g, body, "sb", MUL(&g, db, I(&g, width)));
+	g.hb = base;
+	g.cb = kind == RNN_LSTM ? local(&g, body, "cb", ADD(&g, base, I(&g, s.H))) : NULL;
+	g.tb = local(&g, body, "tb", ADD(&g, base, I(&g, (1 + (kind == RNN_LSTM)) * s.H)));
+	kir_expr *len = g.S;
+	if (g.lens) {
+		kir_expr *lb = kir_e_cast(k, KIR_INDEX, kir_e_load(k, g.lens, g.b));
+		len = local(&g, body, "len", kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, lb, I(&g, 0)), g.S));
+	}
+	if (s.D == 1) {
+		direction(&g, body, 0, len);
+	} else {
+		kir_block fwd = {0}, bwd = {0};
+		direction(&g, &fwd, 0, len);
+		direction(&g, &bwd, 1, len);
+		kir_expr *is_fwd = kir_e_cmp(k, KIR_LT, db, g.B); /* d = db / B */
+		kir_block_add(k, body, kir_s_if(k, is_fwd, fwd.first, bwd.first));
+	}
+	loop_end(&g, &all, &par, KIR_LOOP_PARALLEL);
+	return lk_end(&g.l, all.first) ? LOWER_OK : LOWER_FAILED;
+}
+
 lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op) {
-	(void)cx, (void)op;
-	return LOWER_NOT_MINE;
+	switch (op->code) {
+	case TBC_OP_RNN: return lower_rnn(cx, op, RNN_PLAIN);
+	case TBC_OP_GRU: return lower_rnn(cx, op, RNN_GRU);
+	case TBC_OP_LSTM: return lower_rnn(cx, op, RNN_LSTM);
+	default: return LOWER_NOT_MINE;
+	}
 }
