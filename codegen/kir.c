@@ -525,7 +525,7 @@ char *kir_print(const kir_kernel *k) {
 	out o = {0};
 	put(&o, "kernel %s(", k->name);
 	for (int i = 0; i < k->n_sizes; i++) put(&o, "%s$%s", i ? ", " : "", k->size_names[i]);
-	put(&o, ") {\n");
+	put(&o, ")%s {\n", k->contract ? " contract" : "");
 	for (int i = 0; i < k->n_buffers; i++) {
 		const kir_buffer *b = k->buffers[i];
 		put(&o, "  %s %s: %s[", role_name(b->role), b->name, kir_type_name(b->dtype));

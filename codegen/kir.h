@@ -141,6 +141,11 @@ typedef struct kir_kernel {
 	 * ran out of memory (the builder then returns NULL and sets it). */
 	kir_var **vars;
 	bool failed;
+	/* Floating multiply-adds may fuse into one rounding (an FMA).  Set by
+	 * generators whose accumulation order already differs from the
+	 * interpreter's (GEMM, convolution), never by kernels that must match it
+	 * bit for bit (casts, quantization). */
+	bool contract;
 } kir_kernel;
 
 /* ---- Builder (codegen/kir.c) -------------------------------------------------

@@ -152,6 +152,7 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	kir_kernel *k = l->k;
+	k->contract = true; /* a += x * w: one rounding instead of two */
 	gemm_gen g = {.l = l, .s = s};
 	int mr, nr;
 	default_tile(s->ct, &mr, &nr);

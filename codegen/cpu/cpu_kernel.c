@@ -336,6 +336,12 @@ static LLVMValueRef binary(fn_cx *f, const kir_expr *e) {
 	LLVMTypeRef ty = LLVMTypeOf(x);
 	kir_binop op = (kir_binop)e->op;
 	if (is_float(t)) {
+		if (f->k->contract && (op == KIR_ADD || op == KIR_SUB || op == KIR_MUL)) {
+			LLVMValueRef v = op == KIR_ADD ? LLVMBuildFAdd(b, x, y, "") : op == KIR_SUB ? LLVMBuildFSub(b, x, y, "")
+											 : LLVMBuildFMul(b, x, y, "");
+			LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+			return v;
+		}
 		switch (op) {
 		case KIR_ADD: return LLVMBuildFAdd(b, x, y, "");
 		case KIR_SUB: return LLVMBuildFSub(b, x, y, "");

@@ -90,6 +90,7 @@ void print_diags(tbc_diags *d) {
 }
 
 bool exact_bits;
+double g_atol = 1e-6;
 int g_fuse;
 
 void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
@@ -110,7 +111,7 @@ void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, do
 		if (tbc_dtype_is_float(want->dtype)) {
 			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
 			if (isnan(a) && isnan(b)) continue;
-			if (!(fabs(a - b) <= 1e-6 + rtol * fabs(a)) && !(a == b)) {
+			if (!(fabs(a - b) <= g_atol + rtol * fabs(a)) && !(a == b)) {
 				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
 				fail();
 			}

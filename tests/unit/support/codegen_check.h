@@ -48,6 +48,10 @@ void print_diags(tbc_diags *d);
 
 /* Set by conversion tests: results must match the interpreter bit for bit. */
 extern bool exact_bits;
+/* The absolute part of compare's tolerance (1e-6 unless a test sets it):
+ * long f32 sums (convolutions, GEMMs with fused multiply-adds) round on the
+ * order of K * eps * |terms|, however small the result. */
+extern double g_atol;
 /* When nonzero, check_outputs runs the fusion pass after the interpreter and
  * wants this many Fused ops before lowering. */
 extern int g_fuse;
