@@ -30,6 +30,9 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index);
  * CPU backend does not handle it yet. */
 LLVMTypeRef cpu_type(cpu_cx *c, tbc_dtype t);
 bool cpu_fail(cpu_cx *c, tbc_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A private constant C string holding text (an error message), named by
+ * position so that the module is deterministic. */
+LLVMValueRef cpu_message(cpu_cx *c, const char *text);
 
 /* Narrow floats (cpu_narrow.c): held as their bits (i16 / i8); converted
  * exactly as ir/dtype.c converts. */

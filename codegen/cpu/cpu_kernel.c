@@ -791,20 +791,23 @@ static LLVMValueRef fail_fn(cpu_cx *c, LLVMTypeRef *out_ty) {
 	return fn;
 }
 
-static void report_error(fn_cx *f, const char *message) {
-	cpu_cx *c = f->c;
-	LLVMTypeRef fty;
-	LLVMValueRef fn = fail_fn(c, &fty);
-	/* The message, a private constant string (named by position: deterministic). */
+LLVMValueRef cpu_message(cpu_cx *c, const char *text) {
 	char name[64];
 	snprintf(name, sizeof name, "tbc.msg.%d", c->n_messages++);
-	LLVMValueRef init = LLVMConstStringInContext2(c->ctx, message, strlen(message), 0);
+	LLVMValueRef init = LLVMConstStringInContext2(c->ctx, text, strlen(text), 0);
 	LLVMValueRef g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
 	LLVMSetInitializer(g, init);
 	LLVMSetGlobalConstant(g, 1);
 	LLVMSetLinkage(g, LLVMPrivateLinkage);
 	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-	LLVMValueRef args[3] = {f->host, f->status, g};
+	return g;
+}
+
+static void report_error(fn_cx *f, const char *message) {
+	cpu_cx *c = f->c;
+	LLVMTypeRef fty;
+	LLVMValueRef fn = fail_fn(c, &fty);
+	LLVMValueRef args[3] = {f->host, f->status, cpu_message(c, message)};
 	LLVMBuildCall2(c->b, fty, fn, args, 3, "");
 }
 

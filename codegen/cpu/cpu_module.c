@@ -106,19 +106,6 @@ static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char
 	return fn;
 }
 
-/* A private constant C string, named by position (deterministic). */
-static LLVMValueRef run_message(cpu_cx *c, const char *text) {
-	char name[64];
-	snprintf(name, sizeof name, "tbc.msg.%d", c->n_messages++);
-	LLVMValueRef init = LLVMConstStringInContext2(c->ctx, text, strlen(text), 0);
-	LLVMValueRef g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
-	LLVMSetInitializer(g, init);
-	LLVMSetGlobalConstant(g, 1);
-	LLVMSetLinkage(g, LLVMPrivateLinkage);
-	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-	return g;
-}
-
 typedef struct run_cx {
 	cpu_cx *c;
 	const kir_program *p;
@@ -150,7 +137,7 @@ static void run_alloc(run_cx *r, int i) {
 	snprintf(text, sizeof text, "out of memory for %s (its size is known only while running)", b->name);
 	LLVMValueRef err = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 3, ""), "error");
 	LLVMTypeRef eparams[3] = {c->ptr, c->i32, c->ptr};
-	LLVMValueRef eargs[3] = {ctx, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0), run_message(c, text)};
+	LLVMValueRef eargs[3] = {ctx, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0), cpu_message(c, text)};
 	LLVMBuildCall2(B, LLVMFunctionType(c->i32, eparams, 3, 0), err, eargs, 3, "");
 	LLVMBuildRet(B, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0));
 	LLVMPositionBuilderAtEnd(B, next);
