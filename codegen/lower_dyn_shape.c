@@ -13,18 +13,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "codegen/lower_internal.h"
+#include "codegen/lower_dyn.h"
 #include "ir/kernels/kernels.h"
 
-typedef struct shk {
-	lk l;
-	kir_kernel *k;
-	kir_block b;
-	const tbc_op *op;
-	char where[160]; /* "node 'x' (Reshape)" */
-} shk;
-
-static bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
+bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
 	memset(s, 0, sizeof *s);
 	s->op = op;
 	const char *ty = tbc_ops[op->code].onnx_name;
@@ -44,9 +36,7 @@ static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir
 static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
 static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
 
-/* Fails the run with "<where>: <message>" when cond holds. */
-static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
+void shk_fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
 	char msg[256], full[448];
 	va_list ap;
 	va_start(ap, fmt);
@@ -56,20 +46,45 @@ static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
 	kir_block_add(s->k, &s->b, kir_s_error(s->k, cond, full));
 }
 
-/* A scalar local holding value from here on. */
-static kir_expr *let(shk *s, const char *name, kir_expr *value) {
+kir_expr *shk_let(shk *s, const char *name, kir_expr *value) {
 	kir_var *v = kir_var_new(s->k, name, value ? value->type : KIR_INDEX);
 	kir_block_add(s->k, &s->b, kir_s_set(s->k, v, value));
 	return kir_e_var(s->k, v);
 }
 
-/* Element i of an integer tensor input, as an index. */
-static kir_expr *elem(shk *s, const tbc_value *v, int64_t i) {
+kir_expr *shk_elem(shk *s, const tbc_value *v, int64_t i) {
 	kir_buffer *b = lk_value(&s->l, v);
 	return b ? kir_e_cast(s->k, KIR_INDEX, kir_e_load(s->k, b, I(s, i))) : NULL;
 }
 
-static kir_expr *dim_of(shk *s, const tbc_value *v, int d) { return lk_dim(&s->l, v->type.dims[d]); }
+kir_expr *shk_dim_of(shk *s, const tbc_value *v, int d) { return lk_dim(&s->l, v->type.dims[d]); }
+
+bool shk_out_dim(shk *s, int o, int d, kir_expr *value) {
+	tbc_dim dim = s->op->outputs[o]->type.dims[d];
+	/* A symbol this kernel stores already (two outputs sharing a dim): it
+	 * holds the same value by construction, and checking against it would
+	 * read the value from before the kernel ran. */
+	for (int i = 0; dim.sym && i < s->n_stored; i++)
+		if (!strcmp(s->stored[i], dim.sym)) return true;
+	if (dim.sym && !lower_dim_known(s->l.cx, dim) && s->n_stored < SHK_MAX_STORED) s->stored[s->n_stored++] = dim.sym;
+	char what[64];
+	snprintf(what, sizeof what, "output dim %d of %s", d, tbc_ops[s->op->code].onnx_name);
+	return lower_shape_dim(&s->l, &s->b, s->op, dim, what, value);
+}
+
+bool shk_end(shk *s) {
+	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s, 0)));
+	return lk_end(&s->l, s->b.first);
+}
+
+int shk_static_len(lower_cx *cx, const tbc_op *op, int input, const char *what) {
+	const tbc_value *v = op->n_inputs > input ? op->inputs[input] : NULL;
+	if (!v || v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > TBC_MAX_RANK) {
+		lower_error(cx, op, "%s of unknown length has no CPU lowering yet", what);
+		return -1;
+	}
+	return (int)v->type.dims[0].size;
+}
 
 /* dims[idx] for a run-time idx in [0, n): a chain of selects. */
 static kir_expr *pick(shk *s, kir_expr *const *dims, int n, kir_expr *idx) {
@@ -77,29 +92,6 @@ static kir_expr *pick(shk *s, kir_expr *const *dims, int n, kir_expr *idx) {
 	kir_expr *r = dims[n - 1];
 	for (int i = n - 2; i >= 0; i--) r = SEL(s, CMP(s, KIR_EQ, idx, I(s, i)), dims[i], r);
 	return r;
-}
-
-/* Output dim d of output o gets value. */
-static bool out_dim(shk *s, int o, int d, kir_expr *value) {
-	char what[64];
-	snprintf(what, sizeof what, "output dim %d of %s", d, tbc_ops[s->op->code].onnx_name);
-	return lower_shape_dim(&s->l, &s->b, s->op, s->op->outputs[o]->type.dims[d], what, value);
-}
-
-static bool shk_end(shk *s) {
-	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s, 0)));
-	return lk_end(&s->l, s->b.first);
-}
-
-/* The length of a 1-D shape-giving input; -1 (with a diagnostic) when it is
- * not static or not 1-D. */
-static int static_len(lower_cx *cx, const tbc_op *op, int input, const char *what) {
-	const tbc_value *v = op->n_inputs > input ? op->inputs[input] : NULL;
-	if (!v || v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > TBC_MAX_RANK) {
-		lower_error(cx, op, "%s of unknown length has no CPU lowering yet", what);
-		return -1;
-	}
-	return (int)v->type.dims[0].size;
 }
 
 /* ---- Reshape ----------------------------------------------------------------*/
@@ -110,17 +102,17 @@ static bool shape_reshape(lower_cx *cx, const tbc_op *op) {
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *total = I(&s, 1);
-	for (int d = 0; d < r; d++) total = MUL(&s, total, dim_of(&s, x, d));
-	total = let(&s, "total", total);
+	for (int d = 0; d < r; d++) total = MUL(&s, total, shk_dim_of(&s, x, d));
+	total = shk_let(&s, "total", total);
 	kir_expr *v[TBC_MAX_RANK], *known = I(&s, 1), *minus = I(&s, 0), *zero = I(&s, 0);
 	for (int i = 0; i < n; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "s%d", i);
-		v[i] = let(&s, name, elem(&s, op->inputs[1], i));
-		fail_if(&s, CMP(&s, KIR_LT, v[i], I(&s, -1)), "shape[%d] is below -1", i);
+		v[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
+		shk_fail_if(&s, CMP(&s, KIR_LT, v[i], I(&s, -1)), "shape[%d] is below -1", i);
 		if (!allowzero) {
-			if (i >= r) fail_if(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), "shape[%d] is 0 (copy) but the input has rank %d", i, r);
-			else v[i] = let(&s, name, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), dim_of(&s, x, i), v[i]));
+			if (i >= r) shk_fail_if(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), "shape[%d] is 0 (copy) but the input has rank %d", i, r);
+			else v[i] = shk_let(&s, name, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), shk_dim_of(&s, x, i), v[i]));
 		} else {
 			zero = ADD(&s, zero, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), I(&s, 1), I(&s, 0)));
 		}
@@ -128,14 +120,14 @@ static bool shape_reshape(lower_cx *cx, const tbc_op *op) {
 		minus = ADD(&s, minus, SEL(&s, is_minus, I(&s, 1), I(&s, 0)));
 		known = MUL(&s, known, SEL(&s, is_minus, I(&s, 1), v[i]));
 	}
-	minus = let(&s, "minus", minus);
-	known = let(&s, "known", known);
-	fail_if(&s, CMP(&s, KIR_GT, minus, I(&s, 1)), "the shape has more than one -1");
+	minus = shk_let(&s, "minus", minus);
+	known = shk_let(&s, "known", known);
+	shk_fail_if(&s, CMP(&s, KIR_GT, minus, I(&s, 1)), "the shape has more than one -1");
 	if (allowzero)
-		fail_if(&s, AND(&s, CMP(&s, KIR_GT, zero, I(&s, 0)), CMP(&s, KIR_GT, minus, I(&s, 0))),
+		shk_fail_if(&s, AND(&s, CMP(&s, KIR_GT, zero, I(&s, 0)), CMP(&s, KIR_GT, minus, I(&s, 0))),
 			"with allowzero, the shape cannot hold both 0 and -1");
 	kir_expr *has_minus = CMP(&s, KIR_EQ, minus, I(&s, 1));
-	fail_if(&s,
+	shk_fail_if(&s,
 		SEL(&s, has_minus,
 		    OR(&s, CMP(&s, KIR_EQ, known, I(&s, 0)),
 		       CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, total, SEL(&s, CMP(&s, KIR_EQ, known, I(&s, 0)), I(&s, 1), known)),
@@ -144,7 +136,7 @@ static bool shape_reshape(lower_cx *cx, const tbc_op *op) {
 		"cannot view the input's elements as the shape given");
 	kir_expr *inferred = kir_e_binary(s.k, KIR_FLOORDIV, total, SEL(&s, CMP(&s, KIR_EQ, known, I(&s, 0)), I(&s, 1), known));
 	for (int i = 0; i < n; i++)
-		if (!out_dim(&s, 0, i, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, -1)), inferred, v[i]))) return false;
+		if (!shk_out_dim(&s, 0, i, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, -1)), inferred, v[i]))) return false;
 	return shk_end(&s);
 }
 
@@ -154,12 +146,12 @@ static bool load_axes(shk *s, const tbc_value *axes, int k, int rank, kir_expr *
 	for (int a = 0; a < k; a++) {
 		char name[16];
 		snprintf(name, sizeof name, "axis%d", a);
-		kir_expr *v = elem(s, axes, a);
+		kir_expr *v = shk_elem(s, axes, a);
 		if (!v) return false;
-		fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d", a,
+		shk_fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d", a,
 			rank);
-		out[a] = let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
-		for (int b = 0; b < a; b++) fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "axes repeat an axis");
+		out[a] = shk_let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
+		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "axes repeat an axis");
 	}
 	return true;
 }
@@ -173,19 +165,19 @@ static kir_expr *holds(shk *s, kir_expr *const *axes, int k, int p) {
 
 static bool shape_unsqueeze(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0];
-	int k = op->n_inputs > 1 && op->inputs[1] ? static_len(cx, op, 1, "Unsqueeze's axes") : -1;
+	int k = op->n_inputs > 1 && op->inputs[1] ? shk_static_len(cx, op, 1, "Unsqueeze's axes") : -1;
 	if (k < 0) return op->n_inputs > 1 && op->inputs[1] ? false : lower_error(cx, op, "Unsqueeze needs axes");
 	int r = x->type.rank, R = r + k;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *axes[TBC_MAX_RANK], *in[TBC_MAX_RANK];
 	if (!load_axes(&s, op->inputs[1], k, R, axes)) return false;
-	for (int d = 0; d < r; d++) in[d] = dim_of(&s, x, d);
+	for (int d = 0; d < r; d++) in[d] = shk_dim_of(&s, x, d);
 	for (int j = 0; j < R; j++) {
 		kir_expr *before = I(&s, 0); /* inserted positions before j */
 		for (int a = 0; a < k; a++) before = ADD(&s, before, SEL(&s, CMP(&s, KIR_LT, axes[a], I(&s, j)), I(&s, 1), I(&s, 0)));
 		kir_expr *src = kir_e_binary(s.k, KIR_MAX, I(&s, 0), kir_e_binary(s.k, KIR_SUB, I(&s, j), before));
-		if (!out_dim(&s, 0, j, SEL(&s, holds(&s, axes, k, j), I(&s, 1), pick(&s, in, r, src)))) return false;
+		if (!shk_out_dim(&s, 0, j, SEL(&s, holds(&s, axes, k, j), I(&s, 1), pick(&s, in, r, src)))) return false;
 	}
 	return shk_end(&s);
 }
@@ -196,15 +188,15 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *in[TBC_MAX_RANK], *gone[TBC_MAX_RANK];
-	for (int d = 0; d < r; d++) in[d] = dim_of(&s, x, d);
+	for (int d = 0; d < r; d++) in[d] = shk_dim_of(&s, x, d);
 	if (op->n_inputs > 1 && op->inputs[1]) {
-		int k = static_len(cx, op, 1, "Squeeze's axes");
+		int k = shk_static_len(cx, op, 1, "Squeeze's axes");
 		kir_expr *axes[TBC_MAX_RANK];
 		if (k < 0 || !load_axes(&s, op->inputs[1], k, r, axes)) return false;
 		if (y->type.rank != r - k) return lower_error(cx, op, "Squeeze's output rank does not fit its axes");
 		for (int d = 0; d < r; d++) {
 			gone[d] = holds(&s, axes, k, d);
-			fail_if(&s, AND(&s, gone[d], CMP(&s, KIR_NE, in[d], I(&s, 1))), "cannot squeeze dim %d: it is not 1", d);
+			shk_fail_if(&s, AND(&s, gone[d], CMP(&s, KIR_NE, in[d], I(&s, 1))), "cannot squeeze dim %d: it is not 1", d);
 		}
 	} else {
 		return lower_error(cx, op, "Squeeze without axes of dims known only while running has no CPU lowering yet");
@@ -217,7 +209,7 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 			v = SEL(&s, here, in[d], v);
 			kept_before = ADD(&s, kept_before, SEL(&s, gone[d], I(&s, 0), I(&s, 1)));
 		}
-		if (!out_dim(&s, 0, j, v)) return false;
+		if (!shk_out_dim(&s, 0, j, v)) return false;
 	}
 	return shk_end(&s);
 }
@@ -228,26 +220,26 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 static kir_expr *bcast(shk *s, kir_expr *a, kir_expr *b, int j) {
 	if (!a) return b;
 	if (!b) return a;
-	fail_if(s, AND(s, CMP(s, KIR_NE, a, b), AND(s, CMP(s, KIR_NE, a, I(s, 1)), CMP(s, KIR_NE, b, I(s, 1)))),
+	shk_fail_if(s, AND(s, CMP(s, KIR_NE, a, b), AND(s, CMP(s, KIR_NE, a, I(s, 1)), CMP(s, KIR_NE, b, I(s, 1)))),
 		"dim %d does not broadcast", j);
 	return SEL(s, CMP(s, KIR_EQ, a, I(s, 1)), b, a);
 }
 
 static bool shape_expand(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
-	int n = static_len(cx, op, 1, "Expand's shape");
+	int n = shk_static_len(cx, op, 1, "Expand's shape");
 	if (n < 0) return false;
 	int r = x->type.rank, R = y->type.rank;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	for (int j = 0; j < R; j++) {
 		int dx = j - (R - r), ds = j - (R - n);
-		kir_expr *a = dx >= 0 ? dim_of(&s, x, dx) : NULL, *b = NULL;
+		kir_expr *a = dx >= 0 ? shk_dim_of(&s, x, dx) : NULL, *b = NULL;
 		if (ds >= 0) {
-			b = elem(&s, op->inputs[1], ds);
-			fail_if(&s, CMP(&s, KIR_LT, b, I(&s, 0)), "shape[%d] is negative", ds);
+			b = shk_elem(&s, op->inputs[1], ds);
+			shk_fail_if(&s, CMP(&s, KIR_LT, b, I(&s, 0)), "shape[%d] is negative", ds);
 		}
-		if (!out_dim(&s, 0, j, bcast(&s, a, b, j))) return false;
+		if (!shk_out_dim(&s, 0, j, bcast(&s, a, b, j))) return false;
 	}
 	return shk_end(&s);
 }
@@ -264,9 +256,9 @@ static bool shape_broadcast(lower_cx *cx, const tbc_op *op) {
 			const tbc_value *x = op->inputs[i];
 			if (!x) continue;
 			int d = j - (R - x->type.rank);
-			if (d >= 0) v = bcast(&s, v, dim_of(&s, x, d), j);
+			if (d >= 0) v = bcast(&s, v, shk_dim_of(&s, x, d), j);
 		}
-		if (!out_dim(&s, 0, j, v ? v : I(&s, 1))) return false;
+		if (!shk_out_dim(&s, 0, j, v ? v : I(&s, 1))) return false;
 	}
 	for (int o = 1; o < op->n_outputs; o++) /* ops with more outputs of the same shape */
 		for (int j = 0; op->outputs[o] && j < R && j < op->outputs[o]->type.rank; j++)
@@ -278,26 +270,26 @@ static bool shape_broadcast(lower_cx *cx, const tbc_op *op) {
 static bool shape_tile(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0];
 	int r = x->type.rank;
-	if (static_len(cx, op, 1, "Tile's repeats") != r) return r >= 0 && lower_error(cx, op, "Tile's repeats must hold one value per dim");
+	if (shk_static_len(cx, op, 1, "Tile's repeats") != r) return r >= 0 && lower_error(cx, op, "Tile's repeats must hold one value per dim");
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	for (int d = 0; d < r; d++) {
-		kir_expr *rep = elem(&s, op->inputs[1], d);
-		fail_if(&s, CMP(&s, KIR_LT, rep, I(&s, 0)), "repeats[%d] is negative", d);
-		if (!out_dim(&s, 0, d, MUL(&s, dim_of(&s, x, d), rep))) return false;
+		kir_expr *rep = shk_elem(&s, op->inputs[1], d);
+		shk_fail_if(&s, CMP(&s, KIR_LT, rep, I(&s, 0)), "repeats[%d] is negative", d);
+		if (!shk_out_dim(&s, 0, d, MUL(&s, shk_dim_of(&s, x, d), rep))) return false;
 	}
 	return shk_end(&s);
 }
 
 static bool shape_constant_of_shape(lower_cx *cx, const tbc_op *op) {
-	int n = static_len(cx, op, 0, "ConstantOfShape's shape");
+	int n = shk_static_len(cx, op, 0, "ConstantOfShape's shape");
 	if (n < 0) return false;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	for (int d = 0; d < n; d++) {
-		kir_expr *v = elem(&s, op->inputs[0], d);
-		fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", d);
-		if (!out_dim(&s, 0, d, v)) return false;
+		kir_expr *v = shk_elem(&s, op->inputs[0], d);
+		shk_fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", d);
+		if (!shk_out_dim(&s, 0, d, v)) return false;
 	}
 	return shk_end(&s);
 }
@@ -323,34 +315,34 @@ static bool shape_range(lower_cx *cx, const tbc_op *op) {
 		for (int i = 0; i < 3; i++) {
 			kir_expr *x = kir_e_load(k, b[i], I(&s, 0));
 			if (dt != TBC_DT_F32 && dt != TBC_DT_F64) x = kir_e_cast(k, TBC_DT_F32, x);
-			v[i] = let(&s, i == 0 ? "start" : i == 1 ? "limit" : "delta", kir_e_cast(k, TBC_DT_F64, x));
+			v[i] = shk_let(&s, i == 0 ? "start" : i == 1 ? "limit" : "delta", kir_e_cast(k, TBC_DT_F64, x));
 			finite = AND(&s, finite,
 				     kir_e_unary(k, KIR_NOT, OR(&s, kir_e_unary(k, KIR_ISNAN, v[i]), kir_e_unary(k, KIR_ISINF, v[i]))));
 		}
 		kir_expr *zero = kir_e_float(k, TBC_DT_F64, 0);
-		fail_if(&s, OR(&s, kir_e_unary(k, KIR_NOT, finite), CMP(&s, KIR_EQ, v[2], zero)), "%s", bad);
-		kir_expr *q = let(&s, "q", kir_e_unary(k, KIR_CEIL, kir_e_binary(k, KIR_DIV, kir_e_binary(k, KIR_SUB, v[1], v[0]), v[2])));
-		fail_if(&s, CMP(&s, KIR_GT, q, kir_e_float(k, TBC_DT_F64, (double)TBC_MAX_TENSOR_BYTES)), "%s", bad);
+		shk_fail_if(&s, OR(&s, kir_e_unary(k, KIR_NOT, finite), CMP(&s, KIR_EQ, v[2], zero)), "%s", bad);
+		kir_expr *q = shk_let(&s, "q", kir_e_unary(k, KIR_CEIL, kir_e_binary(k, KIR_DIV, kir_e_binary(k, KIR_SUB, v[1], v[0]), v[2])));
+		shk_fail_if(&s, CMP(&s, KIR_GT, q, kir_e_float(k, TBC_DT_F64, (double)TBC_MAX_TENSOR_BYTES)), "%s", bad);
 		n = SEL(&s, CMP(&s, KIR_GT, q, zero), kir_e_cast(k, KIR_INDEX, q), I(&s, 0));
 	} else {
-		kir_expr *a = let(&s, "start", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[0], I(&s, 0))));
-		kir_expr *l = let(&s, "limit", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[1], I(&s, 0))));
-		kir_expr *c = let(&s, "delta", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[2], I(&s, 0))));
-		fail_if(&s, CMP(&s, KIR_EQ, c, I(&s, 0)), "%s", bad);
+		kir_expr *a = shk_let(&s, "start", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[0], I(&s, 0))));
+		kir_expr *l = shk_let(&s, "limit", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[1], I(&s, 0))));
+		kir_expr *c = shk_let(&s, "delta", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[2], I(&s, 0))));
+		shk_fail_if(&s, CMP(&s, KIR_EQ, c, I(&s, 0)), "%s", bad);
 		/* limit - start in 64 bits: its overflow makes a range longer than any tensor. */
-		kir_expr *diff = let(&s, "diff", kir_e_binary(k, KIR_SUB, l, a));
+		kir_expr *diff = shk_let(&s, "diff", kir_e_binary(k, KIR_SUB, l, a));
 		kir_expr *ovf = CMP(&s, KIR_LT,
 				    kir_e_binary(k, KIR_AND, kir_e_binary(k, KIR_XOR, l, a), kir_e_binary(k, KIR_XOR, l, diff)), I(&s, 0));
-		fail_if(&s, ovf, "%s", bad);
+		shk_fail_if(&s, ovf, "%s", bad);
 		kir_expr *safe_c = SEL(&s, CMP(&s, KIR_EQ, c, I(&s, 0)), I(&s, 1), c);
 		kir_expr *q = kir_e_binary(k, KIR_DIV, diff, safe_c); /* truncating */
 		kir_expr *exact = CMP(&s, KIR_EQ, MUL(&s, q, safe_c), diff);
 		kir_expr *same_sign = CMP(&s, KIR_EQ, CMP(&s, KIR_GT, diff, I(&s, 0)), CMP(&s, KIR_GT, safe_c, I(&s, 0)));
-		q = let(&s, "q", ADD(&s, q, SEL(&s, AND(&s, kir_e_unary(k, KIR_NOT, exact), same_sign), I(&s, 1), I(&s, 0))));
-		fail_if(&s, CMP(&s, KIR_GT, q, I(&s, TBC_MAX_TENSOR_BYTES)), "%s", bad);
+		q = shk_let(&s, "q", ADD(&s, q, SEL(&s, AND(&s, kir_e_unary(k, KIR_NOT, exact), same_sign), I(&s, 1), I(&s, 0))));
+		shk_fail_if(&s, CMP(&s, KIR_GT, q, I(&s, TBC_MAX_TENSOR_BYTES)), "%s", bad);
 		n = SEL(&s, CMP(&s, KIR_GT, q, I(&s, 0)), q, I(&s, 0));
 	}
-	if (!out_dim(&s, 0, 0, n)) return false;
+	if (!shk_out_dim(&s, 0, 0, n)) return false;
 	return shk_end(&s);
 }
 
