@@ -111,12 +111,97 @@ static lower_result lower_trailing(lower_cx *cx, const tbc_op *op, bool rms) {
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 
+/* ---- BatchNormalization (training) -----------------------------------------------
+ * As the interpreter: per channel, the batch mean and the population
+ * variance over N and the spatial dims (two passes, f64), the running
+ * statistics mean * momentum + batch * (1 - momentum), and
+ * y = scale * (x - mean) * inv + bias with everything in f64 (the
+ * interpreter's order and precision).  One kernel, parallel over channels;
+ * the passes are sequential loops over (n, spatial), the output pass's inner
+ * loop a vector loop. */
+static lower_result lower_batchnorm_training(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0];
+	if (!float_ok(op) || x->type.rank < 2) return refuse(cx, op, "on this input");
+	for (int i = 1; i < 5; i++) {
+		const tbc_type *t = &op->inputs[i]->type;
+		if (!tbc_dtype_supported(t->dtype) || t->rank != 1 || !tbc_dim_eq(t->dims[0], x->type.dims[1]))
+			return refuse(cx, op, "in training mode with these parameters");
+	}
+	if (!want(op, 0) && !want(op, 1) && !want(op, 2)) return LOWER_OK;
+	double eps = tbc_attr_float(op, "epsilon", 1e-5), mom = tbc_attr_float(op, "momentum", 0.9);
+	tbc_dtype dt = x->type.dtype;
+	int ob[3] = {-1, -1, -1};
+	for (int i = 0; i < 3; i++)
+		if (want(op, i) && (ob[i] = lower_result_buf(cx, op->outputs[i])) < 0) return LOWER_FAILED;
+	lk l;
+	if (!lk_begin(&l, cx, "batchnorm_train")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *xb = lk_value(&l, x), *p[5], *o[3] = {NULL, NULL, NULL};
+	if (!xb) return LOWER_FAILED;
+	for (int i = 1; i < 5; i++)
+		if (!(p[i] = lk_value(&l, op->inputs[i]))) return LOWER_FAILED;
+	for (int i = 0; i < 3; i++)
+		if (ob[i] >= 0 && !(o[i] = lk_buf(&l, ob[i]))) return LOWER_FAILED;
+	kir_expr *N = lk_dim(&l, x->type.dims[0]), *C = lk_dim(&l, x->type.dims[1]), *S = kir_e_index(k, 1);
+	for (int d = 2; d < x->type.rank; d++) S = kir_e_mul(k, S, lk_dim(&l, x->type.dims[d]));
+	kir_var *cv = kir_var_new(k, "c", KIR_INDEX);
+	kir_expr *c = kir_e_var(k, cv);
+	kir_block point = {0};
+	kir_var *cnt = kir_var_new(k, "cnt", F64);
+	kir_block_add(k, &point, kir_s_set(k, cnt, kir_e_cast(k, F64, kir_e_mul(k, N, S))));
+	/* A pass over (b, i) of channel c: body(e) with e the element's index. */
+	kir_var *bv[3], *iv[3];
+	kir_expr *e[3];
+	for (int j = 0; j < 3; j++) {
+		bv[j] = kir_var_new(k, "b", KIR_INDEX);
+		iv[j] = kir_var_new(k, "i", KIR_INDEX);
+		e[j] = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, kir_e_var(k, bv[j]), C), c), S), kir_e_var(k, iv[j]));
+	}
+#define PASS(j, stmts, kind)                                                                                     \
+	kir_s_for(k, bv[j], kir_e_index(k, 0), N, 1, KIR_LOOP_SEQUENTIAL,                                        \
+		  kir_s_for(k, iv[j], kir_e_index(k, 0), S, 1, kind, stmts))
+	kir_var *sum = kir_var_new(k, "sum", F64), *q = kir_var_new(k, "q", F64);
+	kir_block_add(k, &point, kir_s_set(k, sum, F(k, 0)));
+	kir_block_add(k, &point, PASS(0, kir_s_set(k, sum, B(k, KIR_ADD, kir_e_var(k, sum), X64(k, xb, e[0]))),
+				      KIR_LOOP_SEQUENTIAL));
+	kir_var *mean = kir_var_new(k, "mean", F64);
+	kir_block_add(k, &point, kir_s_set(k, mean, B(k, KIR_DIV, kir_e_var(k, sum), kir_e_var(k, cnt))));
+	kir_block_add(k, &point, kir_s_set(k, q, F(k, 0)));
+	kir_expr *d = B(k, KIR_SUB, X64(k, xb, e[1]), kir_e_var(k, mean));
+	kir_var *dv = kir_var_new(k, "d", F64);
+	kir_block qb = {0};
+	kir_block_add(k, &qb, kir_s_set(k, dv, d));
+	kir_block_add(k, &qb, kir_s_set(k, q, B(k, KIR_ADD, kir_e_var(k, q), B(k, KIR_MUL, kir_e_var(k, dv), kir_e_var(k, dv)))));
+	kir_block_add(k, &point, PASS(1, qb.first, KIR_LOOP_SEQUENTIAL));
+	kir_var *var = kir_var_new(k, "var", F64);
+	kir_block_add(k, &point, kir_s_set(k, var, B(k, KIR_DIV, kir_e_var(k, q), kir_e_var(k, cnt))));
+	kir_expr *keep = F(k, mom), *take = F(k, 1 - mom);
+	for (int i = 1; i < 3; i++) {
+		if (!o[i]) continue;
+		kir_expr *run = B(k, KIR_ADD, B(k, KIR_MUL, X64(k, p[i + 2], c), keep),
+				  B(k, KIR_MUL, kir_e_var(k, i == 1 ? mean : var), take));
+		kir_block_add(k, &point, kir_s_store(k, o[i], c, kir_e_cast(k, o[i]->dtype, run)));
+	}
+	if (o[0]) {
+		kir_var *sc = kir_var_new(k, "scale", F64), *bi = kir_var_new(k, "bias", F64), *inv = kir_var_new(k, "inv", F64);
+		kir_block_add(k, &point, kir_s_set(k, sc, X64(k, p[1], c)));
+		kir_block_add(k, &point, kir_s_set(k, bi, X64(k, p[2], c)));
+		kir_block_add(k, &point, kir_s_set(k, inv, B(k, KIR_DIV, F(k, 1), kir_e_unary(k, KIR_SQRT, B(k, KIR_ADD, kir_e_var(k, var), F(k, eps))))));
+		kir_expr *v = B(k, KIR_MUL, kir_e_var(k, sc), B(k, KIR_SUB, X64(k, xb, e[2]), kir_e_var(k, mean)));
+		v = B(k, KIR_ADD, B(k, KIR_MUL, v, kir_e_var(k, inv)), kir_e_var(k, bi));
+		kir_block_add(k, &point, PASS(2, kir_s_store(k, o[0], e[2], kir_e_cast(k, dt, v)), KIR_LOOP_VECTOR));
+	}
+#undef PASS
+	return lk_end(&l, kir_s_for(k, cv, kir_e_index(k, 0), C, 1, KIR_LOOP_PARALLEL, point.first)) ? LOWER_OK
+												     : LOWER_FAILED;
+}
+
 /* ---- BatchNormalization (inference) ---------------------------------------------
  * Per channel scalars once, then a vector loop over the spatial dims:
  * for nc parallel { c = nc % C; ...; for s vector { y = sc * (x - mean) * inv + b } } */
 static lower_result lower_batchnorm(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0];
-	if (tbc_attr_int(op, "training_mode", 0) != 0) return refuse(cx, op, "in training mode");
+	if (tbc_attr_int(op, "training_mode", 0) != 0) return lower_batchnorm_training(cx, op);
 	if (!float_ok(op) || x->type.rank < 2) return refuse(cx, op, "on this input");
 	for (int i = 1; i < 5; i++)
 		if (!tbc_dtype_is_float(op->inputs[i]->type.dtype) || tbc_dtype_bits(op->inputs[i]->type.dtype) < 16)

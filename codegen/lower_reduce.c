@@ -440,22 +440,117 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 
-/* ---- CumSum / CumProd ----------------------------------------------------------*/
+/* ---- CumSum / CumProd ----------------------------------------------------------
+ * Running sums and products along one axis, as the interpreter
+ * (ir/kernels/reduce_scan.c): floats (narrow ones too) accumulate in f64 and
+ * round on each store, integers and bool in 64 bits, wrapping, stored
+ * wrapped to the width (bool: != 0).  A constant axis uses the reduction
+ * space; an axis given at run time gets its own kernel (lower_cum_dynamic). */
+static tbc_dtype cum_acc_type(tbc_dtype dt) {
+	return tbc_dtype_is_float(dt) ? TBC_DT_F64 : is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
+}
+
+static kir_expr *cum_init(kir_kernel *k, tbc_dtype ac, bool prod) {
+	return tbc_dtype_is_float(ac) ? kir_e_float(k, ac, prod) : kir_e_int(k, ac, prod);
+}
+
+/* The axis is the scalar input 1, read at run time: the kernel checks it is
+ * in [-rank, rank) (else the run fails with the interpreter's message and
+ * nothing is computed), then takes the axis's extent n, the product `outer`
+ * of the dims before it and `inner` of those after it as select chains over
+ * the static rank.  One parallel loop over outer * inner lines, a
+ * sequential scan of n elements (stride inner) in each. */
+static lower_result lower_cum_dynamic(lower_cx *cx, const tbc_op *op, bool prod) {
+	const tbc_value *x = op->inputs[0], *ax = op->inputs[1];
+	tbc_dtype dt = x->type.dtype, at = ax->type.dtype;
+	int r = x->type.rank;
+	bool one = ax->type.rank == 0 || (ax->type.rank == 1 && !ax->type.dims[0].sym && ax->type.dims[0].size == 1);
+	bool sym_one = ax->type.rank == 1 && ax->type.dims[0].sym;
+	if (r < 1 || !tbc_dtype_is_int(at) || (!one && !sym_one))
+		return lower_error(cx, op, "op %s with this axis input has no CPU lowering yet", tbc_ops[op->code].onnx_name),
+		       LOWER_FAILED;
+	bool exclusive = tbc_attr_int(op, "exclusive", 0) != 0, reverse = tbc_attr_int(op, "reverse", 0) != 0;
+	lk l;
+	kir_buffer *out, *xb;
+	if (!begin1(cx, op, &l, &out, &xb)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *ab = lk_value(&l, ax);
+	if (!ab) return LOWER_FAILED;
+	kir_block body = {0};
+	char msg[256];
+	const char *who = op->name ? op->name : "";
+	const char *opn = tbc_ops[op->code].onnx_name;
+	kir_expr *zero = kir_e_index(k, 0), *one_i = kir_e_index(k, 1);
+	if (sym_one) {
+		snprintf(msg, sizeof msg, "node '%s' (%s): axis must hold one integer", who, opn);
+		kir_block_add(k, &body, kir_s_error(k, kir_e_cmp(k, KIR_NE, lk_dim(&l, ax->type.dims[0]), one_i), msg));
+	}
+	kir_var *av = kir_var_new(k, "axis", KIR_INDEX);
+	kir_block_add(k, &body, kir_s_set(k, av, kir_e_cast(k, KIR_INDEX, kir_e_load(k, ab, zero))));
+	kir_expr *a = kir_e_var(k, av);
+	kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, a, kir_e_index(k, -r)),
+				     kir_e_cmp(k, KIR_GE, a, kir_e_index(k, r)));
+	if (sym_one) bad = kir_e_binary(k, KIR_OR, bad, kir_e_cmp(k, KIR_NE, lk_dim(&l, ax->type.dims[0]), one_i));
+	snprintf(msg, sizeof msg, "node '%s' (%s): axis is out of range for rank %d", who, opn, r);
+	kir_block_add(k, &body, kir_s_error(k, bad, msg));
+	kir_block_add(k, &body, kir_s_set(k, av, kir_e_select(k, kir_e_cmp(k, KIR_LT, a, zero), kir_e_add(k, a, kir_e_index(k, r)), a)));
+	/* n, outer, inner from the normalized axis. */
+	kir_expr *n = one_i, *outer = one_i, *inner = one_i;
+	for (int d = 0; d < r; d++) {
+		kir_expr *dim = lk_dim(&l, x->type.dims[d]), *di = kir_e_index(k, d);
+		n = kir_e_select(k, kir_e_cmp(k, KIR_EQ, a, di), dim, n);
+		if (d < r - 1) outer = kir_e_mul(k, outer, kir_e_select(k, kir_e_cmp(k, KIR_GT, a, di), dim, one_i));
+		if (d > 0) inner = kir_e_mul(k, inner, kir_e_select(k, kir_e_cmp(k, KIR_LT, a, di), dim, one_i));
+	}
+	kir_var *nv = kir_var_new(k, "n", KIR_INDEX), *inv = kir_var_new(k, "inner", KIR_INDEX),
+		*lv = kir_var_new(k, "lines", KIR_INDEX);
+	kir_block run = {0};
+	kir_block_add(k, &run, kir_s_set(k, nv, n));
+	kir_block_add(k, &run, kir_s_set(k, inv, inner));
+	kir_block_add(k, &run, kir_s_set(k, lv, kir_e_mul(k, outer, kir_e_var(k, inv))));
+	n = kir_e_var(k, nv);
+	inner = kir_e_var(k, inv);
+	/* for p in lines parallel: base = (p / inner) * n * inner + p % inner */
+	kir_var *p = kir_var_new(k, "p", KIR_INDEX), *base = kir_var_new(k, "base", KIR_INDEX);
+	kir_expr *pv = kir_e_var(k, p);
+	kir_block line = {0};
+	kir_block_add(k, &line, kir_s_set(k, base, kir_e_add(k, kir_e_mul(k, kir_e_mul(k, kir_e_binary(k, KIR_FLOORDIV, pv, inner), n), inner),
+							    kir_e_binary(k, KIR_FLOORMOD, pv, inner))));
+	tbc_dtype ac = cum_acc_type(dt);
+	kir_var *acc = kir_var_new(k, "acc", ac);
+	kir_block_add(k, &line, kir_s_set(k, acc, cum_init(k, ac, prod)));
+	kir_var *sv = kir_var_new(k, "s", KIR_INDEX);
+	kir_expr *j = kir_e_var(k, sv);
+	/* max(., 0) changes nothing (s < n) but lets the verifier's interval
+	 * check, which does not relate s to n, prove the index in bounds. */
+	if (reverse) j = kir_e_binary(k, KIR_MAX, kir_e_binary(k, KIR_SUB, kir_e_binary(k, KIR_SUB, n, one_i), j), zero);
+	kir_var *ev = kir_var_new(k, "e", KIR_INDEX);
+	kir_block scan = {0};
+	kir_block_add(k, &scan, kir_s_set(k, ev, kir_e_add(k, kir_e_var(k, base), kir_e_mul(k, j, inner))));
+	kir_expr *e = kir_e_var(k, ev);
+	if (exclusive) kir_block_add(k, &scan, kir_s_store(k, out, e, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	kir_expr *v = kir_e_cast(k, ac, kir_e_load(k, xb, e));
+	kir_block_add(k, &scan, kir_s_set(k, acc, kir_e_binary(k, prod ? KIR_MUL : KIR_ADD, kir_e_var(k, acc), v)));
+	if (!exclusive) kir_block_add(k, &scan, kir_s_store(k, out, e, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	kir_block_add(k, &line, kir_s_for(k, sv, zero, n, 1, KIR_LOOP_SEQUENTIAL, scan.first));
+	kir_block_add(k, &run, kir_s_for(k, p, zero, kir_e_var(k, lv), 1, KIR_LOOP_PARALLEL, line.first));
+	kir_block_add(k, &body, kir_s_if(k, kir_e_unary(k, KIR_NOT, bad), run.first, NULL));
+	return lk_end(&l, body.first) ? LOWER_OK : LOWER_FAILED;
+}
+
 static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	const tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
-	const tbc_tensor *at = tbc_input_const(op, 1);
 	int a;
 	if (!op->outputs[0]) return LOWER_OK;
-	if (!at || at->numel != 1 || tbc_dtype_is_float(at->dtype) || x->type.rank < 1 ||
-	    !tbc_norm_axis(tbc_load_i64(at->dtype, at->data, 0), x->type.rank, &a))
-		return lower_error(cx, op, "op %s with an axis known only at run time has no CPU lowering yet",
-				   tbc_ops[op->code].onnx_name), LOWER_FAILED;
-	bool is_f = tbc_dtype_is_float(dt);
-	if (!tbc_dtype_supported(dt) || !(is_f || tbc_dtype_is_int(dt)) || dt == TBC_DT_I4 || dt == TBC_DT_U4 ||
-	    (is_f && tbc_dtype_bits(dt) < 16))
+	if (!tbc_dtype_supported(dt))
 		return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
 				   tbc_dtype_name(dt)), LOWER_FAILED;
+	const tbc_tensor *at = tbc_input_const(op, 1);
+	if (!at) return lower_cum_dynamic(cx, op, prod);
+	if (at->numel != 1 || tbc_dtype_is_float(at->dtype) || x->type.rank < 1 ||
+	    !tbc_norm_axis(tbc_load_i64(at->dtype, at->data, 0), x->type.rank, &a))
+		return lower_error(cx, op, "op %s: bad axis", tbc_ops[op->code].onnx_name), LOWER_FAILED;
 	bool exclusive = tbc_attr_int(op, "exclusive", 0) != 0, reverse = tbc_attr_int(op, "reverse", 0) != 0;
 	bool mask[TBC_MAX_RANK] = {0};
 	mask[a] = true;
@@ -465,9 +560,9 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
 	s.reverse = reverse;
-	tbc_dtype ac = is_f ? TBC_DT_F64 : is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
+	tbc_dtype ac = cum_acc_type(dt);
 	kir_var *acc = kir_var_new(k, "acc", ac);
-	rs_set(&s, acc, is_f ? kir_e_float(k, ac, prod) : kir_e_int(k, ac, prod));
+	rs_set(&s, acc, cum_init(k, ac, prod));
 	rs_pass_begin(&s);
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
 	if (exclusive) kir_block_add(k, &s.inner, kir_s_store(k, out, idx, kir_e_cast(k, dt, kir_e_var(k, acc))));
