@@ -76,7 +76,11 @@ static bool broadcasts_into(const tbc_type *v, const tbc_type *s) {
 }
 
 static bool is_elementwise(const tbc_op *op) {
-	if (tbc_ops[op->code].category != TBC_CAT_ELEMENTWISE || op->code == TBC_OP_Dropout) return false;
+	/* Dropout may draw random numbers; BitCast reinterprets storage bits,
+	 * which a fused loop's scalar values (computed in wider types) do not
+	 * have: both run as kernels of their own. */
+	if (tbc_ops[op->code].category != TBC_CAT_ELEMENTWISE || op->code == TBC_OP_Dropout || op->code == TBC_OP_BitCast)
+		return false;
 	if (op->n_outputs != 1 || !op->outputs[0] || pass_has_graph_attr(op) || pass_has_effects(op)) return false;
 	const tbc_type *out = &op->outputs[0]->type;
 	if (out->rank < 0) return false;
