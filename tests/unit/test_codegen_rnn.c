@@ -171,18 +171,18 @@ static void test_rnn_reverse_and_bidirectional(void **state) {
 	}
 }
 
-/* Every activation of the spec's list, with its alpha/beta, and clip. */
+/* Every activation of the spec's list, with its alpha/beta; clip 0.4 on
+ * every other one; Relu and Tanh both ways. */
 static void test_rnn_every_activation_and_clip(void **state) {
 	(void)state;
 	static const char *const names[] = {"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
-					    "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		for (int clip = 0; clip < 2; clip++) {
-			rcase c = {.kind = PLAIN, .dt = TBC_DT_F32, .seq = 3, .batch = 2, .in = 3, .hidden = 4, .bias = true,
-				   .n_acts = 1, .acts = {names[i]}, .n_alpha = 1, .alpha = {0.3}, .n_beta = 1, .beta = {0.6},
-				   .clip = clip ? 0.4 : 0};
-			run_case(&c, 1e-6);
-		}
+					    "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus", "Relu", "Tanh"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		rcase c = {.kind = PLAIN, .dt = TBC_DT_F32, .seq = 3, .batch = 2, .in = 3, .hidden = 4, .bias = true,
+			   .n_acts = 1, .acts = {names[i]}, .n_alpha = 1, .alpha = {0.3}, .n_beta = 1, .beta = {0.6},
+			   .clip = (i < 11 ? i % 2 : i == 11) ? 0.4 : 0};
+		run_case(&c, 1e-6);
+	}
 }
 
 /* ---- GRU -------------------------------------------------------------------------*/
