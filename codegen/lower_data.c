@@ -542,6 +542,8 @@ lower_result lower_family_data(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_EyeLike: fn = lower_data_eye_like; break;
 	case TBC_OP_ReverseSequence: fn = lower_data_reverse_sequence; break;
 	case TBC_OP_TensorScatter: fn = lower_data_tensor_scatter; break;
+	case TBC_OP_TopK: fn = lower_data_topk; break;
+	case TBC_OP_CenterCropPad: fn = lower_data_center_crop_pad; break;
 	default: return LOWER_NOT_MINE;
 	}
 	bool any_out = false;

@@ -83,5 +83,8 @@ bool lower_data_trilu(lower_cx *cx, const tbc_op *op);
 bool lower_data_eye_like(lower_cx *cx, const tbc_op *op);
 bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op);
 bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
+/* codegen/lower_dyn_data.c: data kernels of ops with no static lowering elsewhere. */
+bool lower_data_topk(lower_cx *cx, const tbc_op *op);
+bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op);
 
 #endif

@@ -1,0 +1,753 @@
+/* Data movement whose output shape is given by a tensor's values while
+ * running: Slice (starts, ends, axes, steps), Split (split sizes), Pad (pads,
+ * axes, constant_value), OneHot (depth), TopK (K), CenterCropPad (shape).
+ * Design notes: docs/lower-dynamic.md, section "Slice, Split, Pad, ...".
+ *
+ * Each op gets a shape kernel that reads the parameter tensors, checks them
+ * as the interpreter does (ir/kernels/data_layout.c, data_pad.c,
+ * data_index.c, reduce_scan.c) and stores the output dims into their
+ * computed symbols.  Slice and Pad also store their per-dim run-time
+ * parameters (first element and step, offsets) as computed symbols, so the
+ * data kernel is the static one's affine copy with those as loop-invariant
+ * sizes; Split copies like its static lowering, also when an output is
+ * omitted.  OneHot then runs its ordinary lowering (output dims from the
+ * type); TopK and CenterCropPad have their data kernels here, used
+ * for constant parameters too (lower_family_data dispatches to them). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower_data.h"
+#include "ir/kernels/data.h"
+
+/* ---- Shape kernels -------------------------------------------------------------*/
+typedef struct shk {
+	lk l;
+	kir_kernel *k;
+	kir_block b;
+	const tbc_op *op;
+	char where[160]; /* "node 'x' (Slice)" */
+	/* Symbols this kernel stores: a later dim with the same symbol (TopK's
+	 * two outputs, Split's equal parts) has the same value by construction;
+	 * checking it against the symbol would read the value from before the
+	 * kernel ran. */
+	int n_stored;
+	const char *stored[64];
+} shk;
+
+static bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
+	memset(s, 0, sizeof *s);
+	s->op = op;
+	const char *ty = tbc_ops[op->code].onnx_name;
+	snprintf(s->where, sizeof s->where, "node '%s' (%s)", op->name ? op->name : "", ty);
+	char what[64];
+	snprintf(what, sizeof what, "shape_%s", ty);
+	if (!lk_begin(&s->l, cx, what)) return false;
+	s->k = s->l.k;
+	return true;
+}
+
+static kir_expr *I(shk *s, int64_t v) { return kir_e_index(s->k, v); }
+static kir_expr *ADD(shk *s, kir_expr *a, kir_expr *b) { return kir_e_add(s->k, a, b); }
+static kir_expr *SUB(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_SUB, a, b); }
+static kir_expr *CMP(shk *s, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(s->k, c, a, b); }
+static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(s->k, c, a, b); }
+static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
+static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
+static kir_expr *MIN(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MIN, a, b); }
+static kir_expr *MAX(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MAX, a, b); }
+static kir_expr *CLAMP(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi) { return MAX(s, MIN(s, v, hi), lo); }
+
+/* Fails the run with "<where>: <message>" when cond holds. */
+static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
+	char msg[256], full[448];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snprintf(full, sizeof full, "%s: %s", s->where, msg);
+	kir_block_add(s->k, &s->b, kir_s_error(s->k, cond, full));
+}
+
+/* A scalar local holding value from here on. */
+static kir_expr *let(shk *s, const char *name, kir_expr *value) {
+	kir_var *v = kir_var_new(s->k, name, value ? value->type : KIR_INDEX);
+	kir_block_add(s->k, &s->b, kir_s_set(s->k, v, value));
+	return kir_e_var(s->k, v);
+}
+
+/* Element i of an integer tensor input, as an index. */
+static kir_expr *elem(shk *s, const tbc_value *v, int64_t i) {
+	kir_buffer *b = lk_value(&s->l, v);
+	return b ? kir_e_cast(s->k, KIR_INDEX, kir_e_load(s->k, b, I(s, i))) : NULL;
+}
+
+static kir_expr *dim_of(shk *s, const tbc_value *v, int d) { return lk_dim(&s->l, v->type.dims[d]); }
+
+/* Output dim d of output o gets value (stored, or checked when known). */
+static bool out_dim(shk *s, int o, int d, kir_expr *value) {
+	tbc_dim dim = s->op->outputs[o]->type.dims[d];
+	for (int i = 0; dim.sym && i < s->n_stored; i++)
+		if (!strcmp(s->stored[i], dim.sym)) return true;
+	if (dim.sym && !lower_dim_known(s->l.cx, dim) && s->n_stored < 64) s->stored[s->n_stored++] = dim.sym;
+	char what[64];
+	snprintf(what, sizeof what, "output dim %d of %s", d, tbc_ops[s->op->code].onnx_name);
+	return lower_shape_dim(&s->l, &s->b, s->op, dim, what, value);
+}
+
+/* A run-time parameter of the op (>= 0: the runtime takes a negative
+ * computed symbol for one never set) as a computed symbol named after the
+ * op's position; *out is the dim later kernels read it through. */
+static bool param_sym(shk *s, const char *what, int d, kir_expr *value, tbc_dim *out) {
+	lower_cx *cx = s->l.cx;
+	char name[64];
+	snprintf(name, sizeof name, "_op%d.%s%d", cx->op_pos, what, d);
+	int idx = lower_sym_computed(cx, name);
+	kir_buffer *syms = idx >= 0 ? lk_syms(&s->l) : NULL;
+	if (!syms) return false;
+	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
+	*out = (tbc_dim){-1, cx->p->sym_names[idx]};
+	return !s->k->failed;
+}
+
+static bool shk_end(shk *s) {
+	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s, 0)));
+	return lk_end(&s->l, s->b.first);
+}
+
+/* The length of a parameter tensor (a scalar counts 1); -1 (with a
+ * diagnostic) when it is not static, not 1-D or longer than max. */
+static int param_len(lower_cx *cx, const tbc_op *op, int input, int max, const char *what) {
+	const tbc_value *v = op->n_inputs > input ? op->inputs[input] : NULL;
+	if (!v) return -1;
+	if (!tbc_dtype_is_int(v->type.dtype)) {
+		lower_error(cx, op, "%s must be an integer tensor", what);
+		return -1;
+	}
+	if (v->type.rank == 0) return 1;
+	if (v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > max) {
+		lower_error(cx, op, "%s of unknown length has no CPU lowering yet", what);
+		return -1;
+	}
+	return (int)v->type.dims[0].size;
+}
+
+/* Axes given while running (n values of input `input`), normalised against
+ * rank and checked in range and distinct, into out; NULL input: 0..n-1. */
+static bool load_axes(shk *s, const tbc_value *axes, int n, int rank, const char *twice, kir_expr **out) {
+	for (int a = 0; a < n; a++) {
+		if (!axes) {
+			out[a] = I(s, a);
+			continue;
+		}
+		char name[16];
+		snprintf(name, sizeof name, "axis%d", a);
+		kir_expr *v = let(s, name, elem(s, axes, a));
+		fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d",
+			a, rank);
+		out[a] = let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
+		for (int b = 0; b < a; b++) fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "%s", twice);
+	}
+	return !s->k->failed;
+}
+
+/* Whether dim d may be named by axes: always when they are given while
+ * running, else when the constant list holds it. */
+static bool maybe_axis(const tbc_op *op, int input, int n, int rank, int d) {
+	if (op->n_inputs <= input || !op->inputs[input]) return d < n;
+	int64_t v[TBC_MAX_RANK];
+	int k = tbc_data_const_ints(op, input, v, TBC_MAX_RANK);
+	if (k < 0) return true;
+	for (int i = 0; i < k; i++) {
+		int a;
+		if (tbc_norm_axis(v[i], rank, &a) && a == d) return true;
+	}
+	return false;
+}
+
+/* Ends a data kernel whose body may be empty (nothing to move: no launch). */
+static bool finish(lk *l, kir_block *b) {
+	if (!b->first) {
+		l->cx->n_kernels--;
+		return !l->k->failed;
+	}
+	return lk_end(l, b->first);
+}
+
+static bool empty_type(const tbc_type *t) {
+	for (int d = 0; d < t->rank; d++)
+		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
+	return false;
+}
+
+/* ---- Slice ------------------------------------------------------------------------
+ * Per input dim d the shape kernel computes, as the interpreter's slice_dim,
+ * the first element, the step and the count; the count is the output dim,
+ * the first element and the step (clamped to [-(D+1), D+1], which selects
+ * the same elements, and stored biased by D+1 so it is never negative)
+ * become computed symbols.  The data kernel is an affine copy. */
+static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
+	int r = x->type.rank;
+	if (!y) return true;
+	bool has_axes = op->n_inputs > 3 && op->inputs[3], has_steps = op->n_inputs > 4 && op->inputs[4];
+	int n = param_len(cx, op, 1, TBC_MAX_RANK, "Slice's starts");
+	int ne = param_len(cx, op, 2, TBC_MAX_RANK, "Slice's ends");
+	int na = has_axes ? param_len(cx, op, 3, TBC_MAX_RANK, "Slice's axes") : n;
+	int nt = has_steps ? param_len(cx, op, 4, TBC_MAX_RANK, "Slice's steps") : n;
+	if (n < 0 || ne < 0 || na < 0 || nt < 0) return false;
+	if (ne != n) return lower_error(cx, op, "starts has %d values, ends %d", n, ne);
+	if (n > r || na != n || nt != n)
+		return lower_error(cx, op, "starts, ends, axes and steps must have the same length, at most the rank %d", r);
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *axes[TBC_MAX_RANK], *st[TBC_MAX_RANK], *en[TBC_MAX_RANK], *sp[TBC_MAX_RANK];
+	if (!load_axes(&s, has_axes ? op->inputs[3] : NULL, n, r, "an axis is sliced twice", axes)) return false;
+	for (int i = 0; i < n; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "start%d", i);
+		st[i] = let(&s, name, elem(&s, op->inputs[1], i));
+		snprintf(name, sizeof name, "end%d", i);
+		en[i] = let(&s, name, elem(&s, op->inputs[2], i));
+		snprintf(name, sizeof name, "step%d", i);
+		sp[i] = has_steps ? let(&s, name, elem(&s, op->inputs[4], i)) : I(&s, 1);
+		if (has_steps) fail_if(&s, CMP(&s, KIR_EQ, sp[i], I(&s, 0)), "step %d is 0", i);
+	}
+	tbc_dim first[TBC_MAX_RANK], step[TBC_MAX_RANK];
+	bool sliced[TBC_MAX_RANK];
+	for (int d = 0; d < r; d++) {
+		sliced[d] = maybe_axis(op, 3, n, r, d);
+		if (!sliced[d]) continue;
+		/* The parameters naming dim d; an unnamed dim is the whole dim. */
+		kir_expr *D = dim_of(&s, x, d), *S = I(&s, 0), *E = D, *T = I(&s, 1);
+		for (int i = n - 1; i >= 0; i--) {
+			kir_expr *here = CMP(&s, KIR_EQ, axes[i], I(&s, d));
+			S = SEL(&s, here, st[i], S);
+			E = SEL(&s, here, en[i], E);
+			T = SEL(&s, here, sp[i], T);
+		}
+		char name[16];
+		snprintf(name, sizeof name, "D%d", d);
+		D = let(&s, name, D);
+		kir_expr *Dp1 = ADD(&s, D, I(&s, 1)), *zero = I(&s, 0), *m1 = I(&s, -1);
+		T = let(&s, "t", CLAMP(&s, T, SUB(&s, zero, Dp1), Dp1));
+		S = let(&s, "s", SEL(&s, CMP(&s, KIR_LT, S, zero), ADD(&s, S, D), S));
+		E = let(&s, "e", SEL(&s, CMP(&s, KIR_LT, E, zero), ADD(&s, E, D), E));
+		kir_expr *pos = CMP(&s, KIR_GT, T, zero);
+		kir_expr *Dm1 = SUB(&s, D, I(&s, 1));
+		kir_expr *sp_ = CLAMP(&s, S, zero, D), *ep = CLAMP(&s, E, zero, D);
+		kir_expr *sn = CLAMP(&s, S, zero, Dm1), *enn = CLAMP(&s, E, m1, Dm1);
+		kir_expr *a = let(&s, "a", SEL(&s, pos, sp_, sn)), *b = let(&s, "b", SEL(&s, pos, ep, enn));
+		/* Elements from a towards b (exclusive) by |t|. */
+		kir_expr *gap = SEL(&s, pos, SUB(&s, b, a), SUB(&s, a, b));
+		kir_expr *mag = SEL(&s, pos, T, SUB(&s, zero, T));
+		kir_expr *count = SEL(&s, CMP(&s, KIR_GT, gap, zero),
+				      ADD(&s, kir_e_binary(s.k, KIR_DIV, SUB(&s, gap, I(&s, 1)), mag), I(&s, 1)), zero);
+		count = let(&s, "count", count);
+		if (!out_dim(&s, 0, d, count)) return false;
+		if (!param_sym(&s, "first", d, MAX(&s, a, zero), &first[d])) return false;
+		if (!param_sym(&s, "step", d, ADD(&s, T, Dp1), &step[d])) return false;
+	}
+	if (!shk_end(&s)) return false;
+
+	lk l;
+	if (!lk_begin(&l, cx, "slice")) return false;
+	kir_buffer *src = data_in(&l, x), *dst = data_out(&l, y);
+	if (!src || !dst) return false;
+	kir_kernel *k = l.k;
+	kir_expr *xs[TBC_MAX_RANK], *ys[TBC_MAX_RANK];
+	data_strides(&l, &x->type, xs);
+	data_strides(&l, &y->type, ys);
+	affine a;
+	aff_init(&l, &a);
+	kir_block b = {0};
+	for (int d = 0; d < r; d++) {
+		kir_expr *stride = xs[d];
+		if (sliced[d]) {
+			kir_expr *t = kir_e_binary(k, KIR_SUB, lk_dim(&l, step[d]),
+						   kir_e_add(k, lk_dim(&l, x->type.dims[d]), kir_e_index(k, 1)));
+			stride = kir_e_mul(k, stride, t);
+			a.src_off = kir_e_add(k, a.src_off, kir_e_mul(k, lk_dim(&l, first[d]), xs[d]));
+		}
+		aff_dim(&a, lk_dim(&l, y->type.dims[d]), ys[d], stride);
+	}
+	if (!empty_type(&y->type)) {
+		kir_stmt *c = a.n ? aff_copy(&l, &a, dst, src) : kir_s_store(k, dst, a.dst_off, kir_e_load(k, src, a.src_off));
+		if (c) kir_block_add(k, &b, c);
+	}
+	return finish(&l, &b);
+}
+
+/* ---- Split ------------------------------------------------------------------------
+ * The sizes given while running (or the default parts of a dim known only
+ * while running) become the output dims; the size of an omitted output (the
+ * pipeline drops unused ones) becomes a computed symbol, so the copies of
+ * the others start at the right offset. */
+static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0];
+	int r = x->type.rank, n = op->n_outputs, a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", 0), r, &a)) return lower_error(cx, op, "axis is out of range for rank %d", r);
+	if (n > 64) return lower_error(cx, op, "Split into more than 64 parts has no CPU lowering yet");
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *D = let(&s, "dim", dim_of(&s, x, a));
+	kir_expr *size[64];
+	if (op->n_inputs > 1 && op->inputs[1]) {
+		int k = param_len(cx, op, 1, 64, "Split's split");
+		if (k < 0) return false;
+		if (k != n) return lower_error(cx, op, "split must be a 1-D integer tensor of %d values (one per output)", n);
+		kir_expr *sum = I(&s, 0);
+		for (int i = 0; i < n; i++) {
+			char name[16];
+			snprintf(name, sizeof name, "split%d", i);
+			size[i] = let(&s, name, elem(&s, op->inputs[1], i));
+			fail_if(&s, CMP(&s, KIR_LT, size[i], I(&s, 0)), "split[%d] is negative", i);
+			sum = let(&s, "sum", ADD(&s, sum, size[i]));
+		}
+		fail_if(&s, CMP(&s, KIR_NE, sum, D), "the split sizes do not sum to the dim");
+	} else {
+		int64_t num = tbc_attr_int(op, "num_outputs", 0);
+		if (num && num != n) return lower_error(cx, op, "num_outputs is %" PRId64 " but the node has %d outputs", num, n);
+		kir_expr *N = I(&s, n);
+		kir_expr *even = CMP(&s, KIR_EQ, kir_e_binary(s.k, KIR_FLOORMOD, D, N), I(&s, 0));
+		kir_expr *q = kir_e_binary(s.k, KIR_FLOORDIV, D, N);
+		if (!num) {
+			fail_if(&s, kir_e_unary(s.k, KIR_NOT, even), "the dim does not split into %d equal parts", n);
+			for (int i = 0; i < n; i++) size[i] = q;
+		} else {
+			kir_expr *chunk = let(&s, "chunk", SEL(&s, even, q, ADD(&s, q, I(&s, 1))));
+			kir_expr *last = let(&s, "last", SUB(&s, D, kir_e_mul(s.k, chunk, I(&s, n - 1))));
+			fail_if(&s, CMP(&s, KIR_LT, last, I(&s, 0)), "the dim does not split into %d parts", n);
+			for (int i = 0; i < n; i++) size[i] = i == n - 1 ? last : chunk;
+		}
+	}
+	tbc_dim len[64];
+	for (int i = 0; i < n; i++) {
+		if (op->outputs[i]) {
+			len[i] = op->outputs[i]->type.dims[a];
+			if (!out_dim(&s, i, a, size[i])) return false;
+		} else if (!param_sym(&s, "part", i, size[i], &len[i])) {
+			return false;
+		}
+	}
+	if (!shk_end(&s)) return false;
+
+	lk l;
+	if (!lk_begin(&l, cx, "split")) return false;
+	kir_buffer *src = data_in(&l, x);
+	if (!src) return false;
+	kir_kernel *k = l.k;
+	kir_expr *xs[TBC_MAX_RANK];
+	data_strides(&l, &x->type, xs);
+	kir_expr *off = kir_e_index(k, 0);
+	kir_block b = {0};
+	for (int i = 0; i < n; i++) {
+		const tbc_value *y = op->outputs[i];
+		if (y && !(!len[i].sym && len[i].size == 0) && !empty_type(&y->type)) {
+			kir_buffer *dst = data_out(&l, y);
+			if (!dst) return false;
+			kir_expr *ys[TBC_MAX_RANK];
+			data_strides(&l, &y->type, ys);
+			affine af;
+			aff_init(&l, &af);
+			af.src_off = kir_e_mul(k, off, xs[a]);
+			for (int d = 0; d < r; d++) aff_dim(&af, lk_dim(&l, y->type.dims[d]), ys[d], xs[d]);
+			kir_stmt *c = af.n ? aff_copy(&l, &af, dst, src) : kir_s_store(k, dst, af.dst_off, kir_e_load(k, src, af.src_off));
+			if (c) kir_block_add(k, &b, c);
+		} else if (y && !data_out(&l, y)) {
+			return false;
+		}
+		off = kir_e_add(k, off, lk_dim(&l, len[i]));
+	}
+	return finish(&l, &b);
+}
+
+/* ---- Pad --------------------------------------------------------------------------
+ * Per dim: begin and end pads; negative ones crop.  The shape kernel stores
+ * the output dim and, as computed symbols, the cropped start lo, the kept
+ * length n and the leading pad before; the data kernel is the static one's
+ * with those as sizes. */
+typedef enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
+
+static bool lower_pad_dyn(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
+	int r = x->type.rank;
+	if (!y) return true;
+	static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
+	const char *ms = tbc_attr_string(op, "mode", "constant");
+	int mode = -1;
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(ms, names[i])) mode = i;
+	if (mode < 0) return lower_error(cx, op, "unknown mode '%s'", ms);
+	bool has_axes = op->n_inputs > 3 && op->inputs[3];
+	int np = param_len(cx, op, 1, 2 * TBC_MAX_RANK, "Pad's pads");
+	int na = has_axes ? param_len(cx, op, 3, TBC_MAX_RANK, "Pad's axes") : r;
+	if (np < 0 || na < 0) return false;
+	if (np != 2 * na) return lower_error(cx, op, "pads has %d values, expected %d (2 per axis)", np, 2 * na);
+	const tbc_value *cv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	int64_t cn = cv ? tbc_data_static_len(&cv->type) : 0;
+	if (cv && (cn < 0 || cn > 1 || cv->type.rank > 1))
+		return lower_error(cx, op, "Pad with a constant_value of unknown size has no CPU lowering yet");
+	if (cv && cn == 1 && cv->type.dtype != x->type.dtype) return lower_error(cx, op, "constant_value must have the dtype of data");
+
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *axes[TBC_MAX_RANK], *pads[2 * TBC_MAX_RANK];
+	if (!load_axes(&s, has_axes ? op->inputs[3] : NULL, na, r, "an axis is repeated", axes)) return false;
+	for (int i = 0; i < np; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "pad%d", i);
+		pads[i] = let(&s, name, elem(&s, op->inputs[1], i));
+	}
+	tbc_dim lo[TBC_MAX_RANK], keep[TBC_MAX_RANK], before[TBC_MAX_RANK];
+	bool padded[TBC_MAX_RANK];
+	kir_expr *zero = I(&s, 0);
+	for (int d = 0; d < r; d++) {
+		padded[d] = maybe_axis(op, 3, na, r, d);
+		if (!padded[d]) continue;
+		kir_expr *B = zero, *E = zero;
+		for (int i = na - 1; i >= 0; i--) {
+			kir_expr *here = CMP(&s, KIR_EQ, axes[i], I(&s, d));
+			B = SEL(&s, here, pads[i], B);
+			E = SEL(&s, here, pads[na + i], E);
+		}
+		B = let(&s, "begin", B);
+		E = let(&s, "end", E);
+		kir_expr *X = dim_of(&s, x, d);
+		kir_expr *l_ = let(&s, "lo", MAX(&s, SUB(&s, zero, B), zero));
+		kir_expr *n_ = let(&s, "n", SUB(&s, SUB(&s, X, l_), MAX(&s, SUB(&s, zero, E), zero)));
+		kir_expr *o = let(&s, "out", ADD(&s, ADD(&s, X, B), E));
+		fail_if(&s, OR(&s, CMP(&s, KIR_LT, n_, zero), CMP(&s, KIR_LT, o, zero)), "pads shrink dim %d below zero", d);
+		if (mode != PAD_CONSTANT)
+			fail_if(&s, AND(&s, CMP(&s, KIR_EQ, n_, zero), CMP(&s, KIR_GT, o, zero)), "cannot pad the empty dim %d in this mode",
+				d);
+		if (!out_dim(&s, 0, d, o)) return false;
+		if (!param_sym(&s, "lo", d, l_, &lo[d]) || !param_sym(&s, "n", d, n_, &keep[d]) ||
+		    !param_sym(&s, "before", d, MAX(&s, B, zero), &before[d]))
+			return false;
+	}
+	if (!shk_end(&s)) return false;
+
+	lk l;
+	if (!lk_begin(&l, cx, "pad")) return false;
+	kir_buffer *src = data_in(&l, x), *dst = data_out(&l, y);
+	if (!src || !dst) return false;
+	if (empty_type(&y->type)) {
+		cx->n_kernels--;
+		return true;
+	}
+	kir_kernel *k = l.k;
+	kir_expr *xs[TBC_MAX_RANK], *ys[TBC_MAX_RANK], *LO[TBC_MAX_RANK], *N[TBC_MAX_RANK], *BE[TBC_MAX_RANK];
+	data_strides(&l, &x->type, xs);
+	data_strides(&l, &y->type, ys);
+	for (int d = 0; d < r; d++) {
+		LO[d] = padded[d] ? lk_dim(&l, lo[d]) : kir_e_index(k, 0);
+		N[d] = padded[d] ? lk_dim(&l, keep[d]) : lk_dim(&l, x->type.dims[d]);
+		BE[d] = padded[d] ? lk_dim(&l, before[d]) : kir_e_index(k, 0);
+	}
+	kir_block b = {0};
+	if (mode == PAD_CONSTANT) {
+		kir_expr *cval = kir_e_int(k, dst->dtype, 0);
+		if (cv && cn == 1) {
+			const tbc_tensor *c = tbc_input_const(op, 2);
+			if (c) cval = data_bits(&l, c->dtype, c->data, 0);
+			else {
+				kir_buffer *cb = data_in(&l, cv);
+				if (!cb) return false;
+				cval = kir_e_load(k, cb, kir_e_index(k, 0));
+			}
+		}
+		dloops lp = {0};
+		kir_expr *i = dl_add(&l, &lp, data_prod(&l, &y->type, 0, r), false);
+		kir_block_add(k, &b, dl_wrap(&l, &lp, kir_s_store(k, dst, i, cval)));
+		affine a;
+		aff_init(&l, &a);
+		for (int d = 0; d < r; d++) {
+			a.dst_off = kir_e_add(k, a.dst_off, kir_e_mul(k, BE[d], ys[d]));
+			a.src_off = kir_e_add(k, a.src_off, kir_e_mul(k, LO[d], xs[d]));
+			aff_dim(&a, N[d], ys[d], xs[d]);
+		}
+		kir_stmt *c = a.n ? aff_copy(&l, &a, dst, src) : kir_s_store(k, dst, a.dst_off, kir_e_load(k, src, a.src_off));
+		if (c) kir_block_add(k, &b, c);
+		return lk_end(&l, b.first);
+	}
+	/* Edge, wrap, reflect: each output coordinate maps to a source one. */
+	dloops lp = {0};
+	kir_expr *si = kir_e_index(k, 0), *di = kir_e_index(k, 0), *one = kir_e_index(k, 1), *z = kir_e_index(k, 0);
+	for (int d = 0; d < r; d++) {
+		kir_expr *o = dl_add(&l, &lp, lk_dim(&l, y->type.dims[d]), false);
+		di = kir_e_add(k, di, kir_e_mul(k, o, ys[d]));
+		if (!padded[d]) {
+			si = kir_e_add(k, si, kir_e_mul(k, o, xs[d]));
+			continue;
+		}
+		kir_expr *i = kir_e_binary(k, KIR_SUB, o, BE[d]), *sv;
+		kir_expr *last = kir_e_binary(k, KIR_SUB, N[d], one);
+		if (mode == PAD_EDGE) {
+			sv = kir_e_binary(k, KIR_MAX, kir_e_binary(k, KIR_MIN, i, last), z);
+		} else if (mode == PAD_WRAP) {
+			sv = kir_e_binary(k, KIR_FLOORMOD, i, N[d]);
+		} else { /* reflect: n == 1 gives period 0 and x mod 0 == 0 */
+			kir_expr *p = kir_e_mul(k, kir_e_index(k, 2), last);
+			kir_expr *m = kir_e_binary(k, KIR_FLOORMOD, i, p);
+			sv = kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MIN, m, kir_e_binary(k, KIR_SUB, p, m)), last);
+		}
+		si = kir_e_add(k, si, kir_e_mul(k, kir_e_add(k, sv, LO[d]), xs[d]));
+	}
+	return lk_end(&l, dl_wrap(&l, &lp, kir_s_store(k, dst, di, kir_e_load(k, src, si))));
+}
+
+/* ---- OneHot -----------------------------------------------------------------------
+ * depth: one number of any numeric dtype, truncated, positive; the rest is
+ * OneHot's ordinary lowering. */
+static bool shape_onehot(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *dv = op->inputs[1], *y = op->outputs[0];
+	int a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), y->type.rank, &a))
+		return lower_error(cx, op, "axis is out of range for rank %d", y->type.rank);
+	if (tbc_data_static_len(&dv->type) != 1 || dv->type.rank > 1)
+		return lower_error(cx, op, "OneHot's depth of unknown size has no CPU lowering yet");
+	tbc_dtype dt = dv->type.dtype;
+	if (!tbc_dtype_is_int(dt) && !tbc_dtype_is_float(dt))
+		return lower_error(cx, op, "OneHot's depth of %s has no CPU lowering yet", tbc_dtype_name(dt));
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_buffer *b = lk_value(&s.l, dv);
+	if (!b) return false;
+	kir_expr *v = kir_e_load(s.k, b, I(&s, 0)), *depth;
+	const char *bad = "depth must be one positive number";
+	if (tbc_dtype_is_float(dt)) {
+		if (dt != TBC_DT_F64) v = kir_e_cast(s.k, TBC_DT_F64, dt == TBC_DT_F32 ? v : kir_e_cast(s.k, TBC_DT_F32, v));
+		v = let(&s, "depth_f", v);
+		kir_expr *lim = kir_e_float(s.k, TBC_DT_F64, 9e18);
+		kir_expr *ok = AND(&s, CMP(&s, KIR_LT, kir_e_unary(s.k, KIR_ABS, v), lim), kir_e_unary(s.k, KIR_NOT, kir_e_unary(s.k, KIR_ISNAN, v)));
+		fail_if(&s, kir_e_unary(s.k, KIR_NOT, ok), "%s", bad);
+		depth = let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(&s, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
+	} else {
+		depth = let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, v));
+	}
+	fail_if(&s, CMP(&s, KIR_LE, depth, I(&s, 0)), "%s", bad);
+	if (!out_dim(&s, 0, a, depth)) return false;
+	return shk_end(&s);
+}
+
+/* ---- TopK -------------------------------------------------------------------------
+ * K given while running: checked in [0, n]; the kernel is lower_data_topk. */
+static bool shape_topk(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *kv = op->inputs[1];
+	int a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), x->type.rank, &a))
+		return lower_error(cx, op, "axis is out of range for rank %d", x->type.rank);
+	if (!tbc_dtype_is_int(kv->type.dtype) || tbc_data_static_len(&kv->type) != 1 || kv->type.rank > 1)
+		return lower_error(cx, op, "TopK's K must hold one integer");
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *K = let(&s, "k", elem(&s, kv, 0));
+	fail_if(&s, OR(&s, CMP(&s, KIR_LT, K, I(&s, 0)), CMP(&s, KIR_GT, K, dim_of(&s, x, a))),
+		"K must be in [0, n], the size of the axis");
+	for (int o = 0; o < op->n_outputs; o++)
+		if (op->outputs[o] && !out_dim(&s, o, a, K)) return false;
+	return shk_end(&s);
+}
+
+/* Whether value a goes before value b: the larger (smaller) first, NaN
+ * counting as the largest value (the interpreter's tbc_red_cmp). */
+static kir_expr *topk_before(kir_kernel *k, kir_expr *a, kir_expr *b, bool largest, bool is_float) {
+	kir_expr *c = kir_e_cmp(k, largest ? KIR_GT : KIR_LT, a, b);
+	if (!is_float) return c;
+	kir_expr *na = kir_e_unary(k, KIR_ISNAN, a), *nb = kir_e_unary(k, KIR_ISNAN, b);
+	kir_expr *nan_first = largest ? kir_e_binary(k, KIR_AND, na, kir_e_unary(k, KIR_NOT, nb))
+				      : kir_e_binary(k, KIR_AND, nb, kir_e_unary(k, KIR_NOT, na));
+	return kir_e_binary(k, KIR_OR, c, nan_first);
+}
+
+/* Each slice along the axis is scanned once, keeping its best K indices
+ * sorted in the indices output (or a scratch buffer when that output is
+ * omitted): an element better than the last kept one (or any while fewer
+ * than K are kept) is inserted after every kept element not worse than it,
+ * so equal values keep their index order like the interpreter's stable
+ * sort.  O(n) per slice when few elements enter, O(n K) at worst; slices are
+ * independent (the outer loops are parallel).  Then the values are
+ * gathered. */
+bool lower_data_topk(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *yv = op->outputs[0], *yi = op->n_outputs > 1 ? op->outputs[1] : NULL;
+	int r = x->type.rank, a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), r, &a)) return lower_error(cx, op, "axis is out of range for rank %d", r);
+	tbc_dtype dt = x->type.dtype;
+	bool is_float = tbc_dtype_is_float(dt);
+	if (!is_float && !tbc_dtype_is_int(dt) && dt != TBC_DT_BOOL)
+		return lower_error(cx, op, "TopK on %s has no CPU lowering yet", tbc_dtype_name(dt));
+	const tbc_value *shape_v = yv ? yv : yi;
+	if (!shape_v) return true;
+	bool largest = tbc_attr_int(op, "largest", 1) != 0;
+	int ib;
+	if (yi) ib = lower_result_buf(cx, yi);
+	else {
+		tbc_type t = shape_v->type;
+		t.dtype = TBC_DT_I64;
+		ib = lower_temp_buf(cx, &t, "topk_indices");
+	}
+	if (ib < 0) return false;
+	lk l;
+	if (!lk_begin(&l, cx, "topk")) return false;
+	kir_buffer *src = lk_value(&l, x), *ind = lk_buf(&l, ib);
+	if (!src || !ind) return false;
+	if (empty_type(&shape_v->type)) {
+		cx->n_kernels--;
+		return true;
+	}
+	kir_kernel *k = l.k;
+	kir_expr *O = data_prod(&l, &x->type, 0, a), *N = lk_dim(&l, x->type.dims[a]);
+	kir_expr *IN = data_prod(&l, &x->type, a + 1, r), *K = lk_dim(&l, shape_v->type.dims[a]);
+	kir_expr *zero = kir_e_index(k, 0), *one = kir_e_index(k, 1);
+	dloops lp = {0};
+	kir_expr *o = dl_add(&l, &lp, O, false), *i = dl_add(&l, &lp, IN, true);
+	if (lp.n == 1) lp.seq[0] = false; /* one loop: parallel */
+	/* value of the slice's element at position p, in a type that compares */
+	kir_expr *xbase = kir_e_add(k, kir_e_mul(k, kir_e_mul(k, o, N), IN), i);
+	kir_expr *ibase = kir_e_add(k, kir_e_mul(k, kir_e_mul(k, o, K), IN), i);
+	tbc_dtype ct = dt == TBC_DT_BOOL ? TBC_DT_U8 : (is_float && dt != TBC_DT_F64) ? TBC_DT_F32 : dt;
+#define XVAL(p) kir_e_cast(k, ct, kir_e_load(k, src, kir_e_add(k, xbase, kir_e_mul(k, (p), IN))))
+#define SLOT(q) kir_e_add(k, ibase, kir_e_mul(k, (q), IN))
+	kir_var *cnt = kir_var_new(k, "cnt", KIR_INDEX), *acc = kir_var_new(k, "take", TBC_DT_BOOL);
+	kir_var *pos = kir_var_new(k, "pos", KIR_INDEX), *v = kir_var_new(k, "v", ct);
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX), *e = kir_var_new(k, "e", KIR_INDEX), *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_expr *C = kir_e_var(k, cnt), *P = kir_e_var(k, pos), *V = kir_e_var(k, v), *J = kir_e_var(k, j);
+	kir_block scan = {0};
+	kir_block_add(k, &scan, kir_s_set(k, v, XVAL(J)));
+	kir_block_add(k, &scan, kir_s_set(k, acc, kir_e_cmp(k, KIR_LT, C, K)));
+	/* Full: enter only when better than the last kept element. */
+	kir_expr *last = XVAL(data_to_index(&l, kir_e_load(k, ind, SLOT(kir_e_binary(k, KIR_SUB, K, one)))));
+	kir_block_add(k, &scan,
+		      kir_s_if(k, kir_e_unary(k, KIR_NOT, kir_e_var(k, acc)), kir_s_set(k, acc, topk_before(k, V, last, largest, is_float)),
+			       NULL));
+	kir_block ins = {0};
+	/* pos: the kept elements not worse than v (a prefix: the list is sorted). */
+	kir_block_add(k, &ins, kir_s_set(k, pos, zero));
+	kir_expr *kept = XVAL(data_to_index(&l, kir_e_load(k, ind, SLOT(kir_e_var(k, e)))));
+	kir_expr *not_worse = kir_e_unary(k, KIR_NOT, topk_before(k, V, kept, largest, is_float));
+	kir_block_add(k, &ins,
+		      kir_s_for(k, e, zero, C, 1, KIR_LOOP_SEQUENTIAL,
+				kir_s_set(k, pos, kir_e_add(k, P, kir_e_select(k, not_worse, one, zero)))));
+	/* Shift [pos, m) one place on, from the back; m = min(cnt, K - 1). */
+	kir_expr *m = kir_e_binary(k, KIR_MIN, C, kir_e_binary(k, KIR_SUB, K, one));
+	kir_expr *q = kir_e_binary(k, KIR_SUB, kir_e_binary(k, KIR_SUB, m, one), kir_e_var(k, t));
+	kir_block_add(k, &ins,
+		      kir_s_for(k, t, zero, kir_e_binary(k, KIR_SUB, m, P), 1, KIR_LOOP_SEQUENTIAL,
+				kir_s_store(k, ind, SLOT(kir_e_add(k, q, one)), kir_e_load(k, ind, SLOT(q)))));
+	kir_block_add(k, &ins, kir_s_store(k, ind, SLOT(P), kir_e_cast(k, TBC_DT_I64, J)));
+	kir_block_add(k, &ins, kir_s_set(k, cnt, kir_e_binary(k, KIR_MIN, kir_e_add(k, C, one), K)));
+	kir_block_add(k, &scan, kir_s_if(k, kir_e_var(k, acc), ins.first, NULL));
+	kir_block body = {0};
+	kir_block_add(k, &body, kir_s_set(k, cnt, zero));
+	/* K == 0 keeps nothing (and has no last element to compare with). */
+	kir_expr *n_scan = kir_e_select(k, kir_e_cmp(k, KIR_GT, K, zero), N, zero);
+	kir_block_add(k, &body, kir_s_for(k, j, zero, n_scan, 1, KIR_LOOP_SEQUENTIAL, scan.first));
+	if (yv) {
+		kir_buffer *vals = data_out(&l, yv), *xs = data_in(&l, x);
+		if (!vals || !xs) return false;
+		kir_var *t2 = kir_var_new(k, "t", KIR_INDEX);
+		kir_expr *src_i = kir_e_add(k, xbase, kir_e_mul(k, data_to_index(&l, kir_e_load(k, ind, SLOT(kir_e_var(k, t2)))), IN));
+		kir_block_add(k, &body,
+			      kir_s_for(k, t2, zero, K, 1, KIR_LOOP_SEQUENTIAL,
+					kir_s_store(k, vals, SLOT(kir_e_var(k, t2)), kir_e_load(k, xs, src_i))));
+	}
+#undef XVAL
+#undef SLOT
+	return lk_end(&l, dl_wrap(&l, &lp, body.first));
+}
+
+/* ---- CenterCropPad ------------------------------------------------------------------
+ * The target sizes given while running; the kernel is
+ * lower_data_center_crop_pad. */
+static bool shape_center_crop_pad(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0];
+	int r = x->type.rank;
+	const int64_t *axes;
+	int na = tbc_attr_ints(op, "axes", &axes);
+	int want = na < 0 ? r : na;
+	int n = param_len(cx, op, 1, TBC_MAX_RANK, "CenterCropPad's shape");
+	if (n < 0) return false;
+	if (n != want) return lower_error(cx, op, "shape has %d values, expected %d", n, want);
+	bool seen[TBC_MAX_RANK] = {false};
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	for (int i = 0; i < want; i++) {
+		int a = i;
+		if (na >= 0 && !tbc_norm_axis(axes[i], r, &a)) return lower_error(cx, op, "axis %" PRId64 " is out of range for rank %d", axes[i], r);
+		if (seen[a]) return lower_error(cx, op, "axis %d is repeated", a);
+		seen[a] = true;
+		kir_expr *v = let(&s, "size", elem(&s, op->inputs[1], i));
+		fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", i);
+		if (!out_dim(&s, 0, a, v)) return false;
+	}
+	return shk_end(&s);
+}
+
+/* Output coordinate o reads input o + delta, delta = (X - Y) / 2 for a crop
+ * and -((Y - X) / 2) for a pad; outside the input it is 0. */
+bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
+	int r = x->type.rank;
+	if (!y) return true;
+	lk l;
+	if (!lk_begin(&l, cx, "center_crop_pad")) return false;
+	kir_buffer *src = data_in(&l, x), *dst = data_out(&l, y);
+	if (!src || !dst) return false;
+	if (empty_type(&y->type)) {
+		cx->n_kernels--;
+		return true;
+	}
+	kir_kernel *k = l.k;
+	kir_expr *xs[TBC_MAX_RANK], *ys[TBC_MAX_RANK], *zero = kir_e_index(k, 0), *two = kir_e_index(k, 2);
+	data_strides(&l, &x->type, xs);
+	data_strides(&l, &y->type, ys);
+	dloops lp = {0};
+	kir_expr *si = zero, *di = zero, *inside = NULL;
+	for (int d = 0; d < r; d++) {
+		kir_expr *o = dl_add(&l, &lp, lk_dim(&l, y->type.dims[d]), false);
+		di = kir_e_add(k, di, kir_e_mul(k, o, ys[d]));
+		if (tbc_dim_eq(x->type.dims[d], y->type.dims[d])) {
+			si = kir_e_add(k, si, kir_e_mul(k, o, xs[d]));
+			continue;
+		}
+		kir_expr *X = lk_dim(&l, x->type.dims[d]), *Y = lk_dim(&l, y->type.dims[d]);
+		kir_expr *delta = kir_e_select(k, kir_e_cmp(k, KIR_LE, Y, X), kir_e_binary(k, KIR_FLOORDIV, kir_e_binary(k, KIR_SUB, X, Y), two),
+					       kir_e_binary(k, KIR_SUB, zero, kir_e_binary(k, KIR_FLOORDIV, kir_e_binary(k, KIR_SUB, Y, X), two)));
+		kir_expr *i = kir_e_add(k, o, delta);
+		kir_expr *in = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, zero), kir_e_cmp(k, KIR_LT, i, X));
+		inside = inside ? kir_e_binary(k, KIR_AND, inside, in) : in;
+		si = kir_e_add(k, si, kir_e_mul(k, i, xs[d]));
+	}
+	kir_stmt *st = data_guarded_store(&l, dst, di, inside, kir_e_load(k, src, si));
+	return lk_end(&l, r ? dl_wrap(&l, &lp, st) : st);
+}
+
+/* ---- Entry ------------------------------------------------------------------------*/
+lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op) {
+	bool (*fn)(lower_cx *, const tbc_op *) = NULL;
+	bool complete = false; /* lowers data too (else the ordinary lowering follows) */
+	switch (op->code) {
+	case TBC_OP_Slice: fn = lower_slice_dyn, complete = true; break;
+	case TBC_OP_Pad: fn = lower_pad_dyn, complete = true; break;
+	case TBC_OP_Split: fn = lower_split_dyn, complete = true; break;
+	case TBC_OP_OneHot: fn = shape_onehot; break;
+	case TBC_OP_TopK: fn = shape_topk; break;
+	case TBC_OP_CenterCropPad: fn = shape_center_crop_pad; break;
+	default: return LOWER_NOT_MINE;
+	}
+	for (int i = 0; i < op->n_inputs; i++)
+		if (op->inputs[i] && op->inputs[i]->type.rank < 0) {
+			lower_error(cx, op, "an input of unknown rank has no CPU lowering yet");
+			return LOWER_FAILED;
+		}
+	for (int i = 0; i < op->n_outputs; i++)
+		if (op->outputs[i] && (op->outputs[i]->type.rank < 0 || data_storage_type(op->outputs[i]->type.dtype) == TBC_DT_UNDEFINED)) {
+			lower_error(cx, op, "op %s with this output has no CPU lowering yet", tbc_ops[op->code].onnx_name);
+			return LOWER_FAILED;
+		}
+	if (!fn(cx, op)) return LOWER_FAILED;
+	return complete ? LOWER_OK : LOWER_SHAPED;
+}
