@@ -7,8 +7,9 @@
  *  - DFT: a direct O(n^2) sum per output point, parallel over every output
  *    point; the twiddles come from a table of cos/sin(sign 2 pi m / n)
  *    computed with the interpreter's expression, indexed by (k j) mod n kept
- *    as a running sum.  An axis given at run time picks one of the loop
- *    nests compiled for each axis.
+ *    as a running sum.  Power-of-two lengths from 32 on take a radix-2 FFT
+ *    per line instead (same twiddles, another summation order).  An axis
+ *    given at run time picks one of the loop nests compiled for each axis.
  *  - LinearAttention: one kernel parallel over (batch, kv head); the
  *    recurrence over time runs inside, the state [d_k, d_v] in f64 scratch.
  *  - TfIdfVectorizer: parallel over rows; each pool n-gram is a loop over the
@@ -72,6 +73,7 @@ typedef struct dft_variant {
 	bool ok;         /* the output type is the compiled one */
 	const char *why; /* when not: the interpreter's error, if it has one */
 	int table;       /* index of its twiddle table */
+	int fft_work, fft_rev; /* radix-2 path: per-line work and bit-reversal scratch, else -1 */
 } dft_variant;
 
 typedef struct dft_op {
@@ -214,6 +216,121 @@ static void dft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant *v,
 	kir_block_add(k, b, FOR(k, o, I(k, 0), total, KIR_LOOP_PARALLEL, &body));
 }
 
+/* Radix-2 FFT for a static power-of-two n (>= DFT_FFT_MIN): per line, the
+ * signal (zero-padded, truncated or Hermitian-extended as the direct sum
+ * reads it) goes into work scratch in bit-reversed order, then log2(n)
+ * stages of butterflies with the same twiddle table (stage with half-size h
+ * uses table[j * n / 2h]).  Sums in another order than the interpreter's
+ * direct sum: equal within double rounding, not bit for bit. */
+#define DFT_FFT_MIN 32
+
+static bool dft_use_fft(const dft_variant *v) {
+	return static_dim(v->n) && v->n.size >= DFT_FFT_MIN && (v->n.size & (v->n.size - 1)) == 0;
+}
+
+/* rev[j] = j with its log2(n) bits reversed. */
+static void dft_bit_reverse(lk *l, kir_block *b, kir_buffer *rev, int64_t n) {
+	kir_kernel *k = l->k;
+	int bits = 0;
+	while (((int64_t)1 << bits) < n) bits++;
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX), *bit = kir_var_new(k, "bit", KIR_INDEX);
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *rest = kir_var_new(k, "rest", KIR_INDEX);
+	kir_block body = {0}, bb = {0};
+	kir_block_add(k, &body, kir_s_set(k, r, I(k, 0)));
+	kir_block_add(k, &body, kir_s_set(k, rest, V(k, j)));
+	kir_block_add(k, &bb, kir_s_set(k, r, ADD(k, MUL(k, V(k, r), I(k, 2)), BIN(k, KIR_FLOORMOD, V(k, rest), I(k, 2)))));
+	kir_block_add(k, &bb, kir_s_set(k, rest, BIN(k, KIR_FLOORDIV, V(k, rest), I(k, 2))));
+	kir_block_add(k, &body, FOR(k, bit, I(k, 0), I(k, bits), KIR_LOOP_SEQUENTIAL, &bb));
+	kir_block_add(k, &body, kir_s_store(k, rev, V(k, j), kir_e_cast(k, TBC_DT_I64, V(k, r))));
+	kir_block_add(k, b, FOR(k, j, I(k, 0), I(k, n), KIR_LOOP_SEQUENTIAL, &body));
+}
+
+static void dft_fft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant *v, kir_buffer *xb, kir_buffer *yb,
+			 kir_buffer *table, kir_buffer *work, kir_buffer *rev) {
+	kir_kernel *k = l->k;
+	const tbc_type *xt = &d->x->type;
+	int64_t N = v->n.size;
+	kir_expr *outer = I(k, 1), *inner = I(k, 1);
+	for (int i = 0; i < v->axis; i++) outer = MUL(k, outer, lk_dim(l, xt->dims[i]));
+	for (int i = v->axis + 1; i < d->rank - 1; i++) inner = MUL(k, inner, lk_dim(l, xt->dims[i]));
+	kir_expr *L = lk_dim(l, xt->dims[v->axis]), *out_len = lk_dim(l, v->out_len);
+	kir_var *line = kir_var_new(k, "line", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *q = let(k, &body, "q", BIN(k, KIR_FLOORMOD, V(k, line), inner));
+	kir_expr *p = let(k, &body, "p", BIN(k, KIR_FLOORDIV, V(k, line), inner));
+	kir_expr *stride = MUL(k, inner, I(k, d->comp_in));
+	kir_expr *base = let(k, &body, "base", ADD(k, MUL(k, MUL(k, p, L), stride), MUL(k, q, I(k, d->comp_in))));
+	kir_expr *wb = let(k, &body, "wb", MUL(k, V(k, line), I(k, 2 * N)));
+	/* Load in bit-reversed order. */
+	{
+		kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_block jb = {0};
+		kir_expr *src = V(k, j), *neg = NULL;
+		if (d->herm) {
+			kir_expr *upper = CMP(k, KIR_GT, V(k, j), I(k, N / 2));
+			src = let(k, &jb, "src", kir_e_select(k, upper, BIN(k, KIR_SUB, I(k, N), V(k, j)), V(k, j)));
+			neg = upper;
+		}
+		kir_expr *inside = CMP(k, KIR_LT, src, L);
+		kir_expr *at = let(k, &jb, "at", ADD(k, base, MUL(k, BIN(k, KIR_MIN, src, BIN(k, KIR_SUB, L, I(k, 1))), stride)));
+		kir_expr *xr = kir_e_select(k, inside, LD64(k, xb, at), F(k, 0));
+		kir_expr *xi = F(k, 0);
+		if (d->comp_in == 2) {
+			xi = kir_e_select(k, inside, LD64(k, xb, ADD(k, at, I(k, 1))), F(k, 0));
+			if (neg) xi = kir_e_select(k, neg, kir_e_unary(k, KIR_NEG, xi), xi);
+		}
+		kir_expr *to = let(k, &jb, "to", ADD(k, wb, MUL(k, kir_e_cast(k, KIR_INDEX, kir_e_load(k, rev, V(k, j))), I(k, 2))));
+		kir_block_add(k, &jb, kir_s_store(k, work, to, xr));
+		kir_block_add(k, &jb, kir_s_store(k, work, ADD(k, to, I(k, 1)), xi));
+		kir_block_add(k, &body, FOR(k, j, I(k, 0), I(k, N), KIR_LOOP_SEQUENTIAL, &jb));
+	}
+	/* Stages: blocks of 2h, butterflies (i0, i0 + h) with twiddle j n / 2h. */
+	kir_var *h = kir_var_new(k, "h", KIR_INDEX), *tstep = kir_var_new(k, "tstep", KIR_INDEX);
+	kir_block_add(k, &body, kir_s_set(k, h, I(k, 1)));
+	kir_block_add(k, &body, kir_s_set(k, tstep, I(k, N / 2)));
+	{
+		kir_var *st = kir_var_new(k, "stage", KIR_INDEX), *g = kir_var_new(k, "blk", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_block sb = {0}, gb = {0}, jb = {0};
+		kir_expr *i0 = let(k, &jb, "i0", ADD(k, wb, MUL(k, ADD(k, MUL(k, V(k, g), MUL(k, V(k, h), I(k, 2))), V(k, j)), I(k, 2))));
+		kir_expr *i1 = let(k, &jb, "i1", ADD(k, i0, MUL(k, V(k, h), I(k, 2))));
+		kir_expr *tw = let(k, &jb, "tw", MUL(k, MUL(k, V(k, j), V(k, tstep)), I(k, 2)));
+		kir_expr *wr = let(k, &jb, "wr", kir_e_load(k, table, tw)), *wi = let(k, &jb, "wi", kir_e_load(k, table, ADD(k, tw, I(k, 1))));
+		kir_expr *ar = let(k, &jb, "ar", kir_e_load(k, work, i1)), *ai = let(k, &jb, "ai", kir_e_load(k, work, ADD(k, i1, I(k, 1))));
+		kir_expr *vr = let(k, &jb, "vr", BIN(k, KIR_SUB, BIN(k, KIR_MUL, ar, wr), BIN(k, KIR_MUL, ai, wi)));
+		kir_expr *vi = let(k, &jb, "vi", BIN(k, KIR_ADD, BIN(k, KIR_MUL, ar, wi), BIN(k, KIR_MUL, ai, wr)));
+		kir_expr *ur = let(k, &jb, "ur", kir_e_load(k, work, i0)), *ui = let(k, &jb, "ui", kir_e_load(k, work, ADD(k, i0, I(k, 1))));
+		kir_block_add(k, &jb, kir_s_store(k, work, i0, BIN(k, KIR_ADD, ur, vr)));
+		kir_block_add(k, &jb, kir_s_store(k, work, ADD(k, i0, I(k, 1)), BIN(k, KIR_ADD, ui, vi)));
+		kir_block_add(k, &jb, kir_s_store(k, work, i1, BIN(k, KIR_SUB, ur, vr)));
+		kir_block_add(k, &jb, kir_s_store(k, work, ADD(k, i1, I(k, 1)), BIN(k, KIR_SUB, ui, vi)));
+		kir_block_add(k, &gb, FOR(k, j, I(k, 0), V(k, h), KIR_LOOP_SEQUENTIAL, &jb));
+		kir_expr *blocks = BIN(k, KIR_FLOORDIV, I(k, N / 2), V(k, h));
+		kir_block_add(k, &sb, FOR(k, g, I(k, 0), blocks, KIR_LOOP_SEQUENTIAL, &gb));
+		kir_block_add(k, &sb, kir_s_set(k, h, MUL(k, V(k, h), I(k, 2))));
+		kir_block_add(k, &sb, kir_s_set(k, tstep, BIN(k, KIR_FLOORDIV, V(k, tstep), I(k, 2))));
+		int bits = 0;
+		while (((int64_t)1 << bits) < N) bits++;
+		kir_block_add(k, &body, FOR(k, st, I(k, 0), I(k, bits), KIR_LOOP_SEQUENTIAL, &sb));
+	}
+	/* Store the out_len first bins. */
+	{
+		kir_var *kk = kir_var_new(k, "kk", KIR_INDEX);
+		kir_block kb = {0};
+		kir_expr *from = let(k, &kb, "from", ADD(k, wb, MUL(k, V(k, kk), I(k, 2))));
+		kir_expr *re = kir_e_load(k, work, from), *im = d->comp_out == 2 ? kir_e_load(k, work, ADD(k, from, I(k, 1))) : NULL;
+		if (d->inverse) {
+			re = BIN(k, KIR_DIV, re, F(k, (double)N));
+			if (im) im = BIN(k, KIR_DIV, im, F(k, (double)N));
+		}
+		tbc_dtype dt = d->y->type.dtype;
+		kir_expr *at = let(k, &kb, "yat", MUL(k, ADD(k, MUL(k, ADD(k, MUL(k, p, out_len), V(k, kk)), inner), q), I(k, d->comp_out)));
+		kir_block_add(k, &kb, kir_s_store(k, yb, at, kir_e_cast(k, dt, re)));
+		if (im) kir_block_add(k, &kb, kir_s_store(k, yb, ADD(k, at, I(k, 1)), kir_e_cast(k, dt, im)));
+		kir_block_add(k, &body, FOR(k, kk, I(k, 0), out_len, KIR_LOOP_SEQUENTIAL, &kb));
+	}
+	kir_block_add(k, b, FOR(k, line, I(k, 0), MUL(k, outer, inner), KIR_LOOP_PARALLEL, &body));
+}
+
 static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 	if (!want(op, 0)) return LOWER_OK;
 	dft_op d = {.x = op->inputs[0], .y = op->outputs[0]};
@@ -282,6 +399,21 @@ static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 		if ((tables[n_tables] = lower_temp_buf(cx, &tt, "dft_twiddles")) < 0) return refuse(cx, op, "on this shape");
 		vars[i].table = n_tables++;
 	}
+	for (int i = 0; i < n_var; i++) {
+		vars[i].fft_work = vars[i].fft_rev = -1;
+		tbc_dim len = d.x->type.dims[vars[i].axis];
+		if (!vars[i].ok || !dft_use_fft(&vars[i]) || !static_dim(len) || len.size < 1) continue;
+		/* Work: one line of n complex values per (outer, inner) point. */
+		tbc_type wt = {.dtype = F64, .rank = 0}, rt = {.dtype = TBC_DT_I64, .rank = 1};
+		for (int a = 0; a < d.rank - 1; a++)
+			if (a != vars[i].axis) wt.dims[wt.rank++] = d.x->type.dims[a];
+		wt.dims[wt.rank++] = vars[i].n;
+		wt.dims[wt.rank++] = (tbc_dim){2, NULL};
+		rt.dims[0] = vars[i].n;
+		vars[i].fft_work = lower_temp_buf(cx, &wt, "dft_work");
+		vars[i].fft_rev = lower_temp_buf(cx, &rt, "dft_rev");
+		if (vars[i].fft_work < 0 || vars[i].fft_rev < 0) return refuse(cx, op, "on this shape");
+	}
 	lk l;
 	if (!lk_begin(&l, cx, "dft")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
@@ -309,7 +441,14 @@ static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 			if (!table) return LOWER_FAILED;
 			if (v->n.sym) fail_if(k, &vb, op, CMP(k, KIR_LE, n, I(k, 0)), "dft_length must be positive");
 			dft_twiddles(&l, &vb, table, n, sign);
-			dft_nest(&l, &vb, &d, v, xb, yb, table);
+			if (v->fft_work >= 0) {
+				kir_buffer *work = lk_buf(&l, v->fft_work), *rev = lk_buf(&l, v->fft_rev);
+				if (!work || !rev) return LOWER_FAILED;
+				dft_bit_reverse(&l, &vb, rev, v->n.size);
+				dft_fft_nest(&l, &vb, &d, v, xb, yb, table, work, rev);
+			} else {
+				dft_nest(&l, &vb, &d, v, xb, yb, table);
+			}
 		}
 		if (!runtime_axis) {
 			body = vb; /* nothing before it */

@@ -187,6 +187,42 @@ static void test_dft_length_at_run_time_is_refused(void **state) {
 	check_lowering_fails(&md, nodev(&md, TBC_OP_DFT, 3, ins, 1)->outputs[0], TBC_ERR_UNSUPPORTED, "depends on the data");
 }
 
+/* Power-of-two lengths from 32 on take the radix-2 FFT: forward real and
+ * complex, inverse, onesided, the inverse of a half spectrum, zero padding
+ * and truncation through dft_length; equal to the direct sum within double
+ * rounding. */
+static void test_dft_radix2_lengths(void **state) {
+	(void)state;
+	static const struct {
+		const char *shape;
+		int64_t len, axis;
+		bool inverse, onesided;
+	} cases[] = {
+		{"3,32,1", 0, 1, false, false},  {"2,64,2", 0, 1, false, false}, {"2,64,2", 0, 1, true, false},
+		{"128,2,1", 0, 0, false, true},  {"2,33,2", 0, 1, true, true},   {"2,20,3,2", 64, 1, true, true},
+		{"2,40,2", 64, 1, true, true},   {"4,20,2", 32, 1, false, false}, {"4,50,1", 32, -2, false, true},
+		{"2,32,2,2", 0, 1, false, false}, {"2,3,256,2", 0, 2, true, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, cases[i].shape);
+		tbc_op *op = dft(&md, x, cases[i].len, cases[i].axis, cases[i].inverse, cases[i].onesided);
+		check_outputs(&md, 1, &op->outputs[0], 1e-6);
+	}
+	/* A symbolic batch; an axis at run time picking between the FFT (64)
+	 * and the direct sum (6). */
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F64, "N,64,2", 3, -1, 1);
+	check_outputs(&md, 1, &dft(&md, x, 0, 1, false, false)->outputs[0], 1e-9);
+	for (int a = 0; a < 2; a++) {
+		md = model_new();
+		double axis = a;
+		x = input(&md, TBC_DT_F32, "64,6,2");
+		tbc_value *ins[3] = {x, NULL, values_input(&md, TBC_DT_I64, 0, &axis)};
+		check_outputs(&md, 1, &nodev(&md, TBC_OP_DFT, 3, ins, 1)->outputs[0], 1e-6);
+	}
+}
+
 /* ---- LinearAttention -------------------------------------------------------------*/
 typedef struct la_case {
 	const char *rule;
@@ -341,6 +377,7 @@ int main(void) {
 		cmocka_unit_test(test_dft_length_truncates_and_pads),
 		cmocka_unit_test(test_dft_every_float_type),
 		cmocka_unit_test(test_dft_symbolic_dims),
+		cmocka_unit_test(test_dft_radix2_lengths),
 		cmocka_unit_test(test_dft_default_axis),
 		cmocka_unit_test(test_dft_axis_given_at_run_time),
 		cmocka_unit_test(test_dft_axis_out_of_range_fails_the_run),
