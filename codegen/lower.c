@@ -498,6 +498,7 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
 			lower_dyn_shape,
 			lower_dyn_data,
+			lower_dyn_resize,
 		};
 		lower_result r = LOWER_NOT_MINE;
 		for (size_t i = 0; i < sizeof dynamic / sizeof *dynamic && r == LOWER_NOT_MINE; i++) r = dynamic[i](cx, op);
@@ -527,6 +528,7 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 	lower_result (*const families[])(lower_cx *, const tbc_op *) = {
 		lower_family_reduce, lower_family_norm, lower_family_matmul, lower_family_conv, lower_family_data,
 		lower_family_quant, lower_family_rnn, lower_family_signal, lower_family_misc,
+		lower_dyn_resize, /* Resize with a shape known at compile time */
 	};
 	for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
 		lower_result r = families[i](cx, op);
