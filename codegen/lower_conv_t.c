@@ -245,7 +245,9 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *iv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type, *yt = &yv->type;
 	if (xt->rank < 3 || yt->rank != xt->rank || iv->type.dtype != TBC_DT_I64) return refuse(cx, op, "of this rank or index type");
-	if (!static_dims(xt, 0) || !static_dims(yt, 0)) return refuse(cx, op, "with symbolic dims");
+	/* Output dims may be symbols: an output_shape given while running, checked
+	 * and stored by its shape kernel (codegen/lower_dyn_select.c). */
+	if (!static_dims(xt, 0)) return refuse(cx, op, "with symbolic dims");
 	int r = xt->rank;
 	/* The unpooled shape: (in - 1) * stride - pads + kernel per spatial dim. */
 	const int64_t *ks, *st, *pads;
@@ -257,7 +259,7 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 		inner[2 + d] = (xt->dims[2 + d].size - 1) * (ns > 0 ? st[d] : 1) - (np > 0 ? pads[d] + pads[nsp + d] : 0) + ks[d];
 	for (int d = 0; d < r; d++) {
 		ydims[d] = yt->dims[d].size;
-		if (ydims[d] < inner[d]) return lower_error(cx, op, "MaxUnpool output smaller than the unpooled size"), LOWER_FAILED;
+		if (!yt->dims[d].sym && ydims[d] < inner[d]) return lower_error(cx, op, "MaxUnpool output smaller than the unpooled size"), LOWER_FAILED;
 	}
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
@@ -267,24 +269,27 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	kir_kernel *k = l.k;
 	kir_buffer *x = lk_value(&l, xv), *ix = lk_value(&l, iv), *y = lk_buf(&l, yb);
 	if (!x || !ix || !y) return LOWER_FAILED;
-	int64_t ysz = conv_prod(0, r, ydims), total = conv_prod(0, r, inner), xsz = 1;
+	kir_expr *ysz = I(&l, 1);
+	for (int d = 0; d < r; d++) ysz = MUL(&l, ysz, lk_dim(&l, yt->dims[d]));
+	int64_t total = conv_prod(0, r, inner), xsz = 1;
 	for (int d = 0; d < r; d++) xsz *= xt->dims[d].size;
 	kir_expr *zero = tbc_dtype_is_float(yt->dtype) ? CAST(&l, yt->dtype, F(&l, TBC_DT_F64, 0)) : kir_e_int(k, yt->dtype, 0);
 	if (yt->dtype == TBC_DT_BOOL) zero = kir_e_int(k, TBC_DT_BOOL, 0);
 	kir_var *e = kir_var_new(k, "e", KIR_INDEX), *q = kir_var_new(k, "q", KIR_INDEX);
-	kir_stmt *fill = kir_s_for(k, e, I(&l, 0), I(&l, ysz), 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(&l, e), zero));
+	kir_stmt *fill = kir_s_for(k, e, I(&l, 0), ysz, 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(&l, e), zero));
 	kir_block body = {0};
 	kir_expr *t = local(&l, &body, "t", CAST(&l, KIR_INDEX, kir_e_load(k, ix, V(&l, q))));
 	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, t, I(&l, 0)), CMP(&l, KIR_GE, t, I(&l, total))),
 					    "MaxUnpool: an index is outside the unpooled tensor"));
 	kir_expr *at = I(&l, 0);
-	int64_t is = 1, ys = 1;
+	int64_t is = 1;
+	kir_expr *ys = I(&l, 1);
 	for (int d = r - 1; d >= 0; d--) {
-		at = ADD(&l, at, MUL(&l, MOD(&l, DIV(&l, t, I(&l, is)), I(&l, inner[d])), I(&l, ys)));
+		at = ADD(&l, at, MUL(&l, MOD(&l, DIV(&l, t, I(&l, is)), I(&l, inner[d])), ys));
 		is *= inner[d];
-		ys *= ydims[d];
+		ys = MUL(&l, ys, lk_dim(&l, yt->dims[d]));
 	}
-	kir_block_add(k, &body, kir_s_store(k, y, MIN(&l, MAX(&l, at, I(&l, 0)), I(&l, ysz - 1)), kir_e_load(k, x, V(&l, q))));
+	kir_block_add(k, &body, kir_s_store(k, y, MIN(&l, MAX(&l, at, I(&l, 0)), SUB(&l, ysz, I(&l, 1))), kir_e_load(k, x, V(&l, q))));
 	kir_block all = {0};
 	kir_block_add(k, &all, fill);
 	kir_block_add(k, &all, kir_s_for(k, q, I(&l, 0), I(&l, xsz), 1, KIR_LOOP_SEQUENTIAL, body.first));

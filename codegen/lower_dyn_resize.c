@@ -586,7 +586,31 @@ typedef struct rz_data {
 	kir_expr *xs[TBC_MAX_RANK]; /* X's strides */
 	int order[TBC_MAX_RANK];    /* resized axes (positions in axes), in the interpreter's order */
 	int m;
+	/* Levels with a constant tap count of at most UNROLL, unrolled: each
+	 * tap's source offset (index times stride) and weight, loaded once per
+	 * row for the axes before the last dim (the tables are not reloaded
+	 * per element: stores to Y might alias them for LLVM). */
+	bool unrolled[TBC_MAX_RANK];
+	kir_expr *so[TBC_MAX_RANK][4], *w[TBC_MAX_RANK][4];
 } rz_data;
+
+#define UNROLL 4
+
+/* Loads the taps of level lev at the current point into locals of b. */
+static bool preload_taps(rz_data *d, int lev, kir_block *b) {
+	lk *l = d->l;
+	kir_kernel *k = l->k;
+	const rz_axis *A = &d->r->ax[d->order[lev]];
+	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = lk_buf(l, A->w_buf);
+	if (!ib || !wb) return false;
+	kir_expr *row = local(l, b, "row", MUL(l, d->o[A->a], I(l, A->n)));
+	for (int t = 0; t < A->n; t++) {
+		kir_expr *at = ADD(l, row, I(l, t));
+		d->so[lev][t] = local(l, b, "so", MUL(l, CAST(l, KIR_INDEX, kir_e_load(k, ib, at)), d->xs[A->a]));
+		d->w[lev][t] = local(l, b, "wt", kir_e_load(k, wb, at));
+	}
+	return !k->failed;
+}
 
 /* The value of X resized along order[0..lev] at the output point, the
  * other axes' contribution to the source offset being off: the taps of
@@ -597,6 +621,19 @@ static kir_expr *level(rz_data *d, int lev, kir_expr *off, kir_block *b) {
 	if (lev < 0) return CAST(l, D, kir_e_load(k, d->x, off));
 	rz *r = d->r;
 	const rz_axis *A = &r->ax[d->order[lev]];
+	if (d->unrolled[lev]) {
+		kir_expr *acc = F(l, 0);
+		for (int t = 0; t < A->n; t++) {
+			kir_expr *inner = level(d, lev - 1, ADD(l, off, d->so[lev][t]), b);
+			acc = FADD(l, acc, FMUL(l, d->w[lev][t], inner));
+		}
+		if (A->ex_buf >= 0) {
+			kir_buffer *eb = lk_buf(l, A->ex_buf);
+			if (!eb) return NULL;
+			acc = SEL(l, kir_e_load(k, eb, d->o[A->a]), F(l, r->c.extrapolation), acc);
+		}
+		return acc;
+	}
 	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = lk_buf(l, A->w_buf);
 	if (!ib || !wb) return NULL;
 	kir_expr *n = taps_of(l, A);
@@ -695,6 +732,11 @@ static bool data_kernel(rz *r) {
 		value = kir_e_load(k, d.x, off);
 		if (ex) value = SEL(&l, ex, saturate(&l, F(&l, c->extrapolation), yt->dtype), value);
 	} else {
+		for (int lev = 0; lev < d.m; lev++) {
+			const rz_axis *A = &r->ax[d.order[lev]];
+			d.unrolled[lev] = A->resized == 1 && A->n >= 1 && A->n <= UNROLL;
+			if (d.unrolled[lev] && !preload_taps(&d, lev, A->a + 1 < R ? &rowb : &body)) return false;
+		}
 		kir_expr *v = level(&d, d.m - 1, off, &body);
 		if (!v) return false;
 		value = saturate(&l, v, yt->dtype);
