@@ -544,6 +544,8 @@ lower_result lower_family_data(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_TensorScatter: fn = lower_data_tensor_scatter; break;
 	case TBC_OP_TopK: fn = lower_data_topk; break;
 	case TBC_OP_CenterCropPad: fn = lower_data_center_crop_pad; break;
+	case TBC_OP_AffineGrid: fn = lower_data_affine_grid; break;
+	case TBC_OP_Col2Im: fn = lower_data_col2im; break;
 	default: return LOWER_NOT_MINE;
 	}
 	bool any_out = false;

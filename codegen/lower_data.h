@@ -86,5 +86,7 @@ bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
 /* codegen/lower_dyn_data.c: data kernels of ops with no static lowering elsewhere. */
 bool lower_data_topk(lower_cx *cx, const tbc_op *op);
 bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_affine_grid(lower_cx *cx, const tbc_op *op);
+bool lower_data_col2im(lower_cx *cx, const tbc_op *op);
 
 #endif

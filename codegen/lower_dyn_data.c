@@ -1,24 +1,27 @@
 /* Data movement whose output shape is given by a tensor's values while
  * running: Slice (starts, ends, axes, steps), Split (split sizes), Pad (pads,
- * axes, constant_value), OneHot (depth), TopK (K), CenterCropPad (shape).
- * Design notes: docs/lower-dynamic.md, section "Slice, Split, Pad, ...".
+ * axes, constant_value), OneHot (depth), TopK (K), CenterCropPad (shape),
+ * AffineGrid (size), Col2Im (image and block shapes).  Design notes:
+ * docs/lower-dynamic.md, section "Slice, Split, Pad, ...".
  *
  * Each op gets a shape kernel that reads the parameter tensors, checks them
  * as the interpreter does (ir/kernels/data_layout.c, data_pad.c,
- * data_index.c, reduce_scan.c) and stores the output dims into their
- * computed symbols.  Slice and Pad also store their per-dim run-time
- * parameters (first element and step, offsets) as computed symbols, so the
- * data kernel is the static one's affine copy with those as loop-invariant
- * sizes; Split copies like its static lowering, also when an output is
- * omitted.  OneHot then runs its ordinary lowering (output dims from the
- * type); TopK and CenterCropPad have their data kernels here, used
- * for constant parameters too (lower_family_data dispatches to them). */
+ * data_index.c, reduce_scan.c, conv_sample.c, conv_transpose.c) and stores
+ * the output dims into their computed symbols.  Slice, Pad and Col2Im also
+ * store their per-dim run-time parameters (first element and step, offsets,
+ * block sizes) as computed symbols, so the data kernel takes them as
+ * loop-invariant sizes; Split copies like its static lowering, also when an
+ * output is omitted.  OneHot then runs its ordinary lowering (output dims
+ * from the type); TopK, CenterCropPad, AffineGrid and Col2Im have their data
+ * kernels here, used for constant parameters too (lower_family_data
+ * dispatches to them). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codegen/lower_data.h"
+#include "ir/kernels/conv_util.h"
 #include "ir/kernels/data.h"
 
 /* ---- Shape kernels -------------------------------------------------------------*/
@@ -725,6 +728,193 @@ bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op) {
 	return lk_end(&l, r ? dl_wrap(&l, &lp, st) : st);
 }
 
+/* ---- AffineGrid -------------------------------------------------------------------
+ * size (N, C, [D,] H, W) given while running: checked positive, N against
+ * theta's batch; the kernel is lower_data_affine_grid. */
+static bool shape_affine_grid(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *th = op->inputs[0], *sz = op->inputs[1];
+	int len = param_len(cx, op, 1, 5, "AffineGrid's size");
+	if (len < 0) return false;
+	if (len != 4 && len != 5) return lower_error(cx, op, "size must hold 4 or 5 values");
+	int r = len - 2;
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *N = let(&s, "n", elem(&s, sz, 0));
+	fail_if(&s, CMP(&s, KIR_NE, N, dim_of(&s, th, 0)), "theta must be (N, %d, %d) with N = size[0]", r, r + 1);
+	if (!out_dim(&s, 0, 0, N)) return false;
+	for (int i = 0; i < r; i++) {
+		kir_expr *v = let(&s, "size", elem(&s, sz, 2 + i));
+		fail_if(&s, CMP(&s, KIR_LE, v, I(&s, 0)), "size values must be positive");
+		if (!out_dim(&s, 0, 1 + i, v)) return false;
+	}
+	return shk_end(&s);
+}
+
+/* grid[n, i..., k] = sum_j theta[n, k, j] * base[j] in f64 as the
+ * interpreter: base holds the normalised coordinates, x (the last dim)
+ * first, then 1. */
+bool lower_data_affine_grid(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *th = op->inputs[0], *y = op->outputs[0];
+	int r = y->type.rank - 2;
+	tbc_dtype dt = th->type.dtype;
+	if (r < 2 || r > 3 || th->type.rank != 3 || y->type.dims[r + 1].sym || y->type.dims[r + 1].size != r ||
+	    !tbc_dim_eq(th->type.dims[1], (tbc_dim){r, NULL}) || !tbc_dim_eq(th->type.dims[2], (tbc_dim){r + 1, NULL}))
+		return lower_error(cx, op, "theta must be (N, %d, %d) for a %d-D size", r, r + 1, r);
+	if (!tbc_dtype_is_float(dt)) return lower_error(cx, op, "AffineGrid on %s has no CPU lowering yet", tbc_dtype_name(dt));
+	bool align = tbc_attr_int(op, "align_corners", 0) != 0;
+	lk l;
+	if (!lk_begin(&l, cx, "affine_grid")) return false;
+	int ob = lower_result_buf(cx, y);
+	kir_buffer *tb = lk_value(&l, th), *dst = ob >= 0 ? lk_buf(&l, ob) : NULL;
+	if (!tb || !dst) return false;
+	if (empty_type(&y->type)) {
+		cx->n_kernels--;
+		return true;
+	}
+	kir_kernel *k = l.k;
+	dloops lp = {0};
+	kir_expr *n = dl_add(&l, &lp, lk_dim(&l, y->type.dims[0]), false), *iv[3], *pl = kir_e_index(k, 0);
+	for (int d = 0; d < r; d++) {
+		iv[d] = dl_add(&l, &lp, lk_dim(&l, y->type.dims[1 + d]), false);
+		pl = kir_e_add(k, kir_e_mul(k, pl, lk_dim(&l, y->type.dims[1 + d])), iv[d]);
+	}
+	kir_expr *pts = data_prod(&l, &y->type, 1, r + 1);
+	kir_expr *base[4];
+	kir_expr *m1 = kir_e_float(k, TBC_DT_F64, -1.0), *two = kir_e_float(k, TBC_DT_F64, 2.0);
+	for (int j = 0; j < r; j++) {
+		int d = r - 1 - j;
+		kir_expr *len = kir_e_cast(k, TBC_DT_F64, kir_e_cast(k, TBC_DT_I64, lk_dim(&l, y->type.dims[1 + d])));
+		kir_expr *i = kir_e_cast(k, TBC_DT_F64, kir_e_cast(k, TBC_DT_I64, iv[d]));
+		if (align) {
+			kir_expr *step = kir_e_binary(k, KIR_DIV, two, kir_e_binary(k, KIR_SUB, len, kir_e_float(k, TBC_DT_F64, 1.0)));
+			kir_expr *v = kir_e_binary(k, KIR_ADD, m1, kir_e_binary(k, KIR_MUL, i, step));
+			base[j] = kir_e_select(k, kir_e_cmp(k, KIR_EQ, len, kir_e_float(k, TBC_DT_F64, 1.0)), m1, v);
+		} else {
+			kir_expr *step = kir_e_binary(k, KIR_DIV, two, len);
+			kir_expr *half = kir_e_binary(k, KIR_DIV, step, two);
+			base[j] = kir_e_binary(k, KIR_ADD, kir_e_binary(k, KIR_ADD, m1, half), kir_e_binary(k, KIR_MUL, i, step));
+		}
+	}
+	base[r] = kir_e_float(k, TBC_DT_F64, 1.0);
+	kir_block b = {0};
+	for (int c = 0; c < r; c++) {
+		kir_expr *acc = kir_e_float(k, TBC_DT_F64, 0.0);
+		for (int j = 0; j <= r; j++) {
+			kir_expr *t = kir_e_load(k, tb, kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, n, kir_e_index(k, r)), kir_e_index(k, c)),
+									 kir_e_index(k, r + 1)),
+							 kir_e_index(k, j)));
+			if (dt != TBC_DT_F32 && dt != TBC_DT_F64) t = kir_e_cast(k, TBC_DT_F32, t);
+			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, kir_e_cast(k, TBC_DT_F64, t), base[j]));
+		}
+		kir_expr *at = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, n, pts), pl), kir_e_index(k, r)), kir_e_index(k, c));
+		kir_block_add(k, &b, kir_s_store(k, dst, at, kir_e_cast(k, dt, acc)));
+	}
+	return lk_end(&l, dl_wrap(&l, &lp, b.first));
+}
+
+/* ---- Col2Im ------------------------------------------------------------------------
+ * image_shape and block_shape given while running.  The shape kernel checks
+ * them (positive, the blocks fitting the input) and stores the image dims,
+ * C, and as computed symbols the block sizes and the blocks per dim; the
+ * kernel gathers: each image point sums, in block order as the interpreter
+ * accumulates, the block elements landing on it (f64 for floats, wrapping
+ * 64-bit integers).  Constant shapes take the same path (the shape kernel
+ * then checks the dims instead of storing them). */
+bool lower_data_col2im(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
+	if (!y) return true;
+	int nsp = param_len(cx, op, 1, CONV_MAX_SPATIAL, "Col2Im's image_shape");
+	int nb = param_len(cx, op, 2, CONV_MAX_SPATIAL, "Col2Im's block_shape");
+	if (nsp < 0 || nb < 0) return false;
+	if (nb != nsp || x->type.rank != 3 || y->type.rank != nsp + 2)
+		return lower_error(cx, op, "image_shape and block_shape must be 1-D of the same length");
+	tbc_dtype dt = x->type.dtype;
+	if (!tbc_dtype_is_float(dt) && !tbc_dtype_is_int(dt)) return lower_error(cx, op, "Col2Im on %s has no CPU lowering yet", tbc_dtype_name(dt));
+	int64_t ones[CONV_MAX_SPATIAL] = {1, 1, 1, 1, 1, 1};
+	conv_geom g;
+	const char *err = conv_geom_read(&g, op, nsp, ones, true, false);
+	if (err) return lower_error(cx, op, "%s", err);
+	if (g.auto_pad != AUTOPAD_NOTSET && g.auto_pad != AUTOPAD_VALID)
+		return lower_error(cx, op, "Col2Im with auto_pad SAME has no CPU lowering yet");
+	if (g.auto_pad == AUTOPAD_VALID)
+		for (int i = 0; i < nsp; i++) g.pad_begin[i] = g.pad_end[i] = 0;
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_expr *img[CONV_MAX_SPATIAL], *blk[CONV_MAX_SPATIAL], *bl = I(&s, 1), *L = I(&s, 1);
+	tbc_dim kdim[CONV_MAX_SPATIAL], ldim[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) {
+		img[i] = let(&s, "image", elem(&s, op->inputs[1], i));
+		blk[i] = let(&s, "block", elem(&s, op->inputs[2], i));
+	}
+	for (int i = 0; i < nsp; i++) fail_if(&s, CMP(&s, KIR_LE, blk[i], I(&s, 0)), "block_shape values must be positive");
+	for (int i = 0; i < nsp; i++) fail_if(&s, CMP(&s, KIR_LE, img[i], I(&s, 0)), "image_shape values must be positive");
+	for (int i = 0; i < nsp; i++) {
+		kir_expr *eff = ADD(&s, kir_e_mul(s.k, SUB(&s, blk[i], I(&s, 1)), I(&s, g.dil[i])), I(&s, 1));
+		kir_expr *num = let(&s, "num", SUB(&s, ADD(&s, img[i], I(&s, g.pad_begin[i] + g.pad_end[i])), eff));
+		fail_if(&s, CMP(&s, KIR_LT, num, I(&s, 0)), "the window (kernel_shape with dilations) is larger than the padded input");
+		kir_expr *li = let(&s, "blocks", ADD(&s, kir_e_binary(s.k, KIR_FLOORDIV, MAX(&s, num, I(&s, 0)), I(&s, g.stride[i])), I(&s, 1)));
+		bl = let(&s, "bl", kir_e_mul(s.k, bl, blk[i]));
+		L = let(&s, "l", kir_e_mul(s.k, L, li));
+		if (!param_sym(&s, "block", i, blk[i], &kdim[i]) || !param_sym(&s, "blocks", i, li, &ldim[i])) return false;
+	}
+	kir_expr *C1 = dim_of(&s, x, 1);
+	fail_if(&s, OR(&s, CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, C1, bl), I(&s, 0)), CMP(&s, KIR_NE, dim_of(&s, x, 2), L)),
+		"input is (N, C, L) but the blocks need (N, C*prod(block_shape), blocks)");
+	if (!out_dim(&s, 0, 0, dim_of(&s, x, 0)) || !out_dim(&s, 0, 1, kir_e_binary(s.k, KIR_FLOORDIV, C1, bl))) return false;
+	for (int i = 0; i < nsp; i++)
+		if (!out_dim(&s, 0, 2 + i, img[i])) return false;
+	if (!shk_end(&s)) return false;
+
+	lk l;
+	if (!lk_begin(&l, cx, "col2im")) return false;
+	int ob = lower_result_buf(cx, y);
+	kir_buffer *src = lk_value(&l, x), *dst = ob >= 0 ? lk_buf(&l, ob) : NULL;
+	if (!src || !dst) return false;
+	if (empty_type(&y->type)) {
+		cx->n_kernels--;
+		return true;
+	}
+	kir_kernel *k = l.k;
+	bool is_float = tbc_dtype_is_float(dt);
+	tbc_dtype at = is_float ? TBC_DT_F64 : TBC_DT_I64;
+	kir_expr *zero = kir_e_index(k, 0);
+	dloops lp = {0};
+	kir_expr *nc = dl_add(&l, &lp, kir_e_mul(k, lk_dim(&l, y->type.dims[0]), lk_dim(&l, y->type.dims[1])), false);
+	kir_expr *iv[CONV_MAX_SPATIAL], *pix = zero;
+	for (int d = 0; d < nsp; d++) {
+		iv[d] = dl_add(&l, &lp, lk_dim(&l, y->type.dims[2 + d]), false);
+		pix = kir_e_add(k, kir_e_mul(k, pix, lk_dim(&l, y->type.dims[2 + d])), iv[d]);
+	}
+	kir_expr *C = lk_dim(&l, y->type.dims[1]);
+	kir_expr *n = kir_e_binary(k, KIR_FLOORDIV, nc, C), *c = kir_e_binary(k, KIR_FLOORMOD, nc, C);
+	kir_expr *blx = kir_e_index(k, 1), *Lx = kir_e_index(k, 1);
+	for (int d = 0; d < nsp; d++) blx = kir_e_mul(k, blx, lk_dim(&l, kdim[d])), Lx = kir_e_mul(k, Lx, lk_dim(&l, ldim[d]));
+	kir_var *acc = kir_var_new(k, "acc", at), *kv[CONV_MAX_SPATIAL];
+	kir_expr *kl = zero, *li = zero, *valid = NULL;
+	for (int d = 0; d < nsp; d++) {
+		kv[d] = kir_var_new(k, "kk", KIR_INDEX);
+		kir_expr *kd = kir_e_var(k, kv[d]), *S = kir_e_index(k, g.stride[d]);
+		kl = kir_e_add(k, kir_e_mul(k, kl, lk_dim(&l, kdim[d])), kd);
+		kir_expr *t = kir_e_binary(k, KIR_SUB, kir_e_add(k, iv[d], kir_e_index(k, g.pad_begin[d])), kir_e_mul(k, kd, kir_e_index(k, g.dil[d])));
+		kir_expr *o = kir_e_binary(k, KIR_FLOORDIV, t, S), *Ld = lk_dim(&l, ldim[d]);
+		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, t, zero),
+					    kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, kir_e_binary(k, KIR_FLOORMOD, t, S), zero), kir_e_cmp(k, KIR_LT, o, Ld)));
+		valid = valid ? kir_e_binary(k, KIR_AND, valid, ok) : ok;
+		li = kir_e_add(k, kir_e_mul(k, li, Ld), o);
+	}
+	kir_expr *xi = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, n, lk_dim(&l, x->type.dims[1])), kir_e_add(k, kir_e_mul(k, c, blx), kl)), Lx), li);
+	kir_expr *v = kir_e_load(k, src, xi);
+	if (is_float && dt != TBC_DT_F32 && dt != TBC_DT_F64) v = kir_e_cast(k, TBC_DT_F32, v);
+	kir_stmt *body = kir_s_if(k, valid, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, kir_e_var(k, acc), kir_e_cast(k, at, v))), NULL);
+	for (int d = nsp - 1; d >= 0; d--) body = kir_s_for(k, kv[d], zero, lk_dim(&l, kdim[d]), 1, KIR_LOOP_SEQUENTIAL, body);
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_set(k, acc, is_float ? kir_e_float(k, at, 0.0) : kir_e_int(k, at, 0)));
+	kir_block_add(k, &b, body);
+	kir_expr *oi = kir_e_add(k, kir_e_mul(k, nc, data_prod(&l, &y->type, 2, nsp + 2)), pix);
+	kir_block_add(k, &b, kir_s_store(k, dst, oi, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	return lk_end(&l, dl_wrap(&l, &lp, b.first));
+}
+
 /* ---- Entry ------------------------------------------------------------------------*/
 lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op) {
 	bool (*fn)(lower_cx *, const tbc_op *) = NULL;
@@ -736,6 +926,8 @@ lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_OneHot: fn = shape_onehot; break;
 	case TBC_OP_TopK: fn = shape_topk; break;
 	case TBC_OP_CenterCropPad: fn = shape_center_crop_pad; break;
+	case TBC_OP_AffineGrid: fn = shape_affine_grid; break;
+	case TBC_OP_Col2Im: fn = lower_data_col2im, complete = true; break;
 	default: return LOWER_NOT_MINE;
 	}
 	for (int i = 0; i < op->n_inputs; i++)

@@ -328,6 +328,62 @@ static void test_center_crop_pad(void **state) {
 	check_run_fails(&md, center_crop_pad(&md, input(&md, TBC_DT_F32, "4,4"), I64S(&md, 2, -1), 0, NULL));
 }
 
+/* ---- AffineGrid -------------------------------------------------------------------*/
+static tbc_value *affine_grid(model *md, tbc_value *theta, tbc_value *size, int align) {
+	tbc_op *o = node(md, TBC_OP_AffineGrid, 2, theta, size, NULL);
+	attr_int(o, "align_corners", align);
+	return o->outputs[0];
+}
+
+/* 2-D and 3-D, both corner modes, a size of 1; size given while running or
+ * constant. */
+static void test_affine_grid(void **state) {
+	(void)state;
+	for (int align = 0; align < 2; align++) {
+		model md = model_new();
+		check(&md, affine_grid(&md, input(&md, TBC_DT_F32, "2,2,3"), I64S(&md, 2, 3, 5, 6), align));
+		md = model_new();
+		check(&md, affine_grid(&md, input(&md, TBC_DT_F64, "1,3,4"), I64S(&md, 1, 1, 3, 1, 4), align));
+		md = model_new();
+		int64_t d4[1] = {4};
+		tbc_value *size = constant(&md, TBC_DT_I64, 1, d4, VALS(3, 2, 4, 5));
+		check(&md, affine_grid(&md, input(&md, TBC_DT_F32, "3,2,3"), size, align));
+	}
+	model md = model_new(); /* N disagrees with theta's */
+	check_run_fails(&md, affine_grid(&md, input(&md, TBC_DT_F32, "2,2,3"), I64S(&md, 3, 1, 4, 4), 0));
+	md = model_new(); /* a size of 0 */
+	check_run_fails(&md, affine_grid(&md, input(&md, TBC_DT_F32, "2,2,3"), I64S(&md, 2, 1, 0, 4), 0));
+}
+
+/* ---- Col2Im -------------------------------------------------------------------------*/
+static tbc_value *col2im(model *md, tbc_value *x, tbc_value *image, tbc_value *block, const int64_t *strides,
+			 const int64_t *pads, const int64_t *dil) {
+	tbc_op *o = node(md, TBC_OP_Col2Im, 3, x, image, block);
+	if (strides) set_ints(md, o, "strides", 2, strides);
+	if (pads) set_ints(md, o, "pads", 4, pads);
+	if (dil) set_ints(md, o, "dilations", 2, dil);
+	return o->outputs[0];
+}
+
+/* Overlapping blocks sum; strides, pads, dilations; shapes given while
+ * running or constant; integers wrap exactly. */
+static void test_col2im(void **state) {
+	(void)state;
+	static const int64_t s2[2] = {2, 1}, p1[4] = {1, 0, 0, 1}, d2[2] = {1, 2};
+	model md = model_new(); /* 5x5 image, 2x2 blocks: 16 blocks */
+	check(&md, col2im(&md, input(&md, TBC_DT_F32, "2,8,16"), I64S(&md, 5, 5), I64S(&md, 2, 2), NULL, NULL, NULL));
+	md = model_new(); /* stride (2, 1), pads: (5+1-2)/2+1 = 3 by (4+1-3)/1+1 = 3 */
+	check(&md, col2im(&md, input(&md, TBC_DT_F64, "1,6,9"), I64S(&md, 5, 4), I64S(&md, 2, 3), s2, p1, NULL));
+	md = model_new(); /* dilation (1, 2): 4 by 6-2*2 = 2 blocks */
+	check(&md, col2im(&md, input(&md, TBC_DT_I32, "1,6,8"), I64S(&md, 5, 6), I64S(&md, 2, 3), NULL, NULL, d2));
+	md = model_new();
+	int64_t d1[1] = {2};
+	tbc_value *image = constant(&md, TBC_DT_I64, 1, d1, VALS(3, 4)), *block = constant(&md, TBC_DT_I64, 1, d1, VALS(2, 2));
+	check(&md, col2im(&md, input_sym(&md, TBC_DT_F32, "N,4,6", 2, -3, 3), image, block, NULL, NULL, NULL));
+	md = model_new(); /* 15 blocks given, the geometry makes 16 */
+	check_run_fails(&md, col2im(&md, input(&md, TBC_DT_F32, "1,4,15"), I64S(&md, 5, 5), I64S(&md, 2, 2), NULL, NULL, NULL));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_slice_with_parameters_given_while_running),
@@ -347,6 +403,8 @@ int main(void) {
 		cmocka_unit_test(test_topk_of_a_dynamic_batch_and_constant_k),
 		cmocka_unit_test(test_topk_errors_fail_the_run),
 		cmocka_unit_test(test_center_crop_pad),
+		cmocka_unit_test(test_affine_grid),
+		cmocka_unit_test(test_col2im),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
