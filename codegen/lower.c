@@ -497,6 +497,7 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 		 * symbols in a shape kernel before its buffers are made. */
 		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
 			lower_dyn_shape,
+			lower_dyn_select,
 			lower_dyn_data,
 			lower_dyn_resize,
 		};
