@@ -363,8 +363,7 @@ static lower_result lower_reduce_op(lower_cx *cx, const tbc_op *op, rkind kind) 
 	if (!y) return LOWER_OK;
 	bool mask[TBC_MAX_RANK];
 	if (x->type.rank < 0 || !rs_reduce_mask(op, x->type.rank, mask))
-		return lower_error(cx, op, "op %s with axes known only at run time has no CPU lowering yet",
-				   tbc_ops[op->code].onnx_name), LOWER_FAILED;
+		return lower_dyn_reduce(cx, op); /* axes given while running (codegen/lower_dyn_reduce.c) */
 	lk l;
 	kir_buffer *out, *xb;
 	rspace s;

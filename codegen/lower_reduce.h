@@ -70,5 +70,8 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 /* The reduced-dims mask of a Reduce* op over an input of rank `rank`, from
  * its constant axes; false when the axes are not constant. */
 bool rs_reduce_mask(const tbc_op *op, int rank, bool *mask);
+/* A Reduce* op whose axes are a run-time input: codegen/lower_dyn_reduce.c
+ * (also declared in lower_internal.h, for lower_op's dynamic families). */
+lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op);
 
 #endif
