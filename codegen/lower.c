@@ -498,6 +498,7 @@ static bool lower_op(lower_cx *cx, const tbc_op *op) {
 		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
 			lower_dyn_shape,
 			lower_dyn_select,
+			lower_dyn_reduce,
 			lower_dyn_data,
 			lower_dyn_resize,
 		};

@@ -138,6 +138,7 @@ lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lo
 lower_result lower_dyn_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_shape.c: Reshape, Expand, ... */
 lower_result lower_dyn_select(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_select.c: NonZero, Unique, NMS, ... */
 lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op);  /* codegen/lower_dyn_data.c: Slice, Split, Pad, TopK, ... */
+lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_reduce.c: Reduce* with run-time axes */
 lower_result lower_dyn_resize(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_resize.c: Resize (its shape known or not) */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
  * elementwise epilogue): codegen/lower_fused_reduce.c. */
