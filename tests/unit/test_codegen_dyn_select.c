@@ -293,6 +293,10 @@ static void test_nms_orders_and_suppresses_as_the_interpreter(void **state) {
 	boxes = input_sym(&md, TBC_DT_F64, "2,30,4", 3, 0, 4);
 	scores = input_sym(&md, TBC_DT_F64, "2,3,30", 3, 0, 1);
 	check(&md, nms(&md, boxes, scores, 7, 0.2, 0.3, 5, 0));
+	md = model_new(); /* float16 boxes and scores */
+	boxes = input_sym(&md, TBC_DT_F16, "1,12,4", 3, 0, 3);
+	scores = input_sym(&md, TBC_DT_F16, "1,2,12", 3, 0, 1);
+	check(&md, nms(&md, boxes, scores, 5, 0.4, 0.2, 5, 1));
 	md = model_new(); /* a symbolic batch; no limit given: nothing selected */
 	boxes = input_sym(&md, TBC_DT_F32, "N,10,4", 2, 0, 4);
 	scores = input_sym(&md, TBC_DT_F32, "N,2,10", 2, 0, 1);
