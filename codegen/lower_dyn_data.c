@@ -21,36 +21,11 @@
 #include <string.h>
 
 #include "codegen/lower_data.h"
+#include "codegen/lower_dyn.h"
 #include "ir/kernels/conv_util.h"
 #include "ir/kernels/data.h"
 
-/* ---- Shape kernels -------------------------------------------------------------*/
-typedef struct shk {
-	lk l;
-	kir_kernel *k;
-	kir_block b;
-	const tbc_op *op;
-	char where[160]; /* "node 'x' (Slice)" */
-	/* Symbols this kernel stores: a later dim with the same symbol (TopK's
-	 * two outputs, Split's equal parts) has the same value by construction;
-	 * checking it against the symbol would read the value from before the
-	 * kernel ran. */
-	int n_stored;
-	const char *stored[64];
-} shk;
-
-static bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
-	memset(s, 0, sizeof *s);
-	s->op = op;
-	const char *ty = tbc_ops[op->code].onnx_name;
-	snprintf(s->where, sizeof s->where, "node '%s' (%s)", op->name ? op->name : "", ty);
-	char what[64];
-	snprintf(what, sizeof what, "shape_%s", ty);
-	if (!lk_begin(&s->l, cx, what)) return false;
-	s->k = s->l.k;
-	return true;
-}
-
+/* ---- Shape kernels (codegen/lower_dyn.h) -----------------------------------------*/
 static kir_expr *I(shk *s, int64_t v) { return kir_e_index(s->k, v); }
 static kir_expr *ADD(shk *s, kir_expr *a, kir_expr *b) { return kir_e_add(s->k, a, b); }
 static kir_expr *SUB(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_SUB, a, b); }
@@ -61,44 +36,6 @@ static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->
 static kir_expr *MIN(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MIN, a, b); }
 static kir_expr *MAX(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MAX, a, b); }
 static kir_expr *CLAMP(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi) { return MAX(s, MIN(s, v, hi), lo); }
-
-/* Fails the run with "<where>: <message>" when cond holds. */
-static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
-	char msg[256], full[448];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof full, "%s: %s", s->where, msg);
-	kir_block_add(s->k, &s->b, kir_s_error(s->k, cond, full));
-}
-
-/* A scalar local holding value from here on. */
-static kir_expr *let(shk *s, const char *name, kir_expr *value) {
-	kir_var *v = kir_var_new(s->k, name, value ? value->type : KIR_INDEX);
-	kir_block_add(s->k, &s->b, kir_s_set(s->k, v, value));
-	return kir_e_var(s->k, v);
-}
-
-/* Element i of an integer tensor input, as an index. */
-static kir_expr *elem(shk *s, const tbc_value *v, int64_t i) {
-	kir_buffer *b = lk_value(&s->l, v);
-	return b ? kir_e_cast(s->k, KIR_INDEX, kir_e_load(s->k, b, I(s, i))) : NULL;
-}
-
-static kir_expr *dim_of(shk *s, const tbc_value *v, int d) { return lk_dim(&s->l, v->type.dims[d]); }
-
-/* Output dim d of output o gets value (stored, or checked when known). */
-static bool out_dim(shk *s, int o, int d, kir_expr *value) {
-	tbc_dim dim = s->op->outputs[o]->type.dims[d];
-	for (int i = 0; dim.sym && i < s->n_stored; i++)
-		if (!strcmp(s->stored[i], dim.sym)) return true;
-	if (dim.sym && !lower_dim_known(s->l.cx, dim) && s->n_stored < 64) s->stored[s->n_stored++] = dim.sym;
-	char what[64];
-	snprintf(what, sizeof what, "output dim %d of %s", d, tbc_ops[s->op->code].onnx_name);
-	return lower_shape_dim(&s->l, &s->b, s->op, dim, what, value);
-}
 
 /* A run-time parameter of the op (>= 0: the runtime takes a negative
  * computed symbol for one never set) as a computed symbol named after the
@@ -113,11 +50,6 @@ static bool param_sym(shk *s, const char *what, int d, kir_expr *value, tbc_dim 
 	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
 	*out = (tbc_dim){-1, cx->p->sym_names[idx]};
 	return !s->k->failed;
-}
-
-static bool shk_end(shk *s) {
-	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s, 0)));
-	return lk_end(&s->l, s->b.first);
 }
 
 /* The length of a parameter tensor (a scalar counts 1); -1 (with a
@@ -147,11 +79,11 @@ static bool load_axes(shk *s, const tbc_value *axes, int n, int rank, const char
 		}
 		char name[16];
 		snprintf(name, sizeof name, "axis%d", a);
-		kir_expr *v = let(s, name, elem(s, axes, a));
-		fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d",
+		kir_expr *v = shk_let(s, name, shk_elem(s, axes, a));
+		shk_fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d",
 			a, rank);
-		out[a] = let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
-		for (int b = 0; b < a; b++) fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "%s", twice);
+		out[a] = shk_let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
+		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "%s", twice);
 	}
 	return !s->k->failed;
 }
@@ -211,12 +143,12 @@ static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
 	for (int i = 0; i < n; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "start%d", i);
-		st[i] = let(&s, name, elem(&s, op->inputs[1], i));
+		st[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
 		snprintf(name, sizeof name, "end%d", i);
-		en[i] = let(&s, name, elem(&s, op->inputs[2], i));
+		en[i] = shk_let(&s, name, shk_elem(&s, op->inputs[2], i));
 		snprintf(name, sizeof name, "step%d", i);
-		sp[i] = has_steps ? let(&s, name, elem(&s, op->inputs[4], i)) : I(&s, 1);
-		if (has_steps) fail_if(&s, CMP(&s, KIR_EQ, sp[i], I(&s, 0)), "step %d is 0", i);
+		sp[i] = has_steps ? shk_let(&s, name, shk_elem(&s, op->inputs[4], i)) : I(&s, 1);
+		if (has_steps) shk_fail_if(&s, CMP(&s, KIR_EQ, sp[i], I(&s, 0)), "step %d is 0", i);
 	}
 	tbc_dim first[TBC_MAX_RANK], step[TBC_MAX_RANK];
 	bool sliced[TBC_MAX_RANK];
@@ -224,7 +156,7 @@ static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
 		sliced[d] = maybe_axis(op, 3, n, r, d);
 		if (!sliced[d]) continue;
 		/* The parameters naming dim d; an unnamed dim is the whole dim. */
-		kir_expr *D = dim_of(&s, x, d), *S = I(&s, 0), *E = D, *T = I(&s, 1);
+		kir_expr *D = shk_dim_of(&s, x, d), *S = I(&s, 0), *E = D, *T = I(&s, 1);
 		for (int i = n - 1; i >= 0; i--) {
 			kir_expr *here = CMP(&s, KIR_EQ, axes[i], I(&s, d));
 			S = SEL(&s, here, st[i], S);
@@ -233,23 +165,23 @@ static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
 		}
 		char name[16];
 		snprintf(name, sizeof name, "D%d", d);
-		D = let(&s, name, D);
+		D = shk_let(&s, name, D);
 		kir_expr *Dp1 = ADD(&s, D, I(&s, 1)), *zero = I(&s, 0), *m1 = I(&s, -1);
-		T = let(&s, "t", CLAMP(&s, T, SUB(&s, zero, Dp1), Dp1));
-		S = let(&s, "s", SEL(&s, CMP(&s, KIR_LT, S, zero), ADD(&s, S, D), S));
-		E = let(&s, "e", SEL(&s, CMP(&s, KIR_LT, E, zero), ADD(&s, E, D), E));
+		T = shk_let(&s, "t", CLAMP(&s, T, SUB(&s, zero, Dp1), Dp1));
+		S = shk_let(&s, "s", SEL(&s, CMP(&s, KIR_LT, S, zero), ADD(&s, S, D), S));
+		E = shk_let(&s, "e", SEL(&s, CMP(&s, KIR_LT, E, zero), ADD(&s, E, D), E));
 		kir_expr *pos = CMP(&s, KIR_GT, T, zero);
 		kir_expr *Dm1 = SUB(&s, D, I(&s, 1));
 		kir_expr *sp_ = CLAMP(&s, S, zero, D), *ep = CLAMP(&s, E, zero, D);
 		kir_expr *sn = CLAMP(&s, S, zero, Dm1), *enn = CLAMP(&s, E, m1, Dm1);
-		kir_expr *a = let(&s, "a", SEL(&s, pos, sp_, sn)), *b = let(&s, "b", SEL(&s, pos, ep, enn));
+		kir_expr *a = shk_let(&s, "a", SEL(&s, pos, sp_, sn)), *b = shk_let(&s, "b", SEL(&s, pos, ep, enn));
 		/* Elements from a towards b (exclusive) by |t|. */
 		kir_expr *gap = SEL(&s, pos, SUB(&s, b, a), SUB(&s, a, b));
 		kir_expr *mag = SEL(&s, pos, T, SUB(&s, zero, T));
 		kir_expr *count = SEL(&s, CMP(&s, KIR_GT, gap, zero),
 				      ADD(&s, kir_e_binary(s.k, KIR_DIV, SUB(&s, gap, I(&s, 1)), mag), I(&s, 1)), zero);
-		count = let(&s, "count", count);
-		if (!out_dim(&s, 0, d, count)) return false;
+		count = shk_let(&s, "count", count);
+		if (!shk_out_dim(&s, 0, d, count)) return false;
 		if (!param_sym(&s, "first", d, MAX(&s, a, zero), &first[d])) return false;
 		if (!param_sym(&s, "step", d, ADD(&s, T, Dp1), &step[d])) return false;
 	}
@@ -295,7 +227,7 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 	if (n > 64) return lower_error(cx, op, "Split into more than 64 parts has no CPU lowering yet");
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
-	kir_expr *D = let(&s, "dim", dim_of(&s, x, a));
+	kir_expr *D = shk_let(&s, "dim", shk_dim_of(&s, x, a));
 	kir_expr *size[64];
 	if (op->n_inputs > 1 && op->inputs[1]) {
 		int k = param_len(cx, op, 1, 64, "Split's split");
@@ -305,11 +237,11 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 		for (int i = 0; i < n; i++) {
 			char name[16];
 			snprintf(name, sizeof name, "split%d", i);
-			size[i] = let(&s, name, elem(&s, op->inputs[1], i));
-			fail_if(&s, CMP(&s, KIR_LT, size[i], I(&s, 0)), "split[%d] is negative", i);
-			sum = let(&s, "sum", ADD(&s, sum, size[i]));
+			size[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
+			shk_fail_if(&s, CMP(&s, KIR_LT, size[i], I(&s, 0)), "split[%d] is negative", i);
+			sum = shk_let(&s, "sum", ADD(&s, sum, size[i]));
 		}
-		fail_if(&s, CMP(&s, KIR_NE, sum, D), "the split sizes do not sum to the dim");
+		shk_fail_if(&s, CMP(&s, KIR_NE, sum, D), "the split sizes do not sum to the dim");
 	} else {
 		int64_t num = tbc_attr_int(op, "num_outputs", 0);
 		if (num && num != n) return lower_error(cx, op, "num_outputs is %" PRId64 " but the node has %d outputs", num, n);
@@ -317,12 +249,12 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 		kir_expr *even = CMP(&s, KIR_EQ, kir_e_binary(s.k, KIR_FLOORMOD, D, N), I(&s, 0));
 		kir_expr *q = kir_e_binary(s.k, KIR_FLOORDIV, D, N);
 		if (!num) {
-			fail_if(&s, kir_e_unary(s.k, KIR_NOT, even), "the dim does not split into %d equal parts", n);
+			shk_fail_if(&s, kir_e_unary(s.k, KIR_NOT, even), "the dim does not split into %d equal parts", n);
 			for (int i = 0; i < n; i++) size[i] = q;
 		} else {
-			kir_expr *chunk = let(&s, "chunk", SEL(&s, even, q, ADD(&s, q, I(&s, 1))));
-			kir_expr *last = let(&s, "last", SUB(&s, D, kir_e_mul(s.k, chunk, I(&s, n - 1))));
-			fail_if(&s, CMP(&s, KIR_LT, last, I(&s, 0)), "the dim does not split into %d parts", n);
+			kir_expr *chunk = shk_let(&s, "chunk", SEL(&s, even, q, ADD(&s, q, I(&s, 1))));
+			kir_expr *last = shk_let(&s, "last", SUB(&s, D, kir_e_mul(s.k, chunk, I(&s, n - 1))));
+			shk_fail_if(&s, CMP(&s, KIR_LT, last, I(&s, 0)), "the dim does not split into %d parts", n);
 			for (int i = 0; i < n; i++) size[i] = i == n - 1 ? last : chunk;
 		}
 	}
@@ -330,7 +262,7 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 	for (int i = 0; i < n; i++) {
 		if (op->outputs[i]) {
 			len[i] = op->outputs[i]->type.dims[a];
-			if (!out_dim(&s, i, a, size[i])) return false;
+			if (!shk_out_dim(&s, i, a, size[i])) return false;
 		} else if (!param_sym(&s, "part", i, size[i], &len[i])) {
 			return false;
 		}
@@ -402,7 +334,7 @@ static bool lower_pad_dyn(lower_cx *cx, const tbc_op *op) {
 	for (int i = 0; i < np; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "pad%d", i);
-		pads[i] = let(&s, name, elem(&s, op->inputs[1], i));
+		pads[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
 	}
 	tbc_dim lo[TBC_MAX_RANK], keep[TBC_MAX_RANK], before[TBC_MAX_RANK];
 	bool padded[TBC_MAX_RANK];
@@ -416,17 +348,17 @@ static bool lower_pad_dyn(lower_cx *cx, const tbc_op *op) {
 			B = SEL(&s, here, pads[i], B);
 			E = SEL(&s, here, pads[na + i], E);
 		}
-		B = let(&s, "begin", B);
-		E = let(&s, "end", E);
-		kir_expr *X = dim_of(&s, x, d);
-		kir_expr *l_ = let(&s, "lo", MAX(&s, SUB(&s, zero, B), zero));
-		kir_expr *n_ = let(&s, "n", SUB(&s, SUB(&s, X, l_), MAX(&s, SUB(&s, zero, E), zero)));
-		kir_expr *o = let(&s, "out", ADD(&s, ADD(&s, X, B), E));
-		fail_if(&s, OR(&s, CMP(&s, KIR_LT, n_, zero), CMP(&s, KIR_LT, o, zero)), "pads shrink dim %d below zero", d);
+		B = shk_let(&s, "begin", B);
+		E = shk_let(&s, "end", E);
+		kir_expr *X = shk_dim_of(&s, x, d);
+		kir_expr *l_ = shk_let(&s, "lo", MAX(&s, SUB(&s, zero, B), zero));
+		kir_expr *n_ = shk_let(&s, "n", SUB(&s, SUB(&s, X, l_), MAX(&s, SUB(&s, zero, E), zero)));
+		kir_expr *o = shk_let(&s, "out", ADD(&s, ADD(&s, X, B), E));
+		shk_fail_if(&s, OR(&s, CMP(&s, KIR_LT, n_, zero), CMP(&s, KIR_LT, o, zero)), "pads shrink dim %d below zero", d);
 		if (mode != PAD_CONSTANT)
-			fail_if(&s, AND(&s, CMP(&s, KIR_EQ, n_, zero), CMP(&s, KIR_GT, o, zero)), "cannot pad the empty dim %d in this mode",
+			shk_fail_if(&s, AND(&s, CMP(&s, KIR_EQ, n_, zero), CMP(&s, KIR_GT, o, zero)), "cannot pad the empty dim %d in this mode",
 				d);
-		if (!out_dim(&s, 0, d, o)) return false;
+		if (!shk_out_dim(&s, 0, d, o)) return false;
 		if (!param_sym(&s, "lo", d, l_, &lo[d]) || !param_sym(&s, "n", d, n_, &keep[d]) ||
 		    !param_sym(&s, "before", d, MAX(&s, B, zero), &before[d]))
 			return false;
@@ -523,16 +455,16 @@ static bool shape_onehot(lower_cx *cx, const tbc_op *op) {
 	const char *bad = "depth must be one positive number";
 	if (tbc_dtype_is_float(dt)) {
 		if (dt != TBC_DT_F64) v = kir_e_cast(s.k, TBC_DT_F64, dt == TBC_DT_F32 ? v : kir_e_cast(s.k, TBC_DT_F32, v));
-		v = let(&s, "depth_f", v);
+		v = shk_let(&s, "depth_f", v);
 		kir_expr *lim = kir_e_float(s.k, TBC_DT_F64, 9e18);
 		kir_expr *ok = AND(&s, CMP(&s, KIR_LT, kir_e_unary(s.k, KIR_ABS, v), lim), kir_e_unary(s.k, KIR_NOT, kir_e_unary(s.k, KIR_ISNAN, v)));
-		fail_if(&s, kir_e_unary(s.k, KIR_NOT, ok), "%s", bad);
-		depth = let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(&s, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
+		shk_fail_if(&s, kir_e_unary(s.k, KIR_NOT, ok), "%s", bad);
+		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(&s, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
 	} else {
-		depth = let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, v));
+		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, v));
 	}
-	fail_if(&s, CMP(&s, KIR_LE, depth, I(&s, 0)), "%s", bad);
-	if (!out_dim(&s, 0, a, depth)) return false;
+	shk_fail_if(&s, CMP(&s, KIR_LE, depth, I(&s, 0)), "%s", bad);
+	if (!shk_out_dim(&s, 0, a, depth)) return false;
 	return shk_end(&s);
 }
 
@@ -547,11 +479,11 @@ static bool shape_topk(lower_cx *cx, const tbc_op *op) {
 		return lower_error(cx, op, "TopK's K must hold one integer");
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
-	kir_expr *K = let(&s, "k", elem(&s, kv, 0));
-	fail_if(&s, OR(&s, CMP(&s, KIR_LT, K, I(&s, 0)), CMP(&s, KIR_GT, K, dim_of(&s, x, a))),
+	kir_expr *K = shk_let(&s, "k", shk_elem(&s, kv, 0));
+	shk_fail_if(&s, OR(&s, CMP(&s, KIR_LT, K, I(&s, 0)), CMP(&s, KIR_GT, K, shk_dim_of(&s, x, a))),
 		"K must be in [0, n], the size of the axis");
 	for (int o = 0; o < op->n_outputs; o++)
-		if (op->outputs[o] && !out_dim(&s, o, a, K)) return false;
+		if (op->outputs[o] && !shk_out_dim(&s, o, a, K)) return false;
 	return shk_end(&s);
 }
 
@@ -682,9 +614,9 @@ static bool shape_center_crop_pad(lower_cx *cx, const tbc_op *op) {
 		if (na >= 0 && !tbc_norm_axis(axes[i], r, &a)) return lower_error(cx, op, "axis %" PRId64 " is out of range for rank %d", axes[i], r);
 		if (seen[a]) return lower_error(cx, op, "axis %d is repeated", a);
 		seen[a] = true;
-		kir_expr *v = let(&s, "size", elem(&s, op->inputs[1], i));
-		fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", i);
-		if (!out_dim(&s, 0, a, v)) return false;
+		kir_expr *v = shk_let(&s, "size", shk_elem(&s, op->inputs[1], i));
+		shk_fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", i);
+		if (!shk_out_dim(&s, 0, a, v)) return false;
 	}
 	return shk_end(&s);
 }
@@ -739,13 +671,13 @@ static bool shape_affine_grid(lower_cx *cx, const tbc_op *op) {
 	int r = len - 2;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
-	kir_expr *N = let(&s, "n", elem(&s, sz, 0));
-	fail_if(&s, CMP(&s, KIR_NE, N, dim_of(&s, th, 0)), "theta must be (N, %d, %d) with N = size[0]", r, r + 1);
-	if (!out_dim(&s, 0, 0, N)) return false;
+	kir_expr *N = shk_let(&s, "n", shk_elem(&s, sz, 0));
+	shk_fail_if(&s, CMP(&s, KIR_NE, N, shk_dim_of(&s, th, 0)), "theta must be (N, %d, %d) with N = size[0]", r, r + 1);
+	if (!shk_out_dim(&s, 0, 0, N)) return false;
 	for (int i = 0; i < r; i++) {
-		kir_expr *v = let(&s, "size", elem(&s, sz, 2 + i));
-		fail_if(&s, CMP(&s, KIR_LE, v, I(&s, 0)), "size values must be positive");
-		if (!out_dim(&s, 0, 1 + i, v)) return false;
+		kir_expr *v = shk_let(&s, "size", shk_elem(&s, sz, 2 + i));
+		shk_fail_if(&s, CMP(&s, KIR_LE, v, I(&s, 0)), "size values must be positive");
+		if (!shk_out_dim(&s, 0, 1 + i, v)) return false;
 	}
 	return shk_end(&s);
 }
@@ -843,26 +775,26 @@ bool lower_data_col2im(lower_cx *cx, const tbc_op *op) {
 	kir_expr *img[CONV_MAX_SPATIAL], *blk[CONV_MAX_SPATIAL], *bl = I(&s, 1), *L = I(&s, 1);
 	tbc_dim kdim[CONV_MAX_SPATIAL], ldim[CONV_MAX_SPATIAL];
 	for (int i = 0; i < nsp; i++) {
-		img[i] = let(&s, "image", elem(&s, op->inputs[1], i));
-		blk[i] = let(&s, "block", elem(&s, op->inputs[2], i));
+		img[i] = shk_let(&s, "image", shk_elem(&s, op->inputs[1], i));
+		blk[i] = shk_let(&s, "block", shk_elem(&s, op->inputs[2], i));
 	}
-	for (int i = 0; i < nsp; i++) fail_if(&s, CMP(&s, KIR_LE, blk[i], I(&s, 0)), "block_shape values must be positive");
-	for (int i = 0; i < nsp; i++) fail_if(&s, CMP(&s, KIR_LE, img[i], I(&s, 0)), "image_shape values must be positive");
+	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(&s, KIR_LE, blk[i], I(&s, 0)), "block_shape values must be positive");
+	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(&s, KIR_LE, img[i], I(&s, 0)), "image_shape values must be positive");
 	for (int i = 0; i < nsp; i++) {
 		kir_expr *eff = ADD(&s, kir_e_mul(s.k, SUB(&s, blk[i], I(&s, 1)), I(&s, g.dil[i])), I(&s, 1));
-		kir_expr *num = let(&s, "num", SUB(&s, ADD(&s, img[i], I(&s, g.pad_begin[i] + g.pad_end[i])), eff));
-		fail_if(&s, CMP(&s, KIR_LT, num, I(&s, 0)), "the window (kernel_shape with dilations) is larger than the padded input");
-		kir_expr *li = let(&s, "blocks", ADD(&s, kir_e_binary(s.k, KIR_FLOORDIV, MAX(&s, num, I(&s, 0)), I(&s, g.stride[i])), I(&s, 1)));
-		bl = let(&s, "bl", kir_e_mul(s.k, bl, blk[i]));
-		L = let(&s, "l", kir_e_mul(s.k, L, li));
+		kir_expr *num = shk_let(&s, "num", SUB(&s, ADD(&s, img[i], I(&s, g.pad_begin[i] + g.pad_end[i])), eff));
+		shk_fail_if(&s, CMP(&s, KIR_LT, num, I(&s, 0)), "the window (kernel_shape with dilations) is larger than the padded input");
+		kir_expr *li = shk_let(&s, "blocks", ADD(&s, kir_e_binary(s.k, KIR_FLOORDIV, MAX(&s, num, I(&s, 0)), I(&s, g.stride[i])), I(&s, 1)));
+		bl = shk_let(&s, "bl", kir_e_mul(s.k, bl, blk[i]));
+		L = shk_let(&s, "l", kir_e_mul(s.k, L, li));
 		if (!param_sym(&s, "block", i, blk[i], &kdim[i]) || !param_sym(&s, "blocks", i, li, &ldim[i])) return false;
 	}
-	kir_expr *C1 = dim_of(&s, x, 1);
-	fail_if(&s, OR(&s, CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, C1, bl), I(&s, 0)), CMP(&s, KIR_NE, dim_of(&s, x, 2), L)),
+	kir_expr *C1 = shk_dim_of(&s, x, 1);
+	shk_fail_if(&s, OR(&s, CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, C1, bl), I(&s, 0)), CMP(&s, KIR_NE, shk_dim_of(&s, x, 2), L)),
 		"input is (N, C, L) but the blocks need (N, C*prod(block_shape), blocks)");
-	if (!out_dim(&s, 0, 0, dim_of(&s, x, 0)) || !out_dim(&s, 0, 1, kir_e_binary(s.k, KIR_FLOORDIV, C1, bl))) return false;
+	if (!shk_out_dim(&s, 0, 0, shk_dim_of(&s, x, 0)) || !shk_out_dim(&s, 0, 1, kir_e_binary(s.k, KIR_FLOORDIV, C1, bl))) return false;
 	for (int i = 0; i < nsp; i++)
-		if (!out_dim(&s, 0, 2 + i, img[i])) return false;
+		if (!shk_out_dim(&s, 0, 2 + i, img[i])) return false;
 	if (!shk_end(&s)) return false;
 
 	lk l;
