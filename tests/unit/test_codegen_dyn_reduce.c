@@ -159,65 +159,24 @@ static void test_computed_dims_feed_later_ops(void **state) {
 	check(&md, reduce(&md, TBC_OP_ReduceSum, e, AXES(&md, 2), 1, -1));
 }
 
-/* The run fails as the interpreter's does: lowering succeeds, the
- * interpreter, the evaluator and the JIT all fail, the compiled runs with a
- * message holding `text` (the interpreter's own holds `interp_text`). */
-static void fails_as(model *md, tbc_value *out, const char *interp_text, const char *text) {
-	tbc_diags *d = tbc_diags_create();
-	tbc_graph_add_output(md->m->main, out);
-	tbc_infer cx = {md->m, d};
-	assert_true(tbc_infer_graph(&cx, md->m->main));
-	tbc_tensor *want = NULL, *got = NULL, *jit = NULL;
-	assert_int_not_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, &want, 1, d), TBC_OK);
-	size_t seen = tbc_diags_count(d);
-	assert_true(seen > 0);
-	const char *msg = tbc_diags_get(d, seen - 1)->message;
-	if (!strstr(msg, interp_text)) fprintf(stderr, "interpreter: %s\n", msg);
-	assert_non_null(strstr(msg, interp_text));
-	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
-	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, &got, 1, d), TBC_OK);
-	assert_true(tbc_diags_count(d) > seen);
-	msg = tbc_diags_get(d, tbc_diags_count(d) - 1)->message;
-	if (!strstr(msg, text)) fprintf(stderr, "evaluator: %s\n", msg);
-	assert_non_null(strstr(msg, text));
-	seen = tbc_diags_count(d);
-	tbc_jit *j = NULL;
-	assert_int_equal(tbc_jit_compile(md->m, NULL, d, &j), TBC_OK);
-	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, &jit, 1, d), TBC_OK);
-	assert_true(tbc_diags_count(d) > seen);
-	msg = tbc_diags_get(d, tbc_diags_count(d) - 1)->message;
-	if (!strstr(msg, text)) fprintf(stderr, "JIT: %s\n", msg);
-	assert_non_null(strstr(msg, text));
-	tbc_jit_destroy(j);
-	tbc_tensor_destroy(want);
-	tbc_tensor_destroy(got);
-	tbc_tensor_destroy(jit);
-	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
-	tbc_arena_destroy(arena);
-	tbc_diags_destroy(d);
-	tbc_module_destroy(md->m);
-}
-
 /* A repeated axis (either spelling) and an axis out of range fail the run;
  * the first bad axis in order decides the message. */
 static void test_bad_axes_fail_the_run(void **state) {
 	(void)state;
 	model md = model_new();
-	fails_as(&md, reduce(&md, TBC_OP_ReduceSum, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 1, 1), 1, -1), "axis 1 is repeated",
+	check_run_fails_as(&md, reduce(&md, TBC_OP_ReduceSum, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 1, 1), 1, -1), "axis 1 is repeated",
 		 "axis 1 is repeated");
 	md = model_new();
-	fails_as(&md, reduce(&md, TBC_OP_ReduceMax, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 0, -2), 0, -1),
+	check_run_fails_as(&md, reduce(&md, TBC_OP_ReduceMax, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 0, -2), 0, -1),
 		 "axis -2 is repeated", "axis -2 is repeated");
 	md = model_new();
-	fails_as(&md, reduce(&md, TBC_OP_ReduceMean, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 2), 1, -1),
+	check_run_fails_as(&md, reduce(&md, TBC_OP_ReduceMean, input(&md, TBC_DT_F32, "2,3"), AXES(&md, 2), 1, -1),
 		 "axis 2 is out of range for rank 2", "out of range for rank 2");
 	md = model_new();
-	fails_as(&md, reduce(&md, TBC_OP_ReduceL2, input(&md, TBC_DT_F32, "2,3"), AXES(&md, -3, 0), 0, -1),
+	check_run_fails_as(&md, reduce(&md, TBC_OP_ReduceL2, input(&md, TBC_DT_F32, "2,3"), AXES(&md, -3, 0), 0, -1),
 		 "axis -3 is out of range for rank 2", "out of range for rank 2");
 	md = model_new(); /* the repeat comes first */
-	fails_as(&md, reduce(&md, TBC_OP_ReduceProd, input(&md, TBC_DT_F32, "2,3,4"), axes_of_unknown_length(&md, 3, VALS(-1, 2, 7)), 1, -1),
+	check_run_fails_as(&md, reduce(&md, TBC_OP_ReduceProd, input(&md, TBC_DT_F32, "2,3,4"), axes_of_unknown_length(&md, 3, VALS(-1, 2, 7)), 1, -1),
 		 "axis 2 is repeated", "axis 2 is repeated");
 }
 

@@ -199,21 +199,37 @@ void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *
 	tbc_module_destroy(md->m);
 }
 
-/* Runs the lowered graph in the evaluator and the JIT; both must fail. */
-void check_run_fails(model *md, tbc_value *out) {
+/* The last diagnostic holds text (when text is given). */
+static void last_holds(tbc_diags *d, size_t seen, const char *who, const char *text) {
+	assert_true(tbc_diags_count(d) > seen);
+	const char *msg = tbc_diags_get(d, tbc_diags_count(d) - 1)->message;
+	if (!text) return;
+	if (!strstr(msg, text)) fprintf(stderr, "%s: %s\n", who, msg);
+	assert_non_null(strstr(msg, text));
+}
+
+void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_graph_add_output(md->m->main, out);
 	tbc_infer cx = {md->m, d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_tensor *want = NULL, *got = NULL, *jit = NULL;
+	size_t seen = tbc_diags_count(d);
+	assert_int_not_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, &want, 1, d), TBC_OK);
+	last_holds(d, seen, "interpreter", interp_text);
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
 	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
-	tbc_tensor *got = NULL, *jit = NULL;
+	seen = tbc_diags_count(d);
 	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, &got, 1, d), TBC_OK);
+	last_holds(d, seen, "evaluator", text);
+	seen = tbc_diags_count(d);
 	tbc_jit *j = NULL;
 	assert_int_equal(tbc_jit_compile(md->m, NULL, d, &j), TBC_OK);
 	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, &jit, 1, d), TBC_OK);
+	last_holds(d, seen, "JIT", text);
 	tbc_jit_destroy(j);
+	tbc_tensor_destroy(want);
 	tbc_tensor_destroy(got);
 	tbc_tensor_destroy(jit);
 	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
@@ -221,6 +237,8 @@ void check_run_fails(model *md, tbc_value *out) {
 	tbc_diags_destroy(d);
 	tbc_module_destroy(md->m);
 }
+
+void check_run_fails(model *md, tbc_value *out) { check_run_fails_as(md, out, NULL, NULL); }
 
 tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v) {
 	char dims[16] = "";

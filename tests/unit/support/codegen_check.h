@@ -66,8 +66,11 @@ void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, con
 void check_outputs(model *md, int n_out, tbc_value **outs, double rtol);
 /* check_outputs of one output with rtol 1e-5. */
 void check(model *md, tbc_value *out);
-/* Lowering succeeds but running fails, in the evaluator and the JIT alike
- * (a run-time check); frees the model. */
+/* Lowering succeeds; the interpreter, the evaluator and the JIT all fail the
+ * run (a run-time check), the interpreter with a message holding interp_text
+ * and the compiled runs with one holding text (either NULL: any message);
+ * frees the model. */
+void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text);
 void check_run_fails(model *md, tbc_value *out);
 /* Lowering fails with `code` and a message containing `text`; frees the model. */
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
