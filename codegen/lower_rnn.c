@@ -24,77 +24,13 @@
  * round to X's dtype on store. */
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "codegen/lower_internal.h"
+#include "ir/kernels/rnn_acts.h"
 
 #define F64 TBC_DT_F64
 
-enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM };
-
-/* ---- Activations: the interpreter's table (ir/kernels/seq_rnn.c) ------------ */
-typedef enum {
-	ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU,
-	ACT_SCALEDTANH, ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS
-} act_kind;
-
-typedef struct {
-	act_kind kind;
-	double alpha, beta;
-} act_fn;
-
-static const char *const default_acts[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
-static const int n_acts[3] = {1, 2, 3};
 static const int n_gates[3] = {1, 3, 4};
-
-static const struct {
-	const char *name;
-	act_kind kind;
-	bool uses_alpha, uses_beta;
-	double alpha, beta;
-} act_table[] = {
-	{"Relu", ACT_RELU, false, false, 0, 0},
-	{"Tanh", ACT_TANH, false, false, 0, 0},
-	{"Sigmoid", ACT_SIGMOID, false, false, 0, 0},
-	{"Affine", ACT_AFFINE, true, true, 1.0, 0.0},
-	{"LeakyRelu", ACT_LEAKYRELU, true, false, 0.01, 0},
-	{"ThresholdedRelu", ACT_THRESHOLDEDRELU, true, false, 1.0, 0},
-	{"ScaledTanh", ACT_SCALEDTANH, true, true, 1.0, 1.0},
-	{"HardSigmoid", ACT_HARDSIGMOID, true, true, 0.2, 0.5},
-	{"Elu", ACT_ELU, true, false, 1.0, 0},
-	{"Softsign", ACT_SOFTSIGN, false, false, 0, 0},
-	{"Softplus", ACT_SOFTPLUS, false, false, 0, 0},
-};
-
-/* acts[d][k]: as the interpreter parses them (alphas and betas consumed in
- * order by the functions that take them; one list serves both directions). */
-static bool parse_acts(const tbc_op *op, enum rnn_kind kind, int num_dir, act_fn acts[2][3]) {
-	int n = n_acts[kind];
-	const tbc_attr *a = tbc_op_attr(op, "activations");
-	const char *names[6];
-	if (a && a->kind == TBC_ATTR_STRINGS && a->n > 0) {
-		if (a->n != n * num_dir && a->n != n) return false;
-		for (int i = 0; i < n * num_dir; i++) names[i] = a->strings[i % a->n];
-	} else {
-		for (int i = 0; i < n * num_dir; i++) names[i] = default_acts[kind][i % n];
-	}
-	const double *alphas = NULL, *betas = NULL;
-	int n_alpha = tbc_attr_floats(op, "activation_alpha", &alphas);
-	int n_beta = tbc_attr_floats(op, "activation_beta", &betas);
-	int ia = 0, ib = 0;
-	for (int i = 0; i < n * num_dir; i++) {
-		size_t k = 0;
-		while (k < sizeof act_table / sizeof act_table[0] && strcasecmp(act_table[k].name, names[i])) k++;
-		if (k == sizeof act_table / sizeof act_table[0]) return false;
-		act_fn *f = &acts[i / n][i % n];
-		f->kind = act_table[k].kind;
-		f->alpha = act_table[k].alpha;
-		f->beta = act_table[k].beta;
-		if (act_table[k].uses_alpha && ia < n_alpha) f->alpha = alphas[ia++];
-		if (act_table[k].uses_beta && ib < n_beta) f->beta = betas[ib++];
-	}
-	return true;
-}
 
 /* ---- The op's parameters -------------------------------------------------------*/
 typedef struct rnn_spec {
@@ -140,7 +76,7 @@ static const char *rnn_read(const tbc_op *op, enum rnn_kind kind, rnn_spec *s) {
 	s->input_forget = tbc_attr_int(op, "input_forget", 0) != 0;
 	s->has_clip = tbc_op_attr(op, "clip") != NULL;
 	s->clip = s->has_clip ? tbc_attr_float(op, "clip", 0) : 0;
-	if (!parse_acts(op, kind, s->D, s->acts)) return "with these activations";
+	if (tbc_rnn_parse_acts(op, kind, s->D, s->acts)) return "with these activations";
 	s->x = op->inputs[0], s->w = op->inputs[1], s->r = op->inputs[2];
 	s->bias = opt_in(op, 3), s->lens = opt_in(op, 4), s->h0 = opt_in(op, 5);
 	s->c0 = kind == RNN_LSTM ? opt_in(op, 6) : NULL;

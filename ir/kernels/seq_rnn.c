@@ -6,9 +6,8 @@
  * double; results are rounded to X's dtype on store. */
 #include <strings.h>
 
+#include "rnn_acts.h"
 #include "seq_common.h"
-
-enum rnn_kind { RNN_PLAIN, RNN_GRU, RNN_LSTM };
 
 static const char *const rnn_default_acts[3][3] = {
 	{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
@@ -16,16 +15,6 @@ static const int rnn_n_acts[3] = {1, 2, 3};
 static const int rnn_n_gates[3] = {1, 3, 4};
 
 /* ---- Activation functions (the list of the RNN ops' spec) --------------- */
-typedef enum {
-	ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU,
-	ACT_SCALEDTANH, ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS
-} act_kind;
-
-typedef struct {
-	act_kind kind;
-	double alpha, beta;
-} act_fn;
-
 static const struct {
 	const char *name;
 	act_kind kind;
@@ -62,12 +51,7 @@ static double act_apply(const act_fn *f, double x) {
 	return x;
 }
 
-/* Reads direction, activations, activation_alpha/beta: acts[d][k] for
- * direction d and activation k.  Alphas and betas are consumed in order by
- * the activations that take them (as onnxruntime does); one list of
- * activations for a bidirectional op serves both directions.  Returns NULL
- * or a message. */
-static const char *rnn_parse_acts(const tbc_op *op, enum rnn_kind kind, int num_dir, act_fn acts[2][3]) {
+const char *tbc_rnn_parse_acts(const tbc_op *op, enum rnn_kind kind, int num_dir, act_fn acts[2][3]) {
 	int n = rnn_n_acts[kind];
 	const tbc_attr *a = tbc_op_attr(op, "activations");
 	const char *names[6];
@@ -111,7 +95,7 @@ static bool rnn_shape(tbc_infer *cx, tbc_op *op, enum rnn_kind kind) {
 	int num_dir = rnn_num_dir(op);
 	if (!num_dir) return tbc_infer_error(cx, op, "direction must be forward, reverse or bidirectional");
 	act_fn acts[2][3];
-	const char *msg = rnn_parse_acts(op, kind, num_dir, acts);
+	const char *msg = tbc_rnn_parse_acts(op, kind, num_dir, acts);
 	if (msg) return tbc_infer_error(cx, op, "%s", msg);
 	int64_t layout = tbc_attr_int(op, "layout", 0);
 	if (layout != 0 && layout != 1) return tbc_infer_error(cx, op, "layout must be 0 or 1, got %lld", (long long)layout);
@@ -270,7 +254,7 @@ static int rnn_interp(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const 
 	const tbc_attr *clip = tbc_op_attr(op, "clip");
 	rn.has_clip = clip != NULL;
 	rn.clip = clip ? tbc_attr_float(op, "clip", 0) : 0;
-	if (!rn.D || rnn_parse_acts(op, kind, rn.D, rn.acts))
+	if (!rn.D || tbc_rnn_parse_acts(op, kind, rn.D, rn.acts))
 		return tbc_interp_error(ip, op, "bad direction or activations");
 	const tbc_tensor *X = in[0], *W = in[1], *R = in[2];
 	const tbc_tensor *Bt = seq_in(op, in, 3), *L = seq_in(op, in, 4), *H0 = seq_in(op, in, 5);
