@@ -36,5 +36,9 @@ bool shk_out_dim(shk *s, int o, int d, kir_expr *value);
 /* The static length of 1-D input `input` (at most TBC_MAX_RANK); -1 with a
  * diagnostic naming `what` otherwise. */
 int shk_static_len(lower_cx *cx, const tbc_op *op, int input, const char *what);
+/* Stores value (>= 0: the runtime takes a negative computed symbol for one
+ * never set) into the computed symbol named name, for a run-time parameter
+ * later kernels take as a size; *out (may be NULL) is the dim that reads it. */
+bool shk_store_sym(shk *s, const char *name, kir_expr *value, tbc_dim *out);
 
 #endif

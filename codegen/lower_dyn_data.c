@@ -41,15 +41,9 @@ static kir_expr *CLAMP(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi) { return
  * computed symbol for one never set) as a computed symbol named after the
  * op's position; *out is the dim later kernels read it through. */
 static bool param_sym(shk *s, const char *what, int d, kir_expr *value, tbc_dim *out) {
-	lower_cx *cx = s->l.cx;
 	char name[64];
-	snprintf(name, sizeof name, "_op%d.%s%d", cx->op_pos, what, d);
-	int idx = lower_sym_computed(cx, name);
-	kir_buffer *syms = idx >= 0 ? lk_syms(&s->l) : NULL;
-	if (!syms) return false;
-	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
-	*out = (tbc_dim){-1, cx->p->sym_names[idx]};
-	return !s->k->failed;
+	snprintf(name, sizeof name, "_op%d.%s%d", s->l.cx->op_pos, what, d);
+	return shk_store_sym(s, name, value, out);
 }
 
 /* The length of a parameter tensor (a scalar counts 1); -1 (with a

@@ -39,14 +39,6 @@ static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir
 static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
 static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
 
-static bool store_sym(shk *s, const char *name, kir_expr *value) {
-	int i = lower_sym_computed(s->l.cx, name);
-	kir_buffer *syms = i >= 0 ? lk_syms(&s->l) : NULL;
-	if (!syms) return false;
-	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, i), kir_e_cast(s->k, TBC_DT_I64, value)));
-	return true;
-}
-
 static bool shape_kernel(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0], *ax = op->inputs[1], *y = op->outputs[0];
 	int r = x->type.rank;
@@ -89,8 +81,8 @@ static bool shape_kernel(lower_cx *cx, const tbc_op *op) {
 	for (int d = 0; d < r; d++) {
 		size[d] = shk_dim_of(&s, x, d);
 		red[d] = shk_let(&s, "red", SEL(&s, empty, kir_e_int(k, TBC_DT_BOOL, !noop), CMP(&s, KIR_NE, marked[d], I(&s, 0))));
-		if (!store_sym(&s, sym_name(op, "k", d, name, sizeof name), SEL(&s, red[d], I(&s, 1), size[d])) ||
-		    !store_sym(&s, sym_name(op, "r", d, name, sizeof name), SEL(&s, red[d], size[d], I(&s, 1))))
+		if (!shk_store_sym(&s, sym_name(op, "k", d, name, sizeof name), SEL(&s, red[d], I(&s, 1), size[d]), NULL) ||
+		    !shk_store_sym(&s, sym_name(op, "r", d, name, sizeof name), SEL(&s, red[d], size[d], I(&s, 1)), NULL))
 			return false;
 	}
 	/* Output dims: each input dim kept, 1 where reduced with keepdims; without

@@ -77,6 +77,16 @@ bool shk_end(shk *s) {
 	return lk_end(&s->l, s->b.first);
 }
 
+bool shk_store_sym(shk *s, const char *name, kir_expr *value, tbc_dim *out) {
+	lower_cx *cx = s->l.cx;
+	int idx = lower_sym_computed(cx, name);
+	kir_buffer *syms = idx >= 0 ? lk_syms(&s->l) : NULL;
+	if (!syms) return false;
+	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
+	if (out) *out = (tbc_dim){-1, cx->p->sym_names[idx]};
+	return !s->k->failed;
+}
+
 int shk_static_len(lower_cx *cx, const tbc_op *op, int input, const char *what) {
 	const tbc_value *v = op->n_inputs > input ? op->inputs[input] : NULL;
 	if (!v || v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > TBC_MAX_RANK) {
