@@ -887,6 +887,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		if (prev && prev->loop_depth < v->par_depth)
 			verr(v, "%%%s is defined outside a parallel or vector loop and set inside it", s->var->name);
 		if (!prev) push_scope(v, s->var, expr_range(v, s->value));
+		else v->scope[prev - v->scope].r.known = false; /* set again (a counter): any value from here on */
 		return;
 	}
 	case KIR_S_IF: {

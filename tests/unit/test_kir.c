@@ -178,6 +178,28 @@ static void test_verify_store_out_of_bounds(void **state) {
 	done(&f);
 }
 
+/* A local set again (a counter starting at -1, bumped before each store)
+ * may hold any value afterwards: its first value proves nothing. */
+static void test_verify_counter_set_twice(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_var *i = kir_var_new(f.k, "i", KIR_INDEX), *c = kir_var_new(f.k, "c", KIR_INDEX);
+	kir_block body = {0};
+	kir_block_add(f.k, &body, kir_s_set(f.k, c, kir_e_add(f.k, kir_e_var(f.k, c), kir_e_index(f.k, 1))));
+	kir_block_add(f.k, &body, kir_s_store(f.k, f.y, kir_e_var(f.k, c), kir_e_float(f.k, TBC_DT_F32, 1)));
+	kir_block top = {0};
+	kir_block_add(f.k, &top, kir_s_set(f.k, c, kir_e_index(f.k, -1)));
+	kir_block_add(f.k, &top, kir_s_for(f.k, i, kir_e_index(f.k, 0), kir_e_index(f.k, 4), 1, KIR_LOOP_SEQUENTIAL, body.first));
+	f.k->body = top.first;
+	if (!kir_verify(f.k, f.d)) print_message("%s\n", tbc_diags_get(f.d, 0)->message);
+	assert_true(kir_verify(f.k, f.d));
+	float x[4] = {0}, y[4] = {0};
+	void *bufs[2] = {x, y};
+	assert_true(kir_eval(f.k, bufs, NULL, f.d));
+	for (int k = 0; k < 4; k++) assert_true(y[k] == 1.0f);
+	done(&f);
+}
+
 static void test_verify_store_to_input(void **state) {
 	(void)state;
 	fixture f = make(4, false);
@@ -325,6 +347,7 @@ int main(void) {
 		cmocka_unit_test(test_defined_integer_edge_cases),
 		cmocka_unit_test(test_float_max_propagates_nan),
 		cmocka_unit_test(test_verify_store_out_of_bounds),
+		cmocka_unit_test(test_verify_counter_set_twice),
 		cmocka_unit_test(test_verify_store_to_input),
 		cmocka_unit_test(test_verify_type_mismatch),
 		cmocka_unit_test(test_verify_parallel_loop_sets_outer_local),
