@@ -462,6 +462,7 @@ static LLVMValueRef cast(fn_cx *f, const kir_expr *e) {
 	if (!is_float(from) && is_float(to))
 		return is_unsigned(from) ? LLVMBuildUIToFP(b, x, tty, "") : LLVMBuildSIToFP(b, x, tty, "");
 	if (!is_float(from) && !is_float(to)) {
+		if (from == TBC_DT_BOOL) return LLVMBuildZExt(b, x, tty, ""); /* an i1, however wide bool's storage */
 		int fb = bits_of(from), tb = bits_of(to);
 		if (fb == tb) return x;
 		if (fb > tb) return LLVMBuildTrunc(b, x, tty, "");

@@ -122,6 +122,18 @@ static void test_reduce_symbolic_batch(void **state) {
 	check(&md, reduce(&md, TBC_OP_ReduceMax, x, axes(&md, 1, a), 1)->outputs[0]);
 }
 
+/* ReduceMax and ReduceMin of bools (any / all) over constant axes: the bool
+ * enters the integer accumulator through a cast of an i1. */
+static void test_reduce_max_min_of_bools(void **state) {
+	(void)state;
+	const double a[] = {1};
+	for (int k = 0; k < 2; k++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_BOOL, "3,4,2");
+		check(&md, reduce(&md, k ? TBC_OP_ReduceMin : TBC_OP_ReduceMax, x, axes(&md, 1, a), k)->outputs[0]);
+	}
+}
+
 /* Axes from a graph input are known only while running: the output's dims
  * are computed (codegen/lower_dyn_reduce.c; its cases in
  * test_codegen_dyn_reduce.c). */
@@ -317,6 +329,7 @@ int main(void) {
 		cmocka_unit_test(test_reduce_empty_axis_gives_identity),
 		cmocka_unit_test(test_reduce_integers),
 		cmocka_unit_test(test_reduce_symbolic_batch),
+		cmocka_unit_test(test_reduce_max_min_of_bools),
 		cmocka_unit_test(test_reduce_runtime_axes),
 		cmocka_unit_test(test_argmax_argmin),
 		cmocka_unit_test(test_cumsum_cumprod),
