@@ -77,12 +77,9 @@ static kir_var *var(dk *d, kir_block *b, const char *name, kir_expr *init) {
 	kir_block_add(d->k, b, kir_s_set(d->k, v, init));
 	return v;
 }
-/* An index local that later statements set again, starting at init.  The
- * verifier takes a local's range from its first set, so the start is given
- * as a cast it does not bound (else a later, larger value would be proved
- * out of bounds). */
+/* An index local that later statements set again, starting at init. */
 static kir_var *counter(dk *d, kir_block *b, const char *name, int64_t init) {
-	return var(d, b, name, CAST(d, KIR_INDEX, kir_e_int(d->k, TBC_DT_I64, init)));
+	return var(d, b, name, kir_e_index(d->k, init));
 }
 static kir_expr *let(dk *d, kir_block *b, const char *name, kir_expr *e) { return V(d, var(d, b, name, e)); }
 static void set(dk *d, kir_block *b, kir_var *v, kir_expr *e) { kir_block_add(d->k, b, kir_s_set(d->k, v, e)); }
