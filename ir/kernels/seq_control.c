@@ -87,9 +87,21 @@ static void set_scalar(tbc_type *t, tbc_dtype dt) {
 }
 
 /* Whether body input i had a type in the model (the frontend leaves an
- * undeclared one UNDEFINED).  Remembered on first sight, since inference
- * fills them in. */
+ * undeclared one UNDEFINED). */
 static bool declared(const tbc_value *v) { return v->type.dtype != TBC_DT_UNDEFINED && v->type.rank >= 0; }
+
+/* The type a body input starts the fixpoint from: what the op gives it
+ * (init), keeping the static dims its current type (declared in the model,
+ * or inferred before) has where init's are symbolic.  Starting from init on
+ * every inference lets a later one (after folding made init static) refine
+ * the body instead of keeping the symbols of the first. */
+static void start_type(tbc_value *bv, const tbc_type *init) {
+	tbc_type t = *init;
+	if (declared(bv) && bv->type.rank == t.rank)
+		for (int d = 0; d < t.rank; d++)
+			if (t.dims[d].sym && !bv->type.dims[d].sym) t.dims[d] = bv->type.dims[d];
+	bv->type = t;
+}
 
 /* Infers body with its carried inputs (carried_in[i] = body input index,
  * carried_out[i] = body output index) widened until the body maps them
@@ -141,7 +153,12 @@ bool tbc_shape_If(tbc_infer *cx, tbc_op *op) {
 		if (a->dtype != b->dtype)
 			return tbc_infer_error(cx, op, "output %d is %s in then_branch but %s in else_branch", i,
 					       tbc_dtype_name(a->dtype), tbc_dtype_name(b->dtype));
-		if (op->outputs[i]) merge_types(cx->module, a, b, &op->outputs[i]->type);
+		if (!op->outputs[i]) continue;
+		/* A condition known before running (folded) picks the branch: its
+		 * types are the outputs'. */
+		const tbc_tensor *ct = tbc_input_const(op, 0);
+		if (ct && ct->numel == 1) op->outputs[i]->type = tbc_get_i64(ct, 0) ? *a : *b;
+		else merge_types(cx->module, a, b, &op->outputs[i]->type);
 	}
 	return true;
 }
@@ -187,9 +204,8 @@ bool tbc_shape_Loop(tbc_infer *cx, tbc_op *op) {
 			free(cin), free(cout), free(free_in);
 			return tbc_infer_error(cx, op, "loop-carried input %d is missing", i);
 		}
-		/* A declared type is kept unless the body itself contradicts it. */
 		free_in[i] = true;
-		if (!declared(bv)) bv->type = *init;
+		start_type(bv, init);
 		cin[i] = 2 + i;
 		cout[i] = 1 + i;
 	}
@@ -415,7 +431,7 @@ bool tbc_shape_Scan(tbc_infer *cx, tbc_op *op) {
 		}
 		tbc_value *bv = body->inputs[i];
 		free_in[i] = true;
-		if (!declared(bv)) bv->type = bt;
+		start_type(bv, &bt);
 		cin[i] = i, cout[i] = i;
 	}
 	for (int i = 0; i < c.n_scan; i++) {
@@ -432,8 +448,7 @@ bool tbc_shape_Scan(tbc_infer *cx, tbc_op *op) {
 				drop_dim(&bt, 0, &bt);
 			}
 		}
-		tbc_value *bv = body->inputs[S + i];
-		if (!declared(bv)) bv->type = bt;
+		start_type(body->inputs[S + i], &bt);
 	}
 	if (!infer_fixpoint(cx, op, body, S, cin, cout, free_in)) return false;
 	/* The axes of the scan outputs are known only now. */
