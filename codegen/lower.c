@@ -159,6 +159,9 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	int b = new_pbuf(cx, KIR_BUF_TEMP, &v->type, v->name);
 	if (b < 0) return -1;
 	kir_pbuf *pb = cx->p->bufs[b];
+	/* A value of a control-flow body lives while its op runs: scratch of
+	 * that op (memory planning places main-graph values only). */
+	if (cx->body_depth > 0) pb->scratch_of = cx->op_pos;
 	if (is_planned(cx, v)) {
 		pb->part = cx->val_part[v->id];
 		pb->part_offset = v->mem_offset;
@@ -262,10 +265,15 @@ bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src) {
 		int d = lower_result_buf(cx, v);
 		return d >= 0 && lower_copy(cx, d, s);
 	}
+	return lower_alias_buf(cx, v, s);
+}
+
+bool lower_alias_buf(lower_cx *cx, const tbc_value *v, int src) {
+	const kir_pbuf *sb = cx->p->bufs[src];
 	int b = new_pbuf(cx, sb->role, &v->type, v->name);
-	if (b < 0) return false;
+	if (b < 0) return internal(cx, "out of memory");
 	kir_pbuf *pb = cx->p->bufs[b];
-	pb->alias_of = sb->alias_of >= 0 ? sb->alias_of : s;
+	pb->alias_of = sb->alias_of >= 0 ? sb->alias_of : src;
 	const kir_pbuf *root = cx->p->bufs[pb->alias_of];
 	pb->role = root->role;
 	pb->io_index = root->io_index;
@@ -350,6 +358,20 @@ bool lk_end(lk *l, kir_stmt *body) {
 		if (la->syms[i] < 0) return internal(cx, "a kernel size is not a program symbol");
 	}
 	p->n_launches++;
+	return true;
+}
+
+bool lower_marker(lower_cx *cx, kir_ctl ctl, int s0, int s1, int s2) {
+	kir_program *p = cx->p;
+	if (p->n_launches == p->cap_launches) {
+		int cap = p->cap_launches ? p->cap_launches * 2 : 16;
+		kir_launch *grown = tbc_arena_array(p->arena, (size_t)cap, sizeof *grown);
+		if (!grown) return internal(cx, "out of memory");
+		if (p->n_launches) memcpy(grown, p->launches, (size_t)p->n_launches * sizeof *grown);
+		p->launches = grown;
+		p->cap_launches = cap;
+	}
+	p->launches[p->n_launches++] = (kir_launch){.op_pos = cx->op_pos, .ctl = ctl, .ctl_sym = {s0, s1, s2}};
 	return true;
 }
 
@@ -488,7 +510,8 @@ static bool lower_dropout(lower_cx *cx, const tbc_op *op) {
 }
 
 /* ---- Driver ----------------------------------------------------------------*/
-static bool lower_op(lower_cx *cx, const tbc_op *op) {
+bool lower_op(lower_cx *cx, const tbc_op *op) {
+	if (op->code == TBC_OP_If || op->code == TBC_OP_Loop || op->code == TBC_OP_Scan) return lower_control(cx, op);
 	bool outputs_known = true;
 	for (int i = 0; i < op->n_outputs; i++)
 		if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type)) outputs_known = false;
@@ -662,7 +685,7 @@ static void place_temps(kir_program *p) {
 	int *last = first ? first + p->n_bufs : NULL;
 	for (int i = 0; first && i < p->n_bufs; i++) first[i] = INT_MAX, last[i] = -1;
 	for (int l = 0; first && l < p->n_launches; l++)
-		for (int a = 0; a < p->launches[l].kernel->n_buffers; a++) {
+		for (int a = 0; p->launches[l].kernel && a < p->launches[l].kernel->n_buffers; a++) {
 			int pb = p->launches[l].args[a];
 			if (p->bufs[pb]->alias_of >= 0) pb = p->bufs[pb]->alias_of;
 			if (p->launches[l].op_pos < first[pb]) first[pb] = p->launches[l].op_pos;
@@ -887,6 +910,21 @@ char *kir_program_print(const kir_program *p) {
 	char line[256];
 	for (int i = 0; i < p->n_launches; i++) {
 		const kir_launch *la = &p->launches[i];
+		if (la->ctl != KIR_CTL_KERNEL) {
+			const char *const *sn = p->sym_names;
+			const int *cs = la->ctl_sym;
+			switch (la->ctl) {
+			case KIR_CTL_IF: snprintf(line, sizeof line, "if %s {\n", sn[cs[0]]); break;
+			case KIR_CTL_ELSE: snprintf(line, sizeof line, "} else {\n"); break;
+			case KIR_CTL_LOOP:
+				snprintf(line, sizeof line, "loop %s < %s while %s {\n", sn[cs[0]], cs[1] >= 0 ? sn[cs[1]] : "inf",
+					 cs[2] >= 0 ? sn[cs[2]] : "true");
+				break;
+			default: snprintf(line, sizeof line, "}\n"); break;
+			}
+			APPEND(line);
+			continue;
+		}
 		char *k = kir_print(la->kernel);
 		if (!k) {
 			free(s);

@@ -52,11 +52,36 @@ typedef struct kir_part {
 	int64_t bytes;
 } kir_part;
 
+/* What a launch is: a kernel call, or a control marker of a program-level
+ * region (If, Loop and Scan bodies, docs/lower-control.md).  Markers name
+ * program symbols; regions nest properly and every marker has its match.
+ *  IF c        runs the launches up to the matching ELSE when syms[c] != 0,
+ *              else those from ELSE to the matching END_IF;
+ *  LOOP i n c  syms[i] = 0, then while syms[i] < syms[n] (n -1: no bound) and
+ *              syms[c] != 0 (c -1: no condition) runs the launches up to the
+ *              matching END_LOOP and adds 1 to syms[i]; after it syms[i] is
+ *              the number of iterations run.
+ * The symbols a marker names are computed ones (kir_program.sym_computed):
+ * kernels store c and n, the runner keeps i.  A dynamic buffer's memory is
+ * checked at each launch using it and grown when its size (from the symbols
+ * at that point) exceeds what it has (a body may compute other sizes in each
+ * iteration). */
+typedef enum kir_ctl {
+	KIR_CTL_KERNEL = 0,
+	KIR_CTL_IF,
+	KIR_CTL_ELSE,
+	KIR_CTL_END_IF,
+	KIR_CTL_LOOP,
+	KIR_CTL_END_LOOP
+} kir_ctl;
+
 typedef struct kir_launch {
-	kir_kernel *kernel;
+	kir_kernel *kernel; /* NULL for a marker */
 	int *args; /* program buffer of each kernel buffer */
 	int *syms; /* program symbol of each kernel size parameter */
 	int op_pos; /* position in the main graph of the op it belongs to */
+	kir_ctl ctl;
+	int ctl_sym[3]; /* IF: cond; LOOP: counter, trip count, cond (-1: none) */
 } kir_launch;
 
 typedef struct kir_program {
@@ -99,6 +124,11 @@ int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *s
 int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets);
 /* The weights blob: weights_size bytes, each constant at its offset. */
 void kir_program_weights(const kir_program *p, void *dst);
+
+/* The matching marker of each control marker (kir_ctl): IF -> its ELSE,
+ * ELSE -> its END_IF, LOOP <-> END_LOOP, END_IF -> its ELSE; -1 for
+ * kernels.  false when the markers do not nest (IF needs an ELSE). */
+bool kir_program_match(const kir_program *p, int *match);
 
 /* Runs the program with the kernel IR evaluator (for tests: lowering checked
  * without LLVM).  Inputs in graph order; out[i] receive new tensors. */

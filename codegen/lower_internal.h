@@ -18,6 +18,8 @@ typedef struct lower_cx {
 	int *val_part;
 	int *life_start, *life_end;
 	int op_pos; /* position of the main-graph op being lowered */
+	int body_depth; /* > 0 while lowering a control-flow body (codegen/lower_control.c) */
+	int n_regions;  /* control-flow regions made so far: names their symbols */
 } lower_cx;
 
 /* A kernel being built and the program buffers its buffers bind. */
@@ -80,6 +82,15 @@ bool lower_storage_overlaps(lower_cx *cx, const tbc_value *a, const tbc_value *b
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src);
 /* Copies program buffer src into dst (same element count and dtype). */
 bool lower_copy(lower_cx *cx, int dst, int src);
+/* Makes v's buffer share program buffer src's storage (v's type may name
+ * its dims otherwise: the caller makes them agree). */
+bool lower_alias_buf(lower_cx *cx, const tbc_value *v, int src);
+/* Lowers one op (of the main graph or of a body). */
+bool lower_op(lower_cx *cx, const tbc_op *op);
+/* Appends a control marker launch (kir_ctl, codegen/lower.h). */
+bool lower_marker(lower_cx *cx, kir_ctl ctl, int s0, int s1, int s2);
+/* If, Loop and Scan as program-level regions: codegen/lower_control.c. */
+bool lower_control(lower_cx *cx, const tbc_op *op);
 
 bool lower_unsupported(lower_cx *cx, const tbc_op *op);
 bool lower_error(lower_cx *cx, const tbc_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

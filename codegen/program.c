@@ -116,13 +116,34 @@ typedef struct dyn_block {
 	_Alignas(64) unsigned char data[];
 } dyn_block;
 
+/* Whether output tensor t has the dims buffer b has given the symbols. */
+static bool dims_match(const kir_program *p, const kir_pbuf *b, const int64_t *syms, const tbc_tensor *t) {
+	int64_t dims[TBC_MAX_RANK];
+	pbuf_dims(p, b, syms, dims);
+	for (int d = 0; d < b->type.rank; d++)
+		if (dims[d] != t->dims[d]) return false;
+	return true;
+}
+
 /* Gives buffer i (and, through it, its root) its memory; symbols its size
- * needs are computed by then. */
+ * needs are computed by then.  A dynamic root is checked at each use and
+ * gets new memory when its size has grown (cap: the bytes it has), an
+ * output when its dims changed (a region may compute them again). */
 static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tensor *const *in, tbc_tensor **out,
-			   void *weights, void *arena, const int64_t *offsets, void **ptrs, dyn_block **dyn) {
+			   void *weights, void *arena, const int64_t *offsets, void **ptrs, int64_t *cap, dyn_block **dyn) {
 	const kir_pbuf *b = p->bufs[i];
 	int r = b->alias_of >= 0 ? b->alias_of : i;
 	const kir_pbuf *root = p->bufs[r];
+	if (ptrs[r] && root->dynamic) {
+		if (root->role == KIR_BUF_OUTPUT ? !dims_match(p, root, syms, out[root->io_index])
+						 : kir_pbuf_bytes(p, root, syms) > cap[r]) {
+			if (root->role == KIR_BUF_OUTPUT) {
+				tbc_tensor_destroy(out[root->io_index]);
+				out[root->io_index] = NULL;
+			}
+			ptrs[r] = NULL;
+		}
+	}
 	if (!ptrs[r]) {
 		int64_t dims[TBC_MAX_RANK];
 		switch (root->role) {
@@ -149,11 +170,39 @@ static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tenso
 			x->next = *dyn;
 			*dyn = x;
 			ptrs[r] = x->data;
+			cap[r] = bytes;
 			break;
 		}
 	}
 	ptrs[i] = ptrs[r];
 	return TBC_OK;
+}
+
+bool kir_program_match(const kir_program *p, int *match) {
+	int depth = 0, small[64], *open = p->n_launches > 64 ? malloc((size_t)p->n_launches * sizeof *open) : small;
+	if (!open) return false;
+	bool ok = true;
+	for (int l = 0; l < p->n_launches && ok; l++) {
+		match[l] = -1;
+		switch (p->launches[l].ctl) {
+		case KIR_CTL_KERNEL: break;
+		case KIR_CTL_IF:
+		case KIR_CTL_LOOP: open[depth++] = l; break;
+		case KIR_CTL_ELSE:
+			ok = depth > 0 && p->launches[open[depth - 1]].ctl == KIR_CTL_IF;
+			if (ok) match[open[depth - 1]] = l, open[depth - 1] = l;
+			break;
+		case KIR_CTL_END_IF:
+		case KIR_CTL_END_LOOP: {
+			kir_ctl want = p->launches[l].ctl == KIR_CTL_END_IF ? KIR_CTL_ELSE : KIR_CTL_LOOP;
+			ok = depth > 0 && p->launches[open[depth - 1]].ctl == want;
+			if (ok) match[open[depth - 1]] = l, match[l] = open[depth - 1], depth--;
+			break;
+		}
+		}
+	}
+	if (open != small) free(open);
+	return ok && depth == 0;
 }
 
 tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
@@ -166,12 +215,14 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 	}
 	int64_t *syms = calloc((size_t)p->n_syms + 1, sizeof *syms);
 	int64_t *offsets = calloc((size_t)p->n_bufs + 1, sizeof *offsets);
+	int64_t *cap = calloc((size_t)p->n_bufs + 1, sizeof *cap);
+	int *match = calloc((size_t)p->n_launches + 1, sizeof *match);
 	void **ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
 	void *weights = malloc((size_t)p->weights_size + 1);
 	void *arena = NULL;
 	dyn_block *dyn = NULL;
 	tbc_code rc = TBC_OK;
-	if (!syms || !offsets || !ptrs || !weights) {
+	if (!syms || !offsets || !cap || !match || !ptrs || !weights || !kir_program_match(p, match)) {
 		rc = TBC_ERR_NO_MEMORY;
 		goto done;
 	}
@@ -189,6 +240,24 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 	 * before have computed the symbols a dynamic one needs. */
 	for (int l = 0; l < p->n_launches && rc == TBC_OK; l++) {
 		const kir_launch *la = &p->launches[l];
+		const int *cs = la->ctl_sym;
+		switch (la->ctl) {
+		case KIR_CTL_KERNEL: break;
+		case KIR_CTL_IF:
+			if (!syms[cs[0]]) l = match[l]; /* on at the ELSE */
+			continue;
+		case KIR_CTL_ELSE: l = match[l]; continue; /* the then-branch is done: on at the END_IF */
+		case KIR_CTL_END_IF: continue;
+		case KIR_CTL_LOOP:
+		case KIR_CTL_END_LOOP: {
+			int head = la->ctl == KIR_CTL_LOOP ? l : match[l];
+			if (la->ctl == KIR_CTL_LOOP) syms[cs[0]] = 0;
+			else syms[cs[0]]++;
+			bool more = (cs[1] < 0 || syms[cs[0]] < syms[cs[1]]) && (cs[2] < 0 || syms[cs[2]] != 0);
+			l = more ? head : match[head];
+			continue;
+		}
+		}
 		void *bufs[256];
 		int64_t sizes[64];
 		if (la->kernel->n_buffers > 256 || la->kernel->n_sizes > 64) {
@@ -196,14 +265,16 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 			break;
 		}
 		for (int a = 0; a < la->kernel->n_buffers && rc == TBC_OK; a++) {
-			if (!ptrs[la->args[a]]) rc = eval_place(p, la->args[a], syms, in, out, weights, arena, offsets, ptrs, &dyn);
-			bufs[a] = ptrs[la->args[a]];
+			int pb = la->args[a], root = p->bufs[pb]->alias_of >= 0 ? p->bufs[pb]->alias_of : pb;
+			if (!ptrs[pb] || p->bufs[root]->dynamic)
+				rc = eval_place(p, pb, syms, in, out, weights, arena, offsets, ptrs, cap, &dyn);
+			bufs[a] = ptrs[pb];
 		}
 		for (int s = 0; s < la->kernel->n_sizes; s++) sizes[s] = syms[la->syms[s]];
 		if (rc == TBC_OK && !kir_eval(la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
 	}
 	for (int i = 0; i < p->n_outputs && rc == TBC_OK; i++) /* an empty output no launch wrote */
-		if (!out[i]) rc = eval_place(p, p->outputs[i], syms, in, out, weights, arena, offsets, ptrs, &dyn);
+		if (!out[i]) rc = eval_place(p, p->outputs[i], syms, in, out, weights, arena, offsets, ptrs, cap, &dyn);
 done:
 	if (rc != TBC_OK)
 		for (size_t i = 0; i < n_out; i++) {
@@ -216,6 +287,8 @@ done:
 	}
 	free(syms);
 	free(offsets);
+	free(cap);
+	free(match);
 	free(ptrs);
 	free(weights);
 	free(arena);

@@ -111,22 +111,31 @@ typedef struct run_cx {
 	const kir_program *p;
 	LLVMValueRef fn, host, outputs, syms_arg;
 	LLVMValueRef *syms, *ptrs;
+	/* Dynamic roots: where their memory and its size in bytes are kept (entry
+	 * allocas), since a region may need more of it than a use before. */
+	LLVMValueRef *slot, *slot_bytes;
 } run_cx;
 
-/* Memory for dynamic buffer i (and its root) from host->alloc, now that the
- * launches before have computed its symbols; an output's pointer goes to
- * outputs[] for the caller.  Out of memory fails the run. */
+/* Dynamic buffer i (a root) at this point: memory from host->alloc when it
+ * has none yet or its size, from the symbols as they are now, grew (a
+ * region computes sizes again); an output's pointer goes to outputs[] for
+ * the caller.  Out of memory fails the run. */
 static void run_alloc(run_cx *r, int i) {
 	cpu_cx *c = r->c;
 	LLVMBuilderRef B = c->b;
 	const kir_pbuf *b = r->p->bufs[i];
-	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 0, ""), "ctx");
-	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 2, ""), "alloc");
-	LLVMTypeRef aparams[2] = {c->ptr, c->i64};
 	/* At least one byte, so an empty tensor gets a pointer too. */
 	LLVMValueRef bytes = buf_bytes(c, r->p, b, r->syms);
 	LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, bytes, LLVMConstInt(c->i64, 0, 0), "");
 	bytes = LLVMBuildSelect(B, is0, LLVMConstInt(c->i64, 1, 0), bytes, "");
+	LLVMValueRef have = LLVMBuildLoad2(B, c->i64, r->slot_bytes[i], "");
+	LLVMBasicBlockRef grow = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "grow");
+	LLVMBasicBlockRef placed = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "placed");
+	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, bytes, have, ""), grow, placed);
+	LLVMPositionBuilderAtEnd(B, grow);
+	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 0, ""), "ctx");
+	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 2, ""), "alloc");
+	LLVMTypeRef aparams[2] = {c->ptr, c->i64};
 	LLVMValueRef args[2] = {ctx, bytes};
 	LLVMValueRef mem = LLVMBuildCall2(B, LLVMFunctionType(c->ptr, aparams, 2, 0), alloc, args, 2, b->name);
 	LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "no_memory");
@@ -145,7 +154,87 @@ static void run_alloc(run_cx *r, int i) {
 		LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)b->io_index, 0);
 		LLVMBuildStore(B, mem, LLVMBuildInBoundsGEP2(B, c->ptr, r->outputs, &idx, 1, ""));
 	}
-	r->ptrs[i] = mem;
+	LLVMBuildStore(B, mem, r->slot[i]);
+	LLVMBuildStore(B, bytes, r->slot_bytes[i]);
+	LLVMBuildBr(B, placed);
+	LLVMPositionBuilderAtEnd(B, placed);
+	r->ptrs[i] = LLVMBuildLoad2(B, c->ptr, r->slot[i], b->name);
+}
+
+/* After a kernel computed symbols or at the start of a region's block: the
+ * computed symbols as they are in memory now, and every dynamic buffer
+ * checked again at its next use. */
+static void run_refresh(run_cx *r) {
+	cpu_cx *c = r->c;
+	const kir_program *p = r->p;
+	for (int s = 0; s < p->n_syms; s++) {
+		if (!p->sym_computed[s]) continue;
+		LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)s, 0);
+		r->syms[s] = LLVMBuildLoad2(c->b, c->i64, LLVMBuildInBoundsGEP2(c->b, c->i64, r->syms_arg, &i, 1, ""),
+					    p->sym_names[s]);
+	}
+	for (int i = 0; i < p->n_bufs; i++)
+		if (p->bufs[i]->dynamic && p->bufs[i]->alias_of < 0) r->ptrs[i] = NULL;
+}
+
+/* The blocks of the regions open while emitting run(). */
+typedef struct run_frame {
+	LLVMBasicBlockRef head, exit; /* LOOP: the test, after the loop; IF: else, join */
+} run_frame;
+
+/* Emits control marker la (codegen/lower.h's kir_ctl semantics). */
+static void run_control(run_cx *r, const kir_launch *la, run_frame *stack, int *depth) {
+	cpu_cx *c = r->c;
+	LLVMBuilderRef B = c->b;
+	const int *cs = la->ctl_sym;
+	LLVMValueRef zero = LLVMConstInt(c->i64, 0, 0);
+	LLVMValueRef ci = LLVMConstInt(c->i64, (unsigned long long)(cs[0] < 0 ? 0 : cs[0]), 0);
+	LLVMValueRef counter = LLVMBuildInBoundsGEP2(B, c->i64, r->syms_arg, &ci, 1, "");
+	switch (la->ctl) {
+	case KIR_CTL_IF: {
+		run_frame f = {LLVMAppendBasicBlockInContext(c->ctx, r->fn, "else"),
+			       LLVMAppendBasicBlockInContext(c->ctx, r->fn, "endif")};
+		LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "then");
+		LLVMValueRef cond = LLVMBuildLoad2(B, c->i64, counter, "");
+		LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, cond, zero, ""), then, f.head);
+		stack[(*depth)++] = f;
+		LLVMPositionBuilderAtEnd(B, then);
+		break;
+	}
+	case KIR_CTL_ELSE:
+		LLVMBuildBr(B, stack[*depth - 1].exit);
+		LLVMPositionBuilderAtEnd(B, stack[*depth - 1].head);
+		break;
+	case KIR_CTL_END_IF:
+		LLVMBuildBr(B, stack[*depth - 1].exit);
+		LLVMPositionBuilderAtEnd(B, stack[--*depth].exit);
+		break;
+	case KIR_CTL_LOOP: {
+		run_frame f = {LLVMAppendBasicBlockInContext(c->ctx, r->fn, "loop"),
+			       LLVMAppendBasicBlockInContext(c->ctx, r->fn, "endloop")};
+		LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "body");
+		LLVMBuildStore(B, zero, counter);
+		LLVMBuildBr(B, f.head);
+		LLVMPositionBuilderAtEnd(B, f.head);
+		run_refresh(r);
+		LLVMValueRef more = LLVMConstInt(c->i1, 1, 0);
+		if (cs[1] >= 0) more = LLVMBuildAnd(B, more, LLVMBuildICmp(B, LLVMIntSLT, r->syms[cs[0]], r->syms[cs[1]], ""), "");
+		if (cs[2] >= 0) more = LLVMBuildAnd(B, more, LLVMBuildICmp(B, LLVMIntNE, r->syms[cs[2]], zero, ""), "");
+		LLVMBuildCondBr(B, more, body, f.exit);
+		stack[(*depth)++] = f;
+		LLVMPositionBuilderAtEnd(B, body);
+		break;
+	}
+	case KIR_CTL_END_LOOP: {
+		LLVMValueRef i = LLVMBuildLoad2(B, c->i64, counter, "");
+		LLVMBuildStore(B, LLVMBuildAdd(B, i, LLVMConstInt(c->i64, 1, 0), ""), counter);
+		LLVMBuildBr(B, stack[*depth - 1].head);
+		LLVMPositionBuilderAtEnd(B, stack[--*depth].exit);
+		break;
+	}
+	case KIR_CTL_KERNEL: return;
+	}
+	run_refresh(r);
 }
 
 /* The pointer of buffer i at this point of run (allocating a dynamic root). */
@@ -170,15 +259,27 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 	LLVMValueRef *ptrs = calloc((size_t)p->n_bufs + 1, sizeof *ptrs);
 	LLVMValueRef *base = calloc((size_t)p->n_parts + 1, sizeof *base);
 	LLVMValueRef *scale = calloc((size_t)p->n_parts + 1, sizeof *scale);
-	if (!syms || !ptrs || !base || !scale) {
+	LLVMValueRef *slot = calloc((size_t)p->n_bufs * 2 + 1, sizeof *slot);
+	run_frame *stack = calloc((size_t)p->n_launches + 1, sizeof *stack);
+	int depth = 0;
+	if (!syms || !ptrs || !base || !scale || !slot || !stack) {
 		free(syms);
 		free(ptrs);
 		free(base);
 		free(scale);
+		free(slot);
+		free(stack);
 		cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		return NULL;
 	}
-	run_cx r = {c, p, fn, host, outputs, LLVMGetParam(fn, 1), syms, ptrs};
+	run_cx r = {c, p, fn, host, outputs, LLVMGetParam(fn, 1), syms, ptrs, slot, slot + p->n_bufs};
+	for (int i = 0; i < p->n_bufs; i++) {
+		if (!p->bufs[i]->dynamic || p->bufs[i]->alias_of >= 0) continue;
+		r.slot[i] = LLVMBuildAlloca(B, c->ptr, "");
+		r.slot_bytes[i] = LLVMBuildAlloca(B, c->i64, "");
+		LLVMBuildStore(B, LLVMConstNull(c->ptr), r.slot[i]);
+		LLVMBuildStore(B, LLVMConstInt(c->i64, 0, 0), r.slot_bytes[i]);
+	}
 	LLVMValueRef dyn = part_bases(c, p, syms, base, scale);
 	for (int i = 0; i < p->n_bufs; i++) { /* aliases and dynamic buffers: at their first use */
 		const kir_pbuf *b = p->bufs[i];
@@ -217,6 +318,10 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 	for (int l = 0; l < p->n_launches; l++) {
 		const kir_launch *la = &p->launches[l];
 		const kir_kernel *k = la->kernel;
+		if (la->ctl != KIR_CTL_KERNEL) {
+			run_control(&r, la, stack, &depth);
+			continue;
+		}
 		bool can_fail = kir_kernel_can_fail(k);
 		int n = 1 + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
 		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
@@ -240,16 +345,12 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 			LLVMBuildRet(B, st);
 			LLVMPositionBuilderAtEnd(B, next);
 		}
-		if (computes_syms) /* the computed symbols, as the kernel left them */
-			for (int s = 0; s < p->n_syms; s++) {
-				if (!p->sym_computed[s]) continue;
-				LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)s, 0);
-				syms[s] = LLVMBuildLoad2(B, c->i64, LLVMBuildInBoundsGEP2(B, c->i64, r.syms_arg, &i, 1, ""),
-							 p->sym_names[s]);
-			}
+		if (computes_syms) run_refresh(&r); /* the computed symbols, as the kernel left them */
 	}
 	for (int i = 0; i < p->n_outputs; i++) run_ptr(&r, p->outputs[i]); /* an empty output no launch wrote */
 	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
+	free(slot);
+	free(stack);
 	free(syms);
 	free(ptrs);
 	free(base);
@@ -321,7 +422,8 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		      const char *features) {
 	LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
 	if (!kernels) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	for (int l = 0; l < p->n_launches && !c->failed; l++) kernels[l] = cpu_emit_kernel(c, p->launches[l].kernel, l);
+	for (int l = 0; l < p->n_launches && !c->failed; l++)
+		if (p->launches[l].kernel) kernels[l] = cpu_emit_kernel(c, p->launches[l].kernel, l);
 	if (c->failed) {
 		free(kernels);
 		return false;

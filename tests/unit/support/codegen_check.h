@@ -60,8 +60,8 @@ extern int g_fuse;
  * integers exactly; with exact_bits every element's bits too. */
 void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol);
 /* Infers, then runs the interpreter, the evaluator and the JIT (compiled
- * with options o, NULL for the defaults) on the graph whose outputs are outs;
- * compares; frees the model. */
+ * with options o, NULL for the defaults) on the graph whose outputs are outs
+ * (n_out < 0: the outputs the graph has already); compares; frees the model. */
 void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, const tbc_compile_options *o);
 void check_outputs(model *md, int n_out, tbc_value **outs, double rtol);
 /* check_outputs of one output with rtol 1e-5. */

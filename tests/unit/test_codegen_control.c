@@ -1,0 +1,284 @@
+/* Control flow compiled (codegen/lower_control.c): If, Loop and Scan as
+ * program-level regions.  Each model, written in the IR's text form, runs
+ * through the interpreter, the kernel IR evaluator and the JIT, which must
+ * agree; the inputs pick the paths (branch taken, early exit, no
+ * iteration). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "tests/unit/support/codegen_check.h"
+
+/* A model from text with random inputs in [lo, hi); vals[i] (when not NULL)
+ * gives input i's values instead. */
+static model from_text(const char *text, double lo, double hi, const double *const *vals) {
+	model md = model_new();
+	tbc_module_destroy(md.m);
+	tbc_diags *d = tbc_diags_create();
+	md.m = tbc_parse(text, "control.ir", d);
+	if (!md.m) print_diags(d);
+	assert_non_null(md.m);
+	tbc_diags_destroy(d);
+	const tbc_graph *g = md.m->main;
+	for (int i = 0; i < g->n_inputs; i++) {
+		const tbc_type *t = &g->inputs[i]->type;
+		int64_t dims[TBC_MAX_RANK];
+		for (int k = 0; k < t->rank; k++) dims[k] = t->dims[k].sym ? 3 : t->dims[k].size;
+		md.in[i] = tbc_tensor_create(t->dtype, t->rank, dims);
+		assert_non_null(md.in[i]);
+		if (vals && vals[i])
+			for (int64_t e = 0; e < md.in[i]->numel; e++) tbc_store_f64(t->dtype, md.in[i]->data, (size_t)e, vals[i][e]);
+		else fill(&md, md.in[i], lo, hi);
+	}
+	md.n_in = g->n_inputs;
+	return md;
+}
+
+static void check_text(const char *text, const double *const *vals) {
+	model md = from_text(text, -3, 3, vals);
+	check_outputs(&md, -1, NULL, 1e-5);
+}
+
+#define V(...) ((const double[]){__VA_ARGS__})
+
+/* If on a run-time condition; the branches give outputs of different
+ * lengths, so the output's size is a symbol each branch sets. */
+static const char *const if_text = "graph main(%c: bool[], %x: f32[3]) {\n"
+				   "  %y: f32[_n] = If(%c) {\n"
+				   "    then_branch = graph t() {\n"
+				   "      %a: f32[6] = Concat(%x, %x) {axis = 0}\n"
+				   "      %b: f32[6] = Relu(%a)\n"
+				   "      return %b\n"
+				   "    },\n"
+				   "    else_branch = graph e() {\n"
+				   "      %n: f32[3] = Neg(%x)\n"
+				   "      return %n\n"
+				   "    }\n"
+				   "  }\n"
+				   "  %z: f32[_n] = Exp(%y)\n"
+				   "  return %y, %z\n"
+				   "}\n";
+
+static void test_if_takes_either_branch(void **state) {
+	(void)state;
+	const double *t[2] = {V(1), NULL}, *f[2] = {V(0), NULL};
+	check_text(if_text, t);
+	check_text(if_text, f);
+}
+
+/* Loop with a trip count and a condition the body computes: a running sum
+ * that stops once it reaches 6, the iteration number times x gathered as a
+ * scan output (as many rows as iterations ran). */
+static const char *const loop_text = "graph main(%M: i64[], %c: bool[], %x: f32[2]) {\n"
+				     "  %s: f32[2], %rows: f32[_k,2] = Loop(%M, %c, %x) {\n"
+				     "    body = graph b(%i: i64[], %cin: bool[], %acc: f32[2]) {\n"
+				     "      %six: f32[] = const [6]\n"
+				     "      %fi: f32[] = Cast(%i) {to = 1}\n"
+				     "      %row: f32[2] = Mul(%x, %fi)\n"
+				     "      %next: f32[2] = Add(%acc, %row)\n"
+				     "      %m: f32[] = ReduceMax(%next) {keepdims = 0}\n"
+				     "      %go: bool[] = Less(%m, %six)\n"
+				     "      return %go, %next, %row\n"
+				     "    }\n"
+				     "  }\n"
+				     "  return %s, %rows\n"
+				     "}\n";
+
+static void test_loop_runs_until_its_trip_count_or_condition(void **state) {
+	(void)state;
+	const double *all[3] = {V(4), V(1), V(0.1, 0.2)};      /* the trip count ends it */
+	const double *early[3] = {V(10), V(1), V(1, 0.5)};     /* the condition ends it */
+	const double *none[3] = {V(0), V(1), V(1, 2)};         /* no iteration: empty rows */
+	const double *never[3] = {V(5), V(0), V(1, 2)};        /* cond false from the start */
+	check_text(loop_text, all);
+	check_text(loop_text, early);
+	check_text(loop_text, none);
+	check_text(loop_text, never);
+}
+
+/* Loop without a trip count: only the condition ends it. */
+static void test_loop_without_a_trip_count(void **state) {
+	(void)state;
+	const char *text = "graph main(%c: bool[], %x: f32[]) {\n"
+			   "  %s: f32[] = Loop(_, %c, %x) {\n"
+			   "    body = graph b(%i: i64[], %cin: bool[], %acc: f32[]) {\n"
+			   "      %two: f32[] = const [2]\n"
+			   "      %lim: f32[] = const [100]\n"
+			   "      %next: f32[] = Mul(%acc, %two)\n"
+			   "      %go: bool[] = Less(%next, %lim)\n"
+			   "      return %go, %next\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %s\n"
+			   "}\n";
+	const double *v[2] = {V(1), V(1.5)};
+	check_text(text, v);
+}
+
+/* A body whose scan element's size is computed while running (a Slice of
+ * the iteration number): the gathered output takes it from the first
+ * iteration. */
+static void test_loop_scan_output_of_a_computed_size(void **state) {
+	(void)state;
+	const char *text = "graph main(%M: i64[], %y: f32[1]) {\n"
+			   "  %res: f32[_a], %sc: f32[_b,_c] = Loop(%M, _, %y) {\n"
+			   "    body = graph b(%i: i64[], %cin: bool[], %yin: f32[1]) {\n"
+			   "      %x: f32[5] = const [1, 2, 3, 4, 5]\n"
+			   "      %one: i64[] = const [1]\n"
+			   "      %ax: i64[1] = const [0]\n"
+			   "      %end: i64[] = Add(%i, %one)\n"
+			   "      %s0: i64[1] = Unsqueeze(%i, %ax)\n"
+			   "      %s1: i64[1] = Unsqueeze(%end, %ax)\n"
+			   "      %sl: f32[_d] = Slice(%x, %s0, %s1)\n"
+			   "      %yout: f32[_e] = Add(%yin, %sl)\n"
+			   "      %t: bool[] = Identity(%cin)\n"
+			   "      return %t, %yout, %yout\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %res, %sc\n"
+			   "}\n";
+	const double *v[2] = {V(5), V(-1)};
+	check_text(text, v);
+}
+
+/* Scan (opset 9+): input rows along axis 1, read in reverse; outputs
+ * stacked along axis 1, one of them in reverse; two states the body swaps
+ * (so copying them back needs a staging copy). */
+static void test_scan_axes_directions_and_swapped_states(void **state) {
+	(void)state;
+	const char *text = "module ir_version 7 opset 16\n"
+			   "graph main(%a: f32[2], %b: f32[2], %x: f32[2,4]) {\n"
+			   "  %fa: f32[2], %fb: f32[2], %y: f32[2,4], %z: f32[4,2] = Scan(%a, %b, %x) {\n"
+			   "    num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],\n"
+			   "    scan_output_axes = [1, 0], scan_output_directions = [1, 0],\n"
+			   "    body = graph b(%sa: f32[2], %sb: f32[2], %r: f32[2]) {\n"
+			   "      %na: f32[2] = Add(%sb, %r)\n"
+			   "      %o: f32[2] = Mul(%sa, %r)\n"
+			   "      return %na, %sa, %o, %na\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %fa, %fb, %y, %z\n"
+			   "}\n";
+	check_text(text, NULL);
+}
+
+/* Scan-8: a batch dim in front of every input and output. */
+static void test_scan8_runs_once_per_batch_entry(void **state) {
+	(void)state;
+	const char *text = "module ir_version 3 opset 8\n"
+			   "graph main(%init: f32[2,3], %x: f32[2,5,3]) {\n"
+			   "  %fin: f32[2,3], %ys: f32[2,5,3] = Scan(_, %init, %x) {\n"
+			   "    num_scan_inputs = 1, directions = [1],\n"
+			   "    body = graph b(%s: f32[3], %r: f32[3]) {\n"
+			   "      %t: f32[3] = Add(%s, %r)\n"
+			   "      %u: f32[3] = Tanh(%t)\n"
+			   "      return %u, %t\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %fin, %ys\n"
+			   "}\n";
+	check_text(text, NULL);
+}
+
+/* A Loop inside a Loop, and an If inside the inner body. */
+static void test_nested_regions(void **state) {
+	(void)state;
+	const char *text = "graph main(%M: i64[], %x: f32[3]) {\n"
+			   "  %out: f32[3] = Loop(%M, _, %x) {\n"
+			   "    body = graph outer(%i: i64[], %c: bool[], %v: f32[3]) {\n"
+			   "      %three: i64[] = const [3]\n"
+			   "      %w: f32[3] = Loop(%three, _, %v) {\n"
+			   "        body = graph inner(%j: i64[], %d: bool[], %u: f32[3]) {\n"
+			   "          %one: i64[] = const [1]\n"
+			   "          %odd: i64[] = BitwiseAnd(%j, %one)\n"
+			   "          %is: bool[] = Equal(%odd, %one)\n"
+			   "          %n: f32[3] = If(%is) {\n"
+			   "            then_branch = graph t() {\n"
+			   "              %p: f32[3] = Sin(%u)\n"
+			   "              return %p\n"
+			   "            },\n"
+			   "            else_branch = graph e() {\n"
+			   "              %q: f32[3] = Cos(%u)\n"
+			   "              return %q\n"
+			   "            }\n"
+			   "          }\n"
+			   "          return %d, %n\n"
+			   "        }\n"
+			   "      }\n"
+			   "      return %c, %w\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %out\n"
+			   "}\n";
+	const double *v[2] = {V(3), NULL};
+	check_text(text, v);
+}
+
+/* A carried value whose shape changes between iterations runs in the
+ * interpreter, but compiled loops keep one shape per carried value: the
+ * compiled run fails naming the op's value, never writes out of bounds. */
+static void test_a_carried_value_changing_shape_fails_the_run(void **state) {
+	(void)state;
+	const char *text = "graph main(%M: i64[], %x: f32[3]) {\n"
+			   "  %s: f32[_a] = Loop(%M, _, %x) {\n"
+			   "    body = graph b(%i: i64[], %c: bool[], %v: f32[_v]) {\n"
+			   "      %ax: i64[1] = const [0]\n"
+			   "      %e: i64[1] = Unsqueeze(%i, %ax)\n"
+			   "      %w: f32[_w] = Slice(%v, %ax, %e)\n"
+			   "      return %c, %w\n"
+			   "    }\n"
+			   "  }\n"
+			   "  return %s\n"
+			   "}\n";
+	const double *v[2] = {V(2), V(1, 2, 3)};
+	model md = from_text(text, 0, 1, v);
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md.m, d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	tbc_code rc = kir_lower(md.m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	char *text_form = kir_program_print(p);
+	assert_non_null(text_form);
+	assert_non_null(strstr(text_form, "loop cf0_i < cf0_n while cf0_cond {"));
+	free(text_form);
+	tbc_tensor *out[1] = {NULL};
+	assert_int_not_equal(kir_program_eval(p, md.in, 2, out, 1, d), TBC_OK);
+	assert_null(out[0]);
+	bool named = false;
+	for (size_t i = 0; i < tbc_diags_count(d); i++) {
+		char msg[1200];
+		tbc_diag_format(tbc_diags_get(d, i), msg, sizeof msg);
+		named |= strstr(msg, "carried value 0 changes dim 0") != NULL;
+	}
+	assert_true(named);
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(md.m, NULL, d, &j), TBC_OK);
+	assert_int_not_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), md.in, 2, out, 1, d), TBC_OK);
+	assert_null(out[0]);
+	tbc_jit_destroy(j);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_if_takes_either_branch),
+		cmocka_unit_test(test_loop_runs_until_its_trip_count_or_condition),
+		cmocka_unit_test(test_loop_without_a_trip_count),
+		cmocka_unit_test(test_loop_scan_output_of_a_computed_size),
+		cmocka_unit_test(test_scan_axes_directions_and_swapped_states),
+		cmocka_unit_test(test_scan8_runs_once_per_batch_entry),
+		cmocka_unit_test(test_nested_regions),
+		cmocka_unit_test(test_a_carried_value_changing_shape_fails_the_run),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
