@@ -227,6 +227,11 @@ static void host_features_agree_with_the_kernels_view(void **state) {
 		int kernel = cpuinfo_has(pairs[i][1]);
 		if (kernel < 0) skip();
 		int ours = tbcrt__host_has_feature(pairs[i][0]);
+		/* Linux hides RDSEED where it is known to be unreliable (AMD Zen 5)
+		 * while CPUID still reports it; the runtime reads CPUID, as LLVM's
+		 * host detection does when it writes an artifact's features, so it
+		 * must accept what the kernel hides there. */
+		if (ours == 1 && kernel == 0 && !strcmp(pairs[i][0], "rdseed")) continue;
 		if (ours != kernel)
 			fail_msg("feature '%s': runtime says %d, /proc/cpuinfo '%s' says %d", pairs[i][0], ours, pairs[i][1],
 				 kernel);
