@@ -370,7 +370,7 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 				 op->name, k, d);
 			kir_expr *have = lk_dim(&l, sb->type.dims[d]);
 			kir_stmt *fail = kir_s_error(l.k, kir_e_cmp(l.k, KIR_NE, lk_dim(&l, want), have), msg);
-			if (want.sym && is_computed(cx, want.sym) && strncmp(want.sym, "cf", 2) == 0) {
+			if (want.sym != body->outputs[1 + N + k]->type.dims[d].sym) { /* a symbol of the first iteration */
 				kir_block first = {0};
 				store_sym(&l, &first, lower_sym_computed(cx, want.sym), have);
 				fail = kir_s_if(l.k, kir_e_cmp(l.k, KIR_EQ, sym_expr(&l, i_sym), kir_e_index(l.k, 0)), first.first, fail);
