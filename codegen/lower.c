@@ -524,6 +524,7 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 			lower_dyn_reduce,
 			lower_dyn_data,
 			lower_dyn_resize,
+			lower_dyn_signal,
 		};
 		lower_result r = LOWER_NOT_MINE;
 		for (size_t i = 0; i < sizeof dynamic / sizeof *dynamic && r == LOWER_NOT_MINE; i++) r = dynamic[i](cx, op);
@@ -594,6 +595,12 @@ bool lower_dim_known(lower_cx *cx, tbc_dim d) {
 	if (!d.sym) return true;
 	for (int s = 0; s < cx->p->n_syms; s++)
 		if (!strcmp(cx->p->sym_names[s], d.sym)) return true;
+	return false;
+}
+
+bool lower_dim_computed(lower_cx *cx, tbc_dim d) {
+	for (int s = 0; d.sym && s < cx->p->n_syms; s++)
+		if (!strcmp(cx->p->sym_names[s], d.sym)) return cx->p->sym_computed[s];
 	return false;
 }
 

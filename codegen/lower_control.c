@@ -39,12 +39,6 @@ static void store_sym(lk *l, kir_block *b, int s, kir_expr *value) {
 	kir_block_add(k, b, kir_s_store(k, syms, kir_e_index(k, s), kir_e_cast(k, TBC_DT_I64, value)));
 }
 
-static bool is_computed(const lower_cx *cx, const char *sym) {
-	for (int s = 0; sym && s < cx->p->n_syms; s++)
-		if (!strcmp(cx->p->sym_names[s], sym)) return cx->p->sym_computed[s];
-	return false;
-}
-
 static bool dims_same(tbc_dim a, tbc_dim b) {
 	if (!a.sym || !b.sym) return !a.sym && !b.sym && a.size == b.size;
 	return !strcmp(a.sym, b.sym);
@@ -54,7 +48,7 @@ static bool dims_same(tbc_dim a, tbc_dim b) {
  * takes it (a body's symbols are set again in each iteration, and an op's
  * result after the region); a dim of the inputs or a static one is checked. */
 static bool bind_dim(lk *l, kir_block *b, const tbc_op *op, tbc_dim dim, kir_expr *value, const char *what) {
-	if (dim.sym && is_computed(l->cx, dim.sym)) {
+	if (lower_dim_computed(l->cx, dim)) {
 		store_sym(l, b, lower_sym_computed(l->cx, dim.sym), value);
 		return !l->k->failed;
 	}

@@ -53,6 +53,8 @@ bool lk_end(lk *l, kir_stmt *body);
  * result buffers as usual. */
 bool lower_dim_known(lower_cx *cx, tbc_dim d);
 bool lower_type_known(lower_cx *cx, const tbc_type *t);
+/* Whether d is a computed symbol of the program (known only while running). */
+bool lower_dim_computed(lower_cx *cx, tbc_dim d);
 /* Registers the computed symbol named name (or finds it); its index. */
 int lower_sym_computed(lower_cx *cx, const char *name);
 /* The kernel's view of the program's symbol buffer (int64, one per symbol). */
@@ -151,6 +153,7 @@ lower_result lower_dyn_select(lower_cx *cx, const tbc_op *op); /* codegen/lower_
 lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op);  /* codegen/lower_dyn_data.c: Slice, Split, Pad, TopK, ... */
 lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_reduce.c: Reduce* with run-time axes */
 lower_result lower_dyn_resize(lower_cx *cx, const tbc_op *op); /* codegen/lower_dyn_resize.c: Resize (its shape known or not) */
+lower_result lower_dyn_signal(lower_cx *cx, const tbc_op *op); /* codegen/lower_signal.c: DFT along a run-time axis */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
  * elementwise epilogue): codegen/lower_fused_reduce.c. */
 lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);

@@ -82,6 +82,10 @@ typedef struct dft_op {
 	int64_t comp_in, comp_out;
 	bool inverse, onesided, herm; /* herm: inverse of a one-sided spectrum */
 	int64_t n_fixed;              /* dft_length when given, else -1 */
+	/* Output dims a shape kernel computed (the axis given at run time picks
+	 * which dim the transform resizes, lower_dyn_signal): bit i set for dim
+	 * i, which then agrees with any variant's while running. */
+	unsigned computed_dims;
 } dft_op;
 
 static int64_t dft_default_axis(const tbc_op *op) {
@@ -119,7 +123,8 @@ static dft_variant dft_variant_of(const dft_op *d, int axis) {
 	}
 	const tbc_type *yt = &d->y->type;
 	for (int i = 0; i < d->rank - 1; i++)
-		if (!tbc_dim_eq(yt->dims[i], i == axis ? v.out_len : d->x->type.dims[i])) v.ok = false;
+		if (!(d->computed_dims >> i & 1) && !tbc_dim_eq(yt->dims[i], i == axis ? v.out_len : d->x->type.dims[i]))
+			v.ok = false;
 	return v;
 }
 
@@ -331,14 +336,16 @@ static void dft_fft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant
 	kir_block_add(k, b, FOR(k, line, I(k, 0), MUL(k, outer, inner), KIR_LOOP_PARALLEL, &body));
 }
 
-static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
-	if (!want(op, 0)) return LOWER_OK;
+/* The op's attributes and lengths into d; LOWER_OK, or a refusal. */
+static lower_result dft_parse(lower_cx *cx, const tbc_op *op, dft_op *out) {
 	dft_op d = {.x = op->inputs[0], .y = op->outputs[0]};
 	d.rank = d.x->type.rank;
 	tbc_dtype dt = d.x->type.dtype;
 	if (d.rank < 2 || !tbc_dtype_is_float(dt) || tbc_dtype_bits(dt) < 16 || !tbc_dtype_supported(dt) ||
 	    d.y->type.rank != d.rank)
 		return refuse(cx, op, "on this input");
+	for (int i = 0; i < d.rank - 1 && i < 32; i++)
+		if (lower_dim_computed(cx, d.y->type.dims[i])) d.computed_dims |= 1u << i;
 	tbc_dim last = d.x->type.dims[d.rank - 1];
 	if (!static_dim(last) || (last.size != 1 && last.size != 2)) return refuse(cx, op, "with a last dim other than 1 or 2");
 	d.comp_in = last.size;
@@ -348,7 +355,7 @@ static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 	d.comp_out = d.herm ? 1 : 2;
 	if (d.onesided && !d.inverse && d.comp_in == 2) return refuse(cx, op, "onesided on a complex input");
 	d.n_fixed = -1;
-	const tbc_value *lenv = in_opt(op, 1), *axv = in_opt(op, 2);
+	const tbc_value *lenv = in_opt(op, 1);
 	if (lenv) {
 		const tbc_tensor *t = tbc_input_const(op, 1);
 		if (!t) return refuse(cx, op, "with a dft_length known only at run time");
@@ -356,6 +363,60 @@ static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 		d.n_fixed = tbc_load_i64(t->dtype, t->data, 0);
 		if (d.n_fixed <= 0) return refuse(cx, op, "with a dft_length that is not positive");
 	}
+	*out = d;
+	return LOWER_OK;
+}
+
+/* The run-time axis, normalised, checked as the interpreter does. */
+static kir_expr *dft_runtime_axis(lk *l, kir_block *b, const tbc_op *op, int rank, kir_buffer *ab) {
+	kir_kernel *k = l->k;
+	kir_expr *a = let(k, b, "axis", kir_e_cast(k, KIR_INDEX, kir_e_load(k, ab, I(k, 0))));
+	kir_expr *bad = BIN(k, KIR_OR, BIN(k, KIR_OR, CMP(k, KIR_LT, a, I(k, -rank)), CMP(k, KIR_GT, a, I(k, rank - 2))),
+			    CMP(k, KIR_EQ, a, I(k, -1)));
+	fail_if(k, b, op, bad, "axis is out of range");
+	return let(k, b, "ax", kir_e_select(k, CMP(k, KIR_LT, a, I(k, 0)), ADD(k, a, I(k, rank)), a));
+}
+
+/* A DFT whose axis is given at run time and whose output dims therefore are
+ * not known while compiling (a one-sided transform resizes the axis): a
+ * shape kernel computes them from the axis, then lower_dft lowers one nest
+ * per axis as for any run-time axis. */
+lower_result lower_dyn_signal(lower_cx *cx, const tbc_op *op) {
+	if (op->code != TBC_OP_DFT || !want(op, 0)) return LOWER_NOT_MINE;
+	const tbc_value *axv = in_opt(op, 2);
+	if (!axv || tbc_input_const(op, 2) || tbc_type_numel(&axv->type) != 1 || !tbc_dtype_is_int(axv->type.dtype))
+		return LOWER_NOT_MINE;
+	dft_op d;
+	lower_result r = dft_parse(cx, op, &d);
+	if (r != LOWER_OK) return r;
+	if (!lower_dim_known(cx, d.y->type.dims[d.rank - 1])) return LOWER_NOT_MINE;
+	lk l;
+	if (!lk_begin(&l, cx, "shape_dft")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *ab = lk_value(&l, axv);
+	if (!ab) return LOWER_FAILED;
+	kir_block b = {0};
+	kir_expr *axis = dft_runtime_axis(&l, &b, op, d.rank, ab);
+	for (int i = 0; i < d.rank - 1; i++) {
+		kir_expr *len = lk_dim(&l, d.x->type.dims[i]);
+		dft_variant v = dft_variant_of(&d, i);
+		/* A length this axis cannot transform keeps the input's: the DFT
+		 * kernel then fails with the interpreter's message. */
+		kir_expr *out = v.out_len.sym || v.out_len.size > 0 ? lk_dim(&l, v.out_len) : len;
+		kir_expr *val = kir_e_select(k, CMP(k, KIR_EQ, axis, I(k, i)), out, len);
+		char what[64];
+		snprintf(what, sizeof what, "output dim %d of DFT", i);
+		if (!lower_shape_dim(&l, &b, op, d.y->type.dims[i], what, val)) return LOWER_FAILED;
+	}
+	return lk_end(&l, b.first) ? LOWER_SHAPED : LOWER_FAILED;
+}
+
+static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
+	if (!want(op, 0)) return LOWER_OK;
+	dft_op d;
+	lower_result pr = dft_parse(cx, op, &d);
+	if (pr != LOWER_OK) return pr;
+	const tbc_value *axv = in_opt(op, 2);
 	/* The axis: known now, or one of [0, rank-2] at run time. */
 	int n_var = 0;
 	dft_variant vars[TBC_MAX_RANK];
@@ -420,14 +481,7 @@ static lower_result lower_dft(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *xb = lk_value(&l, d.x), *yb = lk_buf(&l, yb_pb), *ab = runtime_axis ? lk_value(&l, axv) : NULL;
 	if (!xb || !yb || (runtime_axis && !ab)) return LOWER_FAILED;
 	kir_block body = {0};
-	kir_expr *axis = NULL;
-	if (runtime_axis) {
-		kir_expr *a = let(k, &body, "axis", kir_e_cast(k, KIR_INDEX, kir_e_load(k, ab, I(k, 0))));
-		kir_expr *bad = BIN(k, KIR_OR, BIN(k, KIR_OR, CMP(k, KIR_LT, a, I(k, -d.rank)), CMP(k, KIR_GT, a, I(k, d.rank - 2))),
-				    CMP(k, KIR_EQ, a, I(k, -1)));
-		fail_if(k, &body, op, bad, "axis is out of range");
-		axis = let(k, &body, "ax", kir_e_select(k, CMP(k, KIR_LT, a, I(k, 0)), ADD(k, a, I(k, d.rank)), a));
-	}
+	kir_expr *axis = runtime_axis ? dft_runtime_axis(&l, &body, op, d.rank, ab) : NULL;
 	double sign = d.inverse ? 1.0 : -1.0;
 	for (int i = 0; i < n_var; i++) {
 		const dft_variant *v = &vars[i];

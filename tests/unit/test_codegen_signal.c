@@ -164,6 +164,30 @@ static void test_dft_axis_given_at_run_time(void **state) {
 		}
 }
 
+/* One-sided transforms along an axis given at run time: the axis picks
+ * which output dim is resized (n/2 + 1 forward; 2 (n - 1) for the inverse
+ * of a half spectrum), so a shape kernel computes the output dims. */
+static void test_dft_onesided_along_a_run_time_axis(void **state) {
+	(void)state;
+	static const double axes[] = {0, 1, 2, -2, -4};
+	for (size_t i = 0; i < sizeof axes / sizeof *axes; i++)
+		for (int inverse = 0; inverse < 2; inverse++) {
+			model md = model_new();
+			tbc_value *x = input(&md, TBC_DT_F32, inverse ? "3,5,4,2" : "3,5,4,1");
+			tbc_value *ins[3] = {x, NULL, values_input(&md, TBC_DT_I64, 0, &axes[i])};
+			tbc_op *op = nodev(&md, TBC_OP_DFT, 3, ins, 1);
+			attr_int(op, "onesided", 1);
+			if (inverse) attr_int(op, "inverse", 1);
+			check_outputs(&md, 1, &op->outputs[0], 1e-6);
+		}
+	model md = model_new(); /* out of range: the shape kernel fails the run as the interpreter does */
+	static const double bad = 3;
+	tbc_value *ins[3] = {input(&md, TBC_DT_F32, "3,5,4,1"), NULL, values_input(&md, TBC_DT_I64, 0, &bad)};
+	tbc_op *op = nodev(&md, TBC_OP_DFT, 3, ins, 1);
+	attr_int(op, "onesided", 1);
+	check_run_fails(&md, op->outputs[0]);
+}
+
 /* An axis out of [-r, r-2] (or -1, the complex dim) fails the run, as in the
  * interpreter. */
 static void test_dft_axis_out_of_range_fails_the_run(void **state) {
@@ -380,6 +404,7 @@ int main(void) {
 		cmocka_unit_test(test_dft_radix2_lengths),
 		cmocka_unit_test(test_dft_default_axis),
 		cmocka_unit_test(test_dft_axis_given_at_run_time),
+		cmocka_unit_test(test_dft_onesided_along_a_run_time_axis),
 		cmocka_unit_test(test_dft_axis_out_of_range_fails_the_run),
 		cmocka_unit_test(test_dft_length_at_run_time_is_refused),
 		cmocka_unit_test(test_linear_attention_every_update_rule),
