@@ -269,6 +269,36 @@ static void test_a_carried_value_changing_shape_fails_the_run(void **state) {
 	tbc_module_destroy(md.m);
 }
 
+/* What compiled control flow refuses gets a clear error naming the op,
+ * at compile time. */
+static void test_unsupported_forms_are_refused_with_a_reason(void **state) {
+	(void)state;
+	model md = from_text("graph main(%c: bool[], %x: f32[2]) {\n"
+			     "  %s: f32[2], %rows: f32[_k,2] = Loop(_, %c, %x) {\n"
+			     "    body = graph b(%i: i64[], %cin: bool[], %v: f32[2]) {\n"
+			     "      %w: f32[2] = Neg(%v)\n"
+			     "      return %cin, %w, %w\n"
+			     "    }\n"
+			     "  }\n"
+			     "  return %s, %rows\n"
+			     "}\n",
+			     0, 1, NULL);
+	check_lowering_fails(&md, NULL, TBC_ERR_UNSUPPORTED, "a Loop with scan outputs and no trip count M");
+	md = from_text("module ir_version 3 opset 8\n"
+		       "graph main(%len: i64[2], %init: f32[2,3], %x: f32[2,5,3]) {\n"
+		       "  %fin: f32[2,3], %ys: f32[2,5,3] = Scan(%len, %init, %x) {\n"
+		       "    num_scan_inputs = 1,\n"
+		       "    body = graph b(%s: f32[3], %r: f32[3]) {\n"
+		       "      %t: f32[3] = Add(%s, %r)\n"
+		       "      return %t, %t\n"
+		       "    }\n"
+		       "  }\n"
+		       "  return %fin, %ys\n"
+		       "}\n",
+		       0, 1, NULL);
+	check_lowering_fails(&md, NULL, TBC_ERR_UNSUPPORTED, "Scan-8 with sequence_lens");
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_if_takes_either_branch),
@@ -279,6 +309,7 @@ int main(void) {
 		cmocka_unit_test(test_scan8_runs_once_per_batch_entry),
 		cmocka_unit_test(test_nested_regions),
 		cmocka_unit_test(test_a_carried_value_changing_shape_fails_the_run),
+		cmocka_unit_test(test_unsupported_forms_are_refused_with_a_reason),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

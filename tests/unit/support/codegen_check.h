@@ -72,7 +72,8 @@ void check(model *md, tbc_value *out);
  * frees the model. */
 void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text);
 void check_run_fails(model *md, tbc_value *out);
-/* Lowering fails with `code` and a message containing `text`; frees the model. */
+/* Lowering fails with `code` and a message containing `text` (out NULL: the
+ * graph has its outputs already); frees the model. */
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
 
 #endif
