@@ -11,7 +11,7 @@
  * What compiled control flow needs that the interpreter does not: a
  * loop-carried value keeps its shape from one iteration to the next, and so
  * does each scan output's element (checked while running, with an error
- * naming the op); Scan-8's sequence_lens is not supported. */
+ * naming the op). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,6 +418,42 @@ static tbc_type scan_row_type(const tbc_type *t, int axis, bool v8) {
 	return v8 ? drop_dim(&r, 0) : r;
 }
 
+/* Scan-8 with sequence_lens, in the batch loop: this entry's row count
+ * sequence_lens[b] (checked to be in [0, T] as the interpreter does) into
+ * symbol n, and the entry's scan output rows zeroed (those past the count
+ * stay zero). */
+static bool scan8_length(lower_cx *cx, const tbc_op *op, const tbc_value *lens, const tbc_value *x0, int n, int b,
+			 int S, int K) {
+	lk l;
+	if (!lk_begin(&l, cx, "scan_len")) return false;
+	kir_kernel *k = l.k;
+	kir_buffer *lb = lk_value(&l, lens), *xb = lk_value(&l, x0);
+	if (!lb || !xb || xb->rank < 2) return lb && xb ? lower_error(cx, op, "scan input 0 lacks its time axis") : false;
+	kir_block blk = {0};
+	kir_var *len = kir_var_new(k, "len", KIR_INDEX);
+	kir_block_add(k, &blk, kir_s_set(k, len, kir_e_cast(k, KIR_INDEX, kir_e_load(k, lb, sym_expr(&l, b)))));
+	kir_expr *v = kir_e_var(k, len), *T = xb->dims[1];
+	char msg[256];
+	snprintf(msg, sizeof msg, "Scan '%s': a sequence_lens entry is outside [0, the time axis' length]", op->name);
+	kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, v, kir_e_index(k, 0)), kir_e_cmp(k, KIR_GT, v, T));
+	kir_block_add(k, &blk, kir_s_error(k, bad, msg));
+	store_sym(&l, &blk, n, v);
+	for (int i = 0; i < K; i++) {
+		const tbc_value *out = op->outputs[S + i];
+		if (!out) continue;
+		int dst = cx->buf_of[out->id] >= 0 ? cx->buf_of[out->id] : lower_result_buf(cx, out);
+		kir_buffer *ob = dst >= 0 ? lk_buf(&l, dst) : NULL;
+		if (!ob) return false;
+		kir_expr *per = kir_e_index(k, 1);
+		for (int d = 1; d < ob->rank; d++) per = kir_e_mul(k, per, ob->dims[d]);
+		kir_var *e = kir_var_new(k, "e", KIR_INDEX);
+		kir_expr *at = kir_e_add(k, kir_e_mul(k, sym_expr(&l, b), per), kir_e_var(k, e));
+		kir_stmt *zero = kir_s_store(k, ob, at, kir_e_cast(k, out->type.dtype, kir_e_index(k, 0)));
+		kir_block_add(k, &blk, kir_s_for(k, e, kir_e_index(k, 0), per, 1, KIR_LOOP_PARALLEL, zero));
+	}
+	return lk_end(&l, blk.first);
+}
+
 /* ---- Scan --------------------------------------------------------------------*/
 /* Scan(states..., scan inputs...) -> (final states..., scan outputs...): the
  * body runs once per row of the scan inputs (along their axes, reversed where
@@ -432,7 +468,7 @@ static bool lower_scan(lower_cx *cx, const tbc_op *op) {
 	if (!body || n_scan <= 0 || S < 0 || K < 0 || body->n_inputs != S + n_scan || body->n_outputs != S + K ||
 	    n_scan > 64 || K > 64)
 		return lower_error(cx, op, "the Scan body does not match the op");
-	if (v8 && op->inputs[0]) return lower_error(cx, op, "Scan-8 with sequence_lens has no CPU lowering yet");
+	const tbc_value *lens = v8 ? op->inputs[0] : NULL;
 	int64_t in_axes[64], in_dirs[64], out_axes[64], out_dirs[64];
 	const int64_t *v;
 	int n = tbc_attr_ints(op, v8 ? "directions" : "scan_input_directions", &v);
@@ -501,6 +537,7 @@ static bool lower_scan(lower_cx *cx, const tbc_op *op) {
 		ok = lower_marker(cx, KIR_CTL_LOOP, b_sym, nb_sym, -1);
 		for (int k = 0; ok && k < S; k++)
 			ok = slice_copy(cx, carry[k], lower_value_buf(cx, op->inputs[first + k]), 0, b_sym, -1, -1, false, true);
+		if (ok && lens) ok = scan8_length(cx, op, lens, op->inputs[first + S], n_sym, b_sym, S, K);
 	}
 	ok = ok && lower_marker(cx, KIR_CTL_LOOP, i_sym, n_sym, -1);
 	for (int j = 0; ok && j < n_scan; j++) { /* this iteration's rows */

@@ -68,8 +68,8 @@ void check_outputs(model *md, int n_out, tbc_value **outs, double rtol);
 void check(model *md, tbc_value *out);
 /* Lowering succeeds; the interpreter, the evaluator and the JIT all fail the
  * run (a run-time check), the interpreter with a message holding interp_text
- * and the compiled runs with one holding text (either NULL: any message);
- * frees the model. */
+ * and the compiled runs with one holding text (either NULL: any message)
+ * and no outputs (out NULL: the graph's own outputs); frees the model. */
 void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text);
 void check_run_fails(model *md, tbc_value *out);
 /* Lowering fails with `code` and a message containing `text` (out NULL: the
