@@ -41,6 +41,11 @@ typedef struct kir_pbuf {
 	 * host (tbc_abi_host.alloc) just before the first launch using it, once
 	 * the launches before have computed its symbols. */
 	bool dynamic;
+	/* dynamic TEMP whose contents survive its growth: when a launch needs it
+	 * larger, the runner copies what it held into the new memory, which it
+	 * makes at least twice as large (a Loop's gathered rows, one more per
+	 * iteration when the trip count is unknown). */
+	bool keep;
 } kir_pbuf;
 
 /* A part of the arena (passes/memplan.c's layout): `bytes` times the product

@@ -279,11 +279,14 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 	if (!body || N < 0 || K < 0 || body->n_inputs != N + 2 || body->n_outputs != N + 1 + K)
 		return lower_error(cx, op, "the Loop body does not match the op");
 	const tbc_value *M = op->inputs[0], *cond = op->inputs[1];
-	if (K > 0 && !M) return lower_error(cx, op, "a Loop with scan outputs and no trip count M has no CPU lowering yet");
 	int r = cx->n_regions++;
 	int i_sym = region_sym(cx, r, "i"), c_sym = region_sym(cx, r, "cond"), n_sym = M ? region_sym(cx, r, "n") : -1;
+	/* Without a trip count the gathered rows grow with the iterations: their
+	 * count so far is a symbol and the buffers keep their rows when they
+	 * grow (kir_pbuf.keep). */
+	int rows_sym = !M && K > 0 ? region_sym(cx, r, "rows") : -1;
 	int *carry = calloc((size_t)(2 * N + K + 1), sizeof *carry);
-	if (i_sym < 0 || c_sym < 0 || (M && n_sym < 0) || !carry) {
+	if (i_sym < 0 || c_sym < 0 || (M && n_sym < 0) || (!M && K > 0 && rows_sym < 0) || !carry) {
 		free(carry);
 		return lower_error(cx, op, "out of memory");
 	}
@@ -305,6 +308,7 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 		kir_buffer *cb = cond ? lk_value(&l, cond) : NULL;
 		if (cb) cv = kir_e_load(l.k, cb, kir_e_index(l.k, 0));
 		ok = (!cond || cb) && (store_sym(&l, &b, c_sym, cv), true);
+		if (rows_sym >= 0) store_sym(&l, &b, rows_sym, kir_e_index(l.k, 0));
 	}
 	for (int k = 0; ok && k < K; k++) {
 		const tbc_type *e = &body->outputs[1 + N + k]->type;
@@ -314,7 +318,7 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 		}
 		gt[k].dtype = e->dtype;
 		gt[k].rank = e->rank + 1;
-		gt[k].dims[0] = (tbc_dim){0, cx->p->sym_names[n_sym]};
+		gt[k].dims[0] = (tbc_dim){0, cx->p->sym_names[M ? n_sym : rows_sym]};
 		for (int d = 0; ok && d < e->rank; d++) {
 			gt[k].dims[1 + d] = e->dims[d];
 			if (lower_dim_known(cx, e->dims[d])) continue;
@@ -335,7 +339,10 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 		ok = carry[k] >= 0 ? lower_copy(cx, carry[k], lower_value_buf(cx, init))
 				   : lower_error(cx, op, "loop-carried input %d is missing or has no known shape", k);
 	}
-	for (int k = 0; ok && k < K; k++) ok = (gather[k] = lower_temp_buf(cx, &gt[k], "gather")) >= 0;
+	for (int k = 0; ok && k < K; k++) {
+		ok = (gather[k] = lower_temp_buf(cx, &gt[k], "gather")) >= 0;
+		if (ok) cx->p->bufs[gather[k]]->keep = rows_sym >= 0;
+	}
 	ok = ok && lower_marker(cx, KIR_CTL_LOOP, i_sym, n_sym, c_sym);
 	/* The body: its inputs, its ops, then its outputs back. */
 	int it = ok ? scalar_from_sym(cx, body->inputs[0]->type.dtype == TBC_DT_UNDEFINED ? TBC_DT_I64 : body->inputs[0]->type.dtype,
@@ -350,6 +357,12 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 		ok = define_from(cx, op, body->inputs[2 + k], carry[k], name);
 	}
 	ok = ok && lower_body(cx, body);
+	if (ok && rows_sym >= 0) { /* the gathered rows grow by this one */
+		ok = lk_begin(&l, cx, "rows");
+		b = (kir_block){0};
+		if (ok) store_sym(&l, &b, rows_sym, kir_e_add(l.k, sym_expr(&l, i_sym), kir_e_index(l.k, 1)));
+		ok = ok && lk_end(&l, b.first);
+	}
 	for (int k = 0; ok && k < K; k++) { /* row i of each scan output, before a carried value changes */
 		int s = lower_value_buf(cx, body->outputs[1 + N + k]);
 		ok = s >= 0 && lk_begin(&l, cx, "scan_shape");

@@ -134,6 +134,7 @@ static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tenso
 	const kir_pbuf *b = p->bufs[i];
 	int r = b->alias_of >= 0 ? b->alias_of : i;
 	const kir_pbuf *root = p->bufs[r];
+	void *old = NULL; /* what a growing `keep` buffer held */
 	if (ptrs[r] && root->dynamic) {
 		if (root->role == KIR_BUF_OUTPUT ? !dims_match(p, root, syms, out[root->io_index])
 						 : kir_pbuf_bytes(p, root, syms) > cap[r]) {
@@ -141,6 +142,7 @@ static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tenso
 				tbc_tensor_destroy(out[root->io_index]);
 				out[root->io_index] = NULL;
 			}
+			old = root->keep ? ptrs[r] : NULL;
 			ptrs[r] = NULL;
 		}
 	}
@@ -165,10 +167,12 @@ static tbc_code eval_place(const kir_program *p, int i, int64_t *syms, tbc_tenso
 			}
 			int64_t bytes = kir_pbuf_bytes(p, root, syms);
 			if (bytes < 0) return TBC_ERR_NO_MEMORY;
+			if (root->keep && old && bytes < cap[r] * 2) bytes = cap[r] * 2;
 			dyn_block *x = aligned_alloc(64, sizeof *x + ((size_t)bytes + 63) / 64 * 64);
 			if (!x) return TBC_ERR_NO_MEMORY;
 			x->next = *dyn;
 			*dyn = x;
+			if (old) memcpy(x->data, old, (size_t)cap[r]);
 			ptrs[r] = x->data;
 			cap[r] = bytes;
 			break;

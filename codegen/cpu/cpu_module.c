@@ -133,6 +133,10 @@ static void run_alloc(run_cx *r, int i) {
 	LLVMBasicBlockRef placed = LLVMAppendBasicBlockInContext(c->ctx, r->fn, "placed");
 	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, bytes, have, ""), grow, placed);
 	LLVMPositionBuilderAtEnd(B, grow);
+	if (b->keep) { /* at least twice what it had: rows added one at a time cost O(1) each */
+		LLVMValueRef twice = LLVMBuildMul(B, have, LLVMConstInt(c->i64, 2, 0), "");
+		bytes = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, twice, bytes, ""), twice, bytes, "");
+	}
 	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 0, ""), "ctx");
 	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 2, ""), "alloc");
 	LLVMTypeRef aparams[2] = {c->ptr, c->i64};
@@ -154,6 +158,8 @@ static void run_alloc(run_cx *r, int i) {
 		LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)b->io_index, 0);
 		LLVMBuildStore(B, mem, LLVMBuildInBoundsGEP2(B, c->ptr, r->outputs, &idx, 1, ""));
 	}
+	if (b->keep) /* what it held (nothing the first time: have is 0) */
+		LLVMBuildMemCpy(B, mem, 1, LLVMBuildLoad2(B, c->ptr, r->slot[i], ""), 1, have);
 	LLVMBuildStore(B, mem, r->slot[i]);
 	LLVMBuildStore(B, bytes, r->slot_bytes[i]);
 	LLVMBuildBr(B, placed);
