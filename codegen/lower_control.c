@@ -178,24 +178,64 @@ static bool lower_body(lower_cx *cx, const tbc_graph *g) {
 /* The root of program buffer b. */
 static int root_of(const lower_cx *cx, int b) { return cx->p->bufs[b]->alias_of >= 0 ? cx->p->bufs[b]->alias_of : b; }
 
+/* A carried value's buffer: init's type, with each dim the body's new value
+ * may give otherwise (not statically the same dim) a computed symbol of
+ * region r, set from init before the loop and from the body's value at the
+ * end of each iteration: a carried value may change its shape from one
+ * iteration to the next (a sequence growing by a Concat), and the buffer
+ * grows with it (a dynamic buffer). */
+static int carry_buf(lower_cx *cx, int r, int k, const tbc_type *init, const tbc_type *next, const char *name) {
+	tbc_type t = *init;
+	for (int d = 0; d < t.rank && next->rank == t.rank; d++) {
+		if (dims_same(t.dims[d], next->dims[d])) continue;
+		char what[48];
+		snprintf(what, sizeof what, "c%d_%d", k, d);
+		int s = region_sym(cx, r, what);
+		if (s < 0) return -1;
+		t.dims[d] = (tbc_dim){0, cx->p->sym_names[s]};
+	}
+	return lower_temp_buf(cx, &t, name);
+}
+
+/* A kernel setting the symbols of carried buffer dims (carry_buf) from the
+ * dims of buffers from[i] (v_initial before the loop, the body's values at
+ * an iteration's end); none when no dim varies. */
+static bool carry_dims(lower_cx *cx, int n, const int *carry, const int *from) {
+	lk l;
+	kir_block b = {0};
+	bool begun = false;
+	for (int i = 0; i < n; i++) {
+		const kir_pbuf *cb = cx->p->bufs[carry[i]], *fb = cx->p->bufs[from[i]];
+		for (int d = 0; d < cb->type.rank && d < fb->type.rank; d++) {
+			if (!lower_dim_computed(cx, cb->type.dims[d]) || dims_same(cb->type.dims[d], fb->type.dims[d])) continue;
+			if (!begun && !(begun = lk_begin(&l, cx, "carry_dims"))) return false;
+			store_sym(&l, &b, lower_sym_computed(cx, cb->type.dims[d].sym), lk_dim(&l, fb->type.dims[d]));
+		}
+	}
+	return !begun || lk_end(&l, b.first);
+}
+
 /* The body's new values of the carried buffers: src[i] into carry[i],
  * through staging copies when a source shares another carried buffer's
- * storage (a body swapping two states). */
+ * storage (a body swapping two states), after the carried dims take the
+ * new values' (carry_dims). */
 static bool carry_back(lower_cx *cx, const tbc_op *op, int n, const int *src, const int *carry) {
 	bool stage = false;
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++) stage |= i != j && root_of(cx, src[i]) == root_of(cx, carry[j]);
-	int *from = malloc(sizeof(int) * (size_t)(n + 1));
+	int *from = calloc((size_t)n + 1, sizeof *from);
 	if (!from) return lower_error(cx, op, "out of memory");
 	bool ok = true;
 	char what[160];
 	for (int i = 0; i < n; i++) {
 		from[i] = src[i];
 		if (!stage || root_of(cx, src[i]) == root_of(cx, carry[i])) continue;
-		snprintf(what, sizeof what, "%s '%s': carried value %d", tbc_ops[op->code].onnx_name, op->name, i);
-		from[i] = lower_temp_buf(cx, &cx->p->bufs[carry[i]]->type, "stage");
-		ok = ok && from[i] >= 0 && copy_checked(cx, from[i], src[i], what);
+		/* Staged in the source's own shape: the carried buffers may grow
+		 * (new memory) once their dims change, so read them first. */
+		from[i] = lower_temp_buf(cx, &cx->p->bufs[src[i]]->type, "stage");
+		ok = ok && from[i] >= 0 && lower_copy(cx, from[i], src[i]);
 	}
+	ok = ok && carry_dims(cx, n, carry, from);
 	for (int i = 0; ok && i < n; i++) {
 		if (root_of(cx, src[i]) == root_of(cx, carry[i])) continue;
 		snprintf(what, sizeof what, "%s '%s': carried value %d", tbc_ops[op->code].onnx_name, op->name, i);
@@ -335,10 +375,13 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 	ok = ok && lk_end(&l, b.first);
 	for (int k = 0; ok && k < N; k++) { /* the carried values start as v_initial */
 		const tbc_value *init = op->inputs[2 + k];
-		carry[k] = init ? lower_temp_buf(cx, &init->type, "carry") : -1;
-		ok = carry[k] >= 0 ? lower_copy(cx, carry[k], lower_value_buf(cx, init))
-				   : lower_error(cx, op, "loop-carried input %d is missing or has no known shape", k);
+		carry[k] = init ? carry_buf(cx, r, k, &init->type, &body->outputs[1 + k]->type, "carry") : -1;
+		if (carry[k] < 0) ok = lower_error(cx, op, "loop-carried input %d is missing or has no known shape", k);
+		else src[k] = lower_value_buf(cx, init);
+		ok = ok && src[k] >= 0;
 	}
+	ok = ok && carry_dims(cx, N, carry, src);
+	for (int k = 0; ok && k < N; k++) ok = lower_copy(cx, carry[k], src[k]);
 	for (int k = 0; ok && k < K; k++) {
 		ok = (gather[k] = lower_temp_buf(cx, &gt[k], "gather")) >= 0;
 		if (ok) cx->p->bufs[gather[k]]->keep = rows_sym >= 0;
@@ -542,10 +585,12 @@ static bool lower_scan(lower_cx *cx, const tbc_op *op) {
 		const tbc_value *init = op->inputs[first + k];
 		tbc_type t = init ? init->type : (tbc_type){0};
 		if (v8 && t.rank > 0) t = drop_dim(&t, 0);
-		carry[k] = init ? lower_temp_buf(cx, &t, "state") : -1;
+		carry[k] = init ? carry_buf(cx, r, k, &t, &body->outputs[k]->type, "state") : -1;
 		if (carry[k] < 0) ok = lower_error(cx, op, "state %d is missing or has no known shape", k);
-		else if (!v8) ok = lower_copy(cx, carry[k], lower_value_buf(cx, init));
+		else if (!v8) ok = (src[k] = lower_value_buf(cx, init)) >= 0;
 	}
+	if (ok && !v8) ok = carry_dims(cx, S, carry, src);
+	for (int k = 0; ok && !v8 && k < S; k++) ok = lower_copy(cx, carry[k], src[k]);
 	if (ok && v8) { /* the loop over the batch: the states start from their entry */
 		ok = lower_marker(cx, KIR_CTL_LOOP, b_sym, nb_sym, -1);
 		for (int k = 0; ok && k < S; k++)

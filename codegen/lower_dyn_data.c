@@ -462,6 +462,39 @@ static bool shape_onehot(lower_cx *cx, const tbc_op *op) {
 	return shk_end(&s);
 }
 
+/* ---- Concat -----------------------------------------------------------------------
+ * Inputs whose dims are known only while running (a carried value growing
+ * in a Loop, a data-dependent slice): the output's axis dim is their sum and
+ * every other dim must agree among them, as the interpreter checks; the
+ * copy is Concat's ordinary lowering. */
+static bool shape_concat(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *y = op->outputs[0];
+	int r = y->type.rank, a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", 0), r, &a)) return lower_error(cx, op, "Concat's axis is out of range");
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	const tbc_value *first = NULL;
+	kir_expr *sum = I(&s, 0);
+	for (int i = 0; i < op->n_inputs; i++) {
+		const tbc_value *x = op->inputs[i];
+		if (!x) continue;
+		if (x->type.rank != r) return lower_error(cx, op, "Concat's inputs differ in rank");
+		sum = kir_e_add(s.k, sum, shk_dim_of(&s, x, a));
+		if (!first) {
+			first = x;
+			continue;
+		}
+		for (int d = 0; d < r; d++)
+			if (d != a)
+				shk_fail_if(&s, CMP(&s, KIR_NE, shk_dim_of(&s, x, d), shk_dim_of(&s, first, d)),
+					    "input %d differs from input 0 in dim %d", i, d);
+	}
+	if (!first) return lower_error(cx, op, "Concat needs an input");
+	for (int d = 0; d < r; d++)
+		if (!shk_out_dim(&s, 0, d, d == a ? shk_let(&s, "len", sum) : shk_dim_of(&s, first, d))) return false;
+	return shk_end(&s);
+}
+
 /* ---- TopK -------------------------------------------------------------------------
  * K given while running: checked in [0, n]; the kernel is lower_data_topk. */
 static bool shape_topk(lower_cx *cx, const tbc_op *op) {
@@ -850,6 +883,7 @@ lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_Pad: fn = lower_pad_dyn, complete = true; break;
 	case TBC_OP_Split: fn = lower_split_dyn, complete = true; break;
 	case TBC_OP_OneHot: fn = shape_onehot; break;
+	case TBC_OP_Concat: fn = shape_concat; break;
 	case TBC_OP_TopK: fn = shape_topk; break;
 	case TBC_OP_CenterCropPad: fn = shape_center_crop_pad; break;
 	case TBC_OP_AffineGrid: fn = shape_affine_grid; break;
