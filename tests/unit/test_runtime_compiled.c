@@ -230,11 +230,14 @@ static void node_suite_cases_run_compiled_through_the_runtime(void **state) {
 	(void)state;
 	tbcrt_context *c = context(2);
 	/* The second line: output shapes the model computes while running
-	 * (allocated through the runtime's host->alloc), one of them empty. */
+	 * (allocated through the runtime's host->alloc), one of them empty.
+	 * The third: control flow (If, a Loop gathering rows, Scan), its regions
+	 * run by the artifact's run() on the runtime's pool. */
 	static const char *const cases[] = {"test_add", "test_add_bcast", "test_relu", "test_sigmoid",
 					    "test_abs", "test_mul_bcast", "test_where_example",
 					    "test_reshape_negative_dim", "test_expand_dim_changed", "test_unsqueeze_unsorted_axes",
-					    "test_range_float_type_positive_delta", "test_constantofshape_int_shape_zero"};
+					    "test_range_float_type_positive_delta", "test_constantofshape_int_shape_zero",
+					    "test_if", "test_loop11", "test_scan9_sum", "test_range_int32_type_negative_delta_expanded"};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_node_case(c, cases[i]);
 	tbcrt_context_destroy(c);
 }
