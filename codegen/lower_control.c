@@ -8,10 +8,10 @@
  * iteration number is a program symbol the runner keeps, so kernels slicing a
  * scan input or writing a scan output's row take it as a size parameter.
  *
- * What compiled control flow needs that the interpreter does not: a
- * loop-carried value keeps its shape from one iteration to the next, and so
- * does each scan output's element (checked while running, with an error
- * naming the op). */
+ * A carried value may change its dims between iterations (its buffer's
+ * dims are then symbols of the region and the buffer grows); its rank is
+ * fixed, and each scan output's element keeps one shape (checked while
+ * running, with an error naming the op). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,31 +84,6 @@ static bool define_from(lower_cx *cx, const tbc_op *op, const tbc_value *v, int 
 	if (src < 0 || !bind_type(cx, op, &v->type, src, -1, name)) return false;
 	if (cx->buf_of[v->id] >= 0) return lower_copy(cx, cx->buf_of[v->id], src);
 	return lower_alias_buf(cx, v, src);
-}
-
-/* A kernel copying src into dst element by element after checking that
- * their dims agree while running (the message names what changed). */
-static bool copy_checked(lower_cx *cx, int dst, int src, const char *what) {
-	lk l;
-	if (!lk_begin(&l, cx, "carry")) return false;
-	kir_kernel *k = l.k;
-	kir_buffer *d = lk_buf(&l, dst), *s = lk_buf(&l, src);
-	if (!d || !s) return false;
-	if (d->rank != s->rank) return lower_error(cx, NULL, "%s changes its rank from %d to %d", what, d->rank, s->rank);
-	kir_block b = {0};
-	kir_expr *n = kir_e_index(k, 1);
-	for (int i = 0; i < d->rank; i++) {
-		n = kir_e_mul(k, n, d->dims[i]);
-		if (dims_same(cx->p->bufs[dst]->type.dims[i], cx->p->bufs[src]->type.dims[i])) continue;
-		char msg[256];
-		snprintf(msg, sizeof msg, "%s changes dim %d from one iteration to the next; compiled loops need one shape", what,
-			 i);
-		kir_block_add(k, &b, kir_s_error(k, kir_e_cmp(k, KIR_NE, d->dims[i], s->dims[i]), msg));
-	}
-	kir_var *e = kir_var_new(k, "e", KIR_INDEX);
-	kir_stmt *st = kir_s_store(k, d, kir_e_var(k, e), kir_e_load(k, s, kir_e_var(k, e)));
-	kir_block_add(k, &b, kir_s_for(k, e, kir_e_index(k, 0), n, 1, KIR_LOOP_PARALLEL, st));
-	return lk_end(&l, b.first);
 }
 
 /* A kernel moving one slice of `big` to or from `small` (dense): the slice at
@@ -226,7 +201,6 @@ static bool carry_back(lower_cx *cx, const tbc_op *op, int n, const int *src, co
 	int *from = calloc((size_t)n + 1, sizeof *from);
 	if (!from) return lower_error(cx, op, "out of memory");
 	bool ok = true;
-	char what[160];
 	for (int i = 0; i < n; i++) {
 		from[i] = src[i];
 		if (!stage || root_of(cx, src[i]) == root_of(cx, carry[i])) continue;
@@ -238,8 +212,9 @@ static bool carry_back(lower_cx *cx, const tbc_op *op, int n, const int *src, co
 	ok = ok && carry_dims(cx, n, carry, from);
 	for (int i = 0; ok && i < n; i++) {
 		if (root_of(cx, src[i]) == root_of(cx, carry[i])) continue;
-		snprintf(what, sizeof what, "%s '%s': carried value %d", tbc_ops[op->code].onnx_name, op->name, i);
-		ok = copy_checked(cx, carry[i], from[i], what);
+		if (cx->p->bufs[src[i]]->type.rank != cx->p->bufs[carry[i]]->type.rank)
+			ok = lower_error(cx, op, "carried value %d changes its rank in the body", i);
+		else ok = lower_copy(cx, carry[i], from[i]);
 	}
 	free(from);
 	return ok;
