@@ -1,9 +1,12 @@
 /* The thread pool behind tbc_abi_host.parallel_for.
  *
- * threads - 1 workers sleep on a condition variable; a parallel loop wakes
- * them all, hands out chunks of at least `grain` iterations through one
+ * threads - 1 workers wait for work; a parallel loop publishes it (a new
+ * generation), hands out chunks of at least `grain` iterations through one
  * atomic counter (the calling thread takes chunks too), and returns when
- * every worker has checked in.  One loop runs on the pool at a time: a loop
+ * every worker has checked in.  Waiting spins briefly before it sleeps on a
+ * condition variable, on both sides: a model runs its parallel kernels back
+ * to back, and waking a sleeping thread costs tens of microseconds (more in
+ * a virtual machine), as much as a small kernel.  One loop runs on the pool at a time: a loop
  * started while another runs (a second session on another thread, or a body
  * that itself calls parallel_for) runs inline on its own thread instead of
  * waiting, so the pool can never deadlock. */
@@ -18,19 +21,34 @@ typedef void (*body_fn)(void *, int64_t, int64_t);
 
 struct tbcrt_pool {
 	pthread_mutex_t submit; /* held for a whole loop, and while resizing */
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;     /* guards sleeping on wake / done */
 	pthread_cond_t wake, done;
 	uint32_t n_workers;
 	pthread_t *workers;
-	uint64_t generation;
+	/* A loop's fields are written before its generation is released, and
+	 * read after a worker acquires it. */
+	_Atomic uint64_t generation;
 	uint64_t base_generation; /* generation when the workers started */
-	bool stop;
-	uint32_t pending; /* workers yet to finish the current loop */
+	_Atomic bool stop;
+	_Atomic uint32_t pending; /* workers yet to finish the current loop */
+	uint32_t sleeping;        /* workers waiting on wake (under mu) */
+	bool waiting;             /* the caller waits on done (under mu) */
 	body_fn body;
 	void *closure;
 	int64_t n, chunk;
 	_Atomic int64_t next;
 };
+
+/* Spins of a waiting thread before it sleeps: some tens of microseconds. */
+#define SPINS 4000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 static _Thread_local bool in_loop;
 
@@ -53,31 +71,41 @@ static void take_chunks(tbcrt_pool *p) {
 static void *worker_main(void *arg) {
 	tbcrt_pool *p = arg;
 	in_loop = true; /* a body's nested parallel_for runs inline */
-	pthread_mutex_lock(&p->mu);
 	uint64_t seen = p->base_generation;
 	for (;;) {
-		while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-		if (p->stop) break;
-		seen = p->generation;
-		pthread_mutex_unlock(&p->mu);
+		for (int i = 0; i < SPINS && !atomic_load_explicit(&p->stop, memory_order_relaxed) &&
+				atomic_load_explicit(&p->generation, memory_order_acquire) == seen;
+		     i++)
+			cpu_relax();
+		if (atomic_load_explicit(&p->generation, memory_order_acquire) == seen) {
+			pthread_mutex_lock(&p->mu);
+			p->sleeping++;
+			while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->wake, &p->mu);
+			p->sleeping--;
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop)) break;
+		seen = atomic_load_explicit(&p->generation, memory_order_acquire);
 		take_chunks(p);
-		pthread_mutex_lock(&p->mu);
-		if (--p->pending == 0) pthread_cond_signal(&p->done);
+		if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+			pthread_mutex_lock(&p->mu);
+			if (p->waiting) pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mu);
+		}
 	}
-	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
 
 static void stop_workers(const tbcrt_context *c, tbcrt_pool *p) {
 	pthread_mutex_lock(&p->mu);
-	p->stop = true;
+	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 	for (uint32_t i = 0; i < p->n_workers; i++) pthread_join(p->workers[i], NULL);
 	tbcrt__free(c, p->workers);
 	p->workers = NULL;
 	p->n_workers = 0;
-	p->stop = false;
+	atomic_store(&p->stop, false);
 }
 
 static tbcrt_status start_workers(const tbcrt_context *c, tbcrt_pool *p, uint32_t threads) {
@@ -86,7 +114,7 @@ static tbcrt_status start_workers(const tbcrt_context *c, tbcrt_pool *p, uint32_
 		return tbcrt__err(TBCRT_ERR_LIMIT, "thread count %u exceeds the limit of %u", threads, TBCRT_MAX_THREADS);
 	uint32_t want = threads - 1;
 	if (want == 0) return tbcrt__ok();
-	p->base_generation = p->generation; /* no loop runs: start_workers holds submit or is in create */
+	p->base_generation = atomic_load(&p->generation); /* no loop runs: start_workers holds submit or is in create */
 	p->workers = tbcrt__calloc(c, want, sizeof *p->workers);
 	if (!p->workers) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for %u worker threads", want);
 	for (uint32_t i = 0; i < want; i++) {
@@ -160,23 +188,30 @@ void tbcrt__pool_parallel_for(tbcrt_pool *p, body_fn body, void *closure, int64_
 	int64_t parts = (int64_t)(p->n_workers + 1) * 4;
 	int64_t chunk = n / parts + (n % parts != 0);
 	if (chunk < grain) chunk = grain;
-	pthread_mutex_lock(&p->mu);
 	p->body = body;
 	p->closure = closure;
 	p->n = n;
 	p->chunk = chunk;
 	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-	p->pending = p->n_workers;
-	p->generation++;
-	pthread_cond_broadcast(&p->wake);
+	atomic_store_explicit(&p->pending, p->n_workers, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->generation, 1, memory_order_release); /* publishes the fields above */
+	/* Workers that went to sleep need the signal; one about to sleep checks
+	 * the generation under mu first, so taking mu here loses no wakeup. */
+	pthread_mutex_lock(&p->mu);
+	if (p->sleeping) pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 
 	in_loop = true;
 	take_chunks(p);
 	in_loop = false;
 
-	pthread_mutex_lock(&p->mu);
-	while (p->pending != 0) pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < SPINS && atomic_load_explicit(&p->pending, memory_order_acquire) != 0; i++) cpu_relax();
+	if (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+		pthread_mutex_lock(&p->mu);
+		p->waiting = true;
+		while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->done, &p->mu);
+		p->waiting = false;
+		pthread_mutex_unlock(&p->mu);
+	}
 	pthread_mutex_unlock(&p->submit);
 }
