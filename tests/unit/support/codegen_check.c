@@ -250,6 +250,24 @@ void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, cons
 	tbc_module_destroy(md->m);
 }
 
+char *lowered_text(model *md) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {md->m, d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	tbc_code rc = kir_lower(md->m, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	char *text = kir_program_print(p);
+	assert_non_null(text);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+	return text;
+}
+
 void check_run_fails(model *md, tbc_value *out) { check_run_fails_as(md, out, NULL, NULL); }
 
 tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v) {

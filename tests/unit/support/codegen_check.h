@@ -72,6 +72,9 @@ void check(model *md, tbc_value *out);
  * and no outputs (out NULL: the graph's own outputs); frees the model. */
 void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text);
 void check_run_fails(model *md, tbc_value *out);
+/* The program's text (kir_program_print) of the graph with the outputs it
+ * has, after inference and lowering; malloc'd.  Frees the model. */
+char *lowered_text(model *md);
 /* Lowering fails with `code` and a message containing `text` (out NULL: the
  * graph has its outputs already); frees the model. */
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
