@@ -81,6 +81,7 @@ static bool bind_type(lower_cx *cx, const tbc_op *op, const tbc_type *t, int src
  * sharing src's storage (or copied into it when v is a graph output). */
 static bool define_from(lower_cx *cx, const tbc_op *op, const tbc_value *v, int src, const char *name) {
 	if (!v) return true;
+	if (src >= 0 && cx->buf_of[v->id] == src) return true; /* v's own buffer held it all along */
 	if (src < 0 || !bind_type(cx, op, &v->type, src, -1, name)) return false;
 	if (cx->buf_of[v->id] >= 0) return lower_copy(cx, cx->buf_of[v->id], src);
 	return lower_alias_buf(cx, v, src);
@@ -159,7 +160,15 @@ static int root_of(const lower_cx *cx, int b) { return cx->p->bufs[b]->alias_of 
  * end of each iteration: a carried value may change its shape from one
  * iteration to the next (a sequence growing by a Concat), and the buffer
  * grows with it (a dynamic buffer). */
-static int carry_buf(lower_cx *cx, int r, int k, const tbc_type *init, const tbc_type *next, const char *name) {
+static int carry_buf(lower_cx *cx, int r, int k, const tbc_type *init, const tbc_type *next, const tbc_value *out,
+		     const char *name) {
+	/* When the op's result has this very type, its own buffer (planned
+	 * with the other values, or a graph output) carries the value: no
+	 * scratch, no copy after the loop. */
+	bool same = out && out->type.rank == init->rank && next->rank == init->rank && lower_type_known(cx, &out->type);
+	for (int d = 0; same && d < init->rank; d++)
+		same = dims_same(init->dims[d], next->dims[d]) && dims_same(init->dims[d], out->type.dims[d]);
+	if (same) return lower_result_buf(cx, out);
 	tbc_type t = *init;
 	for (int d = 0; d < t.rank && next->rank == t.rank; d++) {
 		if (dims_same(t.dims[d], next->dims[d])) continue;
@@ -350,7 +359,7 @@ static bool lower_loop(lower_cx *cx, const tbc_op *op) {
 	ok = ok && lk_end(&l, b.first);
 	for (int k = 0; ok && k < N; k++) { /* the carried values start as v_initial */
 		const tbc_value *init = op->inputs[2 + k];
-		carry[k] = init ? carry_buf(cx, r, k, &init->type, &body->outputs[1 + k]->type, "carry") : -1;
+		carry[k] = init ? carry_buf(cx, r, k, &init->type, &body->outputs[1 + k]->type, op->outputs[k], "carry") : -1;
 		if (carry[k] < 0) ok = lower_error(cx, op, "loop-carried input %d is missing or has no known shape", k);
 		else src[k] = lower_value_buf(cx, init);
 		ok = ok && src[k] >= 0;
@@ -560,7 +569,7 @@ static bool lower_scan(lower_cx *cx, const tbc_op *op) {
 		const tbc_value *init = op->inputs[first + k];
 		tbc_type t = init ? init->type : (tbc_type){0};
 		if (v8 && t.rank > 0) t = drop_dim(&t, 0);
-		carry[k] = init ? carry_buf(cx, r, k, &t, &body->outputs[k]->type, "state") : -1;
+		carry[k] = init ? carry_buf(cx, r, k, &t, &body->outputs[k]->type, v8 ? NULL : op->outputs[k], "state") : -1;
 		if (carry[k] < 0) ok = lower_error(cx, op, "state %d is missing or has no known shape", k);
 		else if (!v8) ok = (src[k] = lower_value_buf(cx, init)) >= 0;
 	}
