@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>
+#include <llvm-c/IRReader.h>
 
 #include "codegen/cpu/cpu.h"
 
@@ -95,6 +96,13 @@ typedef struct fn_cx {
 	LLVMValueRef *bufs, *sizes, *vars;
 	LLVMTypeRef closure_t;
 	bool outlined; /* inside an outlined parallel body */
+	/* The access group (a distinct empty node) of every buffer load and
+	 * store inside an innermost parallel or vector loop, and whether the
+	 * builder is inside one: such loops carry llvm.loop.parallel_accesses,
+	 * so LLVM vectorizes them without run-time alias checks (an in-place
+	 * elementwise kernel would fail those checks and stay scalar). */
+	LLVMMetadataRef group;
+	bool in_parallel;
 	int n_outlined;
 	memo_entry *memo;
 	size_t memo_cap, memo_n;
@@ -479,6 +487,37 @@ static LLVMValueRef cast(fn_cx *f, const kir_expr *e) {
 	return tty == c->i64 ? r : LLVMBuildTrunc(b, r, tty, "");
 }
 
+static void mark_access(fn_cx *f, LLVMValueRef inst) {
+	if (!f->in_parallel || !f->group) return;
+	cpu_cx *c = f->c;
+	LLVMSetMetadata(inst, LLVMGetMDKindIDInContext(c->ctx, "llvm.access.group", 17),
+			LLVMMetadataAsValue(c->ctx, f->group));
+}
+
+/* A distinct empty metadata node (an access group).  The C API makes only
+ * uniqued nodes, so it comes from parsing a one-line module; metadata nodes
+ * belong to the context and outlive that module.  NULL when parsing fails
+ * (the loops then just keep LLVM's own checks). */
+static LLVMMetadataRef distinct_node(cpu_cx *c) {
+	static const char ir[] = "!tbc.group = !{!0}\n!0 = distinct !{}\n";
+	LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "tbc.group");
+	LLVMModuleRef m = NULL;
+	char *err = NULL;
+	if (!mb) return NULL;
+	if (LLVMParseIRInContext(c->ctx, mb, &m, &err)) { /* takes mb either way */
+		LLVMDisposeMessage(err);
+		return NULL;
+	}
+	LLVMMetadataRef md = NULL;
+	if (LLVMGetNamedMetadataNumOperands(m, "tbc.group") == 1) {
+		LLVMValueRef op;
+		LLVMGetNamedMetadataOperands(m, "tbc.group", &op);
+		md = LLVMValueAsMetadata(op);
+	}
+	LLVMDisposeModule(m);
+	return md;
+}
+
 static LLVMValueRef load(fn_cx *f, const kir_expr *e) {
 	cpu_cx *c = f->c;
 	LLVMValueRef i = expr(f, e->a);
@@ -488,6 +527,7 @@ static LLVMValueRef load(fn_cx *f, const kir_expr *e) {
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, mt, f->bufs[e->buf->id], &i, 1, "");
 	LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
 	LLVMSetAlignment(v, (unsigned)tbc_dtype_size(dt));
+	mark_access(f, v);
 	if (dt == TBC_DT_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "");
 	/* A sub-byte integer is the low bits of its byte (a signed one keeps
 	 * its sign in the whole byte, but only the low bits count, as
@@ -566,7 +606,7 @@ static int64_t inner_work(const kir_stmt *s) {
 static void mark_loop(fn_cx *f, LLVMValueRef latch_br, bool vectorize) {
 	cpu_cx *c = f->c;
 	LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-	LLVMMetadataRef ops[3];
+	LLVMMetadataRef ops[4];
 	unsigned n = 0;
 	ops[n++] = tmp;
 	LLVMMetadataRef mp = LLVMMDStringInContext2(c->ctx, "llvm.loop.mustprogress", 22);
@@ -575,6 +615,10 @@ static void mark_loop(fn_cx *f, LLVMValueRef latch_br, bool vectorize) {
 		LLVMMetadataRef v[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
 					LLVMValueAsMetadata(LLVMConstInt(c->i1, 1, 0))};
 		ops[n++] = LLVMMDNodeInContext2(c->ctx, v, 2);
+		if (f->group) {
+			LLVMMetadataRef pa[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.parallel_accesses", 27), f->group};
+			ops[n++] = LLVMMDNodeInContext2(c->ctx, pa, 2);
+		}
 	}
 	LLVMMetadataRef node = LLVMMDNodeInContext2(c->ctx, ops, n);
 	LLVMMetadataReplaceAllUsesWith(tmp, node);
@@ -596,7 +640,10 @@ static void emit_loop(fn_cx *f, const kir_var *var, LLVMValueRef lo, LLVMValueRe
 	LLVMValueRef i = LLVMBuildLoad2(b, c->i64, slot, "");
 	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), bodyb, exit);
 	LLVMPositionBuilderAtEnd(b, bodyb);
+	bool was = f->in_parallel;
+	f->in_parallel = vectorize; /* vectorize: an innermost parallel or vector loop */
 	stmts(f, body);
+	f->in_parallel = was;
 	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
 	LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, LLVMConstInt(c->i64, (unsigned long long)step, 0), ""), slot);
 	LLVMValueRef br = LLVMBuildBr(b, head);
@@ -714,7 +761,9 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 		LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, t, end, ""), bodyb, exit);
 		LLVMPositionBuilderAtEnd(b, bodyb);
 		LLVMBuildStore(b, LLVMBuildNSWAdd(b, glo, LLVMBuildNSWMul(b, t, step, ""), ""), g.vars[s->var->id]);
+		g.in_parallel = !has_loop(s->body);
 		stmts(&g, s->body);
+		g.in_parallel = false;
 		LLVMValueRef t2 = LLVMBuildLoad2(b, c->i64, tslot, "");
 		LLVMBuildStore(b, LLVMBuildNSWAdd(b, t2, LLVMConstInt(c->i64, 1, 0), ""), tslot);
 		LLVMValueRef br = LLVMBuildBr(b, head);
@@ -839,6 +888,7 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, f->bufs[s->buf->id], &i, 1, "");
 			LLVMValueRef st = LLVMBuildStore(b, v, p);
 			LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
+			mark_access(f, st);
 			break;
 		}
 		case KIR_S_SET: {
@@ -910,6 +960,7 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
 	snprintf(name, sizeof name, "tbc.k%d.%s", index, k->name);
 	fn = new_function(c, name, LLVMFunctionType(c->void_t, params, (unsigned)n_params, 0));
 	f.fn = fn;
+	f.group = distinct_node(c);
 	f.host = LLVMGetParam(fn, 0);
 	for (int i = 0; i < k->n_buffers; i++) {
 		f.bufs[i] = LLVMGetParam(fn, (unsigned)(1 + i));
