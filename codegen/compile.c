@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "codegen/compile.h"
+#include "codegen/tuning.h"
 #include "passes/passes.h"
 #include "tbc/abi.h"
 
@@ -84,7 +85,12 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	if (!tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;
-	if (rc == TBC_OK) rc = kir_lower(work, arena, d, &p);
+	if (rc == TBC_OK) {
+		kir_tuning tune = tbc_cpu_tuning(o); /* tile sizes for the target's vectors */
+		kir_tuning_set(&tune);
+		rc = kir_lower(work, arena, d, &p);
+		kir_tuning_set(NULL);
+	}
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;

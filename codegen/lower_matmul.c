@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen/lower_gemm.h"
+#include "codegen/tuning.h"
 
 /* ---- Index shorthands --------------------------------------------------------*/
 static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
@@ -44,7 +45,7 @@ static kir_expr *zero(lk *l, tbc_dtype t) {
 
 /* ---- The generator ---------------------------------------------------------*/
 #define GEMM_MAX_MR 8
-#define GEMM_MAX_NR 16
+#define GEMM_MAX_NR 32
 
 typedef struct gemm_gen {
 	lk *l;
@@ -105,7 +106,18 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	}
 }
 
+/* The register tile: MR x NR sums, NR of them contiguous (the vector
+ * direction).  A 256-bit unit with 16 registers: f32 6 x 16 (12 vector
+ * accumulators, 2 B vectors, a broadcast).  A 512-bit unit with 32
+ * registers: f32 8 x 32 (16 accumulators, 8 broadcasts and 2 B vectors
+ * live; 12 x 32 spills), f64 8 x 16. */
 static void default_tile(tbc_dtype ct, int *mr, int *nr) {
+	kir_tuning t = kir_tuning_current();
+	bool wide = t.vector_bytes >= 64 && t.vector_regs >= 32;
+	if (wide && (ct == TBC_DT_F32 || ct == TBC_DT_F64)) {
+		*mr = 8, *nr = ct == TBC_DT_F32 ? 32 : 16;
+		return;
+	}
 	switch (ct) {
 	case TBC_DT_F32: *mr = 6, *nr = 16; break;
 	case TBC_DT_F64: *mr = 6, *nr = 8; break;
@@ -130,7 +142,7 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
-	kir_expr *cols[GEMM_MAX_NR];
+	kir_expr *cols[GEMM_MAX_NR] = {0};
 	for (int c = 0; c < nr; c++) cols[c] = ADD(l, j0, I(l, c));
 	micro_tile(g, &tile, nr, cols);
 	kir_block_add(k, &blk, kir_s_for(k, jt, jlo, jhi, 1, KIR_LOOP_SEQUENTIAL, tile.first));

@@ -659,6 +659,13 @@ static LLVMValueRef new_function(cpu_cx *c, const char *name, LLVMTypeRef ty) {
 	return fn;
 }
 
+static void set_prefer_width(cpu_cx *c, LLVMValueRef fn, int bits) {
+	char v[16];
+	snprintf(v, sizeof v, "%d", bits);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(c->ctx, "prefer-vector-width", 19, v, (unsigned)strlen(v)));
+}
+
 /* Allocas for every variable, at the top of the entry block. */
 static void make_var_slots(fn_cx *f) {
 	for (int i = 0; i < f->k->n_vars; i++) {
@@ -720,6 +727,7 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 	char name[128];
 	snprintf(name, sizeof name, "tbc.k%d.%s.par%d", f->index, k->name, f->n_outlined++);
 	LLVMValueRef body_fn = new_function(c, name, c->par_body_t);
+	if (k->contract && c->vector_bytes >= 64) set_prefer_width(c, body_fn, c->vector_bytes * 8);
 	fn_cx g = *f;
 	g.fn = body_fn;
 	g.outlined = true;
@@ -961,6 +969,10 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
 	fn = new_function(c, name, LLVMFunctionType(c->void_t, params, (unsigned)n_params, 0));
 	f.fn = fn;
 	f.group = distinct_node(c);
+	/* GEMM and convolution kernels (the contracting ones) are register-tiled
+	 * for the tuning's vector width; a CPU whose LLVM tuning prefers
+	 * narrower vectors (skylake-avx512 prefers 256 bits) would spill. */
+	if (k->contract && c->vector_bytes >= 64) set_prefer_width(c, fn, c->vector_bytes * 8);
 	f.host = LLVMGetParam(fn, 0);
 	for (int i = 0; i < k->n_buffers; i++) {
 		f.bufs[i] = LLVMGetParam(fn, (unsigned)(1 + i));

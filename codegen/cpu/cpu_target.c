@@ -10,6 +10,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cpu/cpu.h"
+#include "codegen/tuning.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -87,6 +88,40 @@ static tbc_code machine_new(const tbc_compile_options *o, tbc_diags *d, machine 
 	return TBC_OK;
 }
 
+/* Whether the feature list ("+avx2,-avx512f,...") turns name on. */
+static bool has_feature(const char *features, const char *name) {
+	size_t n = strlen(name);
+	for (const char *s = features; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		if (l == n + 1 && s[0] == '+' && !strncmp(s + 1, name, n)) return true;
+		s += l;
+		if (*s == ',') s++;
+	}
+	return false;
+}
+
+static kir_tuning tuning_of(const char *triple, const char *features) {
+	kir_tuning t = kir_tuning_default();
+	if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) t = (kir_tuning){16, 32};
+	else if (has_feature(features, "avx512f")) t = (kir_tuning){64, 32};
+	return t;
+}
+
+kir_tuning tbc_cpu_tuning(const tbc_compile_options *o) {
+	tbc_cpu_init_llvm();
+	char *host = LLVMGetDefaultTargetTriple();
+	char *triple = LLVMNormalizeTargetTriple(o->target_triple ? o->target_triple : host);
+	bool is_host = arch_len(host) == arch_len(triple) && !strncmp(host, triple, arch_len(host));
+	char *features = o->features ? LLVMCreateMessage(o->features)
+				     : is_host && !o->cpu ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
+	kir_tuning t = tuning_of(triple, features);
+	LLVMDisposeMessage(host);
+	LLVMDisposeMessage(triple);
+	LLVMDisposeMessage(features);
+	return t;
+}
+
 /* Only the features that are on ("+avx2,+fma"), for the descriptor. */
 static char *enabled_features(const char *all) {
 	size_t n = strlen(all);
@@ -144,6 +179,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	LLVMTypeRef pf_params[5] = {c.ptr, c.ptr, c.ptr, c.i64, c.i64};
 	c.par_for_t = LLVMFunctionType(c.void_t, pf_params, 5, 0);
 	c.loop_md_kind = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
+	c.vector_bytes = tuning_of(m.triple, m.features).vector_bytes;
 	LLVMSetTarget(c.mod, m.triple);
 	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m.tm);
 	LLVMSetModuleDataLayout(c.mod, dl);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "codegen/lower.h"
+#include "codegen/tuning.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
@@ -90,6 +91,63 @@ static void test_matmul_symbolic_dims(void **state) {
 	a = input_sym(&md, TBC_DT_F32, "N,2,3", 1, -1, 1);
 	b = input(&md, TBC_DT_F32, "4,3,5");
 	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+}
+
+/* The 512-bit tuning's tiles (f32 8 x 32, f64 8 x 16) in the evaluator
+ * (bounds-checked loads and stores): each check installs the tuning for its
+ * kir_lower (check_outputs' JIT compile installs the host's own and then
+ * the defaults).  Sizes around the tile: M, N, K of 1, below, at and past
+ * 8 and 32, symbolic batch and rows, N below the tile width. */
+static const kir_tuning wide = {.vector_bytes = 64, .vector_regs = 32};
+
+static void test_gemm_wide_tile_edges(void **state) {
+	(void)state;
+	static const char *const shapes[][2] = {{"1,1", "1,1"},    {"8,32", "32,32"}, {"9,33", "33,65"}, {"17,5", "5,70"},
+						{"1,40", "40,31"}, {"3,7", "7,33"},   {"16,1", "1,64"},  {"3,9,9", "3,9,40"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		kir_tuning_set(&wide);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+	static const int64_t syms[] = {1, 5, 31, 40};
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, TBC_DT_F32, "N,9", syms[i], -1, 1), *b = input_sym(&md, TBC_DT_F32, "9,N", syms[i], -1, 1);
+		kir_tuning_set(&wide);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+		md = model_new();
+		a = input_sym(&md, TBC_DT_F32, "N,10,7", syms[i], -1, 1);
+		b = input(&md, TBC_DT_F32, "7,35");
+		kir_tuning_set(&wide);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F64, "9,11"), *b = input(&md, TBC_DT_F64, "11,21");
+	kir_tuning_set(&wide);
+	check(&md, op2(&md, TBC_OP_MatMul, a, b));
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "11,7");
+	b = input(&md, TBC_DT_F32, "37,11");
+	tbc_value *c = input(&md, TBC_DT_F32, "37");
+	kir_tuning_set(&wide);
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 1, 1, 0.5, -2)->outputs[0]}, 1e-4);
+	kir_tuning_set(NULL);
+}
+
+/* The 256-bit tiles JIT-compiled: features without AVX-512 give the
+ * default tuning (the code still runs on the host). */
+static void test_gemm_narrow_tile_jit(void **state) {
+	(void)state;
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.features = "+avx2,+fma";
+	static const char *const shapes[][2] = {{"7,13", "13,19"}, {"13,37", "37,50"}, {"1,300", "300,40"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs_with(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4, &o);
+	}
 }
 
 /* ---- Gemm -------------------------------------------------------------------------*/
@@ -307,6 +365,8 @@ int main(void) {
 		cmocka_unit_test(test_matmul_one_dimensional_operands),
 		cmocka_unit_test(test_matmul_batch_broadcast),
 		cmocka_unit_test(test_matmul_symbolic_dims),
+		cmocka_unit_test(test_gemm_wide_tile_edges),
+		cmocka_unit_test(test_gemm_narrow_tile_jit),
 		cmocka_unit_test(test_gemm_transposes_alpha_beta),
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
