@@ -789,6 +789,11 @@ static void emit_parallel(fn_cx *f, const kir_stmt *s) {
 	/* host->parallel_for(host->ctx, body, closure, n, grain) when n > 0 */
 	int64_t work = inner_work(s->body);
 	int64_t grain = work >= PAR_GRAIN_WORK ? 1 : (PAR_GRAIN_WORK + work - 1) / work;
+	/* GEMM and convolution kernels (the contracting ones) size their chunks
+	 * themselves (row tiles x column blocks x K, about 16 of them): the
+	 * estimate above sees only the K loop (the tile loops have run-time
+	 * bounds) and would hand every chunk to one thread. */
+	if (k->contract) grain = 1;
 	LLVMBasicBlockRef call_b = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "par");
 	LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "after");
 	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(c->i64, 0, 0), ""), call_b, after);
