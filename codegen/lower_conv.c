@@ -325,7 +325,9 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 		kir_var *tk = kir_var_new(k, "take", TBC_DT_BOOL);
 		kir_block_add(k, &tap, kir_s_set(k, tk, take));
 		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_select(k, V(&l, tk), v, a)));
-		kir_block_add(k, &tap, kir_s_set(k, best, kir_e_select(k, V(&l, tk), col_major ? ic : il, V(&l, best))));
+		/* Without an Indices output, best only marks the first tap. */
+		kir_expr *at = ix ? (col_major ? ic : il) : I(&l, 0);
+		kir_block_add(k, &tap, kir_s_set(k, best, kir_e_select(k, V(&l, tk), at, V(&l, best))));
 	}
 	kir_stmt *taps = tap.first;
 	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, taps);
