@@ -515,6 +515,11 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 	bool outputs_known = true;
 	for (int i = 0; i < op->n_outputs; i++)
 		if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type)) outputs_known = false;
+	/* Squeeze without axes over a symbolic dim: the rank was fixed assuming
+	 * the dim is not 1, and its shape kernel checks that. */
+	if (op->code == TBC_OP_Squeeze && (op->n_inputs < 2 || !op->inputs[1]))
+		for (int d = 0; d < op->inputs[0]->type.rank; d++)
+			if (op->inputs[0]->type.dims[d].sym) outputs_known = false;
 	if (!outputs_known) {
 		/* A data-dependent output shape: the op's lowering computes the new
 		 * symbols in a shape kernel before its buffers are made. */

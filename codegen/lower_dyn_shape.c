@@ -209,7 +209,21 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 			shk_fail_if(&s, AND(&s, gone[d], CMP(&s, KIR_NE, in[d], I(&s, 1))), "cannot squeeze dim %d: it is not 1", d);
 		}
 	} else {
-		return lower_error(cx, op, "Squeeze without axes of dims known only while running has no CPU lowering yet");
+		/* Without axes every dim of size 1 goes.  Compiled code fixed the
+		 * rank before running (inference with static ranks): static dims
+		 * of 1 go, and a symbolic dim stays, so it must not be 1. */
+		int kept = 0;
+		for (int d = 0; d < r; d++) kept += x->type.dims[d].sym || x->type.dims[d].size != 1;
+		if (y->type.rank != kept) return lower_error(cx, op, "Squeeze's output rank does not fit its input");
+		for (int d = 0; d < r; d++) {
+			gone[d] = kir_e_int(s.k, TBC_DT_BOOL, !x->type.dims[d].sym && x->type.dims[d].size == 1);
+			if (x->type.dims[d].sym)
+				shk_fail_if(&s, CMP(&s, KIR_EQ, in[d], I(&s, 1)),
+					    "input dim %d is 1 while running: Squeeze without axes drops it, but the "
+					    "compiled code fixed the output's rank at %d, assuming a dim known only "
+					    "while running is not 1",
+					    d, kept);
+		}
 	}
 	/* Output dim j is the input dim d that is kept and has j kept dims before it. */
 	for (int j = 0; j < y->type.rank; j++) {

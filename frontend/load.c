@@ -123,7 +123,7 @@ tbc_code tbc_fe_load(const void *data, size_t size, const char *base_dir, const 
 	}
 	tbc_fe_scope_free(&scope);
 	if (ok && !(opt && opt->skip_infer)) {
-		tbc_infer icx = {cx.m, diags};
+		tbc_infer icx = {.module = cx.m, .diags = diags};
 		ok = tbc_infer_graph(&icx, cx.m->main) && check_outputs(&cx, cx.m->main, mp->graph);
 	}
 	tbc_fe_functions_free(&cx);

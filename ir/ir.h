@@ -247,6 +247,12 @@ tbc_module *tbc_parse(const char *text, const char *filename, tbc_diags *d);
 struct tbc_infer {
 	tbc_module *module;
 	tbc_diags *diags;
+	/* Compiled code fixes every rank before running (the compile pipeline's
+	 * passes set this): a rule whose result rank would depend on whether a
+	 * symbolic dim is 1 assumes it is not, and lowering checks that at run
+	 * time (Squeeze without axes).  The interpreter's inference leaves such
+	 * ranks unknown. */
+	bool static_ranks;
 };
 /* Infers every op of g (and its subgraphs) in order. */
 bool tbc_infer_graph(tbc_infer *cx, tbc_graph *g);

@@ -903,7 +903,7 @@ bool tbc_pass_decompose(tbc_module *m, tbc_diags *d) {
 		tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory");
 		return false;
 	}
-	dx x = {.m = m, .cx = {m, scratch}};
+	dx x = {.m = m, .cx = {.module = m, .diags = scratch}};
 	bool ok = pass_each_graph(m->main, decompose_graph, &x);
 	tbc_diags_destroy(scratch);
 	if (!ok) tbc_diags_add(d, TBC_ERR_INTERNAL, m->path, NULL, NULL, NULL, "decompose: a rewrite could not be undone (bug in tbc)");

@@ -224,13 +224,15 @@ bool tbc_shape_Squeeze(tbc_infer *cx, tbc_op *op) {
 				return tbc_infer_error(cx, op, "cannot squeeze axis %d of size %lld", i, (long long)in->dims[i].size);
 		}
 	} else {
-		/* Every dim of size 1 goes; a symbolic dim might be 1. */
+		/* Every dim of size 1 goes; a symbolic dim might be 1, which
+		 * leaves the rank unknown, unless compiled code assumes it is
+		 * not (and checks that while running). */
 		bool sym = false;
 		for (int i = 0; i < in->rank; i++) sym |= in->dims[i].sym != NULL;
-		if (!sym) {
+		if (!sym || cx->static_ranks) {
 			t.rank = 0;
 			for (int i = 0; i < in->rank; i++)
-				if (in->dims[i].size != 1) t.dims[t.rank++] = in->dims[i];
+				if (in->dims[i].sym || in->dims[i].size != 1) t.dims[t.rank++] = in->dims[i];
 		}
 	}
 	if (op->outputs[0]) op->outputs[0]->type = t;

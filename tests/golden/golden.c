@@ -29,7 +29,7 @@ static bool pass_roundtrip(tbc_module *m, tbc_diags *d) {
 }
 
 static bool pass_infer(tbc_module *m, tbc_diags *d) {
-	tbc_infer cx = {m, d};
+	tbc_infer cx = {.module = m, .diags = d};
 	return tbc_infer_graph(&cx, m->main);
 }
 

@@ -170,7 +170,7 @@ static void test_mod_signs(void **state) {
 static void expect_run_fails(model *md, tbc_value *out, const char *text, const tbc_compile_options *o) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_graph_add_output(md->m->main, out);
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_tensor *got[1] = {0};
 	assert_int_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, got, 1, d), TBC_ERR_RUNTIME);
@@ -478,7 +478,7 @@ static void test_fused_region_two_shapes(void **state) {
 	at->graphs[0] = body;
 	body->parent_op = f;
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, body));
 	tbc_diags_destroy(d);
 	tbc_value *outs[2] = {f->outputs[0], f->outputs[1]};
@@ -504,7 +504,7 @@ static void test_compile_runs_the_passes_on_a_copy(void **state) {
 	tbc_value *out = op2(&md, TBC_OP_Add, c, x);
 	tbc_graph_add_output(md.m->main, out);
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	int before = count_ops(md.m->main);
 	tbc_compile_stats st;
@@ -553,7 +553,7 @@ static void test_dump_after_unknown_pass(void **state) {
 	tbc_value *x = input(&md, TBC_DT_F32, "4");
 	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Exp, x));
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_compile_options o = opts_at(2);
 	o.dump_after = "nosuchpass";
@@ -619,7 +619,7 @@ static void test_fused_outputs_written_over_their_input(void **state) {
 	at->graphs[0] = body;
 	body->parent_op = f;
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, body));
 	tbc_diags_destroy(d);
 	tbc_value *out = op2(&md, TBC_OP_Add, f->outputs[0], f->outputs[1]);
@@ -649,7 +649,7 @@ static void test_fused_two_nests_keep_their_input(void **state) {
 	at->graphs[0] = body;
 	body->parent_op = f;
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, body));
 	tbc_diags_destroy(d);
 	tbc_value *out = op2(&md, TBC_OP_Add, f->outputs[0], f->outputs[1]);
@@ -690,7 +690,7 @@ static void test_program_prints_kernels(void **state) {
 	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,4", 2, -1, 1), *b = input(&md, TBC_DT_F32, "4");
 	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_Add, a, b));
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
@@ -726,7 +726,7 @@ static model weighted_model(void) {
 			   constant(&md, TBC_DT_F32, 0, NULL, &one));
 	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Relu, y));
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_diags_destroy(d);
 	return md;
@@ -805,7 +805,7 @@ static void test_vector_math_accuracy(void **state) {
 		memcpy(xs, special, sizeof special);
 		tbc_graph_add_output(md.m->main, op1(&md, cases[k].op, x));
 		tbc_diags *d = tbc_diags_create();
-		tbc_infer cx = {md.m, d};
+		tbc_infer cx = {.module = md.m, .diags = d};
 		assert_true(tbc_infer_graph(&cx, md.m->main));
 		tbc_tensor *want = interpret(&md), *got = NULL;
 		assert_int_equal(tbc_run_cpu(md.m, md.in, 1, &got, 1, d), TBC_OK);
@@ -837,7 +837,7 @@ static void test_vector_math_vectorizes(void **state) {
 		tbc_value *x = input(&md, TBC_DT_F32, "64,1024");
 		tbc_graph_add_output(md.m->main, op1(&md, ops[k], x));
 		tbc_diags *d = tbc_diags_create();
-		tbc_infer cx = {md.m, d};
+		tbc_infer cx = {.module = md.m, .diags = d};
 		assert_true(tbc_infer_graph(&cx, md.m->main));
 		tbc_compile_options o;
 		tbc_compile_options_init(&o);

@@ -70,6 +70,57 @@ static void test_if_takes_either_branch(void **state) {
 	check_text(if_text, f);
 }
 
+/* An If whose condition folds to a constant is inlined by the fold pass
+ * (the compile pipeline's): the branch not taken may even give another
+ * rank, as ONNX functions' expansions do when they test an input's rank. */
+static const char *const if_const_text = "graph main(%x: f32[2,3]) {\n"
+					 "  %r: i64[] = Size(%x)\n"
+					 "  %six: i64[] = const [6]\n"
+					 "  %c: bool[] = Equal(%r, %six)\n"
+					 "  %y: f32[*] = If(%c) {\n"
+					 "    then_branch = graph t() {\n"
+					 "      %a: f32[2,3] = Relu(%x)\n"
+					 "      return %a\n"
+					 "    },\n"
+					 "    else_branch = graph e() {\n"
+					 "      %f: f32[6] = Flatten(%x) {axis = 0}\n"
+					 "      return %f\n"
+					 "    }\n"
+					 "  }\n"
+					 "  %z: f32[*] = Exp(%y)\n"
+					 "  return %z\n"
+					 "}\n";
+
+/* An If on a run-time condition whose branches give ranks 0 and 1, read
+ * only by a broadcasting op against a rank-1 operand: the fold pass
+ * unsqueezes the rank-0 branch, so everything after it has a static rank. */
+static const char *const if_ranks_text = "graph main(%c: bool[], %x: f32[4]) {\n"
+					 "  %zero: f32[] = const [0]\n"
+					 "  %s: f32[*] = If(%c) {\n"
+					 "    then_branch = graph t() {\n"
+					 "      %a: f32[] = Identity(%zero)\n"
+					 "      return %a\n"
+					 "    },\n"
+					 "    else_branch = graph e() {\n"
+					 "      %b: f32[1] = ReduceSum(%x) {keepdims = 1}\n"
+					 "      return %b\n"
+					 "    }\n"
+					 "  }\n"
+					 "  %y: f32[*] = Mul(%x, %s)\n"
+					 "  %w: f32[*] = Tanh(%y)\n"
+					 "  return %w\n"
+					 "}\n";
+
+static void test_if_folded_or_of_two_ranks(void **state) {
+	(void)state;
+	g_fold = true;
+	check_text(if_const_text, NULL);
+	const double *t[2] = {V(1), NULL}, *f[2] = {V(0), NULL};
+	check_text(if_ranks_text, t);
+	check_text(if_ranks_text, f);
+	g_fold = false;
+}
+
 /* Loop with a trip count and a condition the body computes: a running sum
  * that stops once it reaches 6, the iteration number times x gathered as a
  * scan output (as many rows as iterations ran). */
@@ -351,6 +402,7 @@ static void test_a_loop_without_trip_count_gathers_rows(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_if_takes_either_branch),
+		cmocka_unit_test(test_if_folded_or_of_two_ranks),
 		cmocka_unit_test(test_loop_runs_until_its_trip_count_or_condition),
 		cmocka_unit_test(test_loop_without_a_trip_count),
 		cmocka_unit_test(test_loop_scan_output_of_a_computed_size),

@@ -187,7 +187,7 @@ static void test_maxunpool_constant_output_shape_and_bad_index(void **state) {
 	tbc_value *y = up->outputs[0];
 	tbc_diags *d = tbc_diags_create();
 	tbc_graph_add_output(md.m->main, y);
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_tensor *got = NULL;
 	assert_int_not_equal(tbc_run_cpu(md.m, md.in, (size_t)md.n_in, &got, 1, d), TBC_OK);

@@ -245,7 +245,7 @@ static void test_gather_out_of_range_index_is_clamped(void **state) {
 	tbc_value *out = op2(&md, TBC_OP_Gather, x, ints(&md, 3, bad));
 	tbc_graph_add_output(md.m->main, out);
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md.m, d};
+	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;

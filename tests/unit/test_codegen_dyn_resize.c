@@ -57,7 +57,7 @@ static tbc_op *with(tbc_op *o, const char *mode, const char *ctm) {
 static bool lowers_statically(model *md, tbc_value *out) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_graph_add_output(md->m->main, out);
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;

@@ -133,6 +133,27 @@ static void test_broadcast_of_computed_dims(void **state) {
 	check_run_fails(&md, op2(&md, TBC_OP_Sub, a, b));
 }
 
+/* Squeeze without axes over a symbolic dim: compiled code fixes the rank
+ * assuming the dim is not 1 (the fold pass infers with static ranks) and
+ * checks that while running; the interpreter, which needs no fixed rank,
+ * squeezes it. */
+static void test_squeeze_without_axes_keeps_symbolic_dims(void **state) {
+	(void)state;
+	g_fold = true;
+	model md = model_new();
+	check(&md, op1(&md, TBC_OP_Relu, op1(&md, TBC_OP_Squeeze, input_sym(&md, TBC_DT_F32, "N,1,3,1", 2, -3, 3))));
+	md = model_new(); /* a computed dim (a shape given while running) */
+	tbc_value *r = reshape(&md, input(&md, TBC_DT_F32, "2,1,3"), SHAPE(&md, 2, 1, 3), false);
+	tbc_value *y = op1(&md, TBC_OP_Squeeze, r);
+	tbc_graph_add_output(md.m->main, y);
+	check_compiled_run_fails(&md, "input dim 1 is 1 while running: Squeeze without axes drops it, but the compiled "
+				      "code fixed the output's rank at 3");
+	md = model_new();
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Squeeze, input_sym(&md, TBC_DT_F32, "N,1,3", 1, -3, 3)));
+	check_compiled_run_fails(&md, "(Squeeze): input dim 0 is 1 while running");
+	g_fold = false;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reshape_to_a_shape_given_while_running),
@@ -143,6 +164,7 @@ int main(void) {
 		cmocka_unit_test(test_expand_to_a_shape_given_while_running),
 		cmocka_unit_test(test_tile_constant_of_shape_and_range_while_running),
 		cmocka_unit_test(test_broadcast_of_computed_dims),
+		cmocka_unit_test(test_squeeze_without_axes_keeps_symbolic_dims),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -264,7 +264,7 @@ static void test_lstm_outputs_omitted(void **state) {
 static void rnn_run_fails(model *md, int n, tbc_value **outs) {
 	tbc_diags *d = tbc_diags_create();
 	for (int i = 0; i < n; i++) tbc_graph_add_output(md->m->main, outs[i]);
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_tensor *want[3] = {0}, *got[3] = {0}, *jit[3] = {0};
 	assert_int_not_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n, d), TBC_OK);

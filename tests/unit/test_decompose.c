@@ -218,7 +218,7 @@ static tbc_module *parse(const char *text) {
 	tbc_module *m = tbc_parse(text, "t.ir", d);
 	if (!m) print_diags(d);
 	assert_non_null(m);
-	tbc_infer cx = {m, d};
+	tbc_infer cx = {.module = m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, m->main));
 	tbc_diags_destroy(d);
 	return m;

@@ -104,7 +104,7 @@ static void attr_s(one_op *o, const char *name, const char *v) {
 	a->s_len = strlen(v);
 }
 static bool infer(one_op *o) {
-	tbc_infer cx = {o->m, o->d};
+	tbc_infer cx = {.module = o->m, .diags = o->d};
 	return tbc_infer_op(&cx, o->op);
 }
 /* Shape rule then kernel; every result must agree with its inferred type. */

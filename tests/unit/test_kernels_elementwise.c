@@ -63,7 +63,7 @@ static void attr_s(one_op *o, const char *name, const char *v) {
 /* Runs shape inference and the kernel; the result must match the inferred
  * type.  NULL when either reports an error (then *o keeps the diags). */
 static tbc_tensor *run(one_op *o) {
-	tbc_infer cx = {o->m, o->d};
+	tbc_infer cx = {.module = o->m, .diags = o->d};
 	if (!tbc_infer_op(&cx, o->op)) return NULL;
 	tbc_interp ip = {.module = o->m, .diags = o->d};
 	tbc_tensor *out[2] = {NULL, NULL};

@@ -64,7 +64,7 @@ static void attr_ints(one_op *o, const char *name, int n, int64_t *v) {
 /* Runs shape inference and the kernel; every result must match its
  * inferred type.  false when either reports an error. */
 static bool run(one_op *o) {
-	tbc_infer cx = {o->m, o->d};
+	tbc_infer cx = {.module = o->m, .diags = o->d};
 	if (!tbc_infer_op(&cx, o->op)) return false;
 	tbc_interp ip = {.module = o->m, .diags = o->d};
 	if (tbc_ops[o->op->code].interp(&ip, o->op, o->in, o->out) != 0) return false;

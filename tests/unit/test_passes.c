@@ -27,7 +27,7 @@ static tbc_module *parse(const char *text) {
 		print_error("parse failed: %s\n", msg);
 	}
 	assert_non_null(m);
-	tbc_infer cx = {m, d};
+	tbc_infer cx = {.module = m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, m->main));
 	tbc_diags_destroy(d);
 	return m;

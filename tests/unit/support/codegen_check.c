@@ -92,6 +92,7 @@ void print_diags(tbc_diags *d) {
 bool exact_bits;
 double g_atol = 1e-6;
 int g_fuse;
+bool g_fold;
 
 void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
 	assert_int_equal(got->dtype, want->dtype);
@@ -139,7 +140,7 @@ void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, con
 	} else {
 		for (int i = 0; i < n_out; i++) tbc_graph_add_output(md->m->main, outs[i]);
 	}
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	if (!tbc_infer_graph(&cx, md->m->main)) print_diags(d);
 	assert_int_equal(tbc_diags_count(d), 0);
 	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
@@ -152,6 +153,7 @@ void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, con
 		for (const tbc_op *op = md->m->main->first; op; op = op->next) n_fused += op->code == TBC_OP_Fused;
 		assert_int_equal(n_fused, g_fuse);
 	}
+	if (g_fold) assert_true(tbc_pass_fold(md->m, d));
 
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
@@ -192,7 +194,7 @@ void check(model *md, tbc_value *out) { check_outputs(md, 1, &out, 1e-5); }
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text) {
 	tbc_diags *d = tbc_diags_create();
 	if (out) tbc_graph_add_output(md->m->main, out);
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
@@ -216,17 +218,25 @@ static void last_holds(tbc_diags *d, size_t seen, const char *who, const char *t
 	assert_non_null(strstr(msg, text));
 }
 
-void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text) {
+/* The compiled runs (evaluator, JIT) fail with a message holding text; the
+ * interpreter fails too (with interp_text) when interp_fails, else runs. */
+static void runs_fail(model *md, bool interp_fails, const char *interp_text, const char *text) {
 	tbc_diags *d = tbc_diags_create();
-	if (out) tbc_graph_add_output(md->m->main, out);
 	size_t n_out = (size_t)md->m->main->n_outputs;
 	assert_true(n_out <= 8);
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_tensor *want[8] = {0}, *got[8] = {0}, *jit[8] = {0};
 	size_t seen = tbc_diags_count(d);
-	assert_int_not_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, want, n_out, d), TBC_OK);
-	last_holds(d, seen, "interpreter", interp_text);
+	tbc_code rc = tbc_interpret(md->m, md->in, (size_t)md->n_in, want, n_out, d);
+	if (interp_fails) {
+		assert_int_not_equal(rc, TBC_OK);
+		last_holds(d, seen, "interpreter", interp_text);
+	} else {
+		if (rc) print_diags(d);
+		assert_int_equal(rc, TBC_OK);
+	}
+	if (g_fold) assert_true(tbc_pass_fold(md->m, d));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
 	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
@@ -250,9 +260,16 @@ void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, cons
 	tbc_module_destroy(md->m);
 }
 
+void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text) {
+	if (out) tbc_graph_add_output(md->m->main, out);
+	runs_fail(md, true, interp_text, text);
+}
+
+void check_compiled_run_fails(model *md, const char *text) { runs_fail(md, false, NULL, text); }
+
 char *lowered_text(model *md) {
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {md->m, d};
+	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;

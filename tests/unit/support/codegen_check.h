@@ -55,6 +55,10 @@ extern double g_atol;
 /* When nonzero, check_outputs runs the fusion pass after the interpreter and
  * wants this many Fused ops before lowering. */
 extern int g_fuse;
+/* When set, check_outputs and check_compiled_run_fails run the fold pass
+ * after the interpreter, as compiling does (static ranks, an If with a
+ * constant condition inlined), before lowering. */
+extern bool g_fold;
 
 /* Same dtype and dims; floats within 1e-6 + rtol*|want| (NaN matches NaN),
  * integers exactly; with exact_bits every element's bits too. */
@@ -72,6 +76,10 @@ void check(model *md, tbc_value *out);
  * and no outputs (out NULL: the graph's own outputs); frees the model. */
 void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, const char *text);
 void check_run_fails(model *md, tbc_value *out);
+/* The interpreter runs the graph (outputs: its own); after the fold pass the
+ * evaluator and the JIT fail the run with a message holding text (a check
+ * compiled code makes where the interpreter needs none); frees the model. */
+void check_compiled_run_fails(model *md, const char *text);
 /* The program's text (kir_program_print) of the graph with the outputs it
  * has, after inference and lowering; malloc'd.  Frees the model. */
 char *lowered_text(model *md);
