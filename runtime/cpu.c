@@ -75,45 +75,9 @@ typedef struct {
 
 enum { L1, L7, L7_1, LD_1, LE1, LE8, L14, L19, NLEAVES };
 static const x86_feature x86_features[] = {
-	{"x87", L1, EDX, 0, 0},        {"cx8", L1, EDX, 8, 0},        {"cmov", L1, EDX, 15, 0},
-	{"mmx", L1, EDX, 23, 0},       {"fxsr", L1, EDX, 24, 0},      {"sse", L1, EDX, 25, 0},
-	{"sse2", L1, EDX, 26, 0},      {"sse3", L1, ECX, 0, 0},       {"pclmul", L1, ECX, 1, 0},
-	{"ssse3", L1, ECX, 9, 0},      {"fma", L1, ECX, 12, 1},       {"cx16", L1, ECX, 13, 0},
-	{"sse4.1", L1, ECX, 19, 0},    {"sse4.2", L1, ECX, 20, 0},    {"crc32", L1, ECX, 20, 0},
-	{"movbe", L1, ECX, 22, 0},     {"popcnt", L1, ECX, 23, 0},    {"aes", L1, ECX, 25, 0},
-	{"xsave", L1, ECX, 26, 0},     {"avx", L1, ECX, 28, 1},       {"f16c", L1, ECX, 29, 1},
-	{"rdrnd", L1, ECX, 30, 0},
-	{"fsgsbase", L7, EBX, 0, 0},   {"sgx", L7, EBX, 2, 0},        {"bmi", L7, EBX, 3, 0},
-	{"avx2", L7, EBX, 5, 1},       {"bmi2", L7, EBX, 8, 0},       {"invpcid", L7, EBX, 10, 0},
-	{"rtm", L7, EBX, 11, 0},       {"avx512f", L7, EBX, 16, 2},   {"evex512", L7, EBX, 16, 2},
-	{"avx512dq", L7, EBX, 17, 2},  {"rdseed", L7, EBX, 18, 0},    {"adx", L7, EBX, 19, 0},
-	{"avx512ifma", L7, EBX, 21, 2}, {"clflushopt", L7, EBX, 23, 0}, {"clwb", L7, EBX, 24, 0},
-	{"avx512cd", L7, EBX, 28, 2},  {"sha", L7, EBX, 29, 0},       {"avx512bw", L7, EBX, 30, 2},
-	{"avx512vl", L7, EBX, 31, 2},
-	{"prefetchwt1", L7, ECX, 0, 0}, {"avx512vbmi", L7, ECX, 1, 2}, {"pku", L7, ECX, 4, 0},
-	{"waitpkg", L7, ECX, 5, 0},    {"avx512vbmi2", L7, ECX, 6, 2}, {"shstk", L7, ECX, 7, 0},
-	{"gfni", L7, ECX, 8, 0},       {"vaes", L7, ECX, 9, 1},       {"vpclmulqdq", L7, ECX, 10, 1},
-	{"avx512vnni", L7, ECX, 11, 2}, {"avx512bitalg", L7, ECX, 12, 2}, {"avx512vpopcntdq", L7, ECX, 14, 2},
-	{"rdpid", L7, ECX, 22, 0},     {"kl", L7, ECX, 23, 0},        {"cldemote", L7, ECX, 25, 0},
-	{"movdiri", L7, ECX, 27, 0},   {"movdir64b", L7, ECX, 28, 0}, {"enqcmd", L7, ECX, 29, 0},
-	{"uintr", L7, EDX, 5, 0},      {"avx512vp2intersect", L7, EDX, 8, 2}, {"serialize", L7, EDX, 14, 0},
-	{"tsxldtrk", L7, EDX, 16, 0},  {"pconfig", L7, EDX, 18, 0},   {"amx-bf16", L7, EDX, 22, 3},
-	{"avx512fp16", L7, EDX, 23, 2}, {"amx-tile", L7, EDX, 24, 3}, {"amx-int8", L7, EDX, 25, 3},
-	{"sha512", L7_1, EAX, 0, 1},   {"sm3", L7_1, EAX, 1, 1},      {"sm4", L7_1, EAX, 2, 1},
-	{"raoint", L7_1, EAX, 3, 0},   {"avxvnni", L7_1, EAX, 4, 1},  {"avx512bf16", L7_1, EAX, 5, 2},
-	{"cmpccxadd", L7_1, EAX, 7, 0}, {"amx-fp16", L7_1, EAX, 21, 3}, {"hreset", L7_1, EAX, 22, 0},
-	{"avxifma", L7_1, EAX, 23, 1}, {"avxvnniint8", L7_1, EDX, 4, 1}, {"avxneconvert", L7_1, EDX, 5, 1},
-	{"amx-complex", L7_1, EDX, 8, 3}, {"avxvnniint16", L7_1, EDX, 10, 1}, {"prefetchi", L7_1, EDX, 14, 0},
-	{"usermsr", L7_1, EDX, 15, 0}, {"egpr", L7_1, EDX, 21, 4},    {"push2pop2", L7_1, EDX, 21, 4},
-	{"ppx", L7_1, EDX, 21, 4},     {"ndd", L7_1, EDX, 21, 4},     {"ccmp", L7_1, EDX, 21, 4},
-	{"cf", L7_1, EDX, 21, 4},      {"nf", L7_1, EDX, 21, 4},      {"zu", L7_1, EDX, 21, 4},
-	{"xsaveopt", LD_1, EAX, 0, 0}, {"xsavec", LD_1, EAX, 1, 0},   {"xsaves", LD_1, EAX, 3, 0},
-	{"sahf", LE1, ECX, 0, 0},      {"lzcnt", LE1, ECX, 5, 0},     {"sse4a", LE1, ECX, 6, 0},
-	{"prfchw", LE1, ECX, 8, 0},    {"xop", LE1, ECX, 11, 1},      {"lwp", LE1, ECX, 15, 0},
-	{"fma4", LE1, ECX, 16, 1},     {"tbm", LE1, ECX, 21, 0},      {"mwaitx", LE1, ECX, 29, 0},
-	{"64bit", LE1, EDX, 29, 0},    {"nopl", LE1, EDX, 29, 0},
-	{"clzero", LE8, EBX, 0, 0},    {"rdpru", LE8, EBX, 4, 0},     {"wbnoinvd", LE8, EBX, 9, 0},
-	{"ptwrite", L14, EBX, 4, 0},   {"widekl", L19, EBX, 2, 0},
+#define X86_FEATURE(name, leaf, reg, bit, state) {name, leaf, reg, bit, state},
+#include "cpu_features.def"
+#undef X86_FEATURE
 };
 
 typedef struct {
@@ -194,16 +158,9 @@ typedef struct {
 	uint8_t word, bit; /* word 0: AT_HWCAP, 1: AT_HWCAP2 */
 } a64_feature;
 static const a64_feature a64_features[] = {
-	{"fp-armv8", 0, 0},  {"neon", 0, 1},       {"aes", 0, 3},        {"crc", 0, 7},
-	{"lse", 0, 8},       {"fullfp16", 0, 9},   {"rdm", 0, 12},       {"jsconv", 0, 13},
-	{"complxnum", 0, 14}, {"rcpc", 0, 15},     {"ccpp", 0, 16},      {"sha3", 0, 17},
-	{"sm4", 0, 19},      {"dotprod", 0, 20},   {"sve", 0, 22},       {"fp16fml", 0, 23},
-	{"dit", 0, 24},      {"rcpc-immo", 0, 26}, {"flagm", 0, 27},     {"ssbs", 0, 28},
-	{"sb", 0, 29},       {"pauth", 0, 30},
-	{"ccdp", 1, 0},      {"sve2", 1, 1},       {"sve2-aes", 1, 2},   {"sve2-bitperm", 1, 4},
-	{"sve2-sha3", 1, 5}, {"sve2-sm4", 1, 6},   {"altnzcv", 1, 7},    {"fptoint", 1, 8},
-	{"i8mm", 1, 13},     {"f32mm", 1, 10},     {"f64mm", 1, 11},     {"bf16", 1, 14},
-	{"rand", 1, 16},     {"bti", 1, 17},       {"mte", 1, 18},       {"sme", 1, 23},
+#define A64_FEATURE(name, word, bit) {name, word, bit},
+#include "cpu_features.def"
+#undef A64_FEATURE
 };
 
 int tbcrt__host_has_feature(const char *name) {

@@ -50,6 +50,21 @@ LLVMValueRef cpu_narrow_const(cpu_cx *c, tbc_dtype t, double v);
  * other ops. */
 LLVMValueRef cpu_math_f32(cpu_cx *c, kir_unop op, LLVMValueRef x);
 
+/* CPU and feature names (cpu_features.c).  triple is x86_64 or aarch64. */
+/* Whether LLVM knows cpu for the triple's architecture. */
+bool cpu_name_known(const char *triple, const char *cpu);
+/* Whether every entry of a feature list ("+avx2,-fma") names a feature LLVM
+ * knows; else false with the first bad entry in bad. */
+bool cpu_features_known(const char *triple, const char *features, char *bad, size_t bad_size);
+/* The features of runtime/cpu_features.def that the named CPU has, as a
+ * list "+a,+b" (LLVMDisposeMessage); NULL when out of memory. */
+char *cpu_named_features(LLVMTargetRef target, const char *triple, const char *cpu);
+
+/* The features an artifact lists for the runtime to check (malloc'd): those
+ * of `all` that are on ("+avx2"), less the ones LLVM emits only for
+ * intrinsics (runtime/cpu_features.def), which tbc's code never uses. */
+char *cpu_listed_features(const char *triple, const char *all);
+
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */
 bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features);

@@ -48,31 +48,62 @@ static void machine_free(machine *m) {
 	memset(m, 0, sizeof *m);
 }
 
-static tbc_code machine_new(const tbc_compile_options *o, tbc_diags *d, machine *m) {
+/* The triple, CPU and features o asks for (the host's unless --target,
+ * --cpu or --features say otherwise), checked: LLVM must know the CPU and
+ * every feature.  A CPU named without --features gets the features it has
+ * that the runtime can check (cpu_named_features), so the artifact records
+ * them.  Without --target and --cpu, the host's CPU and features. */
+static tbc_code machine_resolve(const tbc_compile_options *o, tbc_diags *d, machine *m, LLVMTargetRef *target) {
 	memset(m, 0, sizeof *m);
 	tbc_cpu_init_llvm();
 	char *host = LLVMGetDefaultTargetTriple();
 	m->triple = o->target_triple ? LLVMNormalizeTargetTriple(o->target_triple) : LLVMNormalizeTargetTriple(host);
 	bool is_host = arch_len(host) == arch_len(m->triple) && !strncmp(host, m->triple, arch_len(host));
 	LLVMDisposeMessage(host);
+	tbc_code rc = TBC_OK;
+	char *err = NULL, bad[128];
 	if (strncmp(m->triple, "x86_64", 6) && strncmp(m->triple, "aarch64", 7) && strncmp(m->triple, "arm64", 5)) {
-		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
-			      "target %s is not supported (x86_64 and aarch64 are)", m->triple);
+		rc = TBC_ERR_UNSUPPORTED;
+		tbc_diags_add(d, rc, NULL, NULL, NULL, NULL, "target %s is not supported (x86_64 and aarch64 are)",
+			      m->triple);
+	} else if (o->cpu && !cpu_name_known(m->triple, o->cpu)) {
+		rc = TBC_ERR_INVALID_ARGUMENT;
+		tbc_diags_add(d, rc, NULL, NULL, NULL, NULL,
+			      "--cpu %s: LLVM knows no such CPU for %.*s (llc-19 -mtriple=%s -mcpu=help lists them)",
+			      o->cpu, (int)arch_len(m->triple), m->triple, m->triple);
+	} else if (o->features && !cpu_features_known(m->triple, o->features, bad, sizeof bad)) {
+		rc = TBC_ERR_INVALID_ARGUMENT;
+		tbc_diags_add(d, rc, NULL, NULL, NULL, NULL,
+			      "--features: '%s' is not +NAME or -NAME of a feature LLVM knows for %.*s "
+			      "(llc-19 -mtriple=%s -mattr=help lists them)",
+			      bad, (int)arch_len(m->triple), m->triple, m->triple);
+	} else if (LLVMGetTargetFromTriple(m->triple, target, &err)) {
+		rc = TBC_ERR_UNSUPPORTED;
+		tbc_diags_add(d, rc, NULL, NULL, NULL, NULL, "target %s: %s", m->triple, err ? err : "");
+	}
+	LLVMDisposeMessage(err);
+	if (rc != TBC_OK) {
 		machine_free(m);
-		return TBC_ERR_UNSUPPORTED;
+		return rc;
 	}
 	bool host_cpu = is_host && !o->cpu;
 	m->cpu = host_cpu ? LLVMGetHostCPUName() : LLVMCreateMessage(o->cpu ? o->cpu : "generic");
 	m->features = o->features ? LLVMCreateMessage(o->features)
-				  : host_cpu ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
-	LLVMTargetRef target;
-	char *err = NULL;
-	if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
-		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "target %s: %s", m->triple, err ? err : "");
-		LLVMDisposeMessage(err);
+		      : host_cpu  ? LLVMGetHostCPUFeatures()
+		      : o->cpu    ? cpu_named_features(*target, m->triple, o->cpu)
+				  : LLVMCreateMessage("");
+	if (!m->features) {
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
 		machine_free(m);
-		return TBC_ERR_UNSUPPORTED;
+		return TBC_ERR_NO_MEMORY;
 	}
+	return TBC_OK;
+}
+
+static tbc_code machine_new(const tbc_compile_options *o, tbc_diags *d, machine *m) {
+	LLVMTargetRef target;
+	tbc_code rc = machine_resolve(o, d, m, &target);
+	if (rc != TBC_OK) return rc;
 	LLVMCodeGenOptLevel level = o->opt_level <= 0 ? LLVMCodeGenLevelNone
 				    : o->opt_level == 1 ? LLVMCodeGenLevelLess
 				    : o->opt_level == 2 ? LLVMCodeGenLevelDefault
@@ -109,39 +140,18 @@ static kir_tuning tuning_of(const char *triple, const char *features) {
 }
 
 kir_tuning tbc_cpu_tuning(const tbc_compile_options *o) {
-	tbc_cpu_init_llvm();
-	char *host = LLVMGetDefaultTargetTriple();
-	char *triple = LLVMNormalizeTargetTriple(o->target_triple ? o->target_triple : host);
-	bool is_host = arch_len(host) == arch_len(triple) && !strncmp(host, triple, arch_len(host));
-	char *features = o->features ? LLVMCreateMessage(o->features)
-				     : is_host && !o->cpu ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
-	kir_tuning t = tuning_of(triple, features);
-	LLVMDisposeMessage(host);
-	LLVMDisposeMessage(triple);
-	LLVMDisposeMessage(features);
-	return t;
-}
-
-/* Only the features that are on ("+avx2,+fma"), for the descriptor. */
-static char *enabled_features(const char *all) {
-	size_t n = strlen(all);
-	char *out = malloc(n + 1);
-	if (!out) return NULL;
-	size_t len = 0;
-	const char *s = all;
-	while (*s) {
-		const char *e = strchr(s, ',');
-		size_t l = e ? (size_t)(e - s) : strlen(s);
-		if (l && s[0] == '+') {
-			if (len) out[len++] = ',';
-			memcpy(out + len, s, l);
-			len += l;
-		}
-		s += l;
-		if (*s == ',') s++;
+	/* A machine the emitter would refuse gets the defaults; the emitter
+	 * reports why. */
+	tbc_diags *scratch = tbc_diags_create();
+	machine m;
+	LLVMTargetRef target;
+	kir_tuning t = kir_tuning_default();
+	if (scratch && machine_resolve(o, scratch, &m, &target) == TBC_OK) {
+		t = tuning_of(m.triple, m.features);
+		machine_free(&m);
 	}
-	out[len] = 0;
-	return out;
+	tbc_diags_destroy(scratch);
+	return t;
 }
 
 /* LLVM's remarks and warnings (a loop the vectorizer declined) are not the
@@ -185,7 +195,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	LLVMSetModuleDataLayout(c.mod, dl);
 	LLVMDisposeTargetData(dl);
 
-	char *features = enabled_features(m.features);
+	char *features = cpu_listed_features(m.triple, m.features);
 	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);
 	free(features);
 	char *err = NULL;

@@ -150,8 +150,10 @@ typedef enum tbc_weights_mode {
 typedef struct tbc_compile_options {
 	int opt_level;             /* 0..3 (default 2) */
 	const char *target_triple; /* NULL: the host; x86_64 and aarch64 triples are known */
-	const char *cpu;           /* NULL: the host's CPU for the host triple, "generic" for others */
-	const char *features;      /* NULL: the host's features when cpu is the host's, else the CPU's own */
+	const char *cpu;           /* NULL: the host's CPU for the host triple, "generic" for others;
+				      else a name LLVM knows for the triple (llc -mcpu=help) */
+	const char *features;      /* NULL: the host's features when cpu is the host's, else the CPU's own;
+				      else "+name,-name,..." of features LLVM knows */
 	tbc_weights_mode weights;
 	const char *prefix;        /* C identifier before "_descriptor" in a .o; NULL: "model" */
 	int stats;                 /* nonzero: print per-pass times, arena size and lower bound (stats_file) */

@@ -991,6 +991,95 @@ static void test_aarch64_cross_object(void **state) {
 	free_model(&md);
 }
 
+/* The feature list of an artifact compiled for cpu (with the triple): the
+ * descriptor's string constant in the LLVM IR (the only one that starts
+ * with '+'); malloc'd. */
+static char *features_of(const char *triple, const char *cpu) {
+	model md = weighted_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.target_triple = triple;
+	o.cpu = cpu;
+	const char *ll = tmp_path("cpu.ll");
+	tbc_code rc = tbc_compile_to_file(md.m, &o, ll, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	size_t n;
+	char *ir = read_all(ll, &n);
+	assert_non_null(ir);
+	const char *s = strstr(ir, "c\"+");
+	assert_non_null(s);
+	const char *e = strstr(s, "\\00\"");
+	assert_non_null(e);
+	char *f = strndup(s + 2, (size_t)(e - s - 2));
+	free(ir);
+	tbc_diags_destroy(d);
+	free_model(&md);
+	return f;
+}
+
+static bool lists(const char *features, const char *name) {
+	size_t n = strlen(name);
+	for (const char *s = features; (s = strstr(s, name)); s += n)
+		if ((s == features || s[-1] == ',') && (s[n] == ',' || !s[n])) return true;
+	return false;
+}
+
+/* A CPU named without features: the artifact lists the features LLVM's
+ * tables give that CPU (and the runtime can check), less those only
+ * intrinsics use, so the runtime refuses it on a host without one. */
+static void test_a_named_cpu_records_its_features(void **state) {
+	(void)state;
+	char *f = features_of(NULL, "haswell");
+	assert_true(lists(f, "+avx2") && lists(f, "+fma") && lists(f, "+bmi2") && lists(f, "+sse4.2"));
+	assert_false(lists(f, "+avx512f") || lists(f, "+sse4a"));
+	assert_false(lists(f, "+invpcid") || lists(f, "+aes") || lists(f, "+rdrnd")); /* intrinsics only */
+	free(f);
+	f = features_of(NULL, "x86-64-v4"); /* the psABI level: AVX-512 F, BW, CD, DQ, VL */
+	assert_true(lists(f, "+avx512f") && lists(f, "+avx512bw") && lists(f, "+avx512vl") && lists(f, "+avx2"));
+	assert_false(lists(f, "+avx512fp16"));
+	free(f);
+	f = features_of("aarch64-linux-gnu", "neoverse-n1");
+	assert_true(lists(f, "+neon") && lists(f, "+dotprod") && lists(f, "+lse") && lists(f, "+fullfp16"));
+	assert_false(lists(f, "+sve") || lists(f, "+crc"));
+	free(f);
+	f = features_of("aarch64-linux-gnu", "a64fx");
+	assert_true(lists(f, "+sve") && lists(f, "+neon"));
+	free(f);
+}
+
+/* LLVM only warns about a CPU or feature it does not know, and an unknown
+ * x86-64 CPU then aborts the process: tbc refuses such names itself. */
+static void test_unknown_cpu_or_feature_names_are_refused(void **state) {
+	(void)state;
+	static const struct {
+		const char *triple, *cpu, *features, *message;
+	} bad[] = {
+		{NULL, "bogus", NULL, "--cpu bogus: LLVM knows no such CPU for x86_64"},
+		{"x86_64-linux-gnu", "i386", NULL, "--cpu i386: LLVM knows no such CPU"},
+		{"aarch64-linux-gnu", "haswell", NULL, "--cpu haswell: LLVM knows no such CPU for aarch64"},
+		{NULL, "haswell", "+avx2,+quantum", "--features: '+quantum' is not +NAME or -NAME of a feature"},
+		{NULL, NULL, "avx2", "--features: 'avx2' is not +NAME"},
+		{"aarch64-linux-gnu", NULL, "+neon,,+sve", "--features: '' is not"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		model md = weighted_model();
+		tbc_diags *d = tbc_diags_create();
+		tbc_compile_options o;
+		tbc_compile_options_init(&o);
+		o.target_triple = bad[i].triple;
+		o.cpu = bad[i].cpu;
+		o.features = bad[i].features;
+		assert_int_equal(tbc_compile_to_file(md.m, &o, tmp_path("bad.o"), d), TBC_ERR_INVALID_ARGUMENT);
+		const char *msg = tbc_diags_get(d, 0)->message;
+		if (!strstr(msg, bad[i].message)) fprintf(stderr, "case %zu: %s\n", i, msg);
+		assert_non_null(strstr(msg, bad[i].message));
+		tbc_diags_destroy(d);
+		free_model(&md);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_add_same_shape),
@@ -1036,6 +1125,8 @@ int main(void) {
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
 		cmocka_unit_test(test_external_weights_file),
 		cmocka_unit_test(test_aarch64_cross_object),
+		cmocka_unit_test(test_a_named_cpu_records_its_features),
+		cmocka_unit_test(test_unknown_cpu_or_feature_names_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
