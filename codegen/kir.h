@@ -76,6 +76,11 @@ typedef struct kir_var {
 	int id;
 	const char *name;
 	tbc_dtype type;
+	/* A float sum whose terms may be added in another order (set by
+	 * lowering): the CPU backend marks the add that updates it
+	 * reassociable, so a loop summing into it vectorizes with partial
+	 * sums.  The evaluator adds in order. */
+	bool reassoc;
 } kir_var;
 
 typedef enum kir_expr_kind {

@@ -610,7 +610,10 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	rs_pass_end(&s);
 	kir_expr *sum = NULL;
 	if (kind != SM_HARD) {
+		/* The f64 sum of f32 (or narrower) terms: its order changes it
+		 * far below f32's rounding, so it may be vectorized. */
 		kir_var *sv = kir_var_new(k, "sum", TBC_DT_F64);
+		sv->reassoc = ct != TBC_DT_F64;
 		rs_set(&s, sv, kir_e_float(k, TBC_DT_F64, 0));
 		rs_pass_begin(&s);
 		v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));

@@ -907,6 +907,8 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 		case KIR_S_SET: {
 			LLVMValueRef v = expr(f, s->value);
 			if (!v) return;
+			if (s->var->reassoc && LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFAdd)
+				LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc);
 			LLVMBuildStore(b, v, f->vars[s->var->id]);
 			break;
 		}

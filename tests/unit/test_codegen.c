@@ -829,6 +829,34 @@ static void test_vector_math_accuracy(void **state) {
 	}
 }
 
+/* Softmax's f64 sum of exp terms may be reassociated (kir_var.reassoc), so
+ * its loop vectorizes with partial sums (and its exp with it); the result
+ * still matches the interpreter (test_codegen_reduce, the suite). */
+static void test_softmax_sum_vectorizes(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "8,128");
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Softmax, x));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md.m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.target_triple = "x86_64-unknown-linux-gnu";
+	o.cpu = "haswell";
+	const char *path = tmp_path("softmax.ll");
+	assert_int_equal(tbc_compile_to_file(md.m, &o, path, d), TBC_OK);
+	size_t n;
+	char *ir = read_all(path, &n);
+	assert_non_null(ir);
+	assert_non_null(strstr(ir, "fadd reassoc <"));
+	assert_non_null(strstr(ir, "@llvm.vector.reduce.fadd"));
+	free(ir);
+	tbc_diags_destroy(d);
+	tbc_tensor_destroy(md.in[0]);
+	tbc_module_destroy(md.m);
+}
+
 static void test_vector_math_vectorizes(void **state) {
 	(void)state;
 	static const tbc_opcode ops[] = {TBC_OP_Exp, TBC_OP_Log, TBC_OP_Tanh, TBC_OP_Erf, TBC_OP_Sigmoid, TBC_OP_Gelu};
@@ -1126,6 +1154,7 @@ int main(void) {
 		cmocka_unit_test(test_external_weights_file),
 		cmocka_unit_test(test_aarch64_cross_object),
 		cmocka_unit_test(test_a_named_cpu_records_its_features),
+		cmocka_unit_test(test_softmax_sum_vectorizes),
 		cmocka_unit_test(test_unknown_cpu_or_feature_names_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
