@@ -182,6 +182,28 @@ int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name) {
 	return b;
 }
 
+int lower_shared_temp(lower_cx *cx, const char *name, tbc_dtype dt, tbc_dim n, int64_t per) {
+	char full[64];
+	snprintf(full, sizeof full, "tbc.%s", name);
+	for (int i = 0; i < cx->p->n_bufs; i++) {
+		kir_pbuf *b = cx->p->bufs[i];
+		if (b->role == KIR_BUF_TEMP && b->onnx_name && !strcmp(b->onnx_name, full) && b->type.dtype == dt &&
+		    tbc_dim_eq(b->type.dims[0], n)) {
+			if (b->type.dims[1].size < per) b->type.dims[1].size = per;
+			return i;
+		}
+	}
+	tbc_type t;
+	memset(&t, 0, sizeof t);
+	t.dtype = dt;
+	t.rank = 2;
+	t.dims[0] = n;
+	t.dims[1] = (tbc_dim){per, NULL};
+	int b = lower_temp_buf(cx, &t, full);
+	if (b >= 0) cx->p->bufs[b]->name = tbc_arena_strdup(cx->p->arena, name);
+	return b;
+}
+
 /* The storage a value occupies (or will): its part, offset and bytes per
  * unit; false when it is not in a planned part of the arena (inputs,
  * outputs, constants, and temporaries lowering places apart). */

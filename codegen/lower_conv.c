@@ -100,29 +100,6 @@ static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_
 	return kir_e_cast(l->k, c->yt, acc);
 }
 
-/* The scratch matrix for im2col, [n, per_image]: one buffer shared by every
- * Conv of the program with the same dtype and batch dim (launches run in
- * order), grown to the largest. */
-static int scratch_buf(lower_cx *cx, tbc_dtype dt, tbc_dim n, int64_t per_image) {
-	for (int i = 0; i < cx->p->n_bufs; i++) {
-		kir_pbuf *b = cx->p->bufs[i];
-		if (b->role == KIR_BUF_TEMP && b->onnx_name && !strcmp(b->onnx_name, "tbc.im2col") && b->type.dtype == dt &&
-		    tbc_dim_eq(b->type.dims[0], n)) {
-			if (b->type.dims[1].size < per_image) b->type.dims[1].size = per_image;
-			return i;
-		}
-	}
-	tbc_type t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = 2;
-	t.dims[0] = n;
-	t.dims[1] = (tbc_dim){per_image, NULL};
-	int b = lower_temp_buf(cx, &t, "tbc.im2col");
-	if (b >= 0) cx->p->bufs[b]->name = "im2col";
-	return b;
-}
-
 /* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0. */
 static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, int cb, tbc_dim nd, int64_t C,
 		   int64_t Kg, int64_t P) {
@@ -207,7 +184,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	if (xb < 0) return LOWER_FAILED;
 	int matb = xb;
 	if (!direct) {
-		matb = scratch_buf(cx, xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
+		matb = lower_shared_temp(cx, "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
 		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P)) return LOWER_FAILED;
 	}
 	lk l;

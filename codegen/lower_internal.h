@@ -73,6 +73,11 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v);
 /* A fresh temporary holding no graph value (scratch one kernel writes and a
  * later one reads, e.g. im2col): placed apart from every planned value. */
 int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name);
+/* Scratch [n, per] named name (im2col's matrix, the GEMM's packed panels):
+ * one buffer shared by every kernel asking with the same name, dtype and
+ * leading dim (launches run in order, and each such kernel is done with it
+ * when it ends), grown to the largest. */
+int lower_shared_temp(lower_cx *cx, const char *name, tbc_dtype dt, tbc_dim n, int64_t per);
 /* As lower_result_buf, but v gets storage of its own, apart from the place
  * memory planning gave it (an output that may not overwrite an input). */
 int lower_result_buf_apart(lower_cx *cx, const tbc_value *v);
