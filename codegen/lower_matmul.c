@@ -159,10 +159,11 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	return blk.first;
 }
 
-/* Row tiles and column blocks per parallel chunk.  Static sizes: blocks of
- * 4 NR tiles (a B panel that stays in L2 while every row tile of the chunk
- * passes over it), and as many row tiles per chunk as still leaves about 16
- * chunks.  Symbolic sizes: one row tile, 16 NR tiles. */
+/* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
+ * of 4 NR tiles (a B panel that stays in L2 while every row tile of the
+ * chunk passes over it), and as many row tiles per chunk as still leaves
+ * about 16 chunks (a batch known only while running counts as one).
+ * Symbolic M or N: one row tile, 16 NR tiles. */
 #define GEMM_CHUNKS 16
 
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
@@ -179,7 +180,10 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
 	kir_expr *NT = DIV(l, s->N, I(l, nr));
 	int64_t tb = 16, rg = 1;
-	if (m_static && n_static && kir_e_const_index(s->NB, &nbc)) {
+	if (m_static && n_static) {
+		/* A batch known only while running (a dynamic batch) counts as
+		 * one for the chunk shape. */
+		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
 		int64_t rtc = (mc + mr - 1) / mr, ntc = nc / nr;
 		tb = 4;
 		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;

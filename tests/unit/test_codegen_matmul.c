@@ -44,6 +44,20 @@ static void test_matmul_2d_sizes_around_the_tile(void **state) {
 	}
 }
 
+/* A dynamic batch with static rows and columns: the chunks group several
+ * row tiles (the batch counts as one for the chunk shape), and the last
+ * row tile and the last column tile are partial. */
+static void test_matmul_dynamic_batch_static_matrix(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,203,24", 3, -1, 1), *b = input(&md, TBC_DT_F32, "24,50");
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	md = model_new(); /* both operands batched */
+	a = input_sym(&md, TBC_DT_F32, "N,67,9", 2, -1, 1);
+	b = input_sym(&md, TBC_DT_F32, "N,9,33", 2, -1, 1);
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+}
+
 static void test_matmul_f64_and_integers(void **state) {
 	(void)state;
 	static const tbc_dtype types[] = {TBC_DT_F64, TBC_DT_I32, TBC_DT_I64, TBC_DT_U32, TBC_DT_U64};
@@ -361,6 +375,7 @@ static void test_small_cnn_end_to_end(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul_2d_sizes_around_the_tile),
+		cmocka_unit_test(test_matmul_dynamic_batch_static_matrix),
 		cmocka_unit_test(test_matmul_f64_and_integers),
 		cmocka_unit_test(test_matmul_one_dimensional_operands),
 		cmocka_unit_test(test_matmul_batch_broadcast),
