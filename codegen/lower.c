@@ -884,8 +884,10 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 		const tbc_value *v = g->outputs[i];
 		copy_from[i] = -1;
 		if (v->type.rank < 0 || !tbc_dtype_supported(v->type.dtype)) {
-			ok = lower_error(&cx, NULL, "graph output %d has an unknown rank or a non-numeric dtype; no CPU lowering yet",
-					 i);
+			char name[128];
+			ok = lower_error(&cx, NULL,
+					 "graph output %d '%s' has an unknown rank or a non-numeric dtype; no CPU lowering yet",
+					 i, tbc_value_display_name(v, name, sizeof name));
 			break;
 		}
 		int b = new_pbuf(&cx, KIR_BUF_OUTPUT, &v->type, v->name);
