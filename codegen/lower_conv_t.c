@@ -87,28 +87,6 @@ static bool float_ct(tbc_dtype dt, tbc_dtype *ct) {
 
 /* ---- ConvTranspose -----------------------------------------------------------*/
 
-/* The scratch col matrix, [n, per_image] in the compute type: one buffer per
- * dtype and batch dim shared by every ConvTranspose (launches run in order). */
-static int col_buf(lower_cx *cx, tbc_dtype dt, tbc_dim n, int64_t per_image) {
-	for (int i = 0; i < cx->p->n_bufs; i++) {
-		kir_pbuf *b = cx->p->bufs[i];
-		if (b->role == KIR_BUF_TEMP && b->onnx_name && !strcmp(b->onnx_name, "tbc.col2im") && b->type.dtype == dt &&
-		    tbc_dim_eq(b->type.dims[0], n)) {
-			if (b->type.dims[1].size < per_image) b->type.dims[1].size = per_image;
-			return i;
-		}
-	}
-	tbc_type t;
-	memset(&t, 0, sizeof t);
-	t.dtype = dt;
-	t.rank = 2;
-	t.dims[0] = n;
-	t.dims[1] = (tbc_dim){per_image, NULL};
-	int b = lower_temp_buf(cx, &t, "tbc.col2im");
-	if (b >= 0) cx->p->bufs[b]->name = "col2im";
-	return b;
-}
-
 typedef struct tconv_cx {
 	int64_t G, Cg, MK, in_size;
 } tconv_cx;
@@ -160,7 +138,7 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	bool empty_in = static_empty(xt); /* C == 0 or an input dim 0: Y is the bias */
 	int cb = -1;
 	if (!empty_in) {
-		cb = col_buf(cx, ct, xt->dims[0], c.G * c.MK * c.in_size);
+		cb = lower_shared_temp(cx, "col2im", ct, xt->dims[0], c.G * c.MK * c.in_size);
 		if (cb < 0) return LOWER_FAILED;
 		lk l;
 		if (!lk_begin(&l, cx, "convtranspose_gemm")) return LOWER_FAILED;
@@ -649,7 +627,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
-	int cb = col_buf(cx, c.ct, xt->dims[0], c.G * c.Kg * c.P);
+	int cb = lower_shared_temp(cx, "col2im", c.ct, xt->dims[0], c.G * c.Kg * c.P);
 	if (cb < 0) return LOWER_FAILED;
 	/* The deformable im2col: parallel over rows (n, g, c, k). */
 	{
