@@ -52,12 +52,25 @@ typedef struct gemm_gen {
 	const gemm_spec *s;
 	int mr;
 	kir_expr *batch, *i0, *rows[GEMM_MAX_MR], *base[3];
+	/* The k range of the micro-tiles: [klo, khi).  With K blocking
+	 * (kresume non-NULL) a tile starts from the partial sums its earlier
+	 * blocks stored in y when kresume holds, and stores the epilogue's
+	 * value only when klast holds; `skip` leading columns of the tile are
+	 * not stored (the overlapping last tile: the tile before it owns
+	 * them). */
+	kir_expr *klo, *khi, *kresume, *klast;
+	int skip;
 } gemm_gen;
 
 static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
 	lk *l = g->l;
 	kir_expr *idx = ADD(l, ADD(l, base, MUL(l, r, o->rs)), MUL(l, c, o->cs));
 	return kir_e_cast(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
+}
+
+static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {
+	lk *l = g->l;
+	return ADD(l, ADD(l, g->base[2], MUL(l, row, g->s->y.rs)), MUL(l, col, g->s->y.cs));
 }
 
 /* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
@@ -67,10 +80,15 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	kir_kernel *k = l->k;
 	const gemm_spec *s = g->s;
 	kir_var *acc[GEMM_MAX_MR][GEMM_MAX_NR];
+	/* Straight-line code, selects rather than branches: LLVM's SLP
+	 * vectorizer packs the accumulators only when no branch splits them. */
 	for (int r = 0; r < g->mr; r++)
 		for (int c = 0; c < nc; c++) {
 			acc[r][c] = kir_var_new(k, "acc", s->ct);
-			kir_block_add(k, blk, kir_s_set(k, acc[r][c], zero(l, s->ct)));
+			kir_expr *init = zero(l, s->ct);
+			if (g->kresume)
+				init = kir_e_select(k, g->kresume, kir_e_load(k, s->y.buf, y_index(g, g->rows[r], cols[c])), init);
+			kir_block_add(k, blk, kir_s_set(k, acc[r][c], init));
 		}
 	int64_t kc;
 	if (!kir_e_const_index(s->K, &kc) || kc > 0) {
@@ -85,23 +103,25 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 					      kir_s_set(k, acc[r][c],
 							kir_e_binary(k, KIR_ADD, V(l, acc[r][c]),
 								     kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
-		kir_block_add(k, blk, kir_s_for(k, kv, I(l, 0), s->K, 1, KIR_LOOP_SEQUENTIAL, kb.first));
+		kir_block_add(k, blk, kir_s_for(k, kv, g->klo, g->khi, 1, KIR_LOOP_SEQUENTIAL, kb.first));
 	}
 	int64_t mc;
 	bool m_whole = kir_e_const_index(s->M, &mc) && mc % g->mr == 0;
 	for (int r = 0; r < g->mr; r++) {
 		kir_block sb = {0};
-		for (int c = 0; c < nc; c++) {
+		for (int c = g->skip; c < nc; c++) {
 			kir_expr *v = V(l, acc[r][c]);
 			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
-			kir_expr *idx = ADD(l, ADD(l, g->base[2], MUL(l, g->rows[r], s->y.rs)), MUL(l, cols[c], s->y.cs));
-			kir_block_add(k, &sb, kir_s_store(k, s->y.buf, idx, v));
+			if (g->klast) v = kir_e_select(k, g->klast, v, V(l, acc[r][c]));
+			kir_block_add(k, &sb, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), v));
 		}
+		kir_stmt *st = sb.first;
+		if (!st) continue;
 		if (r == 0 || m_whole) {
-			if (sb.first) kir_block_add(k, blk, sb.first);
+			kir_block_add(k, blk, st);
 		} else {
 			kir_expr *in = kir_e_cmp(k, KIR_LT, ADD(l, g->i0, I(l, r)), s->M);
-			kir_block_add(k, blk, kir_s_if(k, in, sb.first, NULL));
+			kir_block_add(k, blk, kir_s_if(k, in, st, NULL));
 		}
 	}
 }
@@ -153,10 +173,34 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 		kir_block tail = {0};
 		kir_expr *jl = local(l, &tail, "jl", SUB(l, s->N, I(l, nr)));
 		for (int c = 0; c < nr; c++) cols[c] = ADD(l, jl, I(l, c));
+		/* Resuming from y, columns the tile before stored in this K block
+		 * would be counted twice: those stay the earlier tile's.  (K
+		 * blocking needs a static N, so their count is known.) */
+		int64_t n = 0;
+		if (g->kresume && kir_e_const_index(s->N, &n)) g->skip = nr - (int)(n % nr);
 		micro_tile(g, &tail, nr, cols);
+		g->skip = 0;
 		kir_block_add(k, &blk, kir_s_if(k, last, tail.first, NULL));
 	}
 	return blk.first;
+}
+
+/* The K block of a GEMM, 0 for none: the chunk's row tiles pass over a
+ * kc x cols block of B (its column block) of about 32 KiB, an L1 data
+ * cache, the blocks of K evened out (kc 128 for f32 at 64 columns: on
+ * Zen 2, 8 KiB per NR tile ran faster than 4 or 16 or 32 KiB,
+ * docs/performance.md).  Blocking resumes from partial sums stored in y,
+ * so it needs y to hold the compute type exactly, and a static K and N
+ * (the overlapping last tile's shared columns are then known).  The sums
+ * are still taken in k order, so the results do not change. */
+static int64_t k_block(const gemm_spec *s, int64_t cols) {
+	int64_t K;
+	if (!kir_e_const_index(s->K, &K) || s->y.buf->dtype != s->ct) return 0;
+	int64_t kc = 32768 / (cols * tbc_dtype_size(s->ct));
+	if (kc < 64) kc = 64;
+	int64_t blocks = (K + kc - 1) / kc;
+	if (blocks < 2) return 0;
+	return (K + blocks - 1) / blocks;
 }
 
 /* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
@@ -179,7 +223,7 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	g.mr = mr;
 	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
 	kir_expr *NT = DIV(l, s->N, I(l, nr));
-	int64_t tb = 16, rg = 1;
+	int64_t tb = 16, rg = 1, kc = 0;
 	if (m_static && n_static) {
 		/* A batch known only while running (a dynamic batch) counts as
 		 * one for the chunk shape. */
@@ -190,6 +234,7 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
 		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
 		rg = (rtc + groups - 1) / groups;
+		kc = k_block(s, tb * nr);
 	}
 	kir_expr *TB = I(l, tb), *RG = I(l, rg);
 	kir_expr *CB = MAX(l, DIV(l, ADD(l, NT, I(l, tb - 1)), TB), I(l, 1));
@@ -208,12 +253,27 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
 	kir_expr *rlo = MUL(l, rgi, RG), *rhi = MIN(l, ADD(l, rlo, RG), RT);
 
+	/* K blocks: the chunk's tiles pass over K in blocks of kc, so the
+	 * kc x TB NR block of B stays in L1 while the row tiles reuse it. */
+	int64_t K = 0, KB = 0;
+	kir_var *kb = kc ? kir_var_new(k, "kb", KIR_INDEX) : NULL;
+	g.klo = I(l, 0), g.khi = s->K;
+	if (kb) {
+		kir_e_const_index(s->K, &K);
+		KB = (K + kc - 1) / kc;
+		g.klo = MUL(l, V(l, kb), I(l, kc));
+		g.khi = MIN(l, ADD(l, g.klo, I(l, kc)), s->K);
+		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0));
+		g.klast = kir_e_cmp(k, KIR_EQ, V(l, kb), I(l, KB - 1));
+	}
+
 	/* Whole NR tiles of this column block, and the overlapping last tile. */
 	kir_expr *jlo = MUL(l, cb, TB), *jhi = MIN(l, ADD(l, jlo, TB), NT);
 	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l, CB, I(l, 1))),
 				      kir_e_cmp(k, KIR_NE, MOD(l, s->N, I(l, nr)), I(l, 0)));
 	if (n_static && nc % nr == 0) last = NULL;
 	kir_stmt *tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+	if (kb) tiles = kir_s_for(k, kb, I(l, 0), I(l, KB), 1, KIR_LOOP_SEQUENTIAL, tiles);
 
 	/* Fewer columns than NR (only when N is symbolic): one at a time. */
 	kir_stmt *narrow = NULL;

@@ -164,6 +164,56 @@ static void test_gemm_narrow_tile_jit(void **state) {
 	}
 }
 
+/* K blocks (K past a 32 KiB block of B's 4 column tiles: 128 for f32
+ * 5 x 16, f64 and i32, 64 for the 512-bit f32 tile): each block resumes from the
+ * partial sums the one before stored in y, the epilogue (Gemm's alpha,
+ * beta and C, Conv's bias) only after the last one, and the overlapping
+ * last column tile stores only its own columns.  M, N and K are chosen
+ * around the tile and the block, with a batch, transposes and partial
+ * tiles; the lowered text shows the blocks. */
+static void test_gemm_k_blocks(void **state) {
+	(void)state;
+	double atol = g_atol;
+	g_atol = 1e-4; /* sums of up to 1100 products */
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "7,600"), *b = input(&md, TBC_DT_F32, "600,37");
+	op2(&md, TBC_OP_MatMul, a, b);
+	tbc_graph_add_output(md.m->main, md.m->main->last->outputs[0]);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "for %kb = 0 .. 5 sequential"));
+	free(text);
+	static const char *const shapes[][2] = {{"7,600", "600,37"}, {"13,257", "257,16"}, {"2,11,513", "2,513,49"},
+						{"1,1100", "1100,3"}, {"5,300", "300,16"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		md = model_new();
+		a = input(&md, TBC_DT_F32, shapes[i][0]), b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+		md = model_new();
+		a = input(&md, TBC_DT_F32, shapes[i][0]), b = input(&md, TBC_DT_F32, shapes[i][1]);
+		kir_tuning_set(&wide);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+		kir_tuning_set(NULL);
+	}
+	md = model_new(); /* Gemm's epilogue, transposed operands */
+	a = input(&md, TBC_DT_F32, "700,11");
+	b = input(&md, TBC_DT_F32, "45,700");
+	tbc_value *c = input(&md, TBC_DT_F32, "11,45");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 1, 1, 0.5, -2)->outputs[0]}, 1e-4);
+	md = model_new(); /* a dynamic batch of static matrices */
+	a = input_sym(&md, TBC_DT_F32, "N,9,520", 3, -1, 1);
+	b = input(&md, TBC_DT_F32, "520,40");
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	md = model_new();
+	a = input(&md, TBC_DT_F64, "6,530");
+	b = input(&md, TBC_DT_F64, "530,19");
+	check(&md, op2(&md, TBC_OP_MatMul, a, b));
+	md = model_new();
+	a = input_sym(&md, TBC_DT_I32, "6,1100", 1, -9, 9), b = input_sym(&md, TBC_DT_I32, "1100,10", 1, -9, 9);
+	c = input_sym(&md, TBC_DT_I32, "10", 1, -9, 9);
+	check(&md, gemm_op(&md, a, b, c, 0, 0, 3, 2)->outputs[0]);
+	g_atol = atol;
+}
+
 /* ---- Gemm -------------------------------------------------------------------------*/
 static void test_gemm_transposes_alpha_beta(void **state) {
 	(void)state;
@@ -266,6 +316,18 @@ static void test_conv_2d_geometries(void **state) {
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		model md = model_new();
 		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
+	}
+	/* K = 288 per group: the GEMM runs in K blocks (test_gemm_k_blocks),
+	 * the bias added after the last one; 81 columns, so the overlapping
+	 * last tile stores one. */
+	static const window blocked[] = {
+		{"1,32,9,9", "10,32,3,3", 1, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
+		{"2,64,9,9", "6,32,3,3", 2, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
+	};
+	g_atol = 5e-4;
+	for (size_t i = 0; i < sizeof blocked / sizeof blocked[0]; i++) {
+		model md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &blocked[i])->outputs[0]}, 1e-4);
 	}
 	g_atol = 1e-6;
 }
@@ -382,6 +444,7 @@ int main(void) {
 		cmocka_unit_test(test_matmul_symbolic_dims),
 		cmocka_unit_test(test_gemm_wide_tile_edges),
 		cmocka_unit_test(test_gemm_narrow_tile_jit),
+		cmocka_unit_test(test_gemm_k_blocks),
 		cmocka_unit_test(test_gemm_transposes_alpha_beta),
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
