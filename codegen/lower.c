@@ -149,6 +149,27 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v) {
 	return b;
 }
 
+int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
+	kir_program *p = cx->p;
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->role == KIR_BUF_CONST && b->constant == v->constant && b->lay.pitch == pitch &&
+		    b->lay.rows == rows && b->lay.cols == cols && b->lay.transpose == transpose)
+			return i;
+	}
+	tbc_type t = {.dtype = v->type.dtype, .rank = 2};
+	t.dims[0] = (tbc_dim){transpose ? cols : rows, NULL};
+	t.dims[1] = (tbc_dim){pitch, NULL};
+	int b = new_pbuf(cx, KIR_BUF_CONST, &t, v->name);
+	if (b < 0) return -1;
+	kir_pbuf *pb = p->bufs[b];
+	pb->constant = v->constant;
+	pb->lay.rows = rows, pb->lay.cols = cols, pb->lay.pitch = pitch, pb->lay.transpose = transpose;
+	pb->offset = (int64_t)p->weights_size;
+	p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(p, pb, NULL));
+	return b;
+}
+
 int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id]; /* a graph output */
 	if (!type_is_supported(cx, v)) {
@@ -996,7 +1017,19 @@ void kir_program_weights(const kir_program *p, void *dst) {
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (b->role != KIR_BUF_CONST || b->alias_of >= 0 || !b->constant) continue;
+		char *to = (char *)dst + b->offset;
+		const char *from = b->constant->data;
+		if (b->lay.pitch > 0) {
+			size_t es = tbc_dtype_size(b->type.dtype), pitch = (size_t)b->lay.pitch * es;
+			size_t rows = (size_t)b->lay.rows, cols = (size_t)b->lay.cols;
+			for (size_t r = 0; r < rows; r++) {
+				if (!b->lay.transpose) memcpy(to + r * pitch, from + r * cols * es, cols * es);
+				else
+					for (size_t c = 0; c < cols; c++) memcpy(to + c * pitch + r * es, from + (r * cols + c) * es, es);
+			}
+			continue;
+		}
 		int64_t bytes = kir_pbuf_bytes(p, b, NULL);
-		if (bytes > 0) memcpy((char *)dst + b->offset, b->constant->data, (size_t)bytes);
+		if (bytes > 0) memcpy(to, from, (size_t)bytes);
 	}
 }

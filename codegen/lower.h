@@ -20,6 +20,14 @@ typedef struct kir_pbuf {
 	tbc_type type;              /* dtype and dims, static or symbolic */
 	int io_index;               /* INPUT / OUTPUT: position among the graph's inputs / outputs */
 	const tbc_tensor *constant; /* CONST: the value */
+	/* CONST laid out for a GEMM (lower_const_matrix), when pitch > 0: the
+	 * constant read as a rows x cols matrix, transposed when asked, each
+	 * row of that padded with zeros to pitch elements; type is then
+	 * [rows or cols, pitch]. */
+	struct {
+		int64_t rows, cols, pitch;
+		bool transpose;
+	} lay;
 	/* CONST: byte offset in the weights.  TEMP: byte offset in the arena, or
 	 * -1 when the size is symbolic (placed at run time after the static
 	 * part, in buffer order). */

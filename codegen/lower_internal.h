@@ -67,6 +67,10 @@ bool lower_shape_dim(lk *l, kir_block *b, const tbc_op *op, tbc_dim dim, const c
 
 /* The program buffer of value v: made for constants on first use. */
 int lower_value_buf(lower_cx *cx, const tbc_value *v);
+/* Constant v read as a rows x cols matrix (its dims folded so) and laid
+ * out for a GEMM: transposed when asked, each row then padded to pitch
+ * elements (>= its length).  One buffer per constant and layout. */
+int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch);
 /* The buffer an op writes its output i to: the graph output it is, or a new
  * temporary. */
 int lower_result_buf(lower_cx *cx, const tbc_value *v);

@@ -203,6 +203,19 @@ static int64_t k_block(const gemm_spec *s, int64_t cols) {
 	return (K + blocks - 1) / blocks;
 }
 
+bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o) {
+	if (v->kind != TBC_VALUE_CONST || !v->constant || rows <= 0 || cols <= 0) return false;
+	int64_t len = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
+	int64_t pitch = len * es % 512 == 0 ? len + 64 / es : len;
+	if (!transpose && pitch == len) return false;
+	int b = lower_const_matrix(l->cx, v, rows, cols, transpose, pitch);
+	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
+	if (!buf) return false;
+	o->buf = buf;
+	o->rs = I(l, pitch), o->cs = I(l, 1);
+	return true;
+}
+
 /* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
  * of 4 NR tiles (a B panel that stays in L2 while every row tile of the
  * chunk passes over it), and as many row tiles per chunk as still leaves
@@ -364,10 +377,6 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	lk l;
 	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
 	gemm_spec s = {.ct = ct};
-	s.a.buf = lk_value(&l, av);
-	s.b.buf = lk_value(&l, bv);
-	s.y.buf = lk_buf(&l, yb);
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	int ra = at->rank, rb = bt->rank;
 	kir_expr *M = ra == 1 ? I(&l, 1) : lk_dim(&l, at->dims[ra - 2]);
 	kir_expr *K = lk_dim(&l, at->dims[ra - 1]);
@@ -376,6 +385,12 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	s.a.rs = K, s.a.cs = I(&l, 1);
 	s.b.rs = N, s.b.cs = I(&l, 1);
 	s.y.rs = N, s.y.cs = I(&l, 1);
+	/* A constant B (weights) laid out for the kernel. */
+	if (rb == 2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	s.a.buf = lk_value(&l, av);
+	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	mm_cx m;
 	memset(&m, 0, sizeof m);
 	m.batch_rank = yt->rank - (ra > 1) - (rb > 1);
@@ -470,10 +485,6 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	lk l;
 	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
 	gemm_spec s = {.ct = g.ct};
-	s.a.buf = lk_value(&l, av);
-	s.b.buf = lk_value(&l, bv);
-	s.y.buf = lk_buf(&l, yb);
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	s.M = lk_dim(&l, yt->dims[0]);
 	s.N = lk_dim(&l, yt->dims[1]);
 	s.K = lk_dim(&l, at->dims[ta ? 0 : 1]);
@@ -483,6 +494,13 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	s.a.rs = ta ? one : s.K, s.a.cs = ta ? s.M : one;
 	s.b.rs = tb ? one : s.N, s.b.cs = tb ? s.K : one;
 	s.y.rs = s.N, s.y.cs = one;
+	/* A constant B (weights) laid out for the kernel: transposed, (N, K)
+	 * becomes (K, N), so its rows are the vector direction. */
+	gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	s.a.buf = lk_value(&l, av);
+	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	if (cv) {
 		const tbc_type *t = &cv->type;
 		if (t->rank > 2) return lower_unsupported(cx, op), LOWER_FAILED;

@@ -214,6 +214,85 @@ static void test_gemm_k_blocks(void **state) {
 	g_atol = atol;
 }
 
+/* A random constant of dtype dt and the given dims (values in [-2, 2);
+ * integers floored). */
+static tbc_value *weights(model *md, tbc_dtype dt, int64_t rows, int64_t cols) {
+	double *v = malloc((size_t)(rows * cols) * sizeof *v);
+	assert_non_null(v);
+	for (int64_t i = 0; i < rows * cols; i++) v[i] = tbc_dtype_is_float(dt) ? 4 * rnd(md) - 2 : floor(4 * rnd(md) - 2);
+	tbc_value *w = constant(md, dt, 2, (int64_t[]){rows, cols}, v);
+	free(v);
+	return w;
+}
+
+/* A constant B is laid out for the kernel (gemm_const_operand): rows of a
+ * multiple of 512 bytes are padded by 64 (the program's weights hold B as
+ * [K, N + 16] for f32, [K, N + 8] for f64), Gemm's transposed B is stored
+ * transposed, (N, K) as [K, N]; one buffer per constant and layout.  Each
+ * against the interpreter. */
+static void test_gemm_constant_b_laid_out(void **state) {
+	(void)state;
+	double atol = g_atol;
+	g_atol = 1e-4;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "7,300");
+	tbc_value *w = weights(&md, TBC_DT_F32, 300, 128);
+	tbc_value *y = op2(&md, TBC_OP_MatMul, a, w);
+	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_MatMul, y, weights(&md, TBC_DT_F32, 128, 40)));
+	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_MatMul, a, w)); /* w again: the same laid-out buffer */
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "const t4: f32[300, 144]"));
+	assert_null(strstr(text, "f32[300, 128]")); /* no copy as it was */
+	assert_non_null(strstr(text, "const t5: f32[128, 40]"));
+	assert_non_null(strstr(text, "launch k0_matmul(weights+0,"));
+	assert_non_null(strstr(text, "launch k1_matmul(arena+0, weights+172800,")); /* 300 x 144 x 4 bytes before */
+	assert_non_null(strstr(text, "launch k2_matmul(weights+0,"));
+	free(text);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "7,300");
+	w = weights(&md, TBC_DT_F32, 300, 128);
+	y = op2(&md, TBC_OP_MatMul, a, w);
+	check_outputs(&md, 2, (tbc_value *[]){op2(&md, TBC_OP_MatMul, y, weights(&md, TBC_DT_F32, 128, 40)),
+					      op2(&md, TBC_OP_MatMul, a, w)},
+		      1e-4);
+	md = model_new(); /* a dynamic batch, K blocks and an overlapping last tile */
+	a = input_sym(&md, TBC_DT_F32, "N,13,600", 2, -1, 1);
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, 600, 384))}, 1e-4);
+	md = model_new(); /* f64, 64 columns: 512 bytes a row */
+	a = input(&md, TBC_DT_F64, "5,70");
+	check(&md, op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F64, 70, 64)));
+	/* Gemm, B transposed: stored (N, K) = (45, 700), read as [700, 45]; and
+	 * with N = 128 both transposed and padded. */
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "9,700");
+	tbc_value *c = input(&md, TBC_DT_F32, "45");
+	w = weights(&md, TBC_DT_F32, 45, 700);
+	tbc_graph_add_output(md.m->main, gemm_op(&md, a, w, c, 0, 1, 0.5, 2)->outputs[0]);
+	text = lowered_text(&md);
+	assert_non_null(strstr(text, "f32[700, 45]"));
+	free(text);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "9,700");
+	c = input(&md, TBC_DT_F32, "45");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, weights(&md, TBC_DT_F32, 45, 700), c, 0, 1, 0.5, 2)->outputs[0]},
+		      1e-4);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "1,256");
+	w = weights(&md, TBC_DT_F32, 128, 256);
+	tbc_graph_add_output(md.m->main, gemm_op(&md, a, w, NULL, 0, 1, 1, 1)->outputs[0]);
+	text = lowered_text(&md);
+	assert_non_null(strstr(text, "f32[256, 144]"));
+	free(text);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "3,256");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, weights(&md, TBC_DT_F32, 128, 256), NULL, 0, 1, 1, 1)->outputs[0]},
+		      1e-4);
+	md = model_new(); /* integers, transposed A and B */
+	a = input_sym(&md, TBC_DT_I32, "20,6", 1, -9, 9);
+	check(&md, gemm_op(&md, a, weights(&md, TBC_DT_I32, 128, 20), NULL, 1, 1, 2, 1)->outputs[0]);
+	g_atol = atol;
+}
+
 /* ---- Gemm -------------------------------------------------------------------------*/
 static void test_gemm_transposes_alpha_beta(void **state) {
 	(void)state;
@@ -445,6 +524,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_wide_tile_edges),
 		cmocka_unit_test(test_gemm_narrow_tile_jit),
 		cmocka_unit_test(test_gemm_k_blocks),
+		cmocka_unit_test(test_gemm_constant_b_laid_out),
 		cmocka_unit_test(test_gemm_transposes_alpha_beta),
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
