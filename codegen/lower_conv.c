@@ -11,7 +11,8 @@
  *
  * Pools walk each window with per-dim tap ranges computed from the output
  * position (no test per tap): parallel over (n, c) planes, sequential over
- * output positions and taps.  Geometry (pads, auto_pad, ceil_mode, output
+ * output positions and taps; MaxPool without Indices goes a row at a time
+ * with a vector loop over the row's interior (maxpool_rows).  Geometry (pads, auto_pad, ceil_mode, output
  * sizes) comes from the interpreter's own functions (ir/kernels/conv_util.h),
  * so shapes and results agree by construction. */
 #include <math.h>
@@ -212,6 +213,99 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
  * form the range [lo, hi), computed once per position. */
 typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
 
+/* MaxPool without Indices, a row at a time: the output row along the last
+ * spatial dim is the accumulator (y itself, first set to NaN, or the
+ * least integer, or 0 where the window is empty in an outer dim), and each
+ * valid tap of the outer dims updates the whole row.  Positions of the row
+ * whose window lies inside the input take their taps of the last dim with
+ * constant bounds and no clamp: a vector loop (stride-s loads).  The
+ * others (the borders) take theirs from per-position ranges.  max keeps
+ * the first of equal values and skips NaN unless every tap is NaN (the
+ * interpreter's rule): select(v > m || isnan(m), v, m) from NaN. */
+static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom *g, int yb, tbc_dtype ct) {
+	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type, *yt = &yv->type;
+	lk l;
+	if (!lk_begin(&l, cx, "maxpool")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb);
+	if (!x || !y) return LOWER_FAILED;
+	int nsp = g->nsp, w = nsp - 1;
+	bool is_float = tbc_dtype_is_float(ct);
+	int64_t isz = conv_prod(0, nsp, g->in), osz = conv_prod(0, nsp, g->out);
+	int64_t OW = g->out[w], s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w], in = g->in[w];
+	/* The interior: base = o s - pb >= 0 and base + (KW - 1) dil <= in - 1. */
+	int64_t oa = (pb + s - 1) / s, last = in - 1 - (KW - 1) * dil + pb;
+	int64_t ob = last < 0 ? 0 : last / s + 1;
+	if (oa > OW) oa = OW;
+	if (ob > OW) ob = OW;
+	if (ob < oa) ob = oa;
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
+	kir_block row = {0}; /* one output row: outer dims at o[0..w) */
+	kir_expr *yrow = MUL(&l, V(&l, pl), I(&l, osz)), *xrow = MUL(&l, V(&l, pl), I(&l, isz));
+	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *empty = kir_e_int(k, TBC_DT_BOOL, 0);
+	int64_t ostride = OW, istride = in;
+	for (int d = w - 1; d >= 0; d--) {
+		kir_expr *base = local(&l, &row, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])));
+		lo[d] = local(&l, &row, "lo",
+			      MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, I(&l, 0), base), I(&l, g->dil[d] - 1)), I(&l, g->dil[d]))));
+		hi[d] = local(&l, &row, "hi",
+			      MIN(&l, I(&l, g->kernel[d]),
+				  ADD(&l, DIV(&l, SUB(&l, I(&l, g->in[d] - 1), base), I(&l, g->dil[d])), I(&l, 1))));
+		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
+		yrow = ADD(&l, yrow, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		xrow = ADD(&l, xrow, MUL(&l, CLAMP(&l, ADD(&l, base, MUL(&l, V(&l, kv[d]), I(&l, g->dil[d]))), g->in[d]), I(&l, istride)));
+		ostride *= g->out[d], istride *= g->in[d];
+	}
+	yrow = local(&l, &row, "yrow", yrow);
+	kir_expr *zero = fconst(&l, ct, 0), *init;
+	if (is_float) init = kir_e_float(k, ct, NAN);
+	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
+	kir_var *ov = kir_var_new(k, "ow", KIR_INDEX);
+	kir_block set = {0};
+	kir_block_add(k, &set, kir_s_store(k, y, ADD(&l, yrow, V(&l, ov)), kir_e_cast(k, yt->dtype, kir_e_select(k, empty, zero, init))));
+	kir_block_add(k, &row, kir_s_for(k, ov, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR, set.first));
+
+	/* Each valid tap of the outer dims: the row's three parts. */
+	kir_block taps = {0};
+	kir_expr *xr = local(&l, &taps, "xrow", xrow);
+	for (int part = 0; part < 3; part++) {
+		int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+		if (from >= to) continue;
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX), *m = kir_var_new(k, "m", ct), *kw = kir_var_new(k, "kw", KIR_INDEX);
+		kir_block body = {0}, tap = {0};
+		kir_expr *at = ADD(&l, yrow, V(&l, ow));
+		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, ct, kir_e_load(k, y, at))));
+		kir_expr *base = local(&l, &body, "base", SUB(&l, MUL(&l, V(&l, ow), I(&l, s)), I(&l, pb)));
+		kir_expr *i = ADD(&l, base, MUL(&l, V(&l, kw), I(&l, dil))), *klo = I(&l, 0), *khi = I(&l, KW);
+		if (part != 1) {
+			klo = local(&l, &body, "lo", MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, I(&l, 0), base), I(&l, dil - 1)), I(&l, dil))));
+			khi = local(&l, &body, "hi", MIN(&l, I(&l, KW), ADD(&l, DIV(&l, SUB(&l, I(&l, in - 1), base), I(&l, dil)), I(&l, 1))));
+			i = CLAMP(&l, i, in);
+		}
+		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, xr, i))));
+		kir_expr *mv = V(&l, m), *next;
+		if (is_float)
+			next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
+		else next = kir_e_binary(k, KIR_MAX, mv, v);
+		kir_block_add(k, &tap, kir_s_set(k, m, next));
+		kir_block_add(k, &body, kir_s_for(k, kw, klo, khi, 1, KIR_LOOP_SEQUENTIAL, tap.first));
+		kir_expr *res = V(&l, m);
+		if (part != 1) res = kir_e_select(k, kir_e_cmp(k, KIR_GE, klo, khi), zero, res); /* empty in the last dim */
+		kir_block_add(k, &body, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
+		kir_block_add(k, &taps, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
+	}
+	kir_stmt *st = taps.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &row, st);
+	st = row.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
+}
+
 static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
 	const tbc_value *iv = op->n_outputs > 1 ? op->outputs[1] : NULL;
@@ -236,6 +330,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	int yb = lower_result_buf(cx, yv), ib = iv ? lower_result_buf(cx, iv) : -2;
 	if (yb < 0 || ib == -1) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
+	if (kind == POOL_MAX && !iv) return maxpool_rows(cx, op, &g, yb, ct);
 	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
 	lk l;
 	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;

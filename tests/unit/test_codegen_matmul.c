@@ -466,6 +466,54 @@ static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
 	check(&md, o->outputs[0]);
 }
 
+/* MaxPool without Indices runs a row at a time (codegen/lower_conv.c,
+ * maxpool_rows): a vector loop over the positions whose window lies inside
+ * the row, per-position tap ranges at the borders.  Geometries with wide
+ * and empty interiors, windows wholly in the padding (0), 1-3 spatial dims,
+ * dilation, ceil mode, i8, u8 and f16, and NaN (skipped unless a window
+ * holds nothing else). */
+static void test_maxpool_rows(void **state) {
+	(void)state;
+	static const struct {
+		tbc_dtype dt;
+		const char *x;
+		int nsp;
+		int64_t kernel[3], strides[3], pads[6], dil[3];
+		int ceil;
+	} cases[] = {
+		{TBC_DT_F32, "1,4,20,21", 2, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
+		{TBC_DT_F32, "2,2,3,3", 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0},
+		{TBC_DT_F32, "1,1,3,4", 2, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 0},
+		{TBC_DT_F32, "1,1,3,4", 2, {2, 2}, {1, 1}, {2, 0, 2, 3}, {1, 1}, 0}, /* windows wholly in the pads */
+		{TBC_DT_F32, "1,1,8,8", 2, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+		{TBC_DT_F32, "1,2,4,5", 2, {5, 6}, {1, 1}, {2, 2, 2, 3}, {1, 1}, 0},
+		{TBC_DT_F32, "2,3,17", 1, {3}, {2}, {1, 2}, {2}, 0},
+		{TBC_DT_F32, "1,2,5,6,7", 3, {2, 3, 3}, {1, 2, 2}, {1, 1, 1, 1, 0, 1}, {1, 1, 2}, 0},
+		{TBC_DT_I8, "1,2,9,9", 2, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
+		{TBC_DT_U8, "1,2,9,10", 2, {2, 3}, {1, 2}, {0, 1, 1, 1}, {1, 1}, 0},
+		{TBC_DT_F16, "1,2,9,9", 2, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		int nsp = cases[i].nsp;
+		tbc_op *o = pool_op(&md, TBC_OP_MaxPool, cases[i].dt, cases[i].x, nsp, cases[i].kernel, cases[i].strides,
+				    cases[i].pads, 1);
+		set_ints(&md, o, "dilations", nsp, cases[i].dil);
+		if (cases[i].ceil) tbc_op_add_attr(o, "ceil_mode", TBC_ATTR_INT)->i = 1;
+		check(&md, o->outputs[0]);
+	}
+	/* NaN: one tap of the first window, a whole interior window, and a tap
+	 * of the last window. */
+	model md = model_new();
+	tbc_op *o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "1,1,6,9", 2, (const int64_t[]){2, 2}, (const int64_t[]){2, 2},
+			    (const int64_t[]){1, 1, 1, 1}, 1);
+	float *x = md.in[0]->data;
+	x[0] = NAN;
+	x[1 * 9 + 3] = x[1 * 9 + 4] = x[2 * 9 + 3] = x[2 * 9 + 4] = NAN;
+	x[5 * 9 + 8] = NAN;
+	check(&md, o->outputs[0]);
+}
+
 static void test_averagepool_count_include_pad_and_lppool(void **state) {
 	(void)state;
 	for (int inc = 0; inc < 2; inc++) {
@@ -533,6 +581,7 @@ int main(void) {
 		cmocka_unit_test(test_conv_1d_and_3d),
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
+		cmocka_unit_test(test_maxpool_rows),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
 		cmocka_unit_test(test_small_cnn_end_to_end),
