@@ -101,7 +101,15 @@ static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_
 	return kir_e_cast(l->k, c->yt, acc);
 }
 
-/* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0. */
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
+ * Parallel over the rows of col taken KW at a time (one tap of the outer
+ * kernel dims, every tap kw of the last), then over output positions of the
+ * outer dims; per kw, generated apart, the positions ow whose tap lies
+ * inside the input row are a copy with constant bounds (a vector loop, for
+ * stride 1 a contiguous one), the few at the borders select 0 or a clamped
+ * load, and a row whose outer tap is in the padding is all zeros. */
 static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, int cb, tbc_dim nd, int64_t C,
 		   int64_t Kg, int64_t P) {
 	lk l;
@@ -109,42 +117,71 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	kir_kernel *k = l.k;
 	kir_buffer *x = lk_buf(&l, xb), *col = lk_buf(&l, cb);
 	if (!x || !col) return false;
-	int nsp = g->nsp;
-	int64_t KS = conv_prod(0, nsp, g->kernel), in_size = conv_prod(0, nsp, g->in);
 	(void)C;
+	int nsp = g->nsp, w = nsp - 1;
+	int64_t KS = conv_prod(0, nsp, g->kernel), in_size = conv_prod(0, nsp, g->in);
+	int64_t KW = g->kernel[w], KR = KS / KW, Cg = Kg / KS;
+	int64_t OW = g->out[w], sw = g->stride[w], pw = g->pad_begin[w], dw = g->dil[w], inw = g->in[w];
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *ng = DIV(&l, V(&l, r), I(&l, Kg)), *kk = local(&l, &body, "kk", MOD(&l, V(&l, r), I(&l, Kg)));
-	kir_expr *cc = DIV(&l, kk, I(&l, KS)), *kt = MOD(&l, kk, I(&l, KS));
-	int64_t Cg = Kg / KS;
+	kir_expr *rem = local(&l, &body, "rem", MOD(&l, V(&l, r), I(&l, Cg * KR)));
+	kir_expr *ng = DIV(&l, V(&l, r), I(&l, Cg * KR)), *cc = DIV(&l, rem, I(&l, KR));
+	kir_expr *kt = MOD(&l, rem, I(&l, KR));
 	kir_expr *xbase = local(&l, &body, "xbase", MUL(&l, ADD(&l, MUL(&l, ng, I(&l, Cg)), cc), I(&l, in_size)));
 	kir_expr *kd[CONV_MAX_SPATIAL];
-	for (int d = nsp - 1; d >= 0; d--) {
+	for (int d = w - 1; d >= 0; d--) {
 		kd[d] = local(&l, &body, "kt", MOD(&l, kt, I(&l, g->kernel[d])));
 		kt = DIV(&l, kt, I(&l, g->kernel[d]));
 	}
+	/* One position of the outer dims: its tap, in the input or not. */
+	kir_block pos = {0};
 	kir_var *o[CONV_MAX_SPATIAL];
-	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = I(&l, 0), *ci = I(&l, 0);
-	int64_t istride = 1, ostride = 1;
-	for (int d = nsp - 1; d >= 0; d--) {
+	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = MUL(&l, MUL(&l, V(&l, r), I(&l, KW)), I(&l, P));
+	int64_t istride = inw, ostride = OW;
+	for (int d = w - 1; d >= 0; d--) {
 		o[d] = kir_var_new(k, "o", KIR_INDEX);
 		kir_expr *i = ADD(&l, SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])),
 				  MUL(&l, kd[d], I(&l, g->dil[d])));
 		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, g->in[d])));
-		inside = d == nsp - 1 ? ok : kir_e_binary(k, KIR_AND, ok, inside);
+		inside = kir_e_binary(k, KIR_AND, ok, inside);
 		xi = ADD(&l, xi, MUL(&l, CLAMP(&l, i, g->in[d]), I(&l, istride)));
 		ci = ADD(&l, ci, MUL(&l, V(&l, o[d]), I(&l, ostride)));
 		istride *= g->in[d];
 		ostride *= g->out[d];
 	}
+	kir_expr *xrow = local(&l, &pos, "xrow", xi), *crow = local(&l, &pos, "crow", ci);
 	kir_expr *zero = x->dtype == TBC_DT_F32 || x->dtype == TBC_DT_F64 ? kir_e_float(k, x->dtype, 0)
 								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
-	kir_expr *v = kir_e_select(k, inside, kir_e_load(k, x, ADD(&l, xbase, xi)), zero);
-	kir_stmt *s = kir_s_store(k, col, ADD(&l, MUL(&l, V(&l, r), I(&l, P)), ci), v);
-	for (int d = nsp - 1; d >= 0; d--)
-		s = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, d == nsp - 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, s);
-	kir_block_add(k, &body, s);
-	kir_expr *rows = MUL(&l, MUL(&l, lk_dim(&l, nd), I(&l, tbc_attr_int(op, "group", 1))), I(&l, Kg));
+	kir_block copy = {0}, zeros = {0};
+	for (int64_t kw = 0; kw < KW; kw++) {
+		kir_expr *cr = ADD(&l, crow, I(&l, kw * P));
+		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
+		int64_t off = kw * dw - pw, oa = -floor_div(off, sw), ob = floor_div(inw - 1 - off, sw) + 1;
+		oa = oa < 0 ? 0 : oa > OW ? OW : oa;
+		ob = ob < oa ? oa : ob > OW ? OW : ob;
+		for (int part = 0; part < 3; part++) {
+			int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+			if (from >= to) continue;
+			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+			kir_expr *i = ADD(&l, MUL(&l, V(&l, ow), I(&l, sw)), I(&l, off)), *v;
+			if (part == 1) {
+				v = kir_e_load(k, x, ADD(&l, xrow, i));
+			} else {
+				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, inw)));
+				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(&l, xrow, CLAMP(&l, i, inw))), zero);
+			}
+			kir_stmt *st = kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), v);
+			kir_block_add(k, &copy, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
+		}
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+		kir_block_add(k, &zeros, kir_s_for(k, ow, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR,
+						  kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), zero)));
+	}
+	kir_block_add(k, &pos, w > 0 ? kir_s_if(k, inside, copy.first, zeros.first) : copy.first);
+	kir_stmt *st = pos.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &body, st);
+	kir_expr *rows = MUL(&l, MUL(&l, lk_dim(&l, nd), I(&l, tbc_attr_int(op, "group", 1))), I(&l, Cg * KR));
 	return lk_end(&l, kir_s_for(k, r, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
