@@ -15,6 +15,7 @@
 /* ---- The passes ----------------------------------------------------------- */
 bool tbc_pass_decompose(tbc_module *m, tbc_diags *d); /* passes/decompose.c */
 bool tbc_pass_fold(tbc_module *m, tbc_diags *d);    /* passes/fold.c */
+bool tbc_pass_simplify(tbc_module *m, tbc_diags *d); /* passes/simplify.c */
 bool tbc_pass_cse(tbc_module *m, tbc_diags *d);     /* passes/cse.c */
 bool tbc_pass_dce(tbc_module *m, tbc_diags *d);     /* passes/dce.c */
 bool tbc_pass_fusion(tbc_module *m, tbc_diags *d);  /* passes/fusion.c */

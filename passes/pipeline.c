@@ -5,6 +5,8 @@
  * Order and why:
  *   decompose composite ops into lowered ops, at every level: lowering needs it;
  *   fold     constants first, so shapes sharpen before anything looks at them;
+ *   simplify algebraic rewrites over what folding made constant (a
+ *            BatchNormalization into the Conv before it);
  *   cse      merges what folding made equal (and duplicate weights);
  *   dce      removes what folding and merging left unread;
  *   fusion   groups what is left into loop nests;
@@ -20,6 +22,7 @@
 const tbc_pass_info tbc_pass_table[] = {
 	{"decompose", tbc_pass_decompose, "rewrite composite ops (Attention, RotaryEmbedding, losses) into lowered ops"},
 	{"fold", tbc_pass_fold, "evaluate ops whose inputs are constants; Shape/Size of static shapes"},
+	{"simplify", tbc_pass_simplify, "algebraic rewrites: an inference BatchNormalization into the Conv it reads"},
 	{"cse", tbc_pass_cse, "merge equal constants and equal ops"},
 	{"dce", tbc_pass_dce, "remove ops and constants nobody reads"},
 	{"fusion", tbc_pass_fusion, "group elementwise chains and reductions into Fused ops"},
@@ -100,6 +103,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	if (!run(&R, "decompose", tbc_pass_decompose)) return false; /* every level: needed to lower */
 	if (opt->opt_level >= 1) {
 		if (!run(&R, "fold", tbc_pass_fold)) return false;
+		if (!run(&R, "simplify", tbc_pass_simplify)) return false;
 		if (!run(&R, "cse", tbc_pass_cse)) return false;
 		if (!run(&R, "dce", tbc_pass_dce)) return false;
 		if (!run(&R, "fusion", tbc_pass_fusion)) return false;

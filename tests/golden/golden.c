@@ -42,6 +42,7 @@ static const struct golden_pass {
 	{"infer", pass_infer, TBC_VERIFY_ALLOW_UNTYPED, 0},
 	{"decompose", tbc_pass_decompose, 0, 0},
 	{"fold", tbc_pass_fold, 0, 0},
+	{"simplify", tbc_pass_simplify, 0, 0},
 	{"cse", tbc_pass_cse, 0, 0},
 	{"dce", tbc_pass_dce, 0, 0},
 	{"fusion", tbc_pass_fusion, 0, 0},
