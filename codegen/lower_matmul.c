@@ -6,8 +6,8 @@
  * sequential k loop.  Each k step loads MR values of A (broadcast) and NR
  * contiguous values of B, and updates MR x NR accumulators; LLVM's SLP
  * vectorizer turns the NR-wide rows into vector registers.  Edges: the last
- * row tile clamps its row index for loads and guards its stores; columns past
- * the last whole NR tile are covered by one more tile ending at column N
+ * row tile clamps its row index (a row past M recomputes the last row and
+ * stores it again: no branch); columns past the last whole NR tile are covered by one more tile ending at column N
  * (overlapping the previous one, in the same chunk), so they vectorize too;
  * only a symbolic N smaller than NR runs column by column.
  * Sizes are index expressions, so symbolic dims stay symbolic. */
@@ -54,11 +54,13 @@ typedef struct gemm_gen {
 	kir_expr *batch, *i0, *rows[GEMM_MAX_MR], *base[3];
 	/* The k range of the micro-tiles: [klo, khi).  With K blocking
 	 * (kresume non-NULL) a tile starts from the partial sums its earlier
-	 * blocks stored in y when kresume holds, and stores the epilogue's
-	 * value only when klast holds; `skip` leading columns of the tile are
+	 * blocks stored in y when kresume holds, and stores its sums as they
+	 * are (`raw`) in every block but the last, which stores the
+	 * epilogue's value; `skip` leading columns of the tile are
 	 * not stored (the overlapping last tile: the tile before it owns
 	 * them). */
-	kir_expr *klo, *khi, *kresume, *klast;
+	kir_expr *klo, *khi, *kresume;
+	bool raw;
 	int skip;
 } gemm_gen;
 
@@ -74,7 +76,7 @@ static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {
 }
 
 /* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
- * the guarded stores.  Statements go to blk. */
+ * the stores.  Statements go to blk. */
 static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *cols) {
 	lk *l = g->l;
 	kir_kernel *k = l->k;
@@ -105,25 +107,24 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 								     kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
 		kir_block_add(k, blk, kir_s_for(k, kv, g->klo, g->khi, 1, KIR_LOOP_SEQUENTIAL, kb.first));
 	}
-	int64_t mc;
-	bool m_whole = kir_e_const_index(s->M, &mc) && mc % g->mr == 0;
-	for (int r = 0; r < g->mr; r++) {
-		kir_block sb = {0};
+	/* The stores, straight-line, after every value they store is computed
+	 * (the epilogue reads other buffers, Conv's bias: LLVM cannot tell
+	 * they are not y, so a load after a store must stay after it, and the
+	 * rows stayed scalar).  A row past M was clamped to the last row, so it
+	 * stores that row's own value again: no `if` around some rows' stores
+	 * either (LLVM's SLP vectorizer then left those rows' accumulators
+	 * scalar; a 1x1 convolution with a bias ran 4x slower). */
+	kir_expr *val[GEMM_MAX_MR][GEMM_MAX_NR];
+	for (int r = 0; r < g->mr; r++)
 		for (int c = g->skip; c < nc; c++) {
 			kir_expr *v = V(l, acc[r][c]);
-			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
-			if (g->klast) v = kir_e_select(k, g->klast, v, V(l, acc[r][c]));
-			kir_block_add(k, &sb, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), v));
+			if (!g->raw)
+				v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
+			val[r][c] = g->raw ? v : local(l, blk, "v", v);
 		}
-		kir_stmt *st = sb.first;
-		if (!st) continue;
-		if (r == 0 || m_whole) {
-			kir_block_add(k, blk, st);
-		} else {
-			kir_expr *in = kir_e_cmp(k, KIR_LT, ADD(l, g->i0, I(l, r)), s->M);
-			kir_block_add(k, blk, kir_s_if(k, in, st, NULL));
-		}
-	}
+	for (int r = 0; r < g->mr; r++)
+		for (int c = g->skip; c < nc; c++)
+			kir_block_add(k, blk, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), val[r][c]));
 }
 
 /* The register tile: MR x NR sums, NR of them contiguous (the vector
@@ -161,7 +162,7 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	g->i0 = local(l, &blk, "i0", MUL(l, rt, I(l, g->mr)));
 	kir_expr *mlast = SUB(l, s->M, I(l, 1));
 	for (int r = 0; r < g->mr; r++)
-		g->rows[r] = r == 0 ? g->i0 : local(l, &blk, "row", MIN(l, ADD(l, g->i0, I(l, r)), mlast));
+		g->rows[r] = local(l, &blk, "row", MIN(l, ADD(l, g->i0, I(l, r)), mlast));
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
@@ -267,26 +268,36 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	kir_expr *rlo = MUL(l, rgi, RG), *rhi = MIN(l, ADD(l, rlo, RG), RT);
 
 	/* K blocks: the chunk's tiles pass over K in blocks of kc, so the
-	 * kc x TB NR block of B stays in L1 while the row tiles reuse it. */
-	int64_t K = 0, KB = 0;
-	kir_var *kb = kc ? kir_var_new(k, "kb", KIR_INDEX) : NULL;
+	 * kc x TB NR block of B stays in L1 while the row tiles reuse it.
+	 * The blocks before the last store their sums as they are; the last
+	 * block, generated apart, stores the epilogue's value: no select
+	 * between the two (LLVM made a select whose one arm loads, Conv's
+	 * bias, into a branch per element and scalar stores). */
 	g.klo = I(l, 0), g.khi = s->K;
-	if (kb) {
-		kir_e_const_index(s->K, &K);
-		KB = (K + kc - 1) / kc;
-		g.klo = MUL(l, V(l, kb), I(l, kc));
-		g.khi = MIN(l, ADD(l, g.klo, I(l, kc)), s->K);
-		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0));
-		g.klast = kir_e_cmp(k, KIR_EQ, V(l, kb), I(l, KB - 1));
-	}
 
 	/* Whole NR tiles of this column block, and the overlapping last tile. */
 	kir_expr *jlo = MUL(l, cb, TB), *jhi = MIN(l, ADD(l, jlo, TB), NT);
 	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l, CB, I(l, 1))),
 				      kir_e_cmp(k, KIR_NE, MOD(l, s->N, I(l, nr)), I(l, 0)));
 	if (n_static && nc % nr == 0) last = NULL;
-	kir_stmt *tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
-	if (kb) tiles = kir_s_for(k, kb, I(l, 0), I(l, KB), 1, KIR_LOOP_SEQUENTIAL, tiles);
+	kir_stmt *tiles;
+	if (kc) {
+		int64_t K = 0;
+		kir_e_const_index(s->K, &K);
+		int64_t KB = (K + kc - 1) / kc;
+		kir_var *kb = kir_var_new(k, "kb", KIR_INDEX), *rt2 = kir_var_new(k, "rt", KIR_INDEX);
+		g.klo = MUL(l, V(l, kb), I(l, kc)), g.khi = ADD(l, g.klo, I(l, kc));
+		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0)), g.raw = true;
+		kir_block both = {0};
+		kir_stmt *rows = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+		kir_block_add(k, &both, kir_s_for(k, kb, I(l, 0), I(l, KB - 1), 1, KIR_LOOP_SEQUENTIAL, rows));
+		g.klo = I(l, (KB - 1) * kc), g.khi = s->K;
+		g.kresume = kir_e_cmp(k, KIR_GT, I(l, KB), I(l, 1)), g.raw = false;
+		kir_block_add(k, &both, kir_s_for(k, rt2, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt2), nr, jlo, jhi, last)));
+		tiles = both.first;
+	} else {
+		tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+	}
 
 	/* Fewer columns than NR (only when N is symbolic): one at a time. */
 	kir_stmt *narrow = NULL;
