@@ -54,13 +54,11 @@ typedef struct gemm_gen {
 	kir_expr *batch, *i0, *rows[GEMM_MAX_MR], *base[3];
 	/* The k range of the micro-tiles: [klo, khi).  With K blocking
 	 * (kresume non-NULL) a tile starts from the partial sums its earlier
-	 * blocks stored in y when kresume holds, and stores its sums as they
-	 * are (`raw`) in every block but the last, which stores the
-	 * epilogue's value; `skip` leading columns of the tile are
+	 * blocks stored in y when kresume holds, and stores the epilogue's
+	 * value only when klast holds; `skip` leading columns of the tile are
 	 * not stored (the overlapping last tile: the tile before it owns
 	 * them). */
-	kir_expr *klo, *khi, *kresume;
-	bool raw;
+	kir_expr *klo, *khi, *kresume, *klast;
 	int skip;
 } gemm_gen;
 
@@ -118,9 +116,9 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	for (int r = 0; r < g->mr; r++)
 		for (int c = g->skip; c < nc; c++) {
 			kir_expr *v = V(l, acc[r][c]);
-			if (!g->raw)
-				v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
-			val[r][c] = g->raw ? v : local(l, blk, "v", v);
+			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
+			if (g->klast) v = kir_e_select(k, g->klast, v, V(l, acc[r][c]));
+			val[r][c] = local(l, blk, "v", v);
 		}
 	for (int r = 0; r < g->mr; r++)
 		for (int c = g->skip; c < nc; c++)
@@ -269,10 +267,9 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 
 	/* K blocks: the chunk's tiles pass over K in blocks of kc, so the
 	 * kc x TB NR block of B stays in L1 while the row tiles reuse it.
-	 * The blocks before the last store their sums as they are; the last
-	 * block, generated apart, stores the epilogue's value: no select
-	 * between the two (LLVM made a select whose one arm loads, Conv's
-	 * bias, into a branch per element and scalar stores). */
+	 * Every block but the last stores its sums as they are, the last the
+	 * epilogue's value: a select, computed with every other stored value
+	 * before the first store (see micro_tile). */
 	g.klo = I(l, 0), g.khi = s->K;
 
 	/* Whole NR tiles of this column block, and the overlapping last tile. */
@@ -285,16 +282,12 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 		int64_t K = 0;
 		kir_e_const_index(s->K, &K);
 		int64_t KB = (K + kc - 1) / kc;
-		kir_var *kb = kir_var_new(k, "kb", KIR_INDEX), *rt2 = kir_var_new(k, "rt", KIR_INDEX);
-		g.klo = MUL(l, V(l, kb), I(l, kc)), g.khi = ADD(l, g.klo, I(l, kc));
-		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0)), g.raw = true;
-		kir_block both = {0};
+		kir_var *kb = kir_var_new(k, "kb", KIR_INDEX);
+		g.klo = MUL(l, V(l, kb), I(l, kc)), g.khi = MIN(l, ADD(l, g.klo, I(l, kc)), s->K);
+		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0));
+		g.klast = kir_e_cmp(k, KIR_EQ, V(l, kb), I(l, KB - 1));
 		kir_stmt *rows = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
-		kir_block_add(k, &both, kir_s_for(k, kb, I(l, 0), I(l, KB - 1), 1, KIR_LOOP_SEQUENTIAL, rows));
-		g.klo = I(l, (KB - 1) * kc), g.khi = s->K;
-		g.kresume = kir_e_cmp(k, KIR_GT, I(l, KB), I(l, 1)), g.raw = false;
-		kir_block_add(k, &both, kir_s_for(k, rt2, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt2), nr, jlo, jhi, last)));
-		tiles = both.first;
+		tiles = kir_s_for(k, kb, I(l, 0), I(l, KB), 1, KIR_LOOP_SEQUENTIAL, rows);
 	} else {
 		tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
 	}
