@@ -225,6 +225,28 @@ static tbc_value *weights(model *md, tbc_dtype dt, int64_t rows, int64_t cols) {
 	return w;
 }
 
+/* Gemm(A, B^T) of an M x K input and constant weights stored N x K (C of
+ * N values when with_c): the lowered program holds B as `layout`, and the
+ * result agrees with the interpreter. */
+static void gemm_transposed_b(int64_t M, int64_t N, int64_t K, bool with_c, const char *layout) {
+	char ad[32], cd[16];
+	snprintf(ad, sizeof ad, "%lld,%lld", (long long)M, (long long)K);
+	snprintf(cd, sizeof cd, "%lld", (long long)N);
+	for (int run = 0; run < 2; run++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, ad), *c = with_c ? input(&md, TBC_DT_F32, cd) : NULL;
+		tbc_op *o = gemm_op(&md, a, weights(&md, TBC_DT_F32, N, K), c, 0, 1, with_c ? 0.5 : 1, with_c ? 2 : 1);
+		if (run == 1) {
+			check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+			continue;
+		}
+		tbc_graph_add_output(md.m->main, o->outputs[0]);
+		char *text = lowered_text(&md);
+		assert_non_null(strstr(text, layout));
+		free(text);
+	}
+}
+
 /* A constant B is laid out for the kernel (gemm_const_operand): rows of a
  * multiple of 512 bytes are padded by 64 (the program's weights hold B as
  * [K, N + 16] for f32, [K, N + 8] for f64), Gemm's transposed B is stored
@@ -263,30 +285,9 @@ static void test_gemm_constant_b_laid_out(void **state) {
 	check(&md, op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F64, 70, 64)));
 	/* Gemm, B transposed: stored (N, K) = (45, 700), read as [700, 45]; and
 	 * with N = 128 both transposed and padded. */
-	md = model_new();
-	a = input(&md, TBC_DT_F32, "9,700");
-	tbc_value *c = input(&md, TBC_DT_F32, "45");
-	w = weights(&md, TBC_DT_F32, 45, 700);
-	tbc_graph_add_output(md.m->main, gemm_op(&md, a, w, c, 0, 1, 0.5, 2)->outputs[0]);
-	text = lowered_text(&md);
-	assert_non_null(strstr(text, "f32[700, 45]"));
-	free(text);
-	md = model_new();
-	a = input(&md, TBC_DT_F32, "9,700");
-	c = input(&md, TBC_DT_F32, "45");
-	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, weights(&md, TBC_DT_F32, 45, 700), c, 0, 1, 0.5, 2)->outputs[0]},
-		      1e-4);
-	md = model_new();
-	a = input(&md, TBC_DT_F32, "1,256");
-	w = weights(&md, TBC_DT_F32, 128, 256);
-	tbc_graph_add_output(md.m->main, gemm_op(&md, a, w, NULL, 0, 1, 1, 1)->outputs[0]);
-	text = lowered_text(&md);
-	assert_non_null(strstr(text, "f32[256, 144]"));
-	free(text);
-	md = model_new();
-	a = input(&md, TBC_DT_F32, "3,256");
-	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, weights(&md, TBC_DT_F32, 128, 256), NULL, 0, 1, 1, 1)->outputs[0]},
-		      1e-4);
+	gemm_transposed_b(9, 45, 700, true, "f32[700, 45]");
+	gemm_transposed_b(1, 128, 256, false, "f32[256, 144]");
+	gemm_transposed_b(3, 128, 256, false, "f32[256, 144]");
 	md = model_new(); /* integers, transposed A and B */
 	a = input_sym(&md, TBC_DT_I32, "20,6", 1, -9, 9);
 	check(&md, gemm_op(&md, a, weights(&md, TBC_DT_I32, 128, 20), NULL, 1, 1, 2, 1)->outputs[0]);
