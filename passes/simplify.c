@@ -12,8 +12,9 @@
  * When: the BatchNormalization is not in training mode and gives only Y
  * (its running statistics are not read), its scale, bias, mean and var are
  * constants of one value per output channel; the Conv's weights (and bias)
- * are constants, f32 or f64; the Conv's result has no other reader and is
- * no graph's output; Y is not a model output (its name is the interface).
+ * are constants, f32 or f64; the Conv is in the BatchNormalization's graph,
+ * its result has no other reader and is no graph's output; Y is not a
+ * model output (its name is the interface).
  * Requires: a verified, inferred module; constants folded (run after fold).
  * Guarantees: Y within rounding of what the interpreter computes (the new
  * weights are computed in double and rounded once to the weights' dtype;
@@ -41,19 +42,21 @@ static const tbc_tensor *bn_param(const tbc_op *bn, int i, int64_t M) {
 /* Whether output i of op is read or returned anywhere. */
 static bool is_used(const tbc_module *m, const tbc_op *op, int i) {
 	const tbc_value *v = op->outputs[i];
-	return tbc_value_use_count(v) > 0 || pass_is_returned(m, v);
+	return v && (tbc_value_use_count(v) > 0 || pass_is_returned(m, v));
 }
 
 static bool fold_bn_into_conv(simplifier *S, tbc_graph *g, tbc_op *bn) {
 	tbc_value *x = bn->inputs[0], *y = bn->outputs[0];
 	tbc_op *conv = x->def;
-	if (!conv || conv->code != TBC_OP_Conv || tbc_attr_int(bn, "training_mode", 0) != 0) return false;
+	/* The Conv in the same graph: the new weights become constants of it. */
+	if (!conv || conv->code != TBC_OP_Conv || conv->graph != g || tbc_attr_int(bn, "training_mode", 0) != 0) return false;
 	for (int i = 1; i < bn->n_outputs; i++)
 		if (is_used(S->m, bn, i)) return false;
 	if (tbc_value_use_count(x) != 1 || pass_is_returned(S->m, x) || pass_is_model_output(S->m, y)) return false;
 	const tbc_tensor *w = tbc_input_const(conv, 1);
-	const tbc_tensor *b = conv->n_inputs > 2 ? tbc_input_const(conv, 2) : NULL;
-	if (!w || (conv->n_inputs > 2 && !b) || w->rank < 3) return false;
+	bool has_b = conv->n_inputs > 2 && conv->inputs[2];
+	const tbc_tensor *b = has_b ? tbc_input_const(conv, 2) : NULL;
+	if (!w || (has_b && !b) || w->rank < 3) return false;
 	if (w->dtype != TBC_DT_F32 && w->dtype != TBC_DT_F64) return false;
 	int64_t M = w->dims[0], per = M > 0 ? w->numel / M : 0;
 	if (b && (b->rank != 1 || b->dims[0] != M || b->dtype != w->dtype)) return false;
