@@ -103,6 +103,23 @@ static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
+/* The output positions [*oa, *ob) of a dim with OW outputs, stride s and
+ * input size in whose taps o * s + lo .. o * s + hi all lie in the input. */
+static void interior(int64_t lo, int64_t hi, int64_t s, int64_t in, int64_t OW, int64_t *oa, int64_t *ob) {
+	int64_t a = -floor_div(lo, s), b = floor_div(in - 1 - hi, s) + 1;
+	a = a < 0 ? 0 : a > OW ? OW : a;
+	*oa = a, *ob = b < a ? a : b > OW ? OW : b;
+}
+
+/* The valid taps [lo, hi) of a window starting at base (dilation dil,
+ * kernel K, input size in): lo = max(0, ceil(-base / dil)),
+ * hi = min(K, floor((in - 1 - base) / dil) + 1); set in blk. */
+static void tap_range(lk *l, kir_block *blk, kir_expr *base, int64_t dil, int64_t K, int64_t in, kir_expr **lo,
+		      kir_expr **hi) {
+	*lo = local(l, blk, "lo", MAX(l, I(l, 0), DIV(l, ADD(l, SUB(l, I(l, 0), base), I(l, dil - 1)), I(l, dil))));
+	*hi = local(l, blk, "hi", MIN(l, I(l, K), ADD(l, DIV(l, SUB(l, I(l, in - 1), base), I(l, dil)), I(l, 1))));
+}
+
 /* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
  * Parallel over the rows of col taken KW at a time (one tap of the outer
  * kernel dims, every tap kw of the last), then over output positions of the
@@ -156,9 +173,8 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	for (int64_t kw = 0; kw < KW; kw++) {
 		kir_expr *cr = ADD(&l, crow, I(&l, kw * P));
 		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
-		int64_t off = kw * dw - pw, oa = -floor_div(off, sw), ob = floor_div(inw - 1 - off, sw) + 1;
-		oa = oa < 0 ? 0 : oa > OW ? OW : oa;
-		ob = ob < oa ? oa : ob > OW ? OW : ob;
+		int64_t off = kw * dw - pw, oa, ob;
+		interior(off, off, sw, inw, OW, &oa, &ob);
 		for (int part = 0; part < 3; part++) {
 			int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
 			if (from >= to) continue;
@@ -173,6 +189,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 			kir_stmt *st = kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), v);
 			kir_block_add(k, &copy, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
 		}
+		if (w == 0) continue;
 		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
 		kir_block_add(k, &zeros, kir_s_for(k, ow, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR,
 						  kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), zero)));
@@ -272,11 +289,8 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	int64_t isz = conv_prod(0, nsp, g->in), osz = conv_prod(0, nsp, g->out);
 	int64_t OW = g->out[w], s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w], in = g->in[w];
 	/* The interior: base = o s - pb >= 0 and base + (KW - 1) dil <= in - 1. */
-	int64_t oa = (pb + s - 1) / s, last = in - 1 - (KW - 1) * dil + pb;
-	int64_t ob = last < 0 ? 0 : last / s + 1;
-	if (oa > OW) oa = OW;
-	if (ob > OW) ob = OW;
-	if (ob < oa) ob = oa;
+	int64_t oa, ob;
+	interior(-pb, (KW - 1) * dil - pb, s, in, OW, &oa, &ob);
 
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
 	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
@@ -286,11 +300,7 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	int64_t ostride = OW, istride = in;
 	for (int d = w - 1; d >= 0; d--) {
 		kir_expr *base = local(&l, &row, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])));
-		lo[d] = local(&l, &row, "lo",
-			      MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, I(&l, 0), base), I(&l, g->dil[d] - 1)), I(&l, g->dil[d]))));
-		hi[d] = local(&l, &row, "hi",
-			      MIN(&l, I(&l, g->kernel[d]),
-				  ADD(&l, DIV(&l, SUB(&l, I(&l, g->in[d] - 1), base), I(&l, g->dil[d])), I(&l, 1))));
+		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		yrow = ADD(&l, yrow, MUL(&l, V(&l, o[d]), I(&l, ostride)));
 		xrow = ADD(&l, xrow, MUL(&l, CLAMP(&l, ADD(&l, base, MUL(&l, V(&l, kv[d]), I(&l, g->dil[d]))), g->in[d]), I(&l, istride)));
@@ -318,8 +328,7 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 		kir_expr *base = local(&l, &body, "base", SUB(&l, MUL(&l, V(&l, ow), I(&l, s)), I(&l, pb)));
 		kir_expr *i = ADD(&l, base, MUL(&l, V(&l, kw), I(&l, dil))), *klo = I(&l, 0), *khi = I(&l, KW);
 		if (part != 1) {
-			klo = local(&l, &body, "lo", MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, I(&l, 0), base), I(&l, dil - 1)), I(&l, dil))));
-			khi = local(&l, &body, "hi", MIN(&l, I(&l, KW), ADD(&l, DIV(&l, SUB(&l, I(&l, in - 1), base), I(&l, dil)), I(&l, 1))));
+			tap_range(&l, &body, base, dil, KW, in, &klo, &khi);
 			i = CLAMP(&l, i, in);
 		}
 		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, xr, i))));
@@ -385,9 +394,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	for (int d = 0; d < nsp; d++) {
 		int64_t dil = g.dil[d];
 		base[d] = local(&l, &pos, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g.stride[d])), I(&l, g.pad_begin[d])));
-		lo[d] = local(&l, &pos, "lo", MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, I(&l, 0), base[d]), I(&l, dil - 1)), I(&l, dil))));
-		hi[d] = local(&l, &pos, "hi",
-			      MIN(&l, I(&l, g.kernel[d]), ADD(&l, DIV(&l, SUB(&l, I(&l, g.in[d] - 1), base[d]), I(&l, dil)), I(&l, 1))));
+		tap_range(&l, &pos, base[d], dil, g.kernel[d], g.in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		kir_expr *n;
 		if (include_pad)
