@@ -65,9 +65,10 @@ static bool fold_bn_into_conv(simplifier *S, tbc_graph *g, tbc_op *bn) {
 	if (!scale || !bias || !mean || !var) return false;
 	double eps = tbc_attr_float(bn, "epsilon", 1e-5);
 
-	tbc_tensor *w2 = tbc_tensor_create(w->dtype, w->rank, w->dims), *b2 = tbc_tensor_create(w->dtype, 1, &M);
+	/* The new weights: a copy in the module's arena, scaled in place (the
+	 * module owns it, as it does any constant); the bias, M values. */
+	tbc_tensor *w2 = tbc_tensor_copy_to_arena(S->m->arena, w), *b2 = tbc_tensor_create(w->dtype, 1, &M);
 	if (!w2 || !b2) {
-		tbc_tensor_destroy(w2);
 		tbc_tensor_destroy(b2);
 		S->oom = true;
 		return false;
@@ -75,13 +76,11 @@ static bool fold_bn_into_conv(simplifier *S, tbc_graph *g, tbc_op *bn) {
 	for (int64_t c = 0; c < M; c++) {
 		double s = tbc_get_f64(scale, c) / sqrt(tbc_get_f64(var, c) + eps);
 		if (w->dtype == TBC_DT_F32) {
-			const float *from = (const float *)w->data + c * per;
 			float *to = (float *)w2->data + c * per;
-			for (int64_t i = 0; i < per; i++) to[i] = (float)((double)from[i] * s);
+			for (int64_t i = 0; i < per; i++) to[i] = (float)((double)to[i] * s);
 		} else {
-			const double *from = (const double *)w->data + c * per;
 			double *to = (double *)w2->data + c * per;
-			for (int64_t i = 0; i < per; i++) to[i] = from[i] * s;
+			for (int64_t i = 0; i < per; i++) to[i] *= s;
 		}
 		double b0 = b ? tbc_get_f64(b, c) : 0;
 		tbc_set_f64(b2, c, (b0 - tbc_get_f64(mean, c)) * s + tbc_get_f64(bias, c));
@@ -89,8 +88,7 @@ static bool fold_bn_into_conv(simplifier *S, tbc_graph *g, tbc_op *bn) {
 	char wn[256], bnm[256], buf[200];
 	snprintf(wn, sizeof wn, "%s_bn_w", tbc_value_display_name(y, buf, sizeof buf));
 	snprintf(bnm, sizeof bnm, "%s_bn_b", tbc_value_display_name(y, buf, sizeof buf));
-	tbc_value *wv = tbc_graph_add_const(g, wn, w2), *bv = tbc_graph_add_const(g, bnm, b2);
-	tbc_tensor_destroy(w2);
+	tbc_value *wv = tbc_graph_add_const_shared(g, wn, w2), *bv = tbc_graph_add_const(g, bnm, b2);
 	tbc_tensor_destroy(b2);
 	if (!wv || !bv || (conv->n_inputs < 3 && !tbc_op_resize_inputs(conv, 3))) {
 		S->oom = true;
