@@ -674,13 +674,12 @@ kir_buffer *lk_syms(lk *l) {
 bool lower_shape_dim(lk *l, kir_block *b, const tbc_op *op, tbc_dim dim, const char *what, kir_expr *value) {
 	lower_cx *cx = l->cx;
 	kir_kernel *k = l->k;
-	char msg[256];
-	snprintf(msg, sizeof msg, "%s is negative", what);
+	const char *msg = tbc_arena_printf(k->arena, "%s is negative", what);
 	kir_block_add(k, b, kir_s_error(k, kir_e_cmp(k, KIR_LT, value, kir_e_index(k, 0)), msg));
 	if (lower_dim_known(cx, dim)) {
 		/* Compiled for a known dim: the run-time value must agree. */
-		if (dim.sym) snprintf(msg, sizeof msg, "%s differs from %s, the size the model was compiled for", what, dim.sym);
-		else snprintf(msg, sizeof msg, "%s differs from %" PRId64 ", the size the model was compiled for", what, dim.size);
+		if (dim.sym) msg = tbc_arena_printf(k->arena, "%s differs from %s, the size the model was compiled for", what, dim.sym);
+		else msg = tbc_arena_printf(k->arena, "%s differs from %" PRId64 ", the size the model was compiled for", what, dim.size);
 		kir_block_add(k, b, kir_s_error(k, kir_e_cmp(k, KIR_NE, value, lk_dim(l, dim)), msg));
 		return !k->failed;
 	}

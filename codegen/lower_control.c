@@ -69,8 +69,8 @@ static bool bind_type(lower_cx *cx, const tbc_op *op, const tbc_type *t, int src
 	kir_block b = {0};
 	for (int d = 0; d < t->rank; d++) {
 		if (!(d == 0 && count >= 0) && dims_same(t->dims[d], sb->type.dims[d])) continue;
-		char what[160];
-		snprintf(what, sizeof what, "dim %d of %s", d, name);
+		const char *what = tbc_arena_printf(l.k->arena, "dim %d of %s", d, name);
+		if (!what) return lower_error(cx, op, "out of memory");
 		kir_expr *v = d == 0 && count >= 0 ? sym_expr(&l, count) : lk_dim(&l, sb->type.dims[d]);
 		if (!bind_dim(&l, &b, op, t->dims[d], v, what)) return false;
 	}

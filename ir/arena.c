@@ -1,6 +1,8 @@
 #include "arena.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,5 +70,19 @@ char *tbc_arena_strndup(tbc_arena *a, const char *s, size_t n) {
 }
 
 char *tbc_arena_strdup(tbc_arena *a, const char *s) { return tbc_arena_strndup(a, s, strlen(s)); }
+
+char *tbc_arena_printf(tbc_arena *a, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) return NULL;
+	char *s = tbc_arena_alloc(a, (size_t)n + 1);
+	if (!s) return NULL;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
 
 size_t tbc_arena_used(const tbc_arena *a) { return a->total; }
