@@ -21,7 +21,11 @@
 
 #include "ir/dtype.h"
 #include "onnx/onnx.pb-c.h"
+#include "ir/ir.h"
+#include "tbc/abi.h"
+#include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "tests/unit/support/close.h"
 
 typedef enum { R_PASS, R_FAIL, R_UNSUPPORTED_OK, R_SKIP } result_kind;
 
@@ -50,9 +54,90 @@ typedef struct target {
 			tbc_diags *d);
 } target;
 
+/* Threads of the `cpu` target's runtime context: what users run on this
+ * machine kind (2 cores), so chunked parallel loops are exercised. */
+#define CPU_THREADS 2
+
+static tbc_code rt_error(tbc_diags *d, const char *what, const tbcrt_status *st) {
+	tbc_diags_add(d, st->code == TBCRT_ERR_NO_MEMORY ? TBC_ERR_NO_MEMORY : TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL,
+		      "%s: %s (%s)", what, st->message, tbcrt_code_name(st->code));
+	return st->code == TBCRT_ERR_NO_MEMORY ? TBC_ERR_NO_MEMORY : TBC_ERR_RUNTIME;
+}
+
+/* One run of a compiled model through libtbcrt: bind, run, copy out. */
+static tbc_code run_session(tbcrt_model *model, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			    tbc_diags *d) {
+	tbcrt_session *s = NULL;
+	tbcrt_status st = tbcrt_session_create(model, &s);
+	if (!tbcrt_status_is_ok(&st)) return rt_error(d, "session", &st);
+	tbc_code rc = TBC_OK;
+	for (size_t i = 0; rc == TBC_OK && i < n_in; i++) {
+		const tbc_tensor *t = in[i];
+		st = tbcrt_session_bind_input(s, (uint32_t)i, (int32_t)t->dtype, (uint32_t)t->rank, t->dims, t->data,
+					      (size_t)t->numel * tbc_dtype_size(t->dtype));
+		if (!tbcrt_status_is_ok(&st)) rc = rt_error(d, "input", &st);
+	}
+	if (rc == TBC_OK) {
+		st = tbcrt_session_run(s);
+		if (!tbcrt_status_is_ok(&st)) rc = rt_error(d, "run", &st);
+	}
+	for (size_t i = 0; rc == TBC_OK && i < n_out; i++) {
+		tbcrt_tensor t;
+		st = tbcrt_session_output(s, (uint32_t)i, &t);
+		if (!tbcrt_status_is_ok(&st)) {
+			rc = rt_error(d, "output", &st);
+			break;
+		}
+		out[i] = tbc_tensor_create((tbc_dtype)t.dtype, (int)t.rank, t.dims);
+		if (!out[i] || (size_t)out[i]->numel * tbc_dtype_size(out[i]->dtype) != t.bytes) {
+			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "output %zu: %zu bytes do not fit its shape",
+				      i, t.bytes);
+			rc = TBC_ERR_INTERNAL;
+			break;
+		}
+		if (t.bytes) memcpy(out[i]->data, t.data, t.bytes);
+	}
+	tbcrt_session_destroy(s);
+	return rc;
+}
+
+/* The `cpu` target: JIT-compiled for the host and run by libtbcrt on its
+ * thread pool, as an application runs a model. */
+static tbc_code run_cpu_pool(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			     tbc_diags *d) {
+	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
+	tbc_jit *jit = NULL;
+	tbc_code rc = tbc_jit_compile(m, NULL, d, &jit);
+	if (rc != TBC_OK) return rc;
+	tbcrt_context_options o;
+	tbcrt_context_options_init(&o);
+	o.thread_count = CPU_THREADS;
+	tbcrt_context *c = NULL;
+	tbcrt_model *model = NULL;
+	tbcrt_status st = tbcrt_context_create(&o, &c);
+	if (!tbcrt_status_is_ok(&st)) rc = rt_error(d, "context", &st);
+	if (rc == TBC_OK) {
+		st = tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model);
+		if (!tbcrt_status_is_ok(&st)) rc = rt_error(d, "model", &st);
+	}
+	if (rc == TBC_OK) rc = run_session(model, in, n_in, out, n_out, d);
+	if (rc != TBC_OK)
+		for (size_t i = 0; i < n_out; i++) {
+			tbc_tensor_destroy(out[i]);
+			out[i] = NULL;
+		}
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(c);
+	tbc_jit_destroy(jit);
+	return rc;
+}
+
 static const target targets[] = {
 	{"interp", tbc_interpret},
-	{"cpu", tbc_run_cpu},
+	{"cpu", run_cpu_pool},
+	/* The compiler library's own single-threaded host (tbc_run_cpu), for
+	 * telling a runtime problem from a code generation one. */
+	{"cpu-serial", tbc_run_cpu},
 };
 
 /* ---- Small utilities ------------------------------------------------------*/
@@ -102,9 +187,7 @@ static bool compare(const tbc_tensor *got, const tbc_tensor *want, const char *w
 		if (fl) {
 			double g = tbc_load_f64(got->dtype, got->data, (size_t)i);
 			double w = tbc_load_f64(want->dtype, want->data, (size_t)i);
-			if (isnan(w) && isnan(g)) continue;
-			if (isinf(w) && g == w) continue;
-			if (!(fabs(g - w) <= 1e-7 + 1e-3 * fabs(w))) {
+			if (!tbc_test_close(g, w, 1e-7, 1e-3)) {
 				snprintf(msg, size, "%s[%lld]: %.9g, expected %.9g", what, (long long)i, g, w);
 				return false;
 			}
@@ -332,7 +415,8 @@ static void write_report(const char *path, const target *const *tgs, int n_t, te
 	fprintf(f, "Outputs are compared with rtol 1e-3 and atol 1e-7, exactly for integers and bools;\n"
 		   "in-scope cases are those ../shared/tools/scope.py accepts. Failing cases and their reasons\n"
 		   "are in tests/conformance/<target>.xfail. Targets: `interp` is the reference interpreter,\n"
-		   "`cpu` compiles for the host CPU through LLVM (JIT) and runs the result.\n\n");
+		   "`cpu` compiles for the host CPU through LLVM (JIT) and runs the result with libtbcrt on\n"
+		   "its thread pool (2 threads).\n\n");
 	fprintf(f, "## Totals\n\n| target | in-scope cases | passed | share |\n|---|---:|---:|---:|\n");
 	for (int t = 0; t < n_t; t++)
 		fprintf(f, "| %s | %d | %d | %.1f%% |\n", tgs[t]->name, in_scope, passed[t],

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/support/close.h"
+#include "tests/unit/support/need.h"
 #include <sys/stat.h>
 
 #include "ir/ir.h"
@@ -101,9 +103,7 @@ static bool close_to(const tbc_tensor *g, const tbc_tensor *w, const char *what)
 	for (int64_t i = 0; i < g->numel; i++) {
 		if (fl) {
 			double a = tbc_load_f64(g->dtype, g->data, (size_t)i), b = tbc_load_f64(w->dtype, w->data, (size_t)i);
-			if (isnan(a) && isnan(b)) continue;
-			if (isinf(b) && a == b) continue;
-			if (!(fabs(a - b) <= 1e-7 + 1e-3 * fabs(b))) {
+			if (!tbc_test_close(a, b, 1e-7, 1e-3)) {
 				print_error("%s[%lld]: %.9g, expected %.9g\n", what, (long long)i, a, b);
 				return false;
 			}
@@ -183,8 +183,9 @@ static void suite_cases_give_expected_outputs_after_decomposition(void **state) 
 	struct dirent **list = NULL;
 	int n = scandir(root, &list, NULL, by_name);
 	if (n < 0) {
+		print_message("no suite at %s\n", root);
 		free(root);
-		skip();
+		TBC_TEST_NEEDS("the ONNX node suite");
 	}
 	tally t = {0};
 	for (int i = 0; i < n; i++) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "tests/unit/support/close.h"
 #include "tests/unit/support/codegen_check.h"
 
 /* ---- Building graphs ---------------------------------------------------------*/
@@ -111,8 +112,7 @@ void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, do
 	for (int64_t i = 0; i < want->numel; i++) {
 		if (tbc_dtype_is_float(want->dtype)) {
 			double a = tbc_load_f64(want->dtype, want->data, (size_t)i), b = tbc_load_f64(got->dtype, got->data, (size_t)i);
-			if (isnan(a) && isnan(b)) continue;
-			if (!(fabs(a - b) <= g_atol + rtol * fabs(a)) && !(a == b)) {
+			if (!tbc_test_close(b, a, g_atol, rtol)) {
 				fprintf(stderr, "%s: element %lld: want %.9g got %.9g\n", what, (long long)i, a, b);
 				fail();
 			}
