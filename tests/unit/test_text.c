@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/support/need.h"
 #include <sys/stat.h>
 
 #include "ir/ir.h"
@@ -173,8 +174,7 @@ static void docs_example_is_canonical(void **state) {
 	snprintf(path, sizeof path, "%s/docs/ir.md", src ? src : ".");
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		print_message("no %s: skipped\n", path);
-		skip();
+		TBC_TEST_NEEDS("%s", path);
 	}
 	static char doc[1 << 16];
 	size_t n = fread(doc, 1, sizeof doc - 1, f);
@@ -601,8 +601,7 @@ static void every_suite_model_that_imports_round_trips(void **state) {
 	snprintf(dir, sizeof dir, "%s/../shared/onnx-tests/node", src ? src : ".");
 	DIR *dp = opendir(dir);
 	if (!dp) {
-		print_message("no suite at %s: skipped\n", dir);
-		skip();
+		TBC_TEST_NEEDS("the ONNX node suite at %s", dir);
 	}
 	char **names = NULL;
 	size_t n = 0, cap = 0;
