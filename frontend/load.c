@@ -15,7 +15,7 @@
 
 #define TBC_MIN_OPSET 1
 #define TBC_MAX_OPSET 28
-#define TBC_MAX_IR_VERSION 13
+#define TBC_MAX_IR_VERSION 14
 
 static bool is_onnx_domain(const char *d) { return !*d || !strcmp(d, "ai.onnx"); }
 

@@ -46,7 +46,9 @@ typedef enum tbc_dtype {
 	TBC_DT_F8E8M0 = 24,
 	TBC_DT_U2 = 25,
 	TBC_DT_I2 = 26,
-	TBC_DT_COUNT = 27
+	TBC_DT_F6E2M3 = 27, /* IR version 14: known, not yet computed with */
+	TBC_DT_F6E3M2 = 28,
+	TBC_DT_COUNT = 29
 } tbc_dtype;
 
 /* Result codes.  Values are explicit and never renumbered. */
