@@ -210,6 +210,27 @@ static bool legacy_broadcast(canon *c) {
 	return true;
 }
 
+/* PRelu before opset 7 applied a slope of shape [C] along axis 1 of X
+ * (channels), not along numpy's trailing axis: unsqueeze it to [C, 1, ...]
+ * so the opset-7 broadcast means the same. */
+static bool legacy_prelu(canon *c) {
+	tbc_op *op = c->op;
+	if (op->n_inputs != 2 || !op->inputs[0] || !op->inputs[1]) return true;
+	int rx = op->inputs[0]->type.rank, rs = op->inputs[1]->type.rank;
+	if (rs >= 0 && rs != 1) return true; /* a scalar or a full-rank slope means the same in both */
+	if (rx < 0 || rs < 0)
+		return fail(c, TBC_ERR_UNSUPPORTED, "PRelu before opset 7 needs the ranks of X and slope (declare their shapes)");
+	if (rx <= 2) return true; /* axis 1 is the trailing axis */
+	int64_t axes[TBC_MAX_RANK];
+	for (int i = 0; i < rx - 2; i++) axes[i] = 1 + i;
+	tbc_value *k = const_i64s(c, axes, rx - 2);
+	tbc_value *in[2] = {op->inputs[1], k};
+	tbc_op *u = k ? new_before(c, TBC_OP_Unsqueeze, 2, in, 1) : NULL;
+	if (!u) return oom(c);
+	tbc_op_set_input(op, 1, u->outputs[0]);
+	return true;
+}
+
 static bool canon_cast(canon *c) {
 	const tbc_attr *to = tbc_op_attr(c->op, "to");
 	if (!to || to->kind != TBC_ATTR_STRING) return true;
@@ -458,6 +479,7 @@ bool tbc_fe_canon_op(tbc_op *op, const char *op_type, int64_t opset, tbc_diags *
 		return true;
 	case TBC_OP_Gemm:
 		return true;
+	case TBC_OP_PRelu: return opset >= 7 || legacy_prelu(c);
 	case TBC_OP_LpPool:
 	case TBC_OP_GlobalLpPool: return canon_lppool(c);
 	case TBC_OP_DFT: return canon_dft(c);

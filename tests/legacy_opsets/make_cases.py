@@ -114,6 +114,21 @@ def main():
     for mode in ["bilinear", "bicubic"]:
         case(f"test_legacy_gridsample_{mode}_opset16", 16, [n("GridSample", ["x", "g"], ["y"], mode=mode)],
              [("x", F, (1, 1, 3, 4)), ("g", F, (1, 3, 2, 2))], [("y", F)], [x(1, 1, 3, 4), grid])
+    # PRelu before opset 7 (Caffe2-era exporters): a slope of shape [C]
+    # applies along axis 1 of X, not numpy's trailing axis.
+    def prelu(v, slope):
+        return np.where(v > 0, v, v * slope).astype(np.float32)
+    x2345, s3 = x(2, 3, 4, 5), x(3)
+    case("test_legacy_prelu_channel_slope_opset6", 6, [n("PRelu", ["x", "slope"], ["y"])],
+         [("x", F, (2, 3, 4, 5)), ("slope", F, (3,))], [("y", F)], [x2345, s3], ir=3,
+         expected=[prelu(x2345, s3.reshape(3, 1, 1))])
+    x35, s5 = x(3, 5), x(5)
+    case("test_legacy_prelu_channel_slope_2d_opset6", 6, [n("PRelu", ["x", "slope"], ["y"])],
+         [("x", F, (3, 5)), ("slope", F, (5,))], [("y", F)], [x35, s5], ir=3, expected=[prelu(x35, s5)])
+    x234b, s1 = x(2, 3, 4), x(1)
+    case("test_legacy_prelu_shared_slope_opset1", 1, [n("PRelu", ["x", "slope"], ["y"])],
+         [("x", F, (2, 3, 4)), ("slope", F, (1,))], [("y", F)], [x234b, s1], ir=3,
+         expected=[prelu(x234b, s1)])
 
 
 if __name__ == "__main__":
