@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
 
@@ -384,7 +385,8 @@ int main(int argc, char **argv) {
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("tbc %s\n", TBC_VERSION_STRING);
+		printf("tbc %s\nLLVM %s (code for x86-64 and AArch64 CPUs)\nartifact ABI %u\n", TBC_VERSION_STRING,
+		       tbc_llvm_version(), (unsigned)TBC_ABI_VERSION);
 		return 0;
 	}
 	if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);

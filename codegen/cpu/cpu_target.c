@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cpu/cpu.h"
@@ -28,6 +29,19 @@ static void init_llvm(void) {
 
 void tbc_cpu_init_llvm(void);
 void tbc_cpu_init_llvm(void) { pthread_once(&init_once, init_llvm); }
+
+static char llvm_version[32];
+static pthread_once_t llvm_version_once = PTHREAD_ONCE_INIT;
+static void format_llvm_version(void) {
+	unsigned major, minor, patch;
+	LLVMGetVersion(&major, &minor, &patch);
+	snprintf(llvm_version, sizeof llvm_version, "%u.%u.%u", major, minor, patch);
+}
+
+const char *tbc_llvm_version(void) {
+	pthread_once(&llvm_version_once, format_llvm_version);
+	return llvm_version;
+}
 
 /* The architecture part of a triple ("x86_64", "aarch64"). */
 static size_t arch_len(const char *triple) {

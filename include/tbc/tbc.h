@@ -16,6 +16,9 @@ extern "C" {
 #define TBC_VERSION_PATCH 0
 #define TBC_VERSION_STRING "0.1.0"
 
+/* The version of the LLVM this library was built with ("19.1.7"). */
+const char *tbc_llvm_version(void);
+
 /* Element types.  The values are ONNX's TensorProto.DataType numbers and are
  * never renumbered. */
 typedef enum tbc_dtype {

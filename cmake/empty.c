@@ -1,0 +1,1 @@
+/* libtbc.so is the static library's objects, linked whole (CMakeLists.txt). */
