@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
@@ -27,12 +28,16 @@ static const char usage_text[] =
 	"      --stats                print per-pass times and the arena size vs its lower bound\n"
 	"      --dump-after PASS      print the IR after PASS (or 'all') to stderr\n"
 	"  run MODEL --input NAME=FILE ... --output-dir DIR [--target interp|cpu] [--threads N]\n"
+	"      [--runs N]\n"
 	"                             run a model: MODEL.onnx with the reference interpreter\n"
 	"                             (--target interp, the default) or compiled in memory for\n"
 	"                             this CPU (--target cpu); MODEL.so, a compiled artifact, with\n"
 	"                             the runtime.  Inputs are .npy or ONNX TensorProto .pb files;\n"
 	"                             each output is written as DIR/NAME.npy (characters outside\n"
 	"                             A-Z a-z 0-9 . _ - in NAME become _)\n"
+	"      --threads N            the runtime's threads (default: one per CPU)\n"
+	"      --runs N               compiled code: run N more times, print the median and\n"
+	"                             fastest milliseconds per run\n"
 	"\n"
 	"options:\n"
 	"  -h, --help                 show this help\n"
@@ -106,8 +111,39 @@ static int rt_fail(const char *what, const tbcrt_status *st) {
 
 /* Runs a loaded artifact with the runtime: binds the inputs (graph order),
  * lets the session allocate the outputs, and copies them out. */
+static double now_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Runs the bound session `runs` more times and prints the median and the
+ * fastest run (the first run, which outputs come from, warms caches). */
+static int time_runs(tbcrt_session *session, const char *what, long runs) {
+	double *ms = calloc((size_t)runs, sizeof *ms);
+	if (!ms) return 1;
+	for (long r = 0; r < runs; r++) {
+		double t0 = now_ms();
+		tbcrt_status st = tbcrt_session_run(session);
+		if (!tbcrt_status_is_ok(&st)) {
+			free(ms);
+			return rt_fail(what, &st);
+		}
+		ms[r] = now_ms() - t0;
+	}
+	qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+	printf("time: median %.3f ms, fastest %.3f ms over %ld runs\n", ms[runs / 2], ms[0], runs);
+	free(ms);
+	return 0;
+}
+
 static int run_artifact(tbcrt_model *model, const char *what, tbc_tensor **inputs, size_t n_in, tbc_tensor **outputs,
-			size_t n_out) {
+			size_t n_out, long runs) {
 	tbcrt_session *session = NULL;
 	tbcrt_status st = tbcrt_session_create(model, &session);
 	if (!tbcrt_status_is_ok(&st)) return rt_fail(what, &st);
@@ -122,6 +158,7 @@ static int run_artifact(tbcrt_model *model, const char *what, tbc_tensor **input
 		st = tbcrt_session_run(session);
 		if (!tbcrt_status_is_ok(&st)) rc = rt_fail(what, &st);
 	}
+	if (rc == 0 && runs > 0) rc = time_runs(session, what, runs);
 	for (size_t i = 0; rc == 0 && i < n_out; i++) {
 		tbcrt_tensor out;
 		st = tbcrt_session_output(session, (uint32_t)i, &out);
@@ -146,7 +183,7 @@ static int cmd_run(int argc, char **argv) {
 	const char **in_names = calloc((size_t)argc + 1, sizeof *in_names);
 	const char **in_files = calloc((size_t)argc + 1, sizeof *in_files);
 	int n_in = 0, rc = 2;
-	long threads = 0;
+	long threads = 0, runs = 0;
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = NULL;
 	tbc_jit *jit = NULL;
@@ -177,6 +214,13 @@ static int cmd_run(int argc, char **argv) {
 				fprintf(stderr, "tbc run: --threads wants a count, got '%s'\n", argv[i]);
 				goto done;
 			}
+		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+			char *end;
+			runs = strtol(argv[++i], &end, 10);
+			if (*end || runs < 1 || runs > 1000000) {
+				fprintf(stderr, "tbc run: --runs wants a count from 1 to 1000000, got '%s'\n", argv[i]);
+				goto done;
+			}
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "tbc run: unknown option '%s'\n", argv[i]);
 			goto done;
@@ -192,6 +236,10 @@ static int cmd_run(int argc, char **argv) {
 		goto done;
 	}
 	bool artifact = ends_with(model, ".so");
+	if (runs && !artifact && strcmp(target, "cpu")) {
+		fprintf(stderr, "tbc run: --runs times compiled code: give a .so or --target cpu\n");
+		goto done;
+	}
 	if (!artifact && strcmp(target, "interp") && strcmp(target, "cpu")) {
 		fprintf(stderr, "tbc run: unknown --target '%s' (interp or cpu)\n", target);
 		goto done;
@@ -291,7 +339,7 @@ static int cmd_run(int argc, char **argv) {
 			goto done;
 		}
 	if (art) {
-		if (run_artifact(art, model, inputs, n_model_in, outputs, n_model_out) != 0) goto done;
+		if (run_artifact(art, model, inputs, n_model_in, outputs, n_model_out, runs) != 0) goto done;
 	} else if (tbc_interpret(m, inputs, n_model_in, outputs, n_model_out, d) != TBC_OK) {
 		goto done;
 	}
