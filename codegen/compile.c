@@ -94,7 +94,7 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
-	if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, o, info, d, out_data, out_size);
+	if (rc == TBC_OK && info) rc = tbc_target_cpu.emit(p, o, info, d, out_data, out_size);
 	double t2 = now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */

@@ -220,5 +220,8 @@ bool kir_verify(const kir_kernel *k, tbc_diags *d);
  * and store is bounds-checked against the buffer's dims; false (with a
  * message in d) on a violation. */
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+/* The value of an index expression over k's sizes alone (a buffer's dim, a
+ * loop bound): false when it loads or reads a variable. */
+bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d);
 
 #endif

@@ -247,9 +247,12 @@ static val eval(evaluator *ev, const kir_expr *e) {
 			return (val){.i = (int64_t)tbc_load_bits(e->type, &bits, 0)};
 		}
 		return (val){.f = round_to(e->type, e->f)};
-	case KIR_E_VAR: return ev->vars[e->var->id];
+	case KIR_E_VAR:
+		if (!ev->vars) return eerr(ev, "variable %s outside a kernel body", e->var->name), z;
+		return ev->vars[e->var->id];
 	case KIR_E_SIZE: return (val){.i = ev->sizes[e->size]};
 	case KIR_E_LOAD: {
+		if (!ev->numel) return eerr(ev, "load of %s outside a kernel body", e->buf->name), z;
 		int64_t i = index_of(ev, e->buf, e->a, "load");
 		return ev->failed ? z : load(ev, e->buf, i);
 	}
@@ -314,5 +317,11 @@ bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, t
 	}
 	free(ev.numel);
 	free(ev.vars);
+	return !ev.failed;
+}
+
+bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d) {
+	evaluator ev = {.k = k, .sizes = sizes, .d = d};
+	*out = eval(&ev, e).i;
 	return !ev.failed;
 }

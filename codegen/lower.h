@@ -148,6 +148,16 @@ bool kir_program_match(const kir_program *p, int *match);
 tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			  tbc_diags *d);
 
+/* The same with each kernel run by runner->run (buffers and sizes as
+ * kir_eval takes them): a device backend's kernels checked under the host
+ * program without an artifact (the conformance harness's opencl target). */
+typedef struct kir_kernel_runner {
+	bool (*run)(void *ctx, const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+	void *ctx;
+} kir_kernel_runner;
+tbc_code kir_program_run(const kir_program *p, const kir_kernel_runner *runner, tbc_tensor *const *in, size_t n_in,
+			 tbc_tensor **out, size_t n_out, tbc_diags *d);
+
 /* Reads the symbol values from the inputs' shapes; false (with a message) when
  * an input's rank, dims or dtype do not fit the program. */
 bool kir_program_bind_syms(const kir_program *p, tbc_tensor *const *in, size_t n_in, int64_t *syms, tbc_diags *d);

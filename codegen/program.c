@@ -209,8 +209,19 @@ bool kir_program_match(const kir_program *p, int *match) {
 	return ok && depth == 0;
 }
 
+static bool eval_kernel(void *ctx, const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
+	(void)ctx;
+	return kir_eval(k, buffers, sizes, d);
+}
+
 tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			  tbc_diags *d) {
+	kir_kernel_runner evaluator = {eval_kernel, NULL};
+	return kir_program_run(p, &evaluator, in, n_in, out, n_out, d);
+}
+
+tbc_code kir_program_run(const kir_program *p, const kir_kernel_runner *runner, tbc_tensor *const *in, size_t n_in,
+			 tbc_tensor **out, size_t n_out, tbc_diags *d) {
 	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
 	if (n_out != (size_t)p->n_outputs) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "the model gives %d outputs, not %zu",
@@ -275,7 +286,7 @@ tbc_code kir_program_eval(const kir_program *p, tbc_tensor *const *in, size_t n_
 			bufs[a] = ptrs[pb];
 		}
 		for (int s = 0; s < la->kernel->n_sizes; s++) sizes[s] = syms[la->syms[s]];
-		if (rc == TBC_OK && !kir_eval(la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
+		if (rc == TBC_OK && !runner->run(runner->ctx, la->kernel, bufs, sizes, d)) rc = TBC_ERR_RUNTIME;
 	}
 	for (int i = 0; i < p->n_outputs && rc == TBC_OK; i++) /* an empty output no launch wrote */
 		if (!out[i]) rc = eval_place(p, p->outputs[i], syms, in, out, weights, arena, offsets, ptrs, cap, &dyn);

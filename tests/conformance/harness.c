@@ -25,11 +25,12 @@
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "tests/conformance/opencl_target.h"
 #include "tests/unit/support/close.h"
 
 typedef enum { R_PASS, R_FAIL, R_UNSUPPORTED_OK, R_SKIP } result_kind;
 
-#define MAX_TARGETS 4
+#define MAX_TARGETS 5
 
 typedef struct {
 	result_kind result;
@@ -138,6 +139,9 @@ static const target targets[] = {
 	/* The compiler library's own single-threaded host (tbc_run_cpu), for
 	 * telling a runtime problem from a code generation one. */
 	{"cpu-serial", tbc_run_cpu},
+	/* Kernels printed as OpenCL C, run on the first OpenCL device under the
+	 * host program (tests/conformance/opencl_target.c). */
+	{"opencl", tbc_run_opencl},
 };
 
 /* ---- Small utilities ------------------------------------------------------*/

@@ -1,0 +1,537 @@
+/* Kernel IR -> OpenCL C 1.2 (docs/opencl.md).
+ *
+ * Values keep the evaluator's representation (codegen/kir_eval.c): integers
+ * in their C type and wrapped to their width after every operation, bool as
+ * int 0/1, f32 and f64 as float and double, narrow floats (f16, bf16,
+ * float8, float4) as their bits, decoded to double for a cast and encoded
+ * back through the preamble's functions, which are ir/dtype.c's.  So a
+ * kernel computes what the evaluator and the CPU target compute, up to the
+ * device's math functions.
+ *
+ * Mapping: a body that is one top-level parallel loop (after statements that
+ * store nothing) becomes a grid-stride loop over the work-items; any other
+ * body runs on one work-item. */
+#include "codegen/opencl/opencl_c.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+#include "opencl_preamble.h" /* generated from preamble.cl: TBC_OCL_PREAMBLE */
+
+const char *tbc_ocl_preamble(void) { return TBC_OCL_PREAMBLE; }
+
+typedef struct printer {
+	const kir_kernel *k;
+	FILE *f;
+	tbc_diags *d;
+	bool failed;
+	int n_messages, cap_messages;
+	const char **messages;
+	bool *stored;
+	const kir_stmt *grid; /* the loop spread over the work-items */
+} printer;
+
+__attribute__((format(printf, 2, 3))) static void fail(printer *p, const char *fmt, ...) {
+	if (p->failed) return;
+	p->failed = true;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tbc_diags_add(p->d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "kernel %s: %s", p->k->name, msg);
+}
+
+static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
+static bool is_narrow(tbc_dtype t) { return is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64; }
+static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
+static int bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
+
+/* The C type a value of type t is held in. */
+static const char *ctype(tbc_dtype t) {
+	if (t == KIR_INDEX) return "long";
+	switch (t) {
+	case TBC_DT_BOOL: return "int";
+	case TBC_DT_F32: return "float";
+	case TBC_DT_F64: return "double";
+	case TBC_DT_I8: case TBC_DT_I4: case TBC_DT_I2: return "char";
+	case TBC_DT_U8: case TBC_DT_U4: case TBC_DT_U2: return "uchar";
+	case TBC_DT_I16: return "short";
+	case TBC_DT_U16: return "ushort";
+	case TBC_DT_I32: return "int";
+	case TBC_DT_U32: return "uint";
+	case TBC_DT_I64: return "long";
+	case TBC_DT_U64: return "ulong";
+	default: break;
+	}
+	if (is_narrow(t)) return tbc_dtype_size(t) == 2 ? "ushort" : "uchar";
+	return NULL;
+}
+
+/* The element type of a buffer of dtype t in memory. */
+static const char *mtype(tbc_dtype t) { return t == TBC_DT_BOOL ? "uchar" : ctype(t); }
+
+/* The preamble's number for a narrow format (its tbc_format). */
+static int narrow_id(tbc_dtype t) { return (int)t; }
+
+static void var_name(printer *p, const kir_var *v) {
+	fputc('v', p->f);
+	for (const char *s = v->name; *s; s++) {
+		char c = *s;
+		fputc((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ? c : '_', p->f);
+	}
+	fprintf(p->f, "_%d", v->id);
+}
+
+static void expr(printer *p, const kir_expr *e);
+
+/* The integer result r (a C expression of a wider type) wrapped to type t. */
+static void wrap_open(printer *p, tbc_dtype t) {
+	switch (t) {
+	case TBC_DT_I4: case TBC_DT_I2: fprintf(p->f, "(char)tbc_wrap_s(("); return;
+	case TBC_DT_U4: case TBC_DT_U2: fprintf(p->f, "(uchar)tbc_wrap_u(("); return;
+	default: fprintf(p->f, "((%s)(", ctype(t)); return;
+	}
+}
+static void wrap_close(printer *p, tbc_dtype t) {
+	if (t == TBC_DT_I4 || t == TBC_DT_U4) fprintf(p->f, "), 4)");
+	else if (t == TBC_DT_I2 || t == TBC_DT_U2) fprintf(p->f, "), 2)");
+	else fprintf(p->f, "))");
+}
+
+static void float_const(printer *p, tbc_dtype t, double v) {
+	if (is_narrow(t)) {
+		uint64_t bits = 0;
+		tbc_store_f64(t, &bits, 0, v);
+		fprintf(p->f, "((%s)0x%" PRIx64 ")", ctype(t), tbc_load_bits(t, &bits, 0));
+		return;
+	}
+	bool f32 = t == TBC_DT_F32;
+	if (f32) v = (double)(float)v;
+	if (isnan(v) && f32) fprintf(p->f, "as_float(0x%xu)", signbit(v) ? 0xffc00000u : 0x7fc00000u);
+	else if (isnan(v)) fprintf(p->f, "as_double(0x%sUL)", signbit(v) ? "fff8000000000000" : "7ff8000000000000");
+	else if (isinf(v)) fprintf(p->f, "((%s)(%sINFINITY))", ctype(t), v < 0 ? "-" : "");
+	else if (f32) fprintf(p->f, "(%af)", v);
+	else fprintf(p->f, "(%a)", v);
+}
+
+static void int_const(printer *p, tbc_dtype t, int64_t v) {
+	if (t == TBC_DT_BOOL) {
+		fprintf(p->f, "%d", v != 0);
+	} else if (is_unsigned(t)) {
+		uint64_t u = bits_of(t) >= 64 ? (uint64_t)v : (uint64_t)v & (((uint64_t)1 << bits_of(t)) - 1);
+		fprintf(p->f, "((%s)%" PRIu64 "UL)", ctype(t), u);
+	} else if (v == INT64_MIN) {
+		fprintf(p->f, "((%s)(-9223372036854775807L - 1))", ctype(t));
+	} else {
+		fprintf(p->f, "((%s)%" PRId64 "L)", ctype(t), v);
+	}
+}
+
+static void load(printer *p, const kir_expr *e) {
+	tbc_dtype t = e->buf->dtype;
+	fprintf(p->f, "((%s)", ctype(t));
+	if (t == TBC_DT_BOOL) fputc('(', p->f);
+	fprintf(p->f, "b%d[", e->buf->id);
+	expr(p, e->a);
+	fputc(']', p->f);
+	if (t == TBC_DT_BOOL) fprintf(p->f, " != 0)");
+	else if (t == TBC_DT_U4 || t == TBC_DT_F4E2M1) fprintf(p->f, " & 0xf");
+	else if (t == TBC_DT_U2) fprintf(p->f, " & 0x3");
+	fputc(')', p->f);
+}
+
+static const char *float_unop(kir_unop op) {
+	static const char *const names[KIR_UNOP_COUNT] = {
+		[KIR_ABS] = "fabs",   [KIR_SQRT] = "sqrt",   [KIR_EXP] = "exp",     [KIR_LOG] = "log",
+		[KIR_SIN] = "sin",    [KIR_COS] = "cos",     [KIR_TAN] = "tan",     [KIR_ASIN] = "asin",
+		[KIR_ACOS] = "acos",  [KIR_ATAN] = "atan",   [KIR_SINH] = "sinh",   [KIR_COSH] = "cosh",
+		[KIR_TANH] = "tanh",  [KIR_ASINH] = "asinh", [KIR_ACOSH] = "acosh", [KIR_ATANH] = "atanh",
+		[KIR_ERF] = "erf",    [KIR_FLOOR] = "floor", [KIR_CEIL] = "ceil",   [KIR_ROUND_EVEN] = "rint",
+		[KIR_TRUNC] = "trunc", [KIR_EXPM1] = "expm1", [KIR_LOG1P] = "log1p",
+	};
+	return names[op];
+}
+
+static void unary(printer *p, const kir_expr *e) {
+	tbc_dtype t = e->a->type;
+	kir_unop op = (kir_unop)e->op;
+	if (op == KIR_ISNAN || op == KIR_ISINF) {
+		if (!is_float(t) || is_narrow(t)) return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
+		fprintf(p->f, "(%s(", op == KIR_ISNAN ? "isnan" : "isinf");
+		expr(p, e->a);
+		fprintf(p->f, ") != 0)");
+		return;
+	}
+	if (is_float(t)) {
+		if (is_narrow(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_unop_name(op), kir_type_name(t));
+		bool f32 = t == TBC_DT_F32;
+		if (op == KIR_NEG) fprintf(p->f, "(-");
+		else if (op == KIR_SIGN) fprintf(p->f, "%s(", f32 ? "tbc_signf" : "tbc_sign");
+		else if (float_unop(op)) fprintf(p->f, "%s(", float_unop(op));
+		else return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
+		expr(p, e->a);
+		fputc(')', p->f);
+		return;
+	}
+	wrap_open(p, t);
+	switch (op) {
+	case KIR_NEG: fprintf(p->f, "0UL - (ulong)("); break;
+	case KIR_ABS:
+		if (is_unsigned(t)) fprintf(p->f, "(");
+		else fprintf(p->f, "tbc_abs_i((long)(");
+		break;
+	case KIR_NOT: fprintf(p->f, t == TBC_DT_BOOL ? "!(" : "~("); break;
+	case KIR_SIGN: fprintf(p->f, is_unsigned(t) ? "0 != (" : "tbc_sign_i((long)("); break;
+	default: return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
+	}
+	expr(p, e->a);
+	fputc(')', p->f);
+	if ((op == KIR_ABS && !is_unsigned(t)) || (op == KIR_SIGN && !is_unsigned(t))) fputc(')', p->f);
+	wrap_close(p, t);
+}
+
+static void binary(printer *p, const kir_expr *e) {
+	tbc_dtype t = e->a->type;
+	kir_binop op = (kir_binop)e->op;
+	const kir_expr *a = e->a, *b = e->b;
+	if (is_float(t)) {
+		if (is_narrow(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_binop_name(op), kir_type_name(t));
+		bool f32 = t == TBC_DT_F32;
+		const char *infix = op == KIR_ADD ? "+" : op == KIR_SUB ? "-" : op == KIR_MUL ? "*" : op == KIR_DIV ? "/" : NULL;
+		if (infix) {
+			fputc('(', p->f);
+			expr(p, a);
+			fprintf(p->f, " %s ", infix);
+			expr(p, b);
+			fputc(')', p->f);
+			return;
+		}
+		const char *fn = op == KIR_REM ? "fmod" : op == KIR_POW ? "pow" : op == KIR_ATAN2 ? "atan2"
+			: op == KIR_MIN ? (f32 ? "tbc_fminf" : "tbc_fmin") : op == KIR_MAX ? (f32 ? "tbc_fmaxf" : "tbc_fmax") : NULL;
+		if (fn) {
+			fprintf(p->f, "%s(", fn);
+			expr(p, a);
+			fprintf(p->f, ", ");
+			expr(p, b);
+			fputc(')', p->f);
+		} else if (op == KIR_FLOORDIV || op == KIR_FLOORMOD) { /* in double, as the evaluator */
+			fprintf(p->f, "((%s)%s((double)(", ctype(t), op == KIR_FLOORDIV ? "tbc_floordiv_f" : "tbc_floormod_f");
+			expr(p, a);
+			fprintf(p->f, "), (double)(");
+			expr(p, b);
+			fprintf(p->f, ")))");
+		} else {
+			return fail(p, "%s of floats", kir_binop_name(op));
+		}
+		return;
+	}
+	bool u = is_unsigned(t);
+	int bits = bits_of(t);
+	wrap_open(p, t);
+	const char *wide = u ? "ulong" : "long";
+	switch (op) {
+	case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_AND: case KIR_OR: case KIR_XOR: {
+		const char *infix = op == KIR_ADD ? "+" : op == KIR_SUB ? "-" : op == KIR_MUL ? "*" : op == KIR_AND ? "&"
+			: op == KIR_OR ? "|" : "^";
+		/* in ulong, where overflow wraps */
+		fprintf(p->f, "(ulong)(");
+		expr(p, a);
+		fprintf(p->f, ") %s (ulong)(", infix);
+		expr(p, b);
+		fputc(')', p->f);
+		break;
+	}
+	case KIR_DIV: case KIR_REM: case KIR_FLOORDIV: case KIR_FLOORMOD: case KIR_POW: case KIR_MIN: case KIR_MAX:
+	case KIR_SHL: case KIR_SHR: {
+		const char *fn = NULL;
+		switch (op) {
+		case KIR_DIV: fn = u ? "tbc_udiv" : "tbc_sdiv"; break;
+		case KIR_REM: fn = u ? "tbc_urem" : "tbc_srem"; break;
+		case KIR_FLOORDIV: fn = "tbc_floordiv"; break;
+		case KIR_FLOORMOD: fn = "tbc_floormod"; break;
+		case KIR_POW: fn = u ? "tbc_upow" : "tbc_ipow"; break;
+		case KIR_MIN: fn = "min"; break;
+		case KIR_MAX: fn = "max"; break;
+		case KIR_SHL: fn = "tbc_shl"; break;
+		default: fn = "tbc_shr"; break;
+		}
+		bool shift = op == KIR_SHL || op == KIR_SHR;
+		if (shift) wide = "long";
+		fprintf(p->f, "%s((%s)(", fn, wide);
+		expr(p, a);
+		fprintf(p->f, "), (%s)(", wide);
+		expr(p, b);
+		fprintf(p->f, ")");
+		if (shift) fprintf(p->f, ", %d, %d", u, bits);
+		fputc(')', p->f);
+		break;
+	}
+	default: return fail(p, "%s of %s", kir_binop_name(op), kir_type_name(t));
+	}
+	wrap_close(p, t);
+}
+
+static void compare(printer *p, const kir_expr *e) {
+	static const char *const ops[] = {[KIR_EQ] = "==", [KIR_NE] = "!=", [KIR_LT] = "<",
+					  [KIR_LE] = "<=", [KIR_GT] = ">",  [KIR_GE] = ">="};
+	if (is_narrow(e->a->type)) return fail(p, "comparison of %s", kir_type_name(e->a->type));
+	fputc('(', p->f);
+	expr(p, e->a);
+	fprintf(p->f, " %s ", ops[e->op]);
+	expr(p, e->b);
+	fputc(')', p->f);
+}
+
+/* A value of type from as double (a narrow float decoded). */
+static void as_double(printer *p, const kir_expr *a) {
+	tbc_dtype t = a->type;
+	if (t == TBC_DT_BF16) fprintf(p->f, "tbc_from_bf16(");
+	else if (t == TBC_DT_F8E8M0) fprintf(p->f, "tbc_from_e8m0(");
+	else if (is_narrow(t)) fprintf(p->f, "tbc_decode(%d, ", narrow_id(t));
+	else fprintf(p->f, "(double)(");
+	expr(p, a);
+	fputc(')', p->f);
+}
+
+/* ONNX Cast semantics, as the evaluator: through the target type's store. */
+static void cast(printer *p, const kir_expr *e) {
+	tbc_dtype from = e->a->type, to = e->type;
+	bool saturate = e->op != KIR_CAST_NO_SATURATE;
+	if (is_narrow(to)) {
+		if (to == TBC_DT_BF16) fprintf(p->f, "tbc_to_bf16(");
+		else if (to == TBC_DT_F8E8M0) fprintf(p->f, "tbc_to_e8m0(");
+		else fprintf(p->f, "((%s)tbc_encode(%d, ", ctype(to), narrow_id(to));
+		as_double(p, e->a);
+		if (to == TBC_DT_F8E8M0) fprintf(p->f, ", %d)", saturate);
+		/* As ir/dtype.c stores: float16 never saturates, float4e2m1 always does. */
+		else if (to != TBC_DT_BF16) fprintf(p->f, ", %d))", to == TBC_DT_F16 ? 0 : saturate || to == TBC_DT_F4E2M1);
+		else fputc(')', p->f);
+		return;
+	}
+	if (is_float(to)) { /* f32, f64 */
+		fprintf(p->f, "((%s)", ctype(to));
+		if (is_narrow(from) || (e->op == KIR_CAST_NO_SATURATE && !is_float(from))) as_double(p, e->a);
+		else expr(p, e->a);
+		fputc(')', p->f);
+		return;
+	}
+	if (to == TBC_DT_BOOL) { /* NaN is true */
+		fprintf(p->f, "(!(");
+		if (is_narrow(from)) as_double(p, e->a);
+		else expr(p, e->a);
+		fprintf(p->f, " == 0))");
+		return;
+	}
+	/* to an integer */
+	wrap_open(p, to);
+	if (is_float(from) || (e->op == KIR_CAST_NO_SATURATE)) {
+		fprintf(p->f, to == TBC_DT_U64 ? "tbc_f2u(" : "tbc_f2i(trunc(");
+		as_double(p, e->a);
+		fprintf(p->f, to == TBC_DT_U64 ? ")" : "))");
+	} else {
+		fprintf(p->f, "(%s)(", is_unsigned(from) ? "ulong" : "long");
+		expr(p, e->a);
+		fputc(')', p->f);
+	}
+	wrap_close(p, to);
+}
+
+static void expr(printer *p, const kir_expr *e) {
+	if (p->failed) return;
+	switch (e->kind) {
+	case KIR_E_INT: int_const(p, e->type, e->i); return;
+	case KIR_E_FLOAT: float_const(p, e->type, e->f); return;
+	case KIR_E_VAR: var_name(p, e->var); return;
+	case KIR_E_SIZE: fprintf(p->f, "s%d", e->size); return;
+	case KIR_E_LOAD: load(p, e); return;
+	case KIR_E_UNARY: unary(p, e); return;
+	case KIR_E_BINARY: binary(p, e); return;
+	case KIR_E_CMP: compare(p, e); return;
+	case KIR_E_SELECT:
+		fputc('(', p->f);
+		expr(p, e->a);
+		fprintf(p->f, " ? ");
+		expr(p, e->b);
+		fprintf(p->f, " : ");
+		expr(p, e->c);
+		fputc(')', p->f);
+		return;
+	case KIR_E_CAST: cast(p, e); return;
+	}
+}
+
+static void indent(printer *p, int depth) {
+	for (int i = 0; i < depth; i++) fputc('\t', p->f);
+}
+
+static int add_message(printer *p, const char *m) {
+	if (p->n_messages == p->cap_messages) {
+		int cap = p->cap_messages ? 2 * p->cap_messages : 8;
+		const char **grown = realloc(p->messages, (size_t)cap * sizeof *grown);
+		if (!grown) return fail(p, "out of memory"), 0;
+		p->messages = grown;
+		p->cap_messages = cap;
+	}
+	p->messages[p->n_messages++] = m;
+	return p->n_messages;
+}
+
+static void store_value(printer *p, const kir_stmt *s) {
+	tbc_dtype t = s->buf->dtype;
+	fprintf(p->f, "b%d[", s->buf->id);
+	expr(p, s->index);
+	fprintf(p->f, "] = ");
+	if (t == TBC_DT_BOOL) fprintf(p->f, "(uchar)(");
+	else if (t == TBC_DT_F4E2M1) fprintf(p->f, "(uchar)(0xf & ");
+	else fprintf(p->f, "(%s)(", mtype(t));
+	expr(p, s->value);
+	fprintf(p->f, t == TBC_DT_BOOL ? " != 0);\n" : ");\n");
+}
+
+static void stmts(printer *p, const kir_stmt *s, int depth) {
+	for (; s && !p->failed; s = s->next) {
+		indent(p, depth);
+		switch (s->kind) {
+		case KIR_S_FOR:
+			fprintf(p->f, "for (");
+			var_name(p, s->var);
+			fprintf(p->f, " = ");
+			expr(p, s->lo);
+			if (s == p->grid) fprintf(p->f, " + (long)get_global_id(0) * %" PRId64, s->step);
+			fprintf(p->f, "; ");
+			var_name(p, s->var);
+			fprintf(p->f, " < ");
+			expr(p, s->hi);
+			fprintf(p->f, "; ");
+			var_name(p, s->var);
+			if (s == p->grid) fprintf(p->f, " += (long)get_global_size(0) * %" PRId64 ") {\n", s->step);
+			else fprintf(p->f, " += %" PRId64 ") {\n", s->step);
+			stmts(p, s->body, depth + 1);
+			indent(p, depth);
+			fprintf(p->f, "}\n");
+			break;
+		case KIR_S_STORE:
+			p->stored[s->buf->id] = true;
+			store_value(p, s);
+			break;
+		case KIR_S_SET:
+			var_name(p, s->var);
+			fprintf(p->f, " = ");
+			expr(p, s->value);
+			fprintf(p->f, ";\n");
+			break;
+		case KIR_S_IF:
+			fprintf(p->f, "if (");
+			expr(p, s->cond);
+			fprintf(p->f, ") {\n");
+			stmts(p, s->body, depth + 1);
+			indent(p, depth);
+			if (s->orelse) {
+				fprintf(p->f, "} else {\n");
+				stmts(p, s->orelse, depth + 1);
+				indent(p, depth);
+			}
+			fprintf(p->f, "}\n");
+			break;
+		case KIR_S_ERROR: {
+			int code = add_message(p, s->message);
+			fprintf(p->f, "if (");
+			expr(p, s->cond);
+			fprintf(p->f, ") { tbc_fail(status, %d); return; }\n", code);
+			break;
+		}
+		}
+	}
+}
+
+static bool stores(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
+	return false;
+}
+
+/* The one top-level parallel loop when everything else at the top stores
+ * nothing (every work-item may then run it); NULL otherwise. */
+static const kir_stmt *grid_loop(const kir_kernel *k) {
+	const kir_stmt *grid = NULL;
+	for (const kir_stmt *s = k->body; s; s = s->next) {
+		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL && !grid) grid = s;
+		else if (stores(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL)) return NULL;
+		else if (grid) return NULL; /* after the loop: keep the order simple */
+	}
+	return grid;
+}
+
+bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kernel *out, tbc_diags *d) {
+	memset(out, 0, sizeof *out);
+	char *text = NULL;
+	size_t size = 0;
+	printer pr = {.k = k, .d = d};
+	printer *p = &pr;
+	p->stored = calloc((size_t)k->n_buffers + 1, sizeof *p->stored);
+	p->f = open_memstream(&text, &size);
+	if (!p->f || !p->stored) {
+		if (p->f) fclose(p->f);
+		free(text);
+		free(p->stored);
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
+		return false;
+	}
+	p->grid = grid_loop(k);
+	bool can_fail = kir_kernel_can_fail(k);
+	fprintf(p->f, "/* %s */\n__kernel void %s(", k->name, fn_name);
+	for (int b = 0; b < k->n_buffers; b++) {
+		const kir_buffer *kb = k->buffers[b];
+		const char *mt = mtype(kb->dtype);
+		if (!mt) fail(p, "buffer %s of type %s", kb->name, kir_type_name(kb->dtype));
+		bool ro = kb->role == KIR_BUF_INPUT || kb->role == KIR_BUF_CONST;
+		fprintf(p->f, "%s__global %s%s *b%d /* %s */", b ? ", " : "", ro ? "const " : "", mt ? mt : "void", b, kb->name);
+	}
+	for (int s = 0; s < k->n_sizes; s++) fprintf(p->f, "%slong s%d /* %s */", k->n_buffers + s ? ", " : "", s, k->size_names[s]);
+	if (can_fail) fprintf(p->f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
+	if (!k->n_buffers && !k->n_sizes && !can_fail) fprintf(p->f, "void");
+	fprintf(p->f, ") {\n");
+	if (!p->grid) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
+	for (int v = 0; v < k->n_vars; v++) {
+		const kir_var *var = k->vars[v];
+		const char *ct = ctype(var->type);
+		if (!ct) fail(p, "variable %s of type %s", var->name, kir_type_name(var->type));
+		fprintf(p->f, "\t%s ", ct ? ct : "void");
+		var_name(p, var);
+		fprintf(p->f, ";\n");
+	}
+	stmts(p, k->body, 1);
+	fprintf(p->f, "}\n");
+	fclose(p->f);
+	if (p->failed) {
+		free(text);
+		free(p->stored);
+		free(p->messages);
+		return false;
+	}
+	out->source = text;
+	out->shape = p->grid ? TBC_OCL_GRID : TBC_OCL_SINGLE;
+	if (p->grid) {
+		out->grid_lo = p->grid->lo;
+		out->grid_hi = p->grid->hi;
+		out->grid_step = p->grid->step;
+	}
+	out->has_status = can_fail;
+	out->n_messages = p->n_messages;
+	out->messages = p->messages;
+	out->stored = p->stored;
+	return true;
+}
+
+void tbc_ocl_kernel_free(tbc_ocl_kernel *k) {
+	free(k->source);
+	free(k->messages);
+	free(k->stored);
+	memset(k, 0, sizeof *k);
+}

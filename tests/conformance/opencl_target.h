@@ -1,0 +1,10 @@
+/* The conformance harness's `opencl` target (opencl_target.c). */
+#ifndef TBC_TESTS_OPENCL_TARGET_H
+#define TBC_TESTS_OPENCL_TARGET_H
+#include "tbc/tbc.h"
+
+/* Lowers m, prints its kernels as OpenCL C, runs the program on the first
+ * OpenCL device (the signature of tbc_interpret). */
+tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			tbc_diags *d);
+#endif
