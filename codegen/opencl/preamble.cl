@@ -6,6 +6,10 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL FP_CONTRACT OFF
 
+/* The quiet NaN C's NAN is (OpenCL's NAN may carry another payload). */
+#define TBC_NAN as_double(0x7ff8000000000000UL)
+#define TBC_NANF as_float(0x7fc00000u)
+
 /* ---- Integers --------------------------------------------------------------*/
 inline long tbc_sdiv(long a, long b) { return b == 0 ? 0 : b == -1 ? (long)(0UL - (ulong)a) : a / b; }
 inline ulong tbc_udiv(ulong a, ulong b) { return b ? a / b : 0; }
@@ -71,22 +75,22 @@ inline ulong tbc_f2u(double d) {
 /* ---- Floats ----------------------------------------------------------------*/
 /* min and max propagate NaN and order -0 below +0. */
 inline double tbc_fmin(double x, double y) {
-	if (isnan(x) || isnan(y)) return NAN;
+	if (isnan(x) || isnan(y)) return TBC_NAN;
 	if (x == y) return signbit(x) ? x : y;
 	return x < y ? x : y;
 }
 inline double tbc_fmax(double x, double y) {
-	if (isnan(x) || isnan(y)) return NAN;
+	if (isnan(x) || isnan(y)) return TBC_NAN;
 	if (x == y) return signbit(x) ? y : x;
 	return x > y ? x : y;
 }
 inline float tbc_fminf(float x, float y) {
-	if (isnan(x) || isnan(y)) return NAN;
+	if (isnan(x) || isnan(y)) return TBC_NANF;
 	if (x == y) return signbit(x) ? x : y;
 	return x < y ? x : y;
 }
 inline float tbc_fmaxf(float x, float y) {
-	if (isnan(x) || isnan(y)) return NAN;
+	if (isnan(x) || isnan(y)) return TBC_NANF;
 	if (x == y) return signbit(x) ? y : x;
 	return x > y ? x : y;
 }
@@ -126,10 +130,10 @@ inline double tbc_decode(int which, uint bits) {
 	uint sign = bits & signbit_, mag = bits & (signbit_ - 1u);
 	uint e = mag >> f.mbits, m = mag & ((1u << f.mbits) - 1u);
 	uint emax_field = (1u << f.ebits) - 1u;
-	if (f.nan == TBC_NAN_0X80 && bits == 0x80) return NAN;
+	if (f.nan == TBC_NAN_0X80 && bits == 0x80) return TBC_NAN;
 	if (f.nan == TBC_NAN_SIGNED) {
-		if (f.has_inf && e == emax_field) return m ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
-		if (!f.has_inf && mag == f.nan_code) return sign ? -NAN : NAN;
+		if (f.has_inf && e == emax_field) return m ? (sign ? -TBC_NAN : TBC_NAN) : (sign ? -INFINITY : INFINITY);
+		if (!f.has_inf && mag == f.nan_code) return sign ? -TBC_NAN : TBC_NAN;
 	}
 	double v = e == 0 ? ldexp((double)m, f.emin - f.mbits) : ldexp((double)(m | (1u << f.mbits)), (int)e - f.bias - f.mbits);
 	return sign ? -v : v;
@@ -179,7 +183,7 @@ inline double tbc_from_bf16(ushort h) { return (double)as_float((uint)h << 16); 
 inline ushort tbc_to_bf16(double v) { return (ushort)tbc_encode(16, (double)(float)v, 0); }
 
 /* float8e8m0: 2^(code - 127), 0xff NaN; encoded from the float32 bits, rounding up. */
-inline double tbc_from_e8m0(uchar v) { return v == 0xff ? NAN : ldexp(1.0, (int)v - 127); }
+inline double tbc_from_e8m0(uchar v) { return v == 0xff ? TBC_NAN : ldexp(1.0, (int)v - 127); }
 inline uchar tbc_to_e8m0(double d, int saturate) {
 	float f = (float)d;
 	uint bits = as_uint(f);

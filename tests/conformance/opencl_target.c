@@ -60,9 +60,9 @@ static bool open_device(ocl_run *r, tbc_diags *d) {
 	return true;
 }
 
-/* Prints every kernel the program launches into one source and builds it. */
-static bool build_program(ocl_run *r, const kir_program *p, tbc_diags *d) {
-	r->kernels = calloc((size_t)p->n_launches + 1, sizeof *r->kernels);
+/* Prints the kernels into one source and builds it (each kernel once). */
+static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_diags *d) {
+	r->kernels = calloc((size_t)n + 1, sizeof *r->kernels);
 	if (!r->kernels) return false;
 	char *src = NULL;
 	size_t size = 0;
@@ -70,9 +70,9 @@ static bool build_program(ocl_run *r, const kir_program *p, tbc_diags *d) {
 	if (!f) return false;
 	fputs(tbc_ocl_preamble(), f);
 	bool ok = true;
-	for (int l = 0; l < p->n_launches && ok; l++) {
-		const kir_kernel *k = p->launches[l].kernel;
-		if (p->launches[l].ctl != KIR_CTL_KERNEL || !k) continue;
+	for (int l = 0; l < n && ok; l++) {
+		const kir_kernel *k = ks[l];
+		if (!k) continue;
 		bool seen = false;
 		for (int i = 0; i < r->n_kernels; i++) seen |= r->kernels[i].k == k;
 		if (seen) continue;
@@ -195,13 +195,41 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 
 static bool run_program(const kir_program *p, void *user, tbc_diags *d) {
 	ocl_run *r = user;
-	if (!open_device(r, d) || !build_program(r, p, d)) {
+	const kir_kernel **ks = calloc((size_t)p->n_launches + 1, sizeof *ks);
+	for (int l = 0; ks && l < p->n_launches; l++)
+		if (p->launches[l].ctl == KIR_CTL_KERNEL) ks[l] = p->launches[l].kernel;
+	bool built = ks && open_device(r, d) && build_program(r, ks, p->n_launches, d);
+	free(ks);
+	if (!built) {
 		r->rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 		return false;
 	}
 	kir_kernel_runner runner = {launch, r};
 	r->rc = kir_program_run(p, &runner, r->in, r->n_in, r->out, r->n_out, d);
 	return r->rc == TBC_OK;
+}
+
+static void close_run(ocl_run *r) {
+	for (int i = 0; i < r->n_kernels; i++) {
+		if (r->kernels[i].cl) clReleaseKernel(r->kernels[i].cl);
+		tbc_ocl_kernel_free(&r->kernels[i].printed);
+	}
+	free(r->kernels);
+	if (r->program) clReleaseProgram(r->program);
+	if (r->queue) clReleaseCommandQueue(r->queue);
+	if (r->context) clReleaseContext(r->context);
+}
+
+bool tbc_ocl_available(void) {
+	cl_uint n = 0;
+	return clGetPlatformIDs(0, NULL, &n) == CL_SUCCESS && n > 0;
+}
+
+bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
+	ocl_run r = {.rc = TBC_OK};
+	bool ok = open_device(&r, d) && build_program(&r, &k, 1, d) && launch(&r, k, buffers, sizes, d);
+	close_run(&r);
+	return ok;
 }
 
 tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
@@ -212,14 +240,7 @@ tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in,
 	size_t size = 0;
 	tbc_code rc = tbc_codegen(m, NULL, NULL, d, run_program, &r, &data, &size);
 	if (rc == TBC_OK) rc = r.rc;
-	for (int i = 0; i < r.n_kernels; i++) {
-		if (r.kernels[i].cl) clReleaseKernel(r.kernels[i].cl);
-		tbc_ocl_kernel_free(&r.kernels[i].printed);
-	}
-	free(r.kernels);
-	if (r.program) clReleaseProgram(r.program);
-	if (r.queue) clReleaseCommandQueue(r.queue);
-	if (r.context) clReleaseContext(r.context);
+	close_run(&r);
 	if (rc != TBC_OK)
 		for (size_t i = 0; i < n_out; i++) {
 			tbc_tensor_destroy(out[i]);

@@ -1,10 +1,19 @@
 /* The conformance harness's `opencl` target (opencl_target.c). */
 #ifndef TBC_TESTS_OPENCL_TARGET_H
 #define TBC_TESTS_OPENCL_TARGET_H
+#include <stdbool.h>
+
+#include "codegen/kir.h"
 #include "tbc/tbc.h"
 
 /* Lowers m, prints its kernels as OpenCL C, runs the program on the first
  * OpenCL device (the signature of tbc_interpret). */
 tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			tbc_diags *d);
+
+/* Whether an OpenCL platform is installed. */
+bool tbc_ocl_available(void);
+/* Prints k alone, builds it for the first OpenCL device and runs it over
+ * host buffers as kir_eval does (buffers copied in, stored ones back). */
+bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
 #endif
