@@ -126,6 +126,8 @@ static void int_const(printer *p, tbc_dtype t, int64_t v) {
 	} else if (is_unsigned(t)) {
 		uint64_t u = bits_of(t) >= 64 ? (uint64_t)v : (uint64_t)v & (((uint64_t)1 << bits_of(t)) - 1);
 		fprintf(p->f, "((%s)%" PRIu64 "UL)", ctype(t), u);
+	} else if (t == KIR_INDEX) { /* index math: plain long literals */
+		fprintf(p->f, v < 0 ? "(%" PRId64 "L)" : "%" PRId64 "L", v);
 	} else if (v == INT64_MIN) {
 		fprintf(p->f, "((%s)(-9223372036854775807L - 1))", ctype(t));
 	} else {
@@ -233,6 +235,15 @@ static void binary(printer *p, const kir_expr *e) {
 	}
 	bool u = is_unsigned(t);
 	int bits = bits_of(t);
+	if (t == KIR_INDEX && (op == KIR_ADD || op == KIR_SUB || op == KIR_MUL)) {
+		/* index math stays in range in a kernel that verifies: plain C */
+		fputc('(', p->f);
+		expr(p, a);
+		fprintf(p->f, op == KIR_ADD ? " + " : op == KIR_SUB ? " - " : " * ");
+		expr(p, b);
+		fputc(')', p->f);
+		return;
+	}
 	wrap_open(p, t);
 	const char *wide = u ? "ulong" : "long";
 	switch (op) {

@@ -20,6 +20,7 @@
 
 typedef struct ocl_kernel {
 	const kir_kernel *k;
+	char name[80]; /* tbc_<kernel name>: lowering numbers them, so unique */
 	tbc_ocl_kernel printed;
 	cl_kernel cl;
 } ocl_kernel;
@@ -60,6 +61,13 @@ static bool open_device(ocl_run *r, tbc_diags *d) {
 	return true;
 }
 
+static void kernel_name(const kir_kernel *k, char *out, size_t size) {
+	size_t n = (size_t)snprintf(out, size, "tbc_%s", k->name);
+	for (size_t i = 4; i < n && i < size; i++)
+		if (!((out[i] >= 'a' && out[i] <= 'z') || (out[i] >= 'A' && out[i] <= 'Z') || (out[i] >= '0' && out[i] <= '9')))
+			out[i] = '_';
+}
+
 /* Prints the kernels into one source and builds it (each kernel once). */
 static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_diags *d) {
 	r->kernels = calloc((size_t)n + 1, sizeof *r->kernels);
@@ -77,9 +85,8 @@ static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_di
 		for (int i = 0; i < r->n_kernels; i++) seen |= r->kernels[i].k == k;
 		if (seen) continue;
 		ocl_kernel *slot = &r->kernels[r->n_kernels];
-		char name[32];
-		snprintf(name, sizeof name, "tbc_k%d", r->n_kernels);
-		ok = tbc_ocl_print_kernel(k, name, &slot->printed, d);
+		kernel_name(k, slot->name, sizeof slot->name);
+		ok = tbc_ocl_print_kernel(k, slot->name, &slot->printed, d);
 		if (!ok) break;
 		slot->k = k;
 		r->n_kernels++;
@@ -112,9 +119,7 @@ static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_di
 		return false;
 	}
 	for (int i = 0; i < r->n_kernels; i++) {
-		char name[32];
-		snprintf(name, sizeof name, "tbc_k%d", i);
-		r->kernels[i].cl = clCreateKernel(r->program, name, &err);
+		r->kernels[i].cl = clCreateKernel(r->program, r->kernels[i].name, &err);
 		if (!r->kernels[i].cl) return cl_fail(d, "clCreateKernel", err);
 	}
 	return true;
