@@ -74,26 +74,19 @@ inline ulong tbc_f2u(double d) {
 
 /* ---- Floats ----------------------------------------------------------------*/
 /* min and max propagate NaN and order -0 below +0. */
-inline double tbc_fmin(double x, double y) {
-	if (isnan(x) || isnan(y)) return TBC_NAN;
-	if (x == y) return signbit(x) ? x : y;
-	return x < y ? x : y;
-}
-inline double tbc_fmax(double x, double y) {
-	if (isnan(x) || isnan(y)) return TBC_NAN;
-	if (x == y) return signbit(x) ? y : x;
-	return x > y ? x : y;
-}
-inline float tbc_fminf(float x, float y) {
-	if (isnan(x) || isnan(y)) return TBC_NANF;
-	if (x == y) return signbit(x) ? x : y;
-	return x < y ? x : y;
-}
-inline float tbc_fmaxf(float x, float y) {
-	if (isnan(x) || isnan(y)) return TBC_NANF;
-	if (x == y) return signbit(x) ? y : x;
-	return x > y ? x : y;
-}
+#define TBC_MIN_MAX(T, SUFFIX, QNAN)                                    \
+	inline T tbc_fmin##SUFFIX(T x, T y) {                           \
+		if (isnan(x) || isnan(y)) return QNAN;                  \
+		if (x == y) return signbit(x) ? x : y;                  \
+		return x < y ? x : y;                                   \
+	}                                                               \
+	inline T tbc_fmax##SUFFIX(T x, T y) {                           \
+		if (isnan(x) || isnan(y)) return QNAN;                  \
+		if (x == y) return signbit(x) ? y : x;                  \
+		return x > y ? x : y;                                   \
+	}
+TBC_MIN_MAX(double, , TBC_NAN)
+TBC_MIN_MAX(float, f, TBC_NANF)
 inline double tbc_floordiv_f(double x, double y) { return floor(x / y); }
 inline double tbc_floormod_f(double x, double y) { return x - floor(x / y) * y; }
 inline double tbc_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
