@@ -34,4 +34,20 @@ static inline tbcrt__device *rt_device_or_skip(tbcrt_context *ctx, const char *n
 	return NULL;
 }
 
+/* Under AddressSanitizer: PoCL's compiler (its own LLVM, inside libpocl)
+ * keeps memory until exit, and LeakSanitizer can only tell it apart by the
+ * stack, which the fast unwinder loses in libraries built without frame
+ * pointers.  So allocations take full stacks, and leaks whose stack passes
+ * through libpocl or the ICD loader -- and nothing else -- are suppressed.
+ * Both hooks are read by the sanitizer runtime; elsewhere they are unused.
+ * (One definition per test program: include this header once.) */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+	return "fast_unwind_on_malloc=0";
+}
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+	return "leak:libpocl.so\nleak:libOpenCL.so\n";
+}
+
 #endif

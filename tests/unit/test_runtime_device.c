@@ -145,7 +145,7 @@ static void an_allocation_past_the_device_limit_is_a_status(void **state) {
 	tbcrt__buffer *a = (tbcrt__buffer *)1;
 	RT_ERR(tbcrt__buffer_alloc(d, d->info.max_alloc_bytes + 1, &a), TBCRT_ERR_NO_MEMORY, "largest allocation");
 	assert_null(a);
-	RT_ERR(tbcrt__buffer_alloc(d, UINT64_MAX, &a), TBCRT_ERR_NO_MEMORY, *state);
+	RT_ERR(tbcrt__buffer_alloc(d, UINT64_MAX, &a), TBCRT_ERR_NO_MEMORY, (const char *)*state);
 	tbcrt__arena *arena = (tbcrt__arena *)1;
 	RT_ERR(tbcrt__arena_create(d, UINT64_MAX / 2, &arena), TBCRT_ERR_NO_MEMORY, "largest allocation");
 	assert_null(arena);
