@@ -101,6 +101,32 @@ static void a_missing_driver_is_an_unavailable_device_with_the_reason(void **sta
 	tbcrt_context_destroy(ctx);
 }
 
+/* The drivers are dlopened: libtbcrt.so needs nothing beyond libc, libm,
+ * pthread and dl, so it loads where OpenCL, CUDA and HIP are missing. */
+static void libtbcrt_links_no_driver(void **state) {
+	(void)state;
+	const char *bin = getenv("TBC_BINARY_DIR");
+	char cmd[4096], line[512];
+	snprintf(cmd, sizeof cmd, "readelf -d '%s/runtime/libtbcrt.so' 2>/dev/null", bin ? bin : "build");
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	int needed = 0;
+	while (fgets(line, sizeof line, p)) {
+		const char *lib = strstr(line, "Shared library: [");
+		if (!lib) continue;
+		lib += strlen("Shared library: [");
+		needed++;
+		static const char *const allowed[] = {"libc.so", "libm.so", "libpthread.so", "libdl.so", "ld-linux"};
+		bool ok = false;
+		for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++) ok |= !strncmp(lib, allowed[i], strlen(allowed[i]));
+		if (!ok) fail_msg("libtbcrt.so needs %s", lib);
+	}
+	if (pclose(p) != 0 || !needed) {
+		printf("skipped: readelf -d on libtbcrt.so gave nothing (no readelf, or no shared library built)\n");
+		skip();
+	}
+}
+
 /* ---- Memory, on each device (state: its name) ---- */
 static void buffers_round_trip_and_copy_on_the_device(void **state) {
 	tbcrt_context *ctx = make(2);
@@ -339,6 +365,7 @@ int main(void) {
 		cmocka_unit_test(devices_list_the_cpu_first_then_opencl_cuda_and_hip),
 		cmocka_unit_test(an_unknown_device_or_index_is_an_error_and_clears_the_output),
 		cmocka_unit_test(a_missing_driver_is_an_unavailable_device_with_the_reason),
+		cmocka_unit_test(libtbcrt_links_no_driver),
 		cmocka_unit_test_prestate(buffers_round_trip_and_copy_on_the_device, "cpu"),
 		cmocka_unit_test_prestate(buffers_round_trip_and_copy_on_the_device, "opencl:0"),
 		cmocka_unit_test_prestate(ranges_outside_a_buffer_are_refused, "cpu"),
