@@ -2,6 +2,9 @@
 #ifndef RT_DEVICE_H
 #define RT_DEVICE_H
 
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,10 +13,24 @@
 
 /* PoCL caches built kernels under $POCL_CACHE_DIR, else under $HOME, which
  * may not be writable: give it a fresh folder unless one is chosen. */
+static char rt_pocl_dir[] = "/tmp/tbc-pocl-cache-XXXXXX";
+static bool rt_pocl_dir_made;
+
+static inline int rt_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* Removes the folder rt_device_setup made, at exit. */
+static inline void rt_device_cleanup(void) {
+	if (rt_pocl_dir_made) nftw(rt_pocl_dir, rt_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static inline void rt_device_setup(void) {
-	static char dir[] = "/tmp/tbc-pocl-cache-XXXXXX";
-	if (getenv("POCL_CACHE_DIR")) return;
-	if (mkdtemp(dir)) setenv("POCL_CACHE_DIR", dir, 0);
+	if (getenv("POCL_CACHE_DIR") || !mkdtemp(rt_pocl_dir)) return;
+	setenv("POCL_CACHE_DIR", rt_pocl_dir, 0);
+	rt_pocl_dir_made = true;
+	atexit(rt_device_cleanup);
 }
 
 /* The device of that name, opened; when it is unavailable the test is
