@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "device.h"
 
 static void *libc_alloc(void *user, size_t bytes, size_t alignment) {
 	(void)user;
@@ -70,8 +70,13 @@ tbcrt_status tbcrt_context_create(const tbcrt_context_options *options, tbcrt_co
 	memset(c, 0, sizeof *c);
 	c->allocator = o.allocator;
 	atomic_init(&c->refs, 1);
+	if (pthread_mutex_init(&c->devices_lock, NULL) != 0) {
+		tbcrt__free(&tmp, c);
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_context_create: cannot create a mutex");
+	}
 	tbcrt_status s = tbcrt__pool_create(c, o.thread_count, &c->pool);
 	if (s.code != TBCRT_OK) {
+		pthread_mutex_destroy(&c->devices_lock);
 		tbcrt__free(&tmp, c);
 		return tbcrt__wrap(s, "tbcrt_context_create");
 	}
@@ -85,6 +90,8 @@ void tbcrt__context_retain(tbcrt_context *c) {
 
 void tbcrt__context_release(tbcrt_context *c) {
 	if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+	tbcrt__devices_release(c);
+	pthread_mutex_destroy(&c->devices_lock);
 	tbcrt__pool_destroy(c, c->pool);
 	tbcrt_context tmp = {.allocator = c->allocator};
 	tbcrt__free(&tmp, c);

@@ -37,10 +37,14 @@ void tbcrt__pool_parallel_for(tbcrt_pool *pool, void (*body)(void *, int64_t, in
 uint32_t tbcrt__online_cpus(void);
 
 /* ---- context.c ---- */
+struct tbcrt__registry;
 struct tbcrt_context {
 	atomic_int refs;
 	tbcrt_allocator allocator;
 	tbcrt_pool *pool;
+	/* The devices (device.c), found on first use under devices_lock. */
+	pthread_mutex_t devices_lock;
+	struct tbcrt__registry *devices;
 };
 void tbcrt__context_retain(tbcrt_context *c);
 void tbcrt__context_release(tbcrt_context *c);

@@ -64,6 +64,9 @@ const char *tbcrt_code_name(tbcrt_code code) {
 	case TBCRT_ERR_NOT_READY: return "not ready";
 	case TBCRT_ERR_RUN_FAILED: return "run failed";
 	case TBCRT_ERR_LIMIT: return "limit exceeded";
+	case TBCRT_ERR_DEVICE_UNAVAILABLE: return "device unavailable";
+	case TBCRT_ERR_BUILD_FAILED: return "program build failed";
+	case TBCRT_ERR_DEVICE: return "device error";
 	}
 	return "unknown status code";
 }

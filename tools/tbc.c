@@ -38,6 +38,9 @@ static const char usage_text[] =
 	"      --threads N            the runtime's threads (default: one per CPU)\n"
 	"      --runs N               compiled code: run N more times, print the median and\n"
 	"                             fastest milliseconds per run\n"
+	"  doctor                     print what this machine can run: the CPU and the features\n"
+	"                             tbc uses, OpenCL platforms and devices, CUDA and HIP\n"
+	"                             drivers, and the targets this tbc compiles for\n"
 	"\n"
 	"options:\n"
 	"  -h, --help                 show this help\n"
@@ -422,6 +425,68 @@ static int cmd_compile(int argc, char **argv) {
 	return rc;
 }
 
+/* ---- tbc doctor ---- */
+static void print_bytes(const char *what, uint64_t bytes) {
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = 0;
+	while (v >= 1024 && u < 4) v /= 1024, u++;
+	printf(", %s %.*f %s", what, u ? 1 : 0, v, units[u]);
+}
+
+static void print_device(const tbcrt_device_info *i) {
+	if (!i->available) {
+		printf("%-10s unavailable: %s\n", i->name, i->unavailable_reason);
+		return;
+	}
+	printf("%-10s %s\n", i->name, i->device_name);
+	if (i->kind == TBCRT_DEVICE_OPENCL) printf("%-10s platform %s (%s)\n", "", i->platform_name, i->platform_version);
+	printf("%-10s %s", "", i->version);
+	if (i->driver_version[0]) printf(", driver %s", i->driver_version);
+	printf("\n%-10s %u %s", "", i->compute_units, i->kind == TBCRT_DEVICE_CPU ? "threads" : "compute units");
+	print_bytes("memory", i->global_memory_bytes);
+	print_bytes("local", i->local_memory_bytes);
+	print_bytes("largest buffer", i->max_alloc_bytes);
+	printf(", work-group %llu, fp16 %s, fp64 %s\n", (unsigned long long)i->max_work_group_size, i->fp16 ? "yes" : "no",
+	       i->fp64 ? "yes" : "no");
+	if (i->features[0]) printf("%-10s features tbc uses: %s\n", "", i->features);
+}
+
+/* A missing driver is a line of the report, not a failure: exit 0 unless
+ * the runtime itself cannot start. */
+static int cmd_doctor(int argc, char **argv) {
+	(void)argv;
+	if (argc != 0) {
+		fprintf(stderr, "tbc doctor: takes no arguments\n");
+		return 2;
+	}
+	tbcrt_context *ctx;
+	tbcrt_status s = tbcrt_context_create(NULL, &ctx);
+	uint32_t n = 0;
+	if (s.code == TBCRT_OK) s = tbcrt_device_count(ctx, &n);
+	if (s.code != TBCRT_OK) {
+		fprintf(stderr, "tbc doctor: %s\n", s.message);
+		tbcrt_context_destroy(ctx);
+		return 1;
+	}
+	printf("devices (libtbcrt %s):\n", TBCRT_VERSION_STRING);
+	for (uint32_t k = 0; k < n; k++) {
+		tbcrt_device_info info;
+		s = tbcrt_device_info_get(ctx, k, &info);
+		if (s.code == TBCRT_OK) print_device(&info);
+		else printf("device %u: %s\n", k, s.message);
+	}
+	tbcrt_context_destroy(ctx);
+	/* What codegen/ can emit (codegen/cpu/cpu_target.c initializes the
+	 * LLVM targets linked in); the others are planned. */
+	printf("\ntargets this tbc compiles for:\n"
+	       "  cpu        x86_64, aarch64 (LLVM 19): yes\n"
+	       "  opencl     OpenCL C: not yet implemented\n"
+	       "  nvptx      PTX (LLVM NVPTX): not yet implemented\n"
+	       "  amdgpu     HSA code objects (LLVM AMDGPU): not yet implemented\n");
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 2) {
 		fputs(usage_text, stderr);
@@ -440,6 +505,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
 	if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
+	if (!strcmp(cmd, "doctor")) return cmd_doctor(argc - 2, argv + 2);
 	fprintf(stderr, "tbc: unknown command '%s' (see tbc --help)\n", cmd);
 	return 2;
 }

@@ -7,6 +7,8 @@
  *                   descriptor the application linked in (.o + .h)
  *   tbcrt_session   one invocation's state: bound input and output buffers,
  *                   the scratch arena, outputs the runtime allocated
+ *   devices         what this machine can run on: the CPU, OpenCL devices,
+ *                   CUDA and HIP drivers (found with dlopen, never linked)
  *
  * An artifact is untrusted input: a corrupt, truncated or mismatched one is
  * refused with a status that says why.  Every function that can fail returns
@@ -51,7 +53,10 @@ typedef enum tbcrt_code {
 	TBCRT_ERR_SHAPE_MISMATCH = 8,   /* a bound buffer's shape or size does not fit the model */
 	TBCRT_ERR_NOT_READY = 9,        /* an input is not bound, or outputs asked before a run */
 	TBCRT_ERR_RUN_FAILED = 10,      /* the model reported an error while running */
-	TBCRT_ERR_LIMIT = 11            /* a documented limit of the runtime is exceeded */
+	TBCRT_ERR_LIMIT = 11,           /* a documented limit of the runtime is exceeded */
+	TBCRT_ERR_DEVICE_UNAVAILABLE = 12, /* no such device here, or its driver is missing */
+	TBCRT_ERR_BUILD_FAILED = 13,    /* a device program did not build; the message holds the build log */
+	TBCRT_ERR_DEVICE = 14           /* a device or driver call failed; the message names it and its error */
 } tbcrt_code;
 
 #define TBCRT_STATUS_MESSAGE_SIZE 512
@@ -193,6 +198,48 @@ TBCRT_MUST_CHECK tbcrt_status tbcrt_session_output(const tbcrt_session *session,
 /* The value a symbolic dim took in the last successful run. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_symbol(const tbcrt_session *session, const char *name,
 						   int64_t *out_value);
+
+/* ---- Devices ----------------------------------------------------------------
+ * The devices of this machine, found the first time a context is asked:
+ * "cpu", then "opencl:N" for every device of every OpenCL platform (through
+ * the ICD loader, libOpenCL.so.1, loaded with dlopen), then the CUDA and HIP
+ * drivers (libcuda.so.1, libamdhip64.so).  A driver that is missing, or not
+ * supported yet, is one entry with available false and the reason; never an
+ * error.  Indices are stable for the context's lifetime. */
+typedef enum tbcrt_device_kind {
+	TBCRT_DEVICE_CPU = 0,
+	TBCRT_DEVICE_OPENCL = 1,
+	TBCRT_DEVICE_CUDA = 2,
+	TBCRT_DEVICE_HIP = 3
+} tbcrt_device_kind;
+
+typedef struct tbcrt_device_info {
+	char name[32];               /* "cpu", "opencl:0", "cuda", ... (what tbcrt_device_find takes) */
+	tbcrt_device_kind kind;
+	bool available;              /* false: unavailable_reason says why */
+	char unavailable_reason[256];
+	char device_name[128];       /* "Intel(R) Xeon(R) ...", "pthread-..." */
+	char vendor[128];
+	char version[128];           /* "OpenCL 3.0 PoCL ...", the driver's version for CUDA and HIP */
+	char driver_version[64];
+	char platform_name[128];     /* OpenCL: the platform; empty otherwise */
+	char platform_version[128];
+	uint32_t compute_units;      /* threads of the context's pool for the CPU */
+	uint64_t global_memory_bytes;
+	uint64_t local_memory_bytes; /* per work-group */
+	uint64_t max_alloc_bytes;    /* the largest single buffer */
+	uint64_t max_work_group_size;
+	bool fp16, fp64;
+	char features[2048];         /* CPU: "+avx2,+fma,..." of the features tbc uses that the host has */
+} tbcrt_device_info;
+
+TBCRT_MUST_CHECK tbcrt_status tbcrt_device_count(tbcrt_context *context, uint32_t *out_count);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_device_info_get(tbcrt_context *context, uint32_t index,
+						    tbcrt_device_info *out_info);
+/* Index of the device of that name; TBCRT_ERR_INVALID_ARGUMENT when none. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_device_find(tbcrt_context *context, const char *name, uint32_t *out_index);
+/* "cpu", "opencl", "cuda", "hip"; "unknown" for anything else. */
+const char *tbcrt_device_kind_name(tbcrt_device_kind kind);
 
 #ifdef __cplusplus
 }

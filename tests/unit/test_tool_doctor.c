@@ -1,0 +1,83 @@
+/* `tbc doctor`: runs, exits 0, and reports the CPU, the OpenCL devices (the
+ * PoCL device here and in CI), the CUDA and HIP drivers and the targets; a
+ * missing OpenCL loader is a line of the report, not a failure. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* The command's output; *out_status its exit status. */
+static char *run_doctor(const char *env, int *out_status) {
+	const char *bin = getenv("TBC_BINARY_DIR");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s '%s/tbc' doctor 2>&1", env, bin ? bin : "build");
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t cap = 1 << 16, n = 0;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	size_t got;
+	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
+	out[n] = '\0';
+	int status = pclose(p);
+	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return out;
+}
+
+#define HAS(out, text)                                                                          \
+	do {                                                                                    \
+		if (!strstr((out), (text))) fail_msg("expected \"%s\" in:\n%s", (text), (out)); \
+	} while (0)
+
+static void doctor_reports_the_cpu_opencl_cuda_hip_and_the_targets(void **state) {
+	(void)state;
+	int status;
+	char *out = run_doctor("", &status);
+	printf("%s", out);
+	assert_int_equal(status, 0);
+	HAS(out, "\ncpu ");
+#if defined(__x86_64__)
+	HAS(out, "features tbc uses: +");
+	HAS(out, "+sse2");
+#endif
+	HAS(out, "\ncuda ");
+	HAS(out, "\nhip ");
+	HAS(out, "targets this tbc compiles for:");
+	HAS(out, "cpu        x86_64, aarch64");
+	HAS(out, "opencl     OpenCL C: not yet implemented");
+	const char *ci = getenv("CI");
+	if (strstr(out, "\nopencl:0 ")) {
+		HAS(out, "compute units");
+		HAS(out, "fp64");
+		if (ci && !strcmp(ci, "true")) HAS(out, "Portable Computing Language"); /* CI runs PoCL */
+	} else if (ci && !strcmp(ci, "true")) {
+		fail_msg("CI=true, but tbc doctor lists no OpenCL device");
+	} else {
+		HAS(out, "\nopencl     unavailable: ");
+		printf("skipped: the OpenCL device checks (no OpenCL platform here)\n");
+	}
+	free(out);
+}
+
+static void without_an_opencl_loader_doctor_says_so_and_exits_0(void **state) {
+	(void)state;
+	int status;
+	char *out = run_doctor("TBCRT_OPENCL_LIBRARY=libtbc-no-such-opencl.so.1", &status);
+	assert_int_equal(status, 0);
+	HAS(out, "opencl     unavailable: no OpenCL ICD loader (libtbc-no-such-opencl.so.1");
+	HAS(out, "\ncpu ");
+	free(out);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(doctor_reports_the_cpu_opencl_cuda_hip_and_the_targets),
+		cmocka_unit_test(without_an_opencl_loader_doctor_says_so_and_exits_0),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
