@@ -18,14 +18,20 @@
 #include "ir/dtype.h"
 #include "tests/conformance/opencl_target.h"
 #include "tests/unit/support/need.h"
+#include "tests/unit/support/pocl.h"
 
 #define N 64
+
+#define MAX_OUT 16
 
 typedef struct fixture {
 	tbc_arena *arena;
 	kir_kernel *k;
-	kir_buffer *x, *y, *z;
+	kir_buffer *x, *y;
+	kir_buffer *outs[MAX_OUT]; /* y and the ones add_output made */
+	int n_outs;
 	kir_var *i;
+	kir_block body; /* the parallel loop's, for several outputs */
 	tbc_diags *d;
 } fixture;
 
@@ -37,7 +43,22 @@ static fixture make(tbc_dtype in, tbc_dtype out) {
 	f.x = kir_buffer_new(f.k, "x", in, KIR_BUF_INPUT, 1, &dim);
 	f.y = kir_buffer_new(f.k, "y", out, KIR_BUF_OUTPUT, 1, &dim);
 	f.i = kir_var_new(f.k, "i", KIR_INDEX);
+	f.outs[f.n_outs++] = f.y;
 	return f;
+}
+
+/* Another output of type t, stored value(x[i]) in the same loop as the
+ * others (finish with close_outputs). */
+static void add_output(fixture *f, tbc_dtype t, kir_expr *value) {
+	kir_buffer *o = f->y;
+	if (f->body.first) {
+		kir_expr *dim = kir_e_size(f->k, 0);
+		char name[16];
+		snprintf(name, sizeof name, "y%d", f->n_outs);
+		o = kir_buffer_new(f->k, name, t, KIR_BUF_OUTPUT, 1, &dim);
+		f->outs[f->n_outs++] = o;
+	}
+	kir_block_add(f->k, &f->body, kir_s_store(f->k, o, kir_e_var(f->k, f->i), value));
 }
 
 static void done(fixture *f) {
@@ -53,6 +74,7 @@ static kir_stmt *loop(fixture *f, kir_loop_kind kind, kir_stmt *body) {
 static void map(fixture *f, kir_expr *value) {
 	f->k->body = loop(f, KIR_LOOP_PARALLEL, kir_s_store(f->k, f->y, kir_e_var(f->k, f->i), value));
 }
+static void close_outputs(fixture *f) { f->k->body = loop(f, KIR_LOOP_PARALLEL, f->body.first); }
 
 static void same_on_device_as(fixture *f, const void *x, size_t y_bytes, bool nan_any);
 static void same_on_device(fixture *f, const void *x, size_t x_bytes, size_t y_bytes) {
@@ -81,26 +103,35 @@ static bool both_nan(tbc_dtype t, const void *a, const void *b, size_t i) {
 }
 
 static void same_on_device_as(fixture *f, const void *x, size_t y_bytes, bool nan_any) {
+	(void)y_bytes;
 	need_opencl();
 	if (!kir_verify(f->k, f->d)) print_diags(f->d);
 	assert_true(kir_verify(f->k, f->d));
-	void *y_eval = calloc(1, y_bytes), *y_dev = calloc(1, y_bytes);
+	void *eval_bufs[1 + MAX_OUT] = {(void *)x}, *dev_bufs[1 + MAX_OUT] = {(void *)x};
+	for (int o = 0; o < f->n_outs; o++) {
+		eval_bufs[1 + o] = calloc(N, 8);
+		dev_bufs[1 + o] = calloc(N, 8);
+	}
 	int64_t sizes[1] = {N};
-	void *eval_bufs[2] = {(void *)x, y_eval}, *dev_bufs[2] = {(void *)x, y_dev};
 	assert_true(kir_eval(f->k, eval_bufs, sizes, f->d));
 	bool ok = tbc_ocl_eval_kernel(f->k, dev_bufs, sizes, f->d);
 	if (!ok) print_diags(f->d);
 	assert_true(ok);
-	tbc_dtype t = f->y->dtype;
-	size_t es = tbc_dtype_size(t);
-	for (size_t b = 0; b < y_bytes; b++)
-		if (((unsigned char *)y_eval)[b] != ((unsigned char *)y_dev)[b] && !(nan_any && both_nan(t, y_eval, y_dev, b / es))) {
-			fprintf(stderr, "byte %zu: evaluator %#x, device %#x\n", b, ((unsigned char *)y_eval)[b],
-				((unsigned char *)y_dev)[b]);
-			fail();
-		}
-	free(y_eval);
-	free(y_dev);
+	bool same = true;
+	for (int o = 0; o < f->n_outs; o++) {
+		tbc_dtype t = f->outs[o]->dtype;
+		size_t es = tbc_dtype_size(t);
+		const unsigned char *e = eval_bufs[1 + o], *g = dev_bufs[1 + o];
+		for (size_t b = 0; b < N * es && same; b++)
+			if (e[b] != g[b] && !(nan_any && both_nan(t, e, g, b / es))) {
+				fprintf(stderr, "output %d (%s), element %zu: evaluator byte %#x, device %#x\n", o,
+					kir_type_name(t), b / es, e[b], g[b]);
+				same = false;
+			}
+		free(eval_bufs[1 + o]);
+		free(dev_bufs[1 + o]);
+	}
+	assert_true(same);
 }
 
 /* Interesting floats: zeros, NaN, infinities, overflow for every narrow
@@ -155,45 +186,51 @@ static void test_two_loops_run_on_one_work_item(void **state) {
 	done(&f);
 }
 
-/* x / y, x % y, x << y, x >> y of int8 and int32 where C leaves them undefined. */
-static void binary_ints(tbc_dtype t, kir_binop op) {
+/* Every integer operation of x[i] and x[i + 7] for type t, in one kernel:
+ * x / 0, INT_MIN / -1, shifts by the width or more, wrapping. */
+static void binary_ints(tbc_dtype t) {
+	static const kir_binop ops[] = {KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX,
+					KIR_POW, KIR_SHL, KIR_SHR, KIR_AND, KIR_XOR};
 	fixture f = make(t, t);
 	kir_kernel *k = f.k;
 	kir_expr *iv = kir_e_var(k, f.i);
-	kir_expr *a = kir_e_load(k, f.x, iv);
-	kir_expr *b = kir_e_load(k, f.x, kir_e_binary(k, KIR_FLOORMOD, kir_e_add(k, iv, kir_e_index(k, 7)), kir_e_size(k, 0)));
-	map(&f, kir_e_binary(k, op, a, b));
-	size_t es = tbc_dtype_size(t);
+	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+		kir_expr *a = kir_e_load(k, f.x, iv);
+		kir_expr *b = kir_e_load(k, f.x, kir_e_binary(k, KIR_FLOORMOD, kir_e_add(k, iv, kir_e_index(k, 7)), kir_e_size(k, 0)));
+		add_output(&f, t, kir_e_binary(k, ops[o], a, b));
+	}
+	close_outputs(&f);
 	unsigned char x[N * 8];
 	static const int64_t v[] = {0, 1, -1, 2, -2, 7, -7, 127, -128, 100, 40, 31, 32, 33, 8, 64,
 				    INT32_MAX, INT32_MIN, -65536, 65535};
 	for (int i = 0; i < N; i++) tbc_store_i64(t, x, (size_t)i, v[i % (int)(sizeof v / sizeof *v)] + (i >= 20 ? i : 0));
-	same_on_device(&f, x, N * es, N * es);
+	same_on_device(&f, x, 0, 0);
 	done(&f);
 }
 
 static void test_integer_semantics_match_the_evaluator(void **state) {
 	(void)state;
-	static const kir_binop ops[] = {KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX,
-					KIR_POW, KIR_SHL, KIR_SHR, KIR_AND, KIR_XOR};
 	static const tbc_dtype types[] = {TBC_DT_I8, TBC_DT_U8, TBC_DT_I32, TBC_DT_U32, TBC_DT_I64, TBC_DT_I4};
-	for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-		for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) binary_ints(types[t], ops[o]);
+	for (size_t t = 0; t < sizeof types / sizeof *types; t++) binary_ints(types[t]);
 }
 
 static void test_float_min_max_sign_match_the_evaluator(void **state) {
 	(void)state;
 	/* correctly rounded everywhere (pow, exp, ... are within a few ulp: the conformance run checks those) */
 	static const kir_binop ops[] = {KIR_MIN, KIR_MAX, KIR_REM, KIR_DIV, KIR_MUL, KIR_ADD};
-	for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+	for (int exact = 0; exact < 2; exact++) { /* min and max to the bit, the others to NaN's payload */
 		fixture f = make(TBC_DT_F32, TBC_DT_F32);
 		kir_kernel *k = f.k;
 		kir_expr *iv = kir_e_var(k, f.i);
-		kir_expr *b = kir_e_load(k, f.x, kir_e_binary(k, KIR_FLOORMOD, kir_e_add(k, iv, kir_e_index(k, 3)), kir_e_size(k, 0)));
-		map(&f, kir_e_binary(k, ops[o], xi(&f), b));
+		for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+			if (exact != (ops[o] == KIR_MIN || ops[o] == KIR_MAX)) continue;
+			kir_expr *b = kir_e_load(k, f.x, kir_e_binary(k, KIR_FLOORMOD, kir_e_add(k, iv, kir_e_index(k, 3)), kir_e_size(k, 0)));
+			add_output(&f, TBC_DT_F32, kir_e_binary(k, ops[o], xi(&f), b));
+		}
+		close_outputs(&f);
 		float x[N];
 		special_floats(x);
-		same_on_device_as(&f, x, sizeof x, ops[o] != KIR_MIN && ops[o] != KIR_MAX);
+		same_on_device_as(&f, x, 0, !exact);
 		done(&f);
 	}
 	fixture f = make(TBC_DT_F64, TBC_DT_F64);
@@ -204,28 +241,26 @@ static void test_float_min_max_sign_match_the_evaluator(void **state) {
 	done(&f);
 }
 
-/* f32 -> every narrow float (saturating and not) -> f32 and -> int8, as
- * ir/dtype.c converts. */
+/* f32 -> every narrow float (saturating and not) -> f32, and f32 -> int8,
+ * as ir/dtype.c converts. */
 static void test_narrow_float_casts_match_the_evaluator(void **state) {
 	(void)state;
 	static const tbc_dtype types[] = {TBC_DT_F16,      TBC_DT_BF16,       TBC_DT_F8E4M3FN, TBC_DT_F8E4M3FNUZ,
 					  TBC_DT_F8E5M2,   TBC_DT_F8E5M2FNUZ, TBC_DT_F4E2M1,   TBC_DT_F8E8M0};
 	float x[N];
 	special_floats(x);
+	fixture f = make(TBC_DT_F32, TBC_DT_I8);
+	kir_kernel *k = f.k;
+	add_output(&f, TBC_DT_I8, kir_e_cast(k, TBC_DT_I8, xi(&f)));
 	for (size_t t = 0; t < sizeof types / sizeof *types; t++)
 		for (int nosat = 0; nosat < 2; nosat++) {
 			bool float8 = types[t] != TBC_DT_F16 && types[t] != TBC_DT_BF16 && types[t] != TBC_DT_F4E2M1;
 			if (nosat && !float8) continue; /* Cast's saturate is float8's alone */
-			fixture f = make(TBC_DT_F32, TBC_DT_F32);
-			kir_kernel *k = f.k;
 			kir_expr *narrow = nosat ? kir_e_cast_nosat(k, types[t], xi(&f)) : kir_e_cast(k, types[t], xi(&f));
-			map(&f, kir_e_cast(k, TBC_DT_F32, narrow));
-			same_on_device(&f, x, sizeof x, sizeof x);
-			done(&f);
+			add_output(&f, TBC_DT_F32, kir_e_cast(k, TBC_DT_F32, narrow));
 		}
-	fixture f = make(TBC_DT_F32, TBC_DT_I8);
-	map(&f, kir_e_cast(f.k, TBC_DT_I8, xi(&f)));
-	same_on_device(&f, x, sizeof x, N);
+	close_outputs(&f);
+	same_on_device(&f, x, sizeof x, 0);
 	done(&f);
 }
 
@@ -259,6 +294,7 @@ static void test_failed_check_reports_its_message(void **state) {
 }
 
 int main(void) {
+	tbc_pocl_setup();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_parallel_loop_is_a_grid),
 		cmocka_unit_test(test_two_loops_run_on_one_work_item),

@@ -360,7 +360,7 @@ static void cpu_programs_and_launches_that_cannot_run_are_statuses(void **state)
 }
 
 int main(void) {
-	rt_device_setup();
+	tbc_pocl_setup();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(devices_list_the_cpu_first_then_opencl_cuda_and_hip),
 		cmocka_unit_test(an_unknown_device_or_index_is_an_error_and_clears_the_output),

@@ -233,7 +233,7 @@ static void launches_that_cannot_run_are_statuses_naming_the_kernel(void **state
 }
 
 int main(void) {
-	rt_device_setup();
+	tbc_pocl_setup();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(saxpy_and_a_local_memory_reduction_match_the_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_two_dimensional_launch_transposes_through_a_local_tile, setup, teardown),
