@@ -53,7 +53,7 @@ static void wrong_magic_is_not_a_tbc_artifact(void **state) {
 
 static void other_abi_version_is_refused(void **state) {
 	(void)state;
-	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION, "the artifact uses ABI version 99; this runtime runs version 1");
+	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION, "the artifact uses ABI version 99; this runtime runs version 2");
 }
 
 static void other_target_triple_is_refused(void **state) {
