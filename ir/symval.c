@@ -34,7 +34,17 @@ int tbc_value_svals(const tbc_value *v, tbc_sval *out) {
 		for (int64_t i = 0; i < t->numel; i++) out[i] = (tbc_sval){true, NULL, tbc_get_i64(t, i)};
 		return (int)t->numel;
 	}
-	if (!v->svals) return -1;
+	if (!v->svals) {
+		/* A short integer vector inference knows nothing about (read from
+		 * a graph input, NonZero's count): its elements are unknown, which
+		 * lets a Concat keep the parts it does know. */
+		const tbc_type *t = &v->type;
+		if (!tracked_dtype(t->dtype) || t->rank < 0 || t->rank > 1) return -1;
+		int64_t n = t->rank == 0 ? 1 : t->dims[0].sym ? -1 : t->dims[0].size;
+		if (n < 0 || n > MAXV) return -1;
+		for (int64_t i = 0; i < n; i++) out[i] = (tbc_sval){false, NULL, 0};
+		return (int)n;
+	}
 	memcpy(out, v->svals, (size_t)v->n_svals * sizeof *out);
 	return v->n_svals;
 }
