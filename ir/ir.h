@@ -301,6 +301,10 @@ struct tbc_interp {
 	tbc_diags *diags;
 	struct tbc_slot *env; /* indexed by value id */
 	bool check_types;     /* compare every result with its inferred type */
+	/* The main graph's inputs (with check_types): a symbolic dim of a result
+	 * whose value follows from the inputs' dims (an input's symbol, or a
+	 * derived one such as past_seq + seq) is compared too.  NULL: not. */
+	const tbc_tensor *const *main_inputs;
 };
 int tbc_interp_error(tbc_interp *ip, const tbc_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
