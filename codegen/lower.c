@@ -838,7 +838,8 @@ static bool plan_parts(lower_cx *cx) {
 		known[j] = true;
 		for (int i = 0; i < q->n_syms; i++) {
 			q->syms[i] = lower_find_sym(cx, mp[j].syms[i]);
-			if (q->syms[i] < 0 || p->sym_computed[q->syms[i]]) known[j] = false; /* not a symbol of the inputs: its values are placed apart */
+			/* Not a symbol known before the run: its values are placed apart. */
+			if (q->syms[i] < 0 || p->sym_computed[q->syms[i]]) known[j] = false;
 		}
 		if (!known[j]) q->n_syms = 0, q->bytes = 0;
 	}

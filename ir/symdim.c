@@ -366,7 +366,8 @@ tbc_dim tbc_dim_of_poly(tbc_module *m, const tbc_poly *p) {
 	if (tbc_poly_is_const(p, &c)) return c >= 0 ? (tbc_dim){c, NULL} : (tbc_dim){-1, NULL};
 	const char *name;
 	char buf[TBC_POLY_POOL * 2];
-	if (p->n_terms == 1 && p->terms[0].degree == 1 && p->terms[0].coeff == 1) name = tbc_poly_atom_name(p, p->terms[0].atoms[0]);
+	if (p->n_terms == 1 && p->terms[0].degree == 1 && p->terms[0].coeff == 1)
+		name = tbc_poly_atom_name(p, p->terms[0].atoms[0]);
 	else if (tbc_poly_print(p, buf, sizeof buf)) name = buf;
 	else return (tbc_dim){-1, NULL};
 	const char *s = tbc_arena_strdup(m->arena, name);

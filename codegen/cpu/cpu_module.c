@@ -480,7 +480,8 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 			free(derived);
 			return cpu_fail(c, TBC_ERR_INTERNAL, "a derived symbol's name does not read back, or out of memory");
 		}
-		LLVMValueRef *vals = poly_len ? calloc(poly_len > (size_t)p->n_syms ? poly_len : (size_t)p->n_syms, sizeof *vals) : NULL;
+		size_t n_vals = poly_len > (size_t)p->n_syms ? poly_len : (size_t)p->n_syms;
+		LLVMValueRef *vals = poly_len ? calloc(n_vals, sizeof *vals) : NULL;
 		if (poly_len && !vals) {
 			free(derived);
 			free(poly);
