@@ -18,7 +18,15 @@ import numpy as np
 import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = [("resnet50", {"image": "resnet50.image.npy"}), ("transformer", {"x": "transformer.x.npy"})]
+MODELS = [
+    ("resnet50", {"image": "resnet50.image.npy"}),
+    ("transformer", {"x": "transformer.x.npy"}),
+    # exported with dynamic axes (docs/symbolic-shapes.md): batch 3, seq 19
+    ("bert_dynamic", {k: f"bert_dynamic.b.{k}.npy" for k in ("input_ids", "attention_mask")}),
+    # one decode step of batch 3 after 11 cached tokens
+    ("gpt_dynamic", {k: f"gpt_dynamic.b.{k}.npy"
+                     for k in ["input_ids"] + [f"past.{i}.{kv}" for i in range(4) for kv in ("key", "value")]}),
+]
 
 
 def ort_ms(path, feeds, threads, runs):
@@ -43,7 +51,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     a = ap.parse_args()
     models = os.path.join(a.build, "models")
-    if not os.path.exists(os.path.join(models, "resnet50.onnx")):
+    if not all(os.path.exists(os.path.join(models, n + ".onnx")) for n, _ in MODELS):
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     print(f"Machine: {cpu}, {os.cpu_count()} cores; {a.threads} threads each; onnxruntime {ort.__version__}; "

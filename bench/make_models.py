@@ -2,6 +2,10 @@
 
   resnet50.onnx      ResNet-50 v1.5 (torchvision layout), 224x224, symbolic batch, random weights
   transformer.onnx   one pre-norm transformer encoder block (d=512, 8 heads, ffn 2048, seq 128)
+  bert_dynamic.onnx  a 4-layer BERT-style encoder (d=256, 4 heads) exported with dynamic axes
+                     [batch, seq], in the form torch.onnx.export writes it
+  gpt_dynamic.onnx   a 4-layer GPT-2-style decoder step with a KV cache (d=256, 4 heads):
+                     input_ids [batch, seq], past.N.key/value [batch, 4, past_seq, 64]
 
 Weights are pseudo-random with a fixed seed: the benchmarks measure speed and compare outputs
 with onnxruntime, so trained weights are not needed.
@@ -107,8 +111,185 @@ def transformer(path, d=512, heads=8, ffn=2048, seq=128):
     save(graph, path)
 
 
-def save(graph, path):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], producer_name="tbc-bench")
+FLOAT_MIN = float(np.finfo(np.float32).min)
+
+
+class Exported(Builder):
+    """Writes the subgraphs torch.onnx.export emits for a module's Python-side
+    shape arithmetic (x.size(i), view(...), arange, slicing a buffer)."""
+
+    def i64(self, base, vals):
+        return self.const(base, np.array(vals, np.int64))
+
+    def size(self, x, i):
+        """x.size(i): Shape -> Gather with a scalar index (a 0-d int64)."""
+        return self.op("Gather", [self.op("Shape", [x], "shape"), self.const("idx", np.array(i, np.int64))],
+                       "gather", axis=0)
+
+    def unsq(self, x):
+        return self.op("Unsqueeze", [x, self.i64("axes", [0])], "unsqueeze")
+
+    def view(self, x, dims):
+        """x.view(*dims): every int of dims a constant, every other a 0-d size
+        unsqueezed, all concatenated into the Reshape's shape."""
+        parts = [self.i64("dim", [d]) if isinstance(d, int) else self.unsq(d) for d in dims]
+        return self.op("Reshape", [x, self.op("Concat", parts, "concat", axis=0)], "reshape")
+
+    def linear(self, x, i, o):
+        w = self.const("w", (rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32))
+        bias = self.const("b", (rng.standard_normal(o) * 0.02).astype(np.float32))
+        return self.op("Add", [bias, self.op("MatMul", [x, w], "matmul")], "add")
+
+    def layernorm(self, x, d):
+        g = self.const("ln_g", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+        beta = self.const("ln_b", (0.1 * rng.standard_normal(d)).astype(np.float32))
+        return self.op("LayerNormalization", [x, g, beta], "ln", axis=-1, epsilon=1e-12)
+
+    def f32(self, base, v):
+        return self.const(base, np.array(v, np.float32))
+
+
+def bert_dynamic(path, layers=4, d=256, heads=4, ffn=1024, vocab=1000, max_pos=512):
+    """BertModel's encoder as torch.onnx.export writes it with dynamic_axes
+    {0: batch, 1: seq} on input_ids and attention_mask (opset 17)."""
+    b = Exported()
+    hd = d // heads
+    seq = b.size("input_ids", 1)
+    # position_ids = self.position_ids[:, 0:seq] (a registered buffer)
+    pos_table = b.i64("position_ids", np.arange(max_pos)[None, :])
+    pos = b.op("Slice", [pos_table, b.i64("starts", [0]), b.unsq(seq), b.i64("axes", [1]), b.i64("steps", [1])],
+               "slice")
+    # token_type_ids = self.token_type_ids[:, :seq].expand(batch, seq)
+    tt_table = b.i64("token_type_ids", np.zeros((1, max_pos), np.int64))
+    tt = b.op("Slice", [tt_table, b.i64("starts", [0]), b.unsq(seq), b.i64("axes", [1]), b.i64("steps", [1])],
+              "slice")
+    batch = b.size("input_ids", 0)
+    tt = b.op("Expand", [tt, b.op("Concat", [b.unsq(batch), b.unsq(seq)], "concat", axis=0)], "expand")
+    emb = lambda n, table: b.const(n, (rng.standard_normal((table, d)) * 0.05).astype(np.float32))
+    x = b.op("Gather", [emb("word_embeddings", vocab), "input_ids"], "gather")
+    x = b.op("Add", [x, b.op("Gather", [emb("token_type_embeddings", 2), tt], "gather")], "add")
+    x = b.op("Add", [x, b.op("Gather", [emb("position_embeddings", max_pos), pos], "gather")], "add")
+    x = b.layernorm(x, d)
+    # extended mask: (1.0 - mask[:, None, None, :].to(float)) * finfo(float).min
+    m = b.op("Unsqueeze", ["attention_mask", b.i64("axes", [1])], "unsqueeze")
+    m = b.op("Unsqueeze", [m, b.i64("axes", [2])], "unsqueeze")
+    m = b.op("Cast", [m], "cast", to=TensorProto.FLOAT)
+    m = b.op("Sub", [b.f32("one", 1.0), m], "sub")
+    mask = b.op("Mul", [m, b.f32("min", FLOAT_MIN)], "mul")
+    for _ in range(layers):
+        def heads_first(t, perm):
+            # new_x_shape = t.size()[:-1] + (heads, hd); t.view(new_x_shape).permute(...)
+            r = b.view(t, [b.size(t, 0), b.size(t, 1), heads, hd])
+            return b.op("Transpose", [r], "transpose", perm=perm)
+        q = heads_first(b.linear(x, d, d), [0, 2, 1, 3])
+        kt = heads_first(b.linear(x, d, d), [0, 2, 3, 1])
+        v = heads_first(b.linear(x, d, d), [0, 2, 1, 3])
+        s = b.op("Div", [b.op("MatMul", [q, kt], "matmul"), b.f32("sqrt_hd", np.sqrt(hd))], "div")
+        p = b.op("Softmax", [b.op("Add", [s, mask], "add")], "softmax", axis=-1)
+        c = b.op("Transpose", [b.op("MatMul", [p, v], "matmul")], "transpose", perm=[0, 2, 1, 3])
+        # context.size()[:-2] + (all_head_size,): Shape -> Slice -> Concat
+        keep = b.op("Slice", [b.op("Shape", [c], "shape"), b.i64("starts", [0]), b.i64("ends", [-2]),
+                              b.i64("axes", [0]), b.i64("steps", [1])], "slice")
+        c = b.op("Reshape", [c, b.op("Concat", [keep, b.i64("dim", [d])], "concat", axis=0)], "reshape")
+        x = b.layernorm(b.op("Add", [b.linear(c, d, d), x], "add"), d)
+        f = b.linear(x, d, ffn)
+        # erf GELU: x * 0.5 * (1 + erf(x / sqrt(2)))
+        g = b.op("Erf", [b.op("Div", [f, b.f32("sqrt2", 1.4142135381698608)], "div")], "erf")
+        g = b.op("Mul", [b.op("Mul", [f, b.op("Add", [g, b.f32("one", 1.0)], "add")], "mul"), b.f32("half", 0.5)],
+                 "mul")
+        x = b.layernorm(b.op("Add", [b.linear(g, ffn, d), x], "add"), d)
+    b.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])
+    am = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
+    out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "seq", d])
+    save(helper.make_graph(b.nodes, "bert_dynamic", [ids, am], [out], b.inits), path, opset=17)
+
+
+def gpt_dynamic(path, layers=4, d=256, heads=4, vocab=1000, max_pos=128):
+    """One GPT2LMHeadModel step with a KV cache as torch.onnx.export writes it
+    with dynamic_axes: input_ids [batch, seq], past.N.key/value [batch, heads,
+    past_seq, head_dim]; outputs logits and present.N.key/value (opset 17).
+    past_seq may be 0 (prefill) or more (decode)."""
+    b = Exported()
+    hd = d // heads
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", vocab])]
+    for i in range(layers):
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past.{i}.{kv}", TensorProto.FLOAT,
+                                                        ["batch", heads, "past_seq", hd]))
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.{kv}", TensorProto.FLOAT,
+                                                         ["batch", heads, "total_seq", hd]))
+    # past_length = past[0][0].size(-2); position_ids = arange(past_length, seq + past_length).unsqueeze(0)
+    past_len = b.size("past.0.key", 2)
+    seq = b.size("input_ids", 1)
+    pos = b.op("Range", [past_len, b.op("Add", [seq, past_len], "add"), b.const("delta", np.array(1, np.int64))],
+               "range")
+    pos = b.op("Unsqueeze", [pos, b.i64("axes", [0])], "unsqueeze")
+    wte = b.const("wte", (rng.standard_normal((vocab, d)) * 0.05).astype(np.float32))
+    wpe = b.const("wpe", (rng.standard_normal((max_pos, d)) * 0.02).astype(np.float32))
+    x = b.op("Add", [b.op("Gather", [wte, "input_ids"], "gather"), b.op("Gather", [wpe, pos], "gather")], "add")
+    causal = b.const("bias", np.tril(np.ones((max_pos, max_pos), np.uint8))[None, None].astype(bool))
+    for i in range(layers):
+        h = b.layernorm(x, d)
+        qkv = b.linear(h, d, 3 * d)
+        q, k, v = (b.name("split") for _ in range(3))
+        b.nodes.append(helper.make_node("Split", [qkv, b.i64("split", [d, d, d])], [q, k, v], name=q, axis=2))
+
+        def split_heads(t):
+            r = b.view(t, [b.size(t, 0), b.size(t, 1), heads, hd])
+            return b.op("Transpose", [r], "transpose", perm=[0, 2, 1, 3])
+        q, k, v = split_heads(q), split_heads(k), split_heads(v)
+        pk, pv = f"present.{i}.key", f"present.{i}.value"
+        b.nodes.append(helper.make_node("Concat", [f"past.{i}.key", k], [pk], name=pk, axis=-2))
+        b.nodes.append(helper.make_node("Concat", [f"past.{i}.value", v], [pv], name=pv, axis=-2))
+        kt = b.op("Transpose", [pk], "transpose", perm=[0, 1, 3, 2])
+        w = b.op("Div", [b.op("MatMul", [q, kt], "matmul"), b.f32("scale", np.sqrt(hd))], "div")
+        # nd, ns = w.size(-2), w.size(-1); mask = self.bias[:, :, ns - nd : ns, :ns]
+        nd, ns = b.size(w, 2), b.size(w, 3)
+        mk = b.op("Slice", [causal, b.unsq(b.op("Sub", [ns, nd], "sub")), b.unsq(ns), b.i64("axes", [2]),
+                            b.i64("steps", [1])], "slice")
+        mk = b.op("Slice", [mk, b.i64("starts", [0]), b.unsq(ns), b.i64("axes", [3]), b.i64("steps", [1])], "slice")
+        w = b.op("Where", [mk, w, b.f32("masked", FLOAT_MIN)], "where")
+        p = b.op("Softmax", [w], "softmax", axis=-1)
+        a = b.op("Transpose", [b.op("MatMul", [p, pv], "matmul")], "transpose", perm=[0, 2, 1, 3])
+        a = b.view(a, [b.size(a, 0), b.size(a, 1), d])
+        x = b.op("Add", [x, b.linear(a, d, d)], "add")
+        h = b.linear(b.layernorm(x, d), d, 4 * d)
+        # gelu_new: 0.5 * h * (1 + tanh(sqrt(2 / pi) * (h + 0.044715 * h^3)))
+        t = b.op("Add", [h, b.op("Mul", [b.f32("c", 0.044715), b.op("Pow", [h, b.f32("three", 3.0)], "pow")], "mul")],
+                 "add")
+        t = b.op("Tanh", [b.op("Mul", [b.f32("c", np.sqrt(2 / np.pi)), t], "mul")], "tanh")
+        g = b.op("Mul", [b.op("Mul", [b.f32("half", 0.5), h], "mul"), b.op("Add", [b.f32("one", 1.0), t], "add")],
+                 "mul")
+        x = b.op("Add", [x, b.linear(g, 4 * d, d)], "add")
+    x = b.layernorm(x, d)
+    b.nodes.append(helper.make_node("MatMul", [x, b.op("Transpose", [wte], "transpose", perm=[1, 0])], ["logits"],
+                                    name="lm_head"))
+    save(helper.make_graph(b.nodes, "gpt_dynamic", inputs, outputs, b.inits), path, opset=17)
+
+
+def dynamic_inputs(out):
+    """Inputs for bert_dynamic/gpt_dynamic at two shapes each, for one artifact
+    run at both (tests/models/dynamic_vs_onnxruntime.sh): NAME.SHAPE.INPUT.npy."""
+    for tag, (batch, seq) in (("a", (2, 7)), ("b", (3, 19))):
+        ids = rng.integers(0, 1000, (batch, seq), dtype=np.int64)
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, seq - 2:] = 0  # padding at the end of the first sequence
+        np.save(os.path.join(out, f"bert_dynamic.{tag}.input_ids.npy"), ids)
+        np.save(os.path.join(out, f"bert_dynamic.{tag}.attention_mask.npy"), mask)
+    # decode steps (seq 1) after 5 and 11 cached tokens, and a prefill (no cache yet)
+    for tag, (batch, seq, past) in (("a", (2, 1, 5)), ("b", (3, 1, 11)), ("c", (2, 6, 0))):
+        np.save(os.path.join(out, f"gpt_dynamic.{tag}.input_ids.npy"),
+                rng.integers(0, 1000, (batch, seq), dtype=np.int64))
+        for i in range(4):
+            for kv in ("key", "value"):
+                np.save(os.path.join(out, f"gpt_dynamic.{tag}.past.{i}.{kv}.npy"),
+                        rng.standard_normal((batch, 4, past, 64)).astype(np.float32))
+
+
+def save(graph, path, opset=20):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="tbc-bench")
     model.ir_version = 9
     onnx.checker.check_model(model)
     onnx.save(model, path)
@@ -122,3 +303,6 @@ if __name__ == "__main__":
     transformer(os.path.join(out, "transformer.onnx"))
     np.save(os.path.join(out, "resnet50.image.npy"), rng.random((1, 3, 224, 224), dtype=np.float32))
     np.save(os.path.join(out, "transformer.x.npy"), rng.standard_normal((1, 128, 512)).astype(np.float32))
+    bert_dynamic(os.path.join(out, "bert_dynamic.onnx"))
+    gpt_dynamic(os.path.join(out, "gpt_dynamic.onnx"))
+    dynamic_inputs(out)

@@ -112,14 +112,16 @@ static bool write_header(const kir_program *p, const artifact *a, tbc_diags *d) 
 	fprintf(f, "#ifndef %s_TBC_MODEL_H\n#define %s_TBC_MODEL_H\n\n", up, up);
 	fprintf(f, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	fprintf(f, "struct tbc_abi_model;\nconst struct tbc_abi_model *%s_descriptor(void);\n\n", a->prefix);
-	fprintf(f, "/* Symbolic dims: taken from the inputs' shapes, or computed by the model while\n"
-		   " * running (COMPUTED 1: a data-dependent dim; outputs using it are allocated\n"
-		   " * by the runtime during the run). */\n#define %s_NUM_SYMS %d\n", up, p->n_syms);
+	fprintf(f, "/* Symbolic dims: taken from the inputs' shapes, derived from those before the\n"
+		   " * run (DERIVED 1: the name is the polynomial, e.g. past_seq + seq), or computed\n"
+		   " * by the model while running (COMPUTED 1: a data-dependent dim; outputs using\n"
+		   " * it are allocated by the runtime during the run). */\n#define %s_NUM_SYMS %d\n", up, p->n_syms);
 	for (int s = 0; s < p->n_syms; s++) {
 		fprintf(f, "#define %s_SYM%d_NAME \"", up, s);
 		put_c_string(f, p->sym_names[s]);
 		fputs("\"\n", f);
 		fprintf(f, "#define %s_SYM%d_COMPUTED %d\n", up, s, p->sym_computed && p->sym_computed[s] ? 1 : 0);
+		fprintf(f, "#define %s_SYM%d_DERIVED %d\n", up, s, p->sym_derived && p->sym_derived[s] ? 1 : 0);
 	}
 	fputc('\n', f);
 	put_tensors(f, p, up, "INPUT", p->inputs, p->n_inputs);

@@ -194,6 +194,11 @@ tbc_code tbc_abi_run_serial(const tbc_abi_model *model, tbc_tensor *const *input
 			return TBC_ERR_INVALID_ARGUMENT;
 		}
 	}
+	if (tbc_abi_derive_syms(model->n_syms, model->sym_derived, model->sym_poly, syms) < model->n_syms) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
+			      "the inputs' sizes make a derived symbol negative or too large");
+		return TBC_ERR_INVALID_ARGUMENT;
+	}
 	tbc_code rc = TBC_OK;
 	void *outs[256];
 	void *ins[256];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codegen/lower_internal.h"
+#include "ir/symdim.h"
 #include "passes/passes.h"
 
 /* ---- Diagnostics -----------------------------------------------------------*/
@@ -121,17 +122,7 @@ static int64_t unit_bytes(const tbc_value *v) {
 	return n;
 }
 
-static bool type_is_supported(lower_cx *cx, const tbc_value *v) {
-	if (v->type.rank < 0) return false;
-	for (int d = 0; d < v->type.rank; d++) {
-		const char *sym = v->type.dims[d].sym;
-		if (!sym) continue;
-		bool found = false;
-		for (int s = 0; s < cx->p->n_syms; s++) found |= !strcmp(cx->p->sym_names[s], sym);
-		if (!found) return false;
-	}
-	return true;
-}
+static bool type_is_supported(lower_cx *cx, const tbc_value *v) { return lower_type_known(cx, &v->type); }
 
 int lower_value_buf(lower_cx *cx, const tbc_value *v) {
 	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id];
@@ -193,11 +184,7 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 }
 
 int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name) {
-	for (int d = 0; d < type->rank; d++) {
-		bool found = !type->dims[d].sym;
-		for (int s = 0; s < cx->p->n_syms && !found; s++) found = !strcmp(cx->p->sym_names[s], type->dims[d].sym);
-		if (!found) return -1;
-	}
+	if (!lower_type_known(cx, type)) return -1;
 	int b = new_pbuf(cx, KIR_BUF_TEMP, type, name); /* part -1: placed by place_temps, apart from planned values */
 	if (b >= 0) cx->p->bufs[b]->scratch_of = cx->op_pos;
 	return b;
@@ -553,6 +540,25 @@ static bool lower_dropout(lower_cx *cx, const tbc_op *op) {
 }
 
 /* ---- Driver ----------------------------------------------------------------*/
+/* Whether op's output shape is given by the values of an input that is not a
+ * constant (a shape computed from other shapes while running). */
+static bool reads_shape_tensor(const tbc_op *op) {
+	int first = 1, last = 1;
+	switch (op->code) {
+	case TBC_OP_Reshape:
+	case TBC_OP_Expand:
+	case TBC_OP_Tile: break;
+	case TBC_OP_ConstantOfShape: first = last = 0; break;
+	case TBC_OP_Range: first = 0, last = 2; break;
+	case TBC_OP_Slice: last = 4; break;
+	default: return false;
+	}
+	for (int i = first; i <= last && i < op->n_inputs; i++)
+		if (op->inputs[i] && op->inputs[i]->kind != TBC_VALUE_CONST) return true;
+	return false;
+}
+
+
 bool lower_op(lower_cx *cx, const tbc_op *op) {
 	if (op->code == TBC_OP_If || op->code == TBC_OP_Loop || op->code == TBC_OP_Scan) return lower_control(cx, op);
 	bool outputs_known = true;
@@ -563,9 +569,15 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 	if (op->code == TBC_OP_Squeeze && (op->n_inputs < 2 || !op->inputs[1]))
 		for (int d = 0; d < op->inputs[0]->type.rank; d++)
 			if (op->inputs[0]->type.dims[d].sym) outputs_known = false;
-	if (!outputs_known) {
+	if (!outputs_known || reads_shape_tensor(op)) {
 		/* A data-dependent output shape: the op's lowering computes the new
-		 * symbols in a shape kernel before its buffers are made. */
+		 * symbols in a shape kernel before its buffers are made.  An op
+		 * whose shape comes from a tensor computed while running takes the
+		 * same path when inference derived its dims from that tensor's
+		 * symbolic value (ir/symval.c): the shape kernel then checks the
+		 * tensor against the derived dims instead of storing them, so an
+		 * assumption inference made (a symbolic Reshape's element count, a
+		 * slice within bounds) is verified, not trusted. */
 		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
 			lower_dyn_shape,
 			lower_dyn_select,
@@ -576,6 +588,7 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 		};
 		lower_result r = LOWER_NOT_MINE;
 		for (size_t i = 0; i < sizeof dynamic / sizeof *dynamic && r == LOWER_NOT_MINE; i++) r = dynamic[i](cx, op);
+		if (r == LOWER_NOT_MINE && outputs_known) r = LOWER_SHAPED;
 		if (r == LOWER_NOT_MINE)
 			return lower_error(cx, op,
 					   "the shape of its output depends on the data; op %s with such a shape has no CPU lowering yet",
@@ -612,44 +625,64 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 }
 
 /* The program symbol named name, added when new; -1 when out of memory. */
-static int add_sym_as(lower_cx *cx, const char *name, bool computed) {
+static int add_sym_as(lower_cx *cx, const char *name, bool computed, bool derived) {
 	kir_program *p = cx->p;
 	for (int s = 0; s < p->n_syms; s++)
 		if (!strcmp(p->sym_names[s], name)) return s;
 	const char **grown = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *grown);
 	bool *flags = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *flags);
-	if (!grown || !flags) return -1;
+	bool *dflags = tbc_arena_array(p->arena, (size_t)p->n_syms + 1, sizeof *dflags);
+	if (!grown || !flags || !dflags) return -1;
 	if (p->n_syms) {
 		memcpy(grown, p->sym_names, (size_t)p->n_syms * sizeof *grown);
 		memcpy(flags, p->sym_computed, (size_t)p->n_syms * sizeof *flags);
+		memcpy(dflags, p->sym_derived, (size_t)p->n_syms * sizeof *dflags);
 	}
 	grown[p->n_syms] = tbc_arena_strdup(p->arena, name);
 	if (!grown[p->n_syms]) return -1;
 	flags[p->n_syms] = computed;
+	dflags[p->n_syms] = derived;
 	p->sym_names = grown;
 	p->sym_computed = flags;
+	p->sym_derived = dflags;
 	return p->n_syms++;
 }
 
-static bool add_sym(lower_cx *cx, const char *name) { return add_sym_as(cx, name, false) >= 0; }
+static bool add_sym(lower_cx *cx, const char *name) { return add_sym_as(cx, name, false, false) >= 0; }
 
 int lower_sym_computed(lower_cx *cx, const char *name) {
-	int s = add_sym_as(cx, name, true);
+	int s = add_sym_as(cx, name, true, false);
 	if (s < 0) internal(cx, "out of memory");
 	return s;
 }
 
-bool lower_dim_known(lower_cx *cx, tbc_dim d) {
-	if (!d.sym) return true;
-	for (int s = 0; s < cx->p->n_syms; s++)
-		if (!strcmp(cx->p->sym_names[s], d.sym)) return true;
-	return false;
+/* The index of the program symbol named name, -1 when the program has none.
+ * A derived dim (`past_seq + seq`) whose atoms are all symbols known before
+ * the run becomes one here, on first use: the binder evaluates it from them
+ * (program.c, the runtime), so it is known before the run too.  One with a
+ * computed atom is left to the op that defines it, whose shape kernel
+ * stores it as a computed symbol. */
+int lower_find_sym(lower_cx *cx, const char *name) {
+	kir_program *p = cx->p;
+	for (int s = 0; s < p->n_syms; s++)
+		if (!strcmp(p->sym_names[s], name)) return s;
+	tbc_poly poly;
+	if (!tbc_sym_is_derived(name) || !tbc_poly_of_sym(name, &poly)) return -1;
+	for (int a = 0; a < poly.n_atoms; a++) {
+		int s = 0;
+		while (s < p->n_syms && strcmp(p->sym_names[s], tbc_poly_atom_name(&poly, a))) s++;
+		if (s == p->n_syms || p->sym_computed[s]) return -1;
+	}
+	int s = add_sym_as(cx, name, false, true);
+	if (s < 0) internal(cx, "out of memory");
+	return s;
 }
 
+bool lower_dim_known(lower_cx *cx, tbc_dim d) { return !d.sym || lower_find_sym(cx, d.sym) >= 0; }
+
 bool lower_dim_computed(lower_cx *cx, tbc_dim d) {
-	for (int s = 0; d.sym && s < cx->p->n_syms; s++)
-		if (!strcmp(cx->p->sym_names[s], d.sym)) return cx->p->sym_computed[s];
-	return false;
+	int s = d.sym ? lower_find_sym(cx, d.sym) : -1;
+	return s >= 0 && cx->p->sym_computed[s];
 }
 
 bool lower_type_known(lower_cx *cx, const tbc_type *t) {
@@ -803,10 +836,9 @@ static bool plan_parts(lower_cx *cx) {
 		q->bytes = mp[j].bytes;
 		known[j] = true;
 		for (int i = 0; i < q->n_syms; i++) {
-			q->syms[i] = -1;
-			for (int k = 0; k < p->n_syms; k++)
-				if (!strcmp(p->sym_names[k], mp[j].syms[i])) q->syms[i] = k;
-			if (q->syms[i] < 0) known[j] = false; /* not a symbol of the inputs: its values are placed apart */
+			q->syms[i] = lower_find_sym(cx, mp[j].syms[i]);
+			/* Not a symbol known before the run: its values are placed apart. */
+			if (q->syms[i] < 0 || p->sym_computed[q->syms[i]]) known[j] = false;
 		}
 		if (!known[j]) q->n_syms = 0, q->bytes = 0;
 	}

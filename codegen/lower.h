@@ -107,6 +107,11 @@ typedef struct kir_program {
 	 * inputs' shapes.  Kernels computing symbols bind the program buffer
 	 * syms_buf (role KIR_BUF_SYMS; -1 when none does). */
 	bool *sym_computed;
+	/* sym_derived[s]: symbol s is a derived dim (ir/symdim.h: its name is a
+	 * polynomial over symbols of lower index, none computed), evaluated from
+	 * the inputs' symbols before the run, so buffers sized by it are placed
+	 * in the arena like a dynamic batch's (docs/symbolic-shapes.md). */
+	bool *sym_derived;
 	int syms_buf;
 	int n_bufs, cap_bufs;
 	kir_pbuf **bufs;
@@ -161,5 +166,10 @@ tbc_code kir_program_run(const kir_program *p, const kir_kernel_runner *runner, 
 /* Reads the symbol values from the inputs' shapes; false (with a message) when
  * an input's rank, dims or dtype do not fit the program. */
 bool kir_program_bind_syms(const kir_program *p, tbc_tensor *const *in, size_t n_in, int64_t *syms, tbc_diags *d);
+/* The derived symbols as the ABI holds them (include/tbc/abi.h): derived[s]
+ * (n_syms entries) and the polynomials, *out_poly (malloc'd, *out_len
+ * entries; NULL and 0 when no symbol is derived).  False when out of memory
+ * or when a derived symbol's name does not read back (a bug). */
+bool kir_program_derived_table(const kir_program *p, int32_t *derived, int64_t **out_poly, size_t *out_len);
 
 #endif

@@ -51,6 +51,9 @@ bool lk_end(lk *l, kir_stmt *body);
  * lower_op sends an op with an output dim not known yet to the lower_dyn_*
  * families; such a family emits the shape kernel first, then asks for the
  * result buffers as usual. */
+/* The program symbol of that name (a derived dim is added on first use:
+ * lower.c), -1 when there is none. */
+int lower_find_sym(lower_cx *cx, const char *name);
 bool lower_dim_known(lower_cx *cx, tbc_dim d);
 bool lower_type_known(lower_cx *cx, const tbc_type *t);
 /* Whether d is a computed symbol of the program (known only while running). */

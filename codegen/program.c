@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "codegen/lower.h"
+#include "ir/symdim.h"
+#include "tbc/abi.h"
 
 /* Where each part starts (base[j]) and the product of its symbols
  * (scale[j]); returns the end of the last part, -1 on overflow. */
@@ -97,7 +99,65 @@ bool kir_program_bind_syms(const kir_program *p, tbc_tensor *const *in, size_t n
 			}
 		}
 	}
+	/* Derived symbols, with the evaluator the runtime uses. */
+	int32_t *derived = malloc(((size_t)p->n_syms + 1) * sizeof *derived);
+	int64_t *poly = NULL;
+	size_t len = 0;
+	if (!derived || !kir_program_derived_table(p, derived, &poly, &len)) {
+		free(derived);
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
+		return false;
+	}
+	uint32_t bad = tbc_abi_derive_syms((uint32_t)p->n_syms, poly ? derived : NULL, poly, syms);
+	free(derived);
+	free(poly);
+	if (bad < (uint32_t)p->n_syms) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
+			      "the inputs' sizes make %s negative or too large: they fit no valid shape of the model",
+			      p->sym_names[bad]);
+		return false;
+	}
 	return true;
+}
+
+bool kir_program_derived_table(const kir_program *p, int32_t *derived, int64_t **out_poly, size_t *out_len) {
+	*out_poly = NULL;
+	*out_len = 0;
+	size_t len = 0, cap = 0;
+	int64_t *poly = NULL;
+	for (int s = 0; s < p->n_syms; s++) {
+		derived[s] = -1;
+		if (!p->sym_derived || !p->sym_derived[s]) continue;
+		tbc_poly q;
+		if (!tbc_poly_of_sym(p->sym_names[s], &q)) goto fail;
+		size_t need = 1;
+		for (int t = 0; t < q.n_terms; t++) need += 2 + (size_t)q.terms[t].degree;
+		if (len + need > cap || !poly) {
+			cap = (len + need) * 2;
+			int64_t *grown = realloc(poly, cap * sizeof *poly);
+			if (!grown) goto fail;
+			poly = grown;
+		}
+		derived[s] = (int32_t)len;
+		poly[len++] = q.n_terms;
+		for (int t = 0; t < q.n_terms; t++) {
+			poly[len++] = q.terms[t].coeff;
+			poly[len++] = q.terms[t].degree;
+			for (int k = 0; k < q.terms[t].degree; k++) {
+				const char *atom = tbc_poly_atom_name(&q, q.terms[t].atoms[k]);
+				int a = 0;
+				while (a < s && strcmp(p->sym_names[a], atom)) a++;
+				if (a == s) goto fail; /* lowering registers atoms first */
+				poly[len++] = a;
+			}
+		}
+	}
+	*out_poly = poly;
+	*out_len = len;
+	return true;
+fail:
+	free(poly);
+	return false;
 }
 
 /* The dims of buffer b given the symbols. */

@@ -27,6 +27,16 @@ static bool copy_value_fields(cloner *C, tbc_value *to, const tbc_value *from) {
 	if (from->name && !to->name && !(to->name = tbc_arena_strdup(C->dst->arena, from->name))) return false;
 	to->mem_offset = from->mem_offset;
 	C->map[from->id] = to;
+	if (from->svals) {
+		to->svals = tbc_arena_array(C->dst->arena, (size_t)from->n_svals, sizeof *to->svals);
+		if (!to->svals) return false;
+		to->n_svals = from->n_svals;
+		for (int i = 0; i < from->n_svals; i++) {
+			to->svals[i] = from->svals[i];
+			if (from->svals[i].sym && !(to->svals[i].sym = tbc_arena_strdup(C->dst->arena, from->svals[i].sym)))
+				return false;
+		}
+	}
 	return copy_type(C, &to->type, &from->type);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "symdim.h"
 
 struct tbc_slot {
 	const tbc_tensor *t;
@@ -47,11 +48,36 @@ static void format_type(const tbc_type *t, char *buf, size_t size) {
 	if (used < size) snprintf(buf + used, size - used, "]");
 }
 
+/* The size of the main graph's input dim named atom in this run. */
+static bool input_sym(void *ctx, const char *atom, int64_t *value) {
+	const tbc_interp *ip = ctx;
+	const tbc_graph *g = ip->module->main;
+	for (int i = 0; i < g->n_inputs; i++) {
+		const tbc_type *t = &g->inputs[i]->type;
+		for (int d = 0; d < t->rank && d < ip->main_inputs[i]->rank; d++)
+			if (t->dims[d].sym && !strcmp(t->dims[d].sym, atom)) {
+				*value = ip->main_inputs[i]->dims[d];
+				return true;
+			}
+	}
+	return false;
+}
+
+/* Whether a symbolic dim agrees with the size the kernel produced, where its
+ * value follows from the inputs' dims (others, such as NonZero's count,
+ * may be anything). */
+static bool sym_agrees(const tbc_interp *ip, const char *sym, int64_t size) {
+	tbc_poly p;
+	int64_t want;
+	if (!ip->main_inputs || !tbc_poly_of_sym(sym, &p) || !tbc_poly_eval(&p, input_sym, (void *)ip, &want)) return true;
+	return want == size;
+}
+
 static bool check_result(tbc_interp *ip, const tbc_op *op, int i, const tbc_tensor *t) {
 	const tbc_type *ty = &op->outputs[i]->type;
 	bool ok = t->dtype == ty->dtype && (ty->rank < 0 || ty->rank == t->rank);
 	for (int d = 0; ok && ty->rank >= 0 && d < t->rank; d++)
-		if (!ty->dims[d].sym && ty->dims[d].size != t->dims[d]) ok = false;
+		if (ty->dims[d].sym ? !sym_agrees(ip, ty->dims[d].sym, t->dims[d]) : ty->dims[d].size != t->dims[d]) ok = false;
 	if (ok) return true;
 	tbc_type actual;
 	tbc_type_set(&actual, t->dtype, t->rank, t->dims);
@@ -201,7 +227,8 @@ tbc_code tbc_interpret(const tbc_module *m, tbc_tensor *const *inputs, size_t n_
 			return TBC_ERR_INVALID_ARGUMENT;
 		}
 	}
-	tbc_interp ip = {m, diags, calloc(m->n_values ? m->n_values : 1, sizeof(struct tbc_slot)), true};
+	tbc_interp ip = {m, diags, calloc(m->n_values ? m->n_values : 1, sizeof(struct tbc_slot)), true,
+			 (const tbc_tensor *const *)inputs};
 	if (!ip.env) return TBC_ERR_NO_MEMORY;
 	int rc = tbc_interp_graph(&ip, g, (const tbc_tensor *const *)inputs, (int)n_inputs, out_outputs);
 	free(ip.env);

@@ -116,6 +116,15 @@ typedef struct tbc_attr {
 	tbc_graph **graphs;   /* GRAPH uses graphs[0] */
 } tbc_attr;
 
+/* One element of a shape tensor's value as inference knows it
+ * (ir/symval.c, docs/symbolic-shapes.md): a constant, a symbolic dim's
+ * name (plain or derived), or unknown. */
+typedef struct tbc_sval {
+	bool known;
+	const char *sym; /* known and non-NULL: the value of the dim of this name */
+	int64_t c;       /* known and sym NULL: this constant (any sign) */
+} tbc_sval;
+
 /* ---- Values and ops --------------------------------------------------------*/
 typedef enum tbc_value_kind { TBC_VALUE_INPUT, TBC_VALUE_CONST, TBC_VALUE_RESULT } tbc_value_kind;
 
@@ -136,6 +145,11 @@ typedef struct tbc_value {
 	tbc_tensor *constant; /* CONST: the value, in the arena */
 	tbc_use *uses;
 	int64_t mem_offset; /* byte offset in the run's arena (passes/memplan.c); -1: not in the arena */
+	/* The elements of an integer or bool value of at most TBC_MAX_RANK
+	 * elements (a shape tensor) as inference knows them symbolically;
+	 * NULL when it knows none (set by inference, ir/symval.c). */
+	tbc_sval *svals;
+	int n_svals;
 } tbc_value;
 
 struct tbc_op {
@@ -267,6 +281,17 @@ bool tbc_broadcast_types(tbc_infer *cx, const tbc_op *op, int n, const tbc_type 
 void tbc_type_set(tbc_type *t, tbc_dtype dt, int rank, const int64_t *dims);
 /* Rank known, every dim fresh-symbolic. */
 void tbc_type_set_unknown_dims(tbc_module *m, tbc_type *t, tbc_dtype dt, int rank);
+/* Symbolic values of shape tensors (ir/symval.c).  tbc_symval_infer sets
+ * the svals of op's results from its inputs' (called by tbc_infer_op after
+ * the op's rule).  tbc_input_svals gives input `index`'s elements (from its
+ * constant or its svals) into out[0..TBC_MAX_RANK): the count, or -1 when
+ * neither is known (absent input, graph input, too long, not an integer). */
+void tbc_symval_infer(tbc_infer *cx, tbc_op *op);
+int tbc_input_svals(const tbc_op *op, int index, tbc_sval *out);
+int tbc_value_svals(const tbc_value *v, tbc_sval *out);
+/* The dim an element gives: static for a constant >= 0, symbolic for a
+ * name; {-1, NULL} otherwise (negative or unknown). */
+tbc_dim tbc_sval_dim(tbc_sval s);
 /* Constant value of an input, or NULL when it is not a compile-time constant. */
 const tbc_tensor *tbc_input_const(const tbc_op *op, int index);
 
@@ -276,6 +301,10 @@ struct tbc_interp {
 	tbc_diags *diags;
 	struct tbc_slot *env; /* indexed by value id */
 	bool check_types;     /* compare every result with its inferred type */
+	/* The main graph's inputs (with check_types): a symbolic dim of a result
+	 * whose value follows from the inputs' dims (an input's symbol, or a
+	 * derived one such as past_seq + seq) is compared too.  NULL: not. */
+	const tbc_tensor *const *main_inputs;
 };
 int tbc_interp_error(tbc_interp *ip, const tbc_op *op, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symdim.h"
 #include "text.h"
 
 typedef enum tkind { T_EOF, T_PUNCT, T_IDENT, T_STRING, T_NUMBER, T_HEX, T_VALUE, T_ERROR } tkind;
@@ -528,6 +529,37 @@ static void note_sym(parser *P, const char *s) {
 	if (!*end && !errno && n < UINT32_MAX && n >= P->m->n_syms) P->m->n_syms = (uint32_t)n + 1;
 }
 
+/* A derived dim written as its polynomial (`past_seq + seq`, `2*n`: the
+ * canonical text tbc_poly_print writes, ir/symdim.h): the raw text up to
+ * the next ',' or ']' outside quotes, taken when it is exactly such text.
+ * False (nothing consumed) for anything else, which the token rules read. */
+static bool parse_derived_dim(parser *P, tbc_dim *d) {
+	if (P->tok.kind != T_IDENT && P->tok.kind != T_NUMBER && P->tok.kind != T_STRING) return false;
+	const char *start = P->line_start + (P->tok.col - 1), *q = start;
+	while (*q && *q != ',' && *q != ']' && *q != '\n') {
+		if (*q == '"') {
+			for (q++; *q && *q != '"' && *q != '\n'; q++)
+				if (*q == '\\' && q[1]) q++;
+			if (*q != '"') return false;
+		}
+		q++;
+	}
+	const char *end = q;
+	while (end > start && end[-1] == ' ') end--;
+	size_t n = (size_t)(end - start);
+	if (n == 0 || n >= 1024 || (!memchr(start, ' ', n) && !memchr(start, '*', n))) return false;
+	char text[1024];
+	memcpy(text, start, n);
+	text[n] = 0;
+	if (!tbc_sym_is_derived(text)) return false;
+	const char *s = tbc_arena_strdup(P->m->arena, text);
+	if (!s) return FAIL("out of memory");
+	*d = (tbc_dim){-1, s};
+	P->pos = end;
+	next(P);
+	return !P->failed;
+}
+
 static bool parse_type(parser *P, tbc_type *ty) {
 	memset(ty, 0, sizeof *ty);
 	if (P->tok.kind != T_IDENT) return FAIL("expected a type, found %s", describe(&P->tok));
@@ -551,7 +583,9 @@ static bool parse_type(parser *P, tbc_type *ty) {
 		if (ty->rank && !expect(P, ',')) return false;
 		if (ty->rank >= TBC_MAX_RANK) return FAIL("rank above the limit of %d", TBC_MAX_RANK);
 		tbc_dim *d = &ty->dims[ty->rank];
-		if (P->tok.kind == T_NUMBER) {
+		if (parse_derived_dim(P, d)) {
+			/* read */
+		} else if (P->tok.kind == T_NUMBER) {
 			int64_t v;
 			if (!read_int(P->tok.p, P->tok.n, &v) || v < 0) return FAIL("a dim must be a non-negative integer");
 			*d = (tbc_dim){v, NULL};

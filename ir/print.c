@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symdim.h"
 #include "text.h"
 
 /* ---- Output buffer ---- */
@@ -344,7 +345,10 @@ static void put_type(buf *b, const tbc_type *t) {
 	for (int i = 0; i < t->rank; i++) {
 		if (i) put(b, ",", 1);
 		const tbc_dim *d = &t->dims[i];
-		if (d->sym) put_name(b, d->sym);
+		/* A derived dim is written as its polynomial (`past_seq + seq`),
+		 * which the parser reads back as the same name. */
+		if (d->sym && tbc_sym_is_derived(d->sym)) puts_(b, d->sym);
+		else if (d->sym) put_name(b, d->sym);
 		else if (d->size < 0) put(b, "?", 1);
 		else putf(b, "%" PRId64, d->size);
 	}

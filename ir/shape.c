@@ -38,6 +38,7 @@ bool tbc_infer_op(tbc_infer *cx, tbc_op *op) {
 					       tbc_dtype_name(v->type.dtype));
 	}
 	if (!tbc_ops[op->code].shape(cx, op)) return false;
+	tbc_symval_infer(cx, op);
 	for (int i = 0; i < op->n_outputs; i++) {
 		const tbc_value *v = op->outputs[i];
 		if (v && !tbc_dtype_supported(v->type.dtype)) {

@@ -174,7 +174,7 @@ static int try_fold(folder *F, tbc_op *op) {
 	 * at run time, so its diagnostics go to a scratch list. */
 	tbc_diags *scratch = tbc_diags_create();
 	if (!scratch) return -1;
-	tbc_interp ip = {F->m, scratch, NULL, false};
+	tbc_interp ip = {.module = F->m, .diags = scratch};
 	int rc = tbc_ops[op->code].interp(&ip, op, args, res);
 	tbc_diags_destroy(scratch);
 	bool fold = rc == 0;

@@ -14,6 +14,9 @@
 #define TBCRT_MAX_NAME 4096           /* bytes of one name or string, NUL excluded */
 #define TBCRT_MAX_TENSOR_BYTES (1ull << 40) /* one input, output or arena: 1 TiB */
 #define TBCRT_ARENA_ALIGN 64
+#define TBCRT_MAX_SYM_POLY (1 << 20) /* entries of the derived symbols' table */
+#define TBCRT_MAX_POLY_TERMS 64      /* terms of one derived symbol's polynomial */
+#define TBCRT_MAX_POLY_DEGREE 16     /* symbols in one term */
 
 /* ---- status.c ---- */
 tbcrt_status tbcrt__ok(void);
@@ -114,6 +117,8 @@ struct tbcrt_model {
 	tbcrt__tensor *inputs, *outputs;
 	char **sym_names;
 	uint8_t *sym_computed;
+	int32_t *sym_derived; /* checked copies of the descriptor's tables (NULL: none derived) */
+	int64_t *sym_poly;
 	const void *weights; /* embedded or mapped */
 	uint64_t weights_size;
 	void *weights_map;

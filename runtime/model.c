@@ -18,6 +18,8 @@ static void model_free(tbcrt_model *m) {
 	for (uint32_t i = 0; i < m->n_syms; i++) tbcrt__free(c, m->sym_names ? m->sym_names[i] : NULL);
 	tbcrt__free(c, m->sym_names);
 	tbcrt__free(c, m->sym_computed);
+	tbcrt__free(c, m->sym_derived);
+	tbcrt__free(c, m->sym_poly);
 	tbcrt__free(c, m->name);
 	tbcrt__free(c, m->target_triple);
 	tbcrt__free(c, m->cpu_features);

@@ -261,6 +261,12 @@ static tbcrt_status resolve_symbols(tbcrt_session *s) {
 			}
 		}
 	}
+	/* Derived symbols (past_seq + seq) follow from the inputs' ones. */
+	uint32_t bad = tbc_abi_derive_syms(m->n_syms, m->sym_derived, m->sym_poly, s->syms);
+	if (bad < m->n_syms)
+		return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH,
+				  "the inputs' sizes make symbol '%s' negative or too large: they fit no valid shape of the model",
+				  m->sym_names[bad]);
 	return tbcrt__ok();
 }
 

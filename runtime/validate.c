@@ -87,6 +87,64 @@ static tbcrt_status check_tensor(const tbcrt_segments *seg, const tbc_abi_model 
 	return tbcrt__ok();
 }
 
+/* Derived symbols (include/tbc/abi.h): every polynomial lies inside the
+ * table and names only symbols of lower index that are not computed, so
+ * tbc_abi_derive_syms reads nothing else and each symbol it reads is set
+ * before it (from an input, or derived earlier). */
+static tbcrt_status check_derived(tbcrt_model *m, const tbcrt_segments *seg, const tbc_abi_model *d) {
+	const tbcrt_context *c = m->context;
+	if (!d->sym_derived) {
+		if (d->sym_poly || d->sym_poly_len) return BAD("the artifact has a sym_poly table but no sym_derived table");
+		return tbcrt__ok();
+	}
+	if (!d->n_syms) return BAD("the artifact has a sym_derived table but no symbols");
+	if (d->sym_poly_len > TBCRT_MAX_SYM_POLY)
+		return tbcrt__err(TBCRT_ERR_LIMIT, "the artifact's sym_poly table has %llu entries; the limit is %d",
+				  (unsigned long long)d->sym_poly_len, TBCRT_MAX_SYM_POLY);
+	if (!tbcrt__range_ok(seg, d->sym_derived, (uint64_t)d->n_syms * sizeof *d->sym_derived))
+		return BAD("the sym_derived table lies outside the artifact");
+	if (d->sym_poly_len && !tbcrt__range_ok(seg, d->sym_poly, d->sym_poly_len * sizeof *d->sym_poly))
+		return BAD("the sym_poly table is missing or lies outside the artifact");
+	m->sym_derived = tbcrt__calloc(c, d->n_syms, sizeof *m->sym_derived);
+	m->sym_poly = tbcrt__calloc(c, d->sym_poly_len ? d->sym_poly_len : 1, sizeof *m->sym_poly);
+	if (!m->sym_derived || !m->sym_poly) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	memcpy(m->sym_derived, d->sym_derived, (size_t)d->n_syms * sizeof *m->sym_derived);
+	if (d->sym_poly_len) memcpy(m->sym_poly, d->sym_poly, (size_t)d->sym_poly_len * sizeof *m->sym_poly);
+	uint64_t len = d->sym_poly_len;
+	for (uint32_t i = 0; i < d->n_syms; i++) {
+		int32_t at = m->sym_derived[i];
+		if (at < 0) {
+			if (at != -1) return BAD("symbol '%s' has sym_derived %d; -1 or a table offset", m->sym_names[i], (int)at);
+			continue;
+		}
+		if (m->sym_computed[i]) return BAD("symbol '%s' is both computed and derived", m->sym_names[i]);
+		uint64_t q = (uint64_t)at;
+		if (q >= len) return BAD("symbol '%s': its polynomial starts outside the sym_poly table", m->sym_names[i]);
+		int64_t n_terms = m->sym_poly[q++];
+		if (n_terms < 0 || n_terms > TBCRT_MAX_POLY_TERMS)
+			return BAD("symbol '%s': its polynomial has %lld terms; 0 to %d", m->sym_names[i], (long long)n_terms,
+				   TBCRT_MAX_POLY_TERMS);
+		for (int64_t t = 0; t < n_terms; t++) {
+			if (len - q < 2) return BAD("symbol '%s': its polynomial runs past the sym_poly table", m->sym_names[i]);
+			int64_t degree = m->sym_poly[q + 1];
+			q += 2;
+			if (degree < 0 || degree > TBCRT_MAX_POLY_DEGREE)
+				return BAD("symbol '%s': a term of degree %lld; 0 to %d", m->sym_names[i], (long long)degree,
+					   TBCRT_MAX_POLY_DEGREE);
+			if (len - q < (uint64_t)degree)
+				return BAD("symbol '%s': its polynomial runs past the sym_poly table", m->sym_names[i]);
+			for (int64_t k = 0; k < degree; k++, q++) {
+				int64_t s = m->sym_poly[q];
+				if (s < 0 || s >= (int64_t)i || m->sym_computed[s])
+					return BAD("symbol '%s' is derived from symbol %lld, which is not a symbol of lower index set "
+						   "before the run",
+						   m->sym_names[i], (long long)s);
+			}
+		}
+	}
+	return tbcrt__ok();
+}
+
 static tbcrt_status check_tables(tbcrt_model *m, const tbcrt_segments *seg, const tbc_abi_model *d) {
 	const tbcrt_context *c = m->context;
 	if (d->n_inputs > TBCRT_MAX_TENSORS || d->n_outputs > TBCRT_MAX_TENSORS || d->n_syms > TBCRT_MAX_TENSORS)
@@ -151,9 +209,17 @@ static tbcrt_status check_tables(tbcrt_model *m, const tbcrt_segments *seg, cons
 		if (dup) return BAD("two %ss are named '%s'", sides[k].kind, dup);
 	}
 
-	/* A symbol the model does not compute takes its value from an input. */
+	tbcrt_status st = check_derived(m, seg, d);
+	if (st.code != TBCRT_OK) return st;
+	for (uint32_t i = 0; m->sym_derived && i < m->n_inputs; i++)
+		for (uint32_t k = 0; k < m->inputs[i].rank; k++)
+			if (m->inputs[i].sym[k] >= 0 && m->sym_derived[m->inputs[i].sym[k]] >= 0)
+				return BAD("input '%s' dim %u uses symbol '%s', which the model derives from other symbols",
+					   m->inputs[i].name, k, m->sym_names[m->inputs[i].sym[k]]);
+	/* A symbol the model neither computes nor derives takes its value from
+	 * an input. */
 	for (uint32_t s = 0; s < m->n_syms; s++) {
-		if (m->sym_computed[s]) continue;
+		if (m->sym_computed[s] || (m->sym_derived && m->sym_derived[s] >= 0)) continue;
 		bool found = false;
 		for (uint32_t i = 0; i < m->n_inputs && !found; i++)
 			for (uint32_t k = 0; k < m->inputs[i].rank && !found; k++) found = m->inputs[i].sym[k] == (int32_t)s;

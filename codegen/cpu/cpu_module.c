@@ -465,9 +465,38 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
 	LLVMStructSetBody(tensor_t, tfields, 5, 0);
 	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
-	LLVMTypeRef mfields[18] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
-				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr};
-	LLVMStructSetBody(model_t, mfields, 18, 0);
+	LLVMTypeRef mfields[21] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr, c->ptr, c->ptr,
+				   c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i64};
+	LLVMStructSetBody(model_t, mfields, 21, 0);
+
+	/* Derived symbols: their polynomials as a table the runtime checks and
+	 * evaluates before the run (tbc_abi_derive_syms). */
+	LLVMValueRef sym_derived = LLVMConstNull(c->ptr), sym_poly = LLVMConstNull(c->ptr);
+	size_t poly_len = 0;
+	{
+		int32_t *derived = malloc(((size_t)p->n_syms + 1) * sizeof *derived);
+		int64_t *poly = NULL;
+		if (!derived || !kir_program_derived_table(p, derived, &poly, &poly_len)) {
+			free(derived);
+			return cpu_fail(c, TBC_ERR_INTERNAL, "a derived symbol's name does not read back, or out of memory");
+		}
+		size_t n_vals = poly_len > (size_t)p->n_syms ? poly_len : (size_t)p->n_syms;
+		LLVMValueRef *vals = poly_len ? calloc(n_vals, sizeof *vals) : NULL;
+		if (poly_len && !vals) {
+			free(derived);
+			free(poly);
+			return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		}
+		if (poly_len) {
+			for (int s = 0; s < p->n_syms; s++) vals[s] = LLVMConstInt(c->i32, (unsigned long long)(int64_t)derived[s], 1);
+			sym_derived = global_const(&dc, LLVMConstArray2(c->i32, vals, (uint64_t)p->n_syms), "sym_derived");
+			for (size_t i = 0; i < poly_len; i++) vals[i] = LLVMConstInt(c->i64, (unsigned long long)poly[i], 1);
+			sym_poly = global_const(&dc, LLVMConstArray2(c->i64, vals, (uint64_t)poly_len), "sym_poly");
+		}
+		free(vals);
+		free(derived);
+		free(poly);
+	}
 
 	LLVMValueRef sym_names = LLVMConstNull(c->ptr), sym_computed = LLVMConstNull(c->ptr);
 	if (p->n_syms) {
@@ -490,7 +519,7 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
 	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
 	if (!ins || !outs) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	LLVMValueRef mvals[18] = {
+	LLVMValueRef mvals[21] = {
 		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
 		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
 		cstring(&dc, p->name),
@@ -509,10 +538,13 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		LLVMConstInt(c->i64, p->weights_size, 0),
 		LLVMConstInt(c->i64, hash, 0),
 		run,
+		sym_derived,
+		sym_poly,
+		LLVMConstInt(c->i64, (unsigned long long)poly_len, 0),
 	};
 	snprintf(name, sizeof name, "%s.model", info->prefix);
 	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
-	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 18));
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 21));
 	LLVMSetGlobalConstant(model, 1);
 	LLVMSetLinkage(model, LLVMPrivateLinkage);
 	snprintf(name, sizeof name, "%s_descriptor", info->prefix);

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TBC_ABI_MAGIC 0x31434254u /* "TBC1" little-endian */
-#define TBC_ABI_VERSION 1u
+#define TBC_ABI_VERSION 2u /* 2: derived symbols (sym_derived, sym_poly) */
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
  * with sym[i] the index of the symbol in tbc_abi_model.sym_names. */
@@ -75,7 +75,43 @@ typedef struct tbc_abi_model {
 	 * known size, and set by run for outputs of data-dependent size. */
 	int32_t (*run)(const tbc_abi_host *host, int64_t *syms, void *const *inputs, void **outputs, void *arena,
 		       const void *weights);
+	/* Derived symbols (docs/symbolic-shapes.md): sym_derived[i] >= 0 makes
+	 * symbol i a polynomial over symbols of lower index that are not
+	 * computed (`past_seq + seq`, `batch*seq`); its terms start at
+	 * sym_poly[sym_derived[i]]: the term count, then per term its coefficient,
+	 * its degree and that many symbol indices (a symbol repeated for a
+	 * power).  -1: not derived.  The caller evaluates them with
+	 * tbc_abi_derive_syms once the inputs' symbols are set, before
+	 * arena_bytes and run, so they size the arena and the outputs like the
+	 * inputs' symbols do.  NULL (and sym_poly_len 0) when none is derived. */
+	const int32_t *sym_derived;
+	const int64_t *sym_poly;
+	uint64_t sym_poly_len;
 } tbc_abi_model;
+
+/* Sets every derived symbol of syms (n_syms values, the inputs' symbols set)
+ * in index order.  Returns n_syms, or the index of the first one whose value
+ * overflows int64 or is negative (the inputs' sizes make no valid shape for
+ * it).  The tables must be valid: the runtime checks an artifact's before
+ * it runs one (runtime/validate.c). */
+static inline uint32_t tbc_abi_derive_syms(uint32_t n_syms, const int32_t *sym_derived, const int64_t *sym_poly,
+					   int64_t *syms) {
+	for (uint32_t i = 0; sym_derived && i < n_syms; i++) {
+		if (sym_derived[i] < 0) continue;
+		const int64_t *q = sym_poly + sym_derived[i];
+		int64_t n_terms = *q++, sum = 0;
+		for (int64_t t = 0; t < n_terms; t++) {
+			int64_t v = q[0], degree = q[1];
+			for (int64_t k = 0; k < degree; k++)
+				if (__builtin_mul_overflow(v, syms[q[2 + k]], &v)) return i;
+			if (__builtin_add_overflow(sum, v, &sum)) return i;
+			q += 2 + degree;
+		}
+		if (sum < 0) return i;
+		syms[i] = sum;
+	}
+	return n_syms;
+}
 
 typedef const tbc_abi_model *(*tbc_abi_descriptor_fn)(void);
 

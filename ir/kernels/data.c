@@ -4,6 +4,7 @@
  * data_index.c (gathers, scatters, OneHot) and data_select.c (Compress,
  * NonZero, Unique, Trilu, ReverseSequence, Range, EyeLike). */
 #include "data.h"
+#include "ir/symdim.h"
 
 int tbc_data_const_ints(const tbc_op *op, int index, int64_t *vals, int max) {
 	const tbc_tensor *t = tbc_input_const(op, index);
@@ -44,7 +45,11 @@ tbc_dim tbc_data_dim_product(tbc_infer *cx, int n, const tbc_dim *dims) {
 	}
 	if (n_sym == 0) return (tbc_dim){p, NULL};
 	if (n_sym == 1 && p == 1) return dims[sym];
-	return tbc_module_fresh_dim(cx->module);
+	/* A product of symbols is a derived dim (batch*seq), equal to itself
+	 * however it was reached. */
+	tbc_dim r = {1, NULL};
+	for (int i = 0; i < n && (r.sym || r.size >= 0); i++) r = tbc_dim_mul(cx->module, r, dims[i]);
+	return r.sym || r.size >= 0 ? r : tbc_module_fresh_dim(cx->module);
 }
 
 void tbc_data_copy_strided(void *dst, const void *src, size_t es, int rank, const int64_t *dims,

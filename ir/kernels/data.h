@@ -22,7 +22,8 @@ int64_t tbc_data_static_len(const tbc_type *t);
 void tbc_data_set_out(tbc_infer *cx, tbc_op *op, int i, tbc_dtype dt, int rank, const int64_t *dims);
 
 /* Product of dims as a tbc_dim: static when all are static, the dim itself
- * when there is one, otherwise fresh. */
+ * when there is one, a derived dim (batch*seq) when that fits, otherwise
+ * fresh. */
 tbc_dim tbc_data_dim_product(tbc_infer *cx, int n, const tbc_dim *dims);
 
 /* dst[i] for every multi-index i over dims (row-major) = src[offset + sum(i[d] * strides[d])],

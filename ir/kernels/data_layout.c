@@ -2,6 +2,7 @@
  * Split, Slice, Tile, Expand, DepthToSpace and SpaceToDepth.  Most are one
  * strided copy (tbc_data_copy_strided) over the output. */
 #include "data.h"
+#include "ir/symdim.h"
 
 /* ---- Transpose ---- */
 
@@ -83,7 +84,7 @@ bool tbc_shape_Concat(tbc_infer *cx, tbc_op *op) {
 			return tbc_infer_error(cx, op, "axis %lld is out of range for rank %d",
 					       (long long)tbc_attr_int(op, "axis", 0), rank);
 		bool unknown = false;
-		int64_t sum = 0;
+		tbc_dim sum = {0, NULL};
 		for (int d = 0; d < rank; d++) {
 			out.dims[d] = (tbc_dim){-1, NULL};
 			for (int k = 0; k < op->n_inputs; k++) {
@@ -94,8 +95,9 @@ bool tbc_shape_Concat(tbc_infer *cx, tbc_op *op) {
 				}
 				tbc_dim x = t->dims[d];
 				if (d == a) {
-					if (x.sym) unknown = true;
-					else sum += x.size;
+					/* past_seq + seq: a derived dim when the lengths are symbolic. */
+					if (!unknown) sum = tbc_dim_add(cx->module, sum, x, 1);
+					if (!sum.sym && sum.size < 0) unknown = true;
 				} else if (!out.dims[d].sym && out.dims[d].size < 0) {
 					out.dims[d] = x;
 				} else if (!x.sym && !out.dims[d].sym && x.size != out.dims[d].size) {
@@ -107,7 +109,7 @@ bool tbc_shape_Concat(tbc_infer *cx, tbc_op *op) {
 			}
 			if (!out.dims[d].sym && out.dims[d].size < 0) out.dims[d] = tbc_module_fresh_dim(cx->module);
 		}
-		out.dims[a] = unknown ? tbc_module_fresh_dim(cx->module) : (tbc_dim){sum, NULL};
+		out.dims[a] = unknown ? tbc_module_fresh_dim(cx->module) : sum;
 	}
 	if (op->outputs[0]) op->outputs[0]->type = out;
 	return true;
@@ -347,6 +349,28 @@ static bool slice_parse(int rank, int n, const int64_t *starts, const int64_t *e
 	return true;
 }
 
+/* The length of a step-1 slice [start, end) of a dim d when start or end is
+ * symbolic (a size computed from shapes): end - start as a polynomial,
+ * assuming both lie within [0, d] once negative constants count from the
+ * end, which is what exported models slice with (a causal mask's rows
+ * ns - nd .. ns).  The compiled code computes the slice as the interpreter
+ * does and checks its length against this dim (docs/symbolic-shapes.md), so
+ * a run where the assumption fails stops with an error.  {-1, NULL} when the
+ * length cannot be written. */
+static tbc_dim slice_symbolic_len(tbc_module *m, tbc_sval start, tbc_sval end, tbc_dim d) {
+	if (!start.known || !end.known) return (tbc_dim){-1, NULL};
+	tbc_dim s = tbc_sval_dim(start), e = tbc_sval_dim(end);
+	if (!start.sym && start.c < 0) s = tbc_dim_add(m, d, (tbc_dim){-start.c, NULL}, -1);
+	if (!end.sym && end.c < 0) e = tbc_dim_add(m, d, (tbc_dim){-end.c, NULL}, -1);
+	if (!end.sym && end.c >= INT32_MAX) e = d;
+	if (!d.sym && !s.sym && s.size > d.size) s = d;
+	if (!d.sym && !e.sym && e.size > d.size) e = d;
+	if ((!s.sym && s.size < 0) || (!e.sym && e.size < 0)) return (tbc_dim){-1, NULL};
+	tbc_dim len = tbc_dim_add(m, e, s, -1);
+	if (!len.sym && len.size < 0 && !e.sym && !s.sym) return (tbc_dim){0, NULL}; /* empty */
+	return len;
+}
+
 bool tbc_shape_Slice(tbc_infer *cx, tbc_op *op) {
 	const tbc_type *in = &op->inputs[0]->type;
 	tbc_type t = *in;
@@ -363,9 +387,30 @@ bool tbc_shape_Slice(tbc_infer *cx, tbc_op *op) {
 	if (ns == -2 || ne == -2 || na == -2 || nt == -2)
 		return tbc_infer_error(cx, op, "starts, ends, axes and steps must be 1-D integer tensors of at most %d values",
 				       TBC_MAX_RANK);
+	tbc_sval sstart[TBC_MAX_RANK], send[TBC_MAX_RANK];
+	int nss = ns < 0 ? tbc_input_svals(op, 1, sstart) : -1, nse = ne < 0 ? tbc_input_svals(op, 2, send) : -1;
 	if (na < 0) {
 		/* Unknown axes: any dim may change. */
 		tbc_type_set_unknown_dims(cx->module, &t, in->dtype, in->rank);
+	} else if ((ns < 0 || ne < 0) && nt >= 0 && (ns >= 0 || nss >= 0) && (ne >= 0 || nse >= 0)) {
+		/* Bounds computed from shapes: symbolic lengths where the step is 1. */
+		int n = ns >= 0 ? ns : nss;
+		if (n != (ne >= 0 ? ne : nse)) return tbc_infer_error(cx, op, "starts and ends differ in length");
+		for (int i = 0; i < n; i++) {
+			if (ns >= 0) sstart[i] = (tbc_sval){true, NULL, starts[i]};
+			if (ne >= 0) send[i] = (tbc_sval){true, NULL, ends[i]};
+			starts[i] = ends[i] = 0;
+		}
+		slice_args sa;
+		char err[160];
+		if (!slice_parse(in->rank, n, starts, ends, has_axes ? axes : NULL, na, has_steps ? steps : NULL, nt, &sa, err,
+				 sizeof err))
+			return tbc_infer_error(cx, op, "%s", err);
+		for (int i = 0; i < n; i++) {
+			tbc_dim len = sa.steps[i] == 1 ? slice_symbolic_len(cx->module, sstart[i], send[i], in->dims[sa.axes[i]])
+						       : (tbc_dim){-1, NULL};
+			t.dims[sa.axes[i]] = len.sym || len.size >= 0 ? len : tbc_module_fresh_dim(cx->module);
+		}
 	} else if (ns < 0 || ne < 0 || nt < 0) {
 		/* Known axes, unknown bounds: those dims become unknown. */
 		if (!has_axes) {
@@ -493,17 +538,24 @@ int tbc_interp_Tile(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *i
 /* ---- Expand ---- */
 bool tbc_shape_Expand(tbc_infer *cx, tbc_op *op) {
 	const tbc_type *in = &op->inputs[0]->type;
-	int64_t shape[TBC_MAX_RANK];
-	int n = tbc_data_const_ints(op, 1, shape, TBC_MAX_RANK);
-	if (n == -2) return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	int64_t probe[TBC_MAX_RANK];
+	if (tbc_data_const_ints(op, 1, probe, TBC_MAX_RANK) == -2)
+		return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	tbc_sval shape[TBC_MAX_RANK];
+	int n = tbc_input_svals(op, 1, shape);
 	tbc_type t = {.dtype = in->dtype, .rank = -1};
 	if (in->rank < 0) {
 		/* rank unknown */
 	} else if (n >= 0) {
-		tbc_type s;
-		for (int i = 0; i < n; i++)
-			if (shape[i] < 0) return tbc_infer_error(cx, op, "shape[%d] is negative", i);
-		tbc_type_set(&s, in->dtype, n, shape);
+		/* Constant or symbolic (ir/symval.c) elements; an unknown one is a
+		 * fresh dim, which broadcasting against a static dim other than 1
+		 * resolves to that dim. */
+		tbc_type s = {.dtype = in->dtype, .rank = n};
+		for (int i = 0; i < n; i++) {
+			if (shape[i].known && !shape[i].sym && shape[i].c < 0)
+				return tbc_infer_error(cx, op, "shape[%d] is negative", i);
+			s.dims[i] = shape[i].known ? tbc_sval_dim(shape[i]) : tbc_module_fresh_dim(cx->module);
+		}
 		const tbc_type *both[2] = {in, &s};
 		if (!tbc_broadcast_types(cx, op, 2, both, &t)) return false;
 		t.dtype = in->dtype;

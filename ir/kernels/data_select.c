@@ -2,6 +2,7 @@
  * Compress, NonZero, Unique (data-dependent sizes), Trilu, ReverseSequence,
  * EyeLike and Range. */
 #include "data.h"
+#include "ir/symdim.h"
 
 static int64_t prod(int n, const int64_t *dims) {
 	int64_t p = 1;
@@ -396,6 +397,26 @@ bool tbc_shape_Range(tbc_infer *cx, tbc_op *op) {
 	if (c[0] && c[1] && c[2]) {
 		if (!range_scalars_ok(op, c) || !range_count(c[0], c[1], c[2], &n))
 			return tbc_infer_error(cx, op, "start, limit and delta must be finite scalars with a non-zero delta");
+	} else if (tbc_dtype_is_int(dt)) {
+		/* arange(past, past + seq): with a delta of d > 0 the count is
+		 * (limit - start) / d when that divides exactly, assuming limit >=
+		 * start; the compiled code checks the count it computes against it. */
+		tbc_sval s[TBC_MAX_RANK], l[TBC_MAX_RANK], d[TBC_MAX_RANK];
+		if (tbc_input_svals(op, 0, s) == 1 && tbc_input_svals(op, 1, l) == 1 && tbc_input_svals(op, 2, d) == 1 &&
+		    s[0].known && l[0].known && d[0].known && !d[0].sym && d[0].c > 0 && op->outputs[0]) {
+			tbc_dim span = tbc_dim_add(cx->module, tbc_sval_dim(l[0]), tbc_sval_dim(s[0]), -1);
+			if (!s[0].sym && s[0].c < 0) span = (tbc_dim){-1, NULL}; /* a negative start is no dim */
+			if (!l[0].sym && l[0].c < 0) span = (tbc_dim){-1, NULL};
+			tbc_dim count = span.sym ? tbc_dim_div_exact(cx->module, span, (tbc_dim){d[0].c, NULL}) : (tbc_dim){-1, NULL};
+			if (count.sym) {
+				tbc_type *t = &op->outputs[0]->type;
+				memset(t, 0, sizeof *t);
+				t->dtype = dt;
+				t->rank = 1;
+				t->dims[0] = count;
+				return true;
+			}
+		}
 	}
 	tbc_data_set_out(cx, op, 0, dt, 1, &n);
 	return true;

@@ -2,6 +2,7 @@
  * its shape: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size and
  * ConstantOfShape.  The element bytes are copied unchanged. */
 #include "data.h"
+#include "ir/symdim.h"
 
 /* out = in's bytes with a new shape (same element count). */
 static int view_as(tbc_interp *ip, const tbc_op *op, const tbc_tensor *in, int rank, const int64_t *dims,
@@ -26,7 +27,9 @@ int tbc_interp_Identity(tbc_interp *ip, const tbc_op *op, const tbc_tensor *cons
 
 /* The -1 dim of a Reshape from in to out (out[minus] is the unknown): the
  * element count of in over that of the other dims of out, after cancelling
- * symbolic dims that appear on both sides. */
+ * symbolic dims that appear on both sides; with symbols left over, the exact
+ * quotient of the two products as polynomials (batch*seq*768 over
+ * batch*12*64 is seq), else a fresh dim. */
 static tbc_dim reshape_infer_minus1(tbc_infer *cx, const tbc_op *op, const tbc_type *in, const tbc_dim *out, int rank,
 				    int minus, bool *bad) {
 	bool used[TBC_MAX_RANK] = {false};
@@ -48,7 +51,13 @@ static tbc_dim reshape_infer_minus1(tbc_infer *cx, const tbc_op *op, const tbc_t
 		if (in->dims[k].sym) unknown = true;
 		else num *= in->dims[k].size;
 	}
-	if (unknown) return tbc_module_fresh_dim(cx->module);
+	if (unknown) {
+		tbc_dim n = tbc_data_dim_product(cx, in->rank, in->dims), d = {1, NULL};
+		for (int i = 0; i < rank && (n.sym || n.size >= 0); i++)
+			if (i != minus) d = tbc_dim_mul(cx->module, d, out[i]);
+		tbc_dim q = tbc_dim_div_exact(cx->module, n, d);
+		return q.sym || q.size >= 0 ? q : tbc_module_fresh_dim(cx->module);
+	}
 	if (den == 0 || num % den != 0) {
 		*bad = true;
 		tbc_infer_error(cx, op, "cannot reshape %lld elements: the other dims multiply to %lld", (long long)num,
@@ -61,9 +70,13 @@ static tbc_dim reshape_infer_minus1(tbc_infer *cx, const tbc_op *op, const tbc_t
 bool tbc_shape_Reshape(tbc_infer *cx, tbc_op *op) {
 	const tbc_type *in = &op->inputs[0]->type;
 	bool allowzero = tbc_attr_int(op, "allowzero", 0) != 0;
-	int64_t shape[TBC_MAX_RANK];
-	int n = tbc_data_const_ints(op, 1, shape, TBC_MAX_RANK);
-	if (n == -2) return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	int64_t probe[TBC_MAX_RANK];
+	if (tbc_data_const_ints(op, 1, probe, TBC_MAX_RANK) == -2)
+		return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	/* The shape's elements: constants, or symbolic values computed from
+	 * other shapes (ir/symval.c). */
+	tbc_sval shape[TBC_MAX_RANK];
+	int n = tbc_input_svals(op, 1, shape);
 	if (n < 0) {
 		/* Shape known only when run: rank from the shape's length. */
 		int64_t len = tbc_data_static_len(&op->inputs[1]->type);
@@ -77,19 +90,26 @@ bool tbc_shape_Reshape(tbc_infer *cx, tbc_op *op) {
 	int minus = -1;
 	bool has_zero = false;
 	for (int i = 0; i < n; i++) {
-		if (shape[i] < -1) return tbc_infer_error(cx, op, "shape[%d] is %lld", i, (long long)shape[i]);
-		if (shape[i] == -1) {
+		if (!shape[i].known) {
+			out[i] = tbc_module_fresh_dim(cx->module);
+		} else if (shape[i].sym) {
+			/* A size: run-time checks hold it to what was derived (a 0 or -1
+			 * there would mean something else: docs/symbolic-shapes.md). */
+			out[i] = (tbc_dim){-1, shape[i].sym};
+		} else if (shape[i].c < -1) {
+			return tbc_infer_error(cx, op, "shape[%d] is %lld", i, (long long)shape[i].c);
+		} else if (shape[i].c == -1) {
 			if (minus >= 0) return tbc_infer_error(cx, op, "the shape has more than one -1");
 			minus = i;
 			out[i] = (tbc_dim){-1, NULL};
-		} else if (shape[i] == 0 && !allowzero) {
+		} else if (shape[i].c == 0 && !allowzero) {
 			if (in->rank < 0) out[i] = tbc_module_fresh_dim(cx->module);
 			else if (i >= in->rank)
 				return tbc_infer_error(cx, op, "shape[%d] is 0 (copy) but the input has rank %d", i, in->rank);
 			else out[i] = in->dims[i];
 		} else {
-			has_zero |= shape[i] == 0;
-			out[i] = (tbc_dim){shape[i], NULL};
+			has_zero |= shape[i].c == 0;
+			out[i] = (tbc_dim){shape[i].c, NULL};
 		}
 	}
 	if (allowzero && has_zero && minus >= 0)
@@ -363,12 +383,22 @@ bool tbc_shape_ConstantOfShape(tbc_infer *cx, tbc_op *op) {
 	if (!const_of_shape_value(op, &value)) return tbc_infer_error(cx, op, "value must hold exactly one element");
 	tbc_dtype dt = value ? value->dtype : TBC_DT_F32;
 	int64_t dims[TBC_MAX_RANK];
-	int n = tbc_data_const_ints(op, 0, dims, TBC_MAX_RANK);
-	if (n == -2) return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	if (tbc_data_const_ints(op, 0, dims, TBC_MAX_RANK) == -2)
+		return tbc_infer_error(cx, op, "the shape must be a 1-D integer tensor of at most %d values", TBC_MAX_RANK);
+	tbc_sval shape[TBC_MAX_RANK];
+	int n = tbc_input_svals(op, 0, shape);
 	if (n >= 0) {
 		for (int i = 0; i < n; i++)
-			if (dims[i] < 0) return tbc_infer_error(cx, op, "shape[%d] is negative (%lld)", i, (long long)dims[i]);
-		tbc_data_set_out(cx, op, 0, dt, n, dims);
+			if (shape[i].known && !shape[i].sym && shape[i].c < 0)
+				return tbc_infer_error(cx, op, "shape[%d] is negative (%lld)", i, (long long)shape[i].c);
+		if (op->outputs[0]) {
+			tbc_type *t = &op->outputs[0]->type;
+			memset(t, 0, sizeof *t);
+			t->dtype = dt;
+			t->rank = n;
+			for (int i = 0; i < n; i++)
+				t->dims[i] = shape[i].known ? tbc_sval_dim(shape[i]) : tbc_module_fresh_dim(cx->module);
+		}
 		return true;
 	}
 	int64_t len = tbc_data_static_len(&op->inputs[0]->type);

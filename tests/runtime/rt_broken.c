@@ -27,7 +27,7 @@ static const tbc_abi_model model __attribute__((unused)) = {
 	.magic = TBC_ABI_MAGIC,
 #endif
 #ifdef RT_BROKEN_VERSION
-	.abi_version = TBC_ABI_VERSION + 98,
+	.abi_version = 99,
 #else
 	.abi_version = TBC_ABI_VERSION,
 #endif

@@ -51,9 +51,51 @@ static void wrong_magic_is_not_a_tbc_artifact(void **state) {
 	       "not a tbc artifact: the descriptor's magic is 0xdeadbeef, expected 0x31434254");
 }
 
+/* ---- derived symbols (tests/runtime/rt_derived.c: y [2*n - 1] from x [n]) ---- */
+
+static void derived_symbol_sizes_the_output_before_the_run(void **state) {
+	(void)state;
+	tbcrt_model *m = NULL;
+	RT_OK(tbcrt_model_load(ctx, rt_artifact("rt_derived.so"), &m));
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_session_create(m, &s));
+	float x[3] = {1, 2, 3};
+	int64_t dims[1] = {3};
+	RT_OK(tbcrt_session_bind_input(s, 0, 1, 1, dims, x, sizeof x));
+	RT_OK(tbcrt_session_run(s));
+	tbcrt_tensor y;
+	RT_OK(tbcrt_session_output(s, 0, &y));
+	assert_int_equal(y.rank, 1);
+	assert_int_equal(y.dims[0], 5);
+	const float *yv = y.data;
+	float want[5] = {1, 0, 2, 0, 3};
+	for (int i = 0; i < 5; i++) assert_true(yv[i] == want[i]);
+	int64_t v = 0;
+	RT_OK(tbcrt_session_symbol(s, "2*n - 1", &v));
+	assert_int_equal(v, 5);
+	/* n = 0 makes 2*n - 1 negative: no shape of the model fits */
+	dims[0] = 0;
+	RT_OK(tbcrt_session_bind_input(s, 0, 1, 1, dims, x, 0));
+	RT_ERR(tbcrt_session_run(s), TBCRT_ERR_SHAPE_MISMATCH, "the inputs' sizes make symbol '2*n - 1' negative");
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(m);
+}
+
+static void broken_derived_symbol_tables_are_refused(void **state) {
+	(void)state;
+	RT_ERR(load("rt_derived_forward.so"), TBCRT_ERR_INVALID_ARTIFACT,
+	       "symbol '2*n - 1' is derived from symbol 1, which is not a symbol of lower index");
+	RT_ERR(load("rt_derived_degree.so"), TBCRT_ERR_INVALID_ARTIFACT, "a term of degree 99; 0 to 16");
+	RT_ERR(load("rt_derived_short.so"), TBCRT_ERR_INVALID_ARTIFACT, "its polynomial runs past the sym_poly table");
+	RT_ERR(load("rt_derived_outside.so"), TBCRT_ERR_LIMIT, "sym_poly table has 1099511627776 entries");
+	RT_ERR(load("rt_derived_input.so"), TBCRT_ERR_INVALID_ARTIFACT,
+	       "input 'z' dim 0 uses symbol '2*n - 1', which the model derives from other symbols");
+}
+
 static void other_abi_version_is_refused(void **state) {
 	(void)state;
-	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION, "the artifact uses ABI version 99; this runtime runs version 1");
+	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION,
+	       "the artifact uses ABI version 99; this runtime runs version 2");
 }
 
 static void other_target_triple_is_refused(void **state) {
@@ -547,6 +589,8 @@ int main(void) {
 		cmocka_unit_test(pointers_leaving_the_descriptors_object_are_refused),
 		cmocka_unit_test(run_that_breaks_the_contract_is_an_error),
 		cmocka_unit_test(absurd_arena_size_is_refused),
+		cmocka_unit_test(derived_symbol_sizes_the_output_before_the_run),
+		cmocka_unit_test(broken_derived_symbol_tables_are_refused),
 	};
 	(void)teardown;
 	return cmocka_run_group_tests(tests, setup, teardown_scratch);
