@@ -166,9 +166,9 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 	}
 	size_t global = 1;
 	if (good && pk->shape == TBC_OCL_GRID) {
-		int64_t lo, hi;
+		int64_t lo = 0, hi = 0;
 		good = kir_eval_index(k, pk->grid_lo, sizes, &lo, d) && kir_eval_index(k, pk->grid_hi, sizes, &hi, d);
-		int64_t trips = hi > lo ? (hi - lo + pk->grid_step - 1) / pk->grid_step : 0;
+		int64_t trips = good && hi > lo ? (hi - lo + pk->grid_step - 1) / pk->grid_step : 0;
 		global = trips < 1 ? 1 : trips > 65536 ? 65536 : (size_t)trips;
 	}
 	if (good) {
