@@ -14,17 +14,7 @@
 
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
-
-static double now_ms(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
+#include "../tools/timing.h"
 
 static int diag_fail(tbc_diags *d) {
 	for (size_t i = 0; i < tbc_diags_count(d); i++) {

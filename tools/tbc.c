@@ -10,6 +10,7 @@
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "timing.h"
 
 static const char usage_text[] =
 	"usage: tbc <command> [options]\n"
@@ -114,17 +115,6 @@ static int rt_fail(const char *what, const tbcrt_status *st) {
 
 /* Runs a loaded artifact with the runtime: binds the inputs (graph order),
  * lets the session allocate the outputs, and copies them out. */
-static double now_ms(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Runs the bound session `runs` more times and prints the median and the
  * fastest run (the first run, which outputs come from, warms caches). */
 static int time_runs(tbcrt_session *session, const char *what, long runs) {

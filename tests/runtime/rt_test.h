@@ -22,6 +22,16 @@
 				 tbcrt_code_name(want_code), (text));                         \
 	} while (0)
 
+/* A context with that many threads (0: one per CPU). */
+static inline tbcrt_context *rt_context(uint32_t threads) {
+	tbcrt_context_options o;
+	tbcrt_context_options_init(&o);
+	o.thread_count = threads;
+	tbcrt_context *c = NULL;
+	RT_OK(tbcrt_context_create(&o, &c));
+	return c;
+}
+
 static inline const char *rt_artifact(const char *name) {
 	static char path[4096];
 	snprintf(path, sizeof path, "%s/%s", TBCRT_ARTIFACT_DIR, name);

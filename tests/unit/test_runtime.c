@@ -21,15 +21,6 @@ const tbc_abi_model *rt_nonzero_descriptor(void);
 const tbc_abi_model *rt_scale_descriptor(void);
 const tbc_abi_model *rt_scale_external_descriptor(void);
 
-static tbcrt_context *context(uint32_t threads) {
-	tbcrt_context_options o;
-	tbcrt_context_options_init(&o);
-	o.thread_count = threads;
-	tbcrt_context *c = NULL;
-	RT_OK(tbcrt_context_create(&o, &c));
-	return c;
-}
-
 static void bind_f32(tbcrt_session *s, uint32_t index, uint32_t rank, const int64_t *dims, const float *data,
 		     size_t count) {
 	RT_OK(tbcrt_session_bind_input(s, index, 1, rank, dims, data, count * sizeof(float)));
@@ -155,7 +146,7 @@ static void check_add(tbcrt_session *s, int64_t n) {
 
 static void add_shared_object_describes_its_inputs_and_outputs(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m));
 	tbcrt_model_info info;
@@ -192,7 +183,7 @@ static void add_shared_object_describes_its_inputs_and_outputs(void **state) {
 
 static void add_shared_object_runs_any_batch_on_any_thread_count(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m));
 	tbcrt_session *s = NULL;
@@ -210,7 +201,7 @@ static void add_shared_object_runs_any_batch_on_any_thread_count(void **state) {
 
 static void add_linked_descriptor_runs_like_the_shared_object(void **state) {
 	(void)state;
-	tbcrt_context *c = context(2);
+	tbcrt_context *c = rt_context(2);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_add_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -223,7 +214,7 @@ static void add_linked_descriptor_runs_like_the_shared_object(void **state) {
 
 static void output_bound_to_caller_memory_receives_the_result(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_add_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -257,7 +248,7 @@ static void output_bound_to_caller_memory_receives_the_result(void **state) {
 
 static void input_of_the_wrong_dtype_is_refused_naming_both(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_add_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -273,7 +264,7 @@ static void input_of_the_wrong_dtype_is_refused_naming_both(void **state) {
 
 static void input_of_the_wrong_shape_is_refused_naming_the_expected_shape(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_add_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -298,7 +289,7 @@ static void input_of_the_wrong_shape_is_refused_naming_the_expected_shape(void *
 
 static void symbolic_dims_must_agree_across_inputs(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_add_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -323,7 +314,7 @@ static void symbolic_dims_must_agree_across_inputs(void **state) {
 
 static void nonzero_output_size_comes_from_the_run(void **state) {
 	(void)state;
-	tbcrt_context *c = context(2);
+	tbcrt_context *c = rt_context(2);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_nonzero.so"), &m));
 	tbcrt_tensor_info ti;
@@ -364,7 +355,7 @@ static void nonzero_output_size_comes_from_the_run(void **state) {
 
 static void error_reported_while_running_becomes_the_status(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, rt_nonzero_descriptor(), NULL, &m));
 	tbcrt_session *s = NULL;
@@ -402,7 +393,7 @@ static void check_scale(tbcrt_model *m) {
 
 static void embedded_weights_are_checked_and_used(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_scale.so"), &m));
 	tbcrt_model_info info;
@@ -452,7 +443,7 @@ static void external_weights_are_mapped_from_the_artifacts_folder(void **state) 
 	(void)state;
 	const float w[4] = {1, 2, 3, 4};
 	char *dir = scratch_with_weights(w, sizeof w);
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	RT_OK(load_in(c, dir, &m));
 	tbcrt_model_info info;
@@ -473,7 +464,7 @@ static void external_weights_are_mapped_from_the_artifacts_folder(void **state) 
 
 static void external_weights_missing_short_or_different_are_refused(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m = NULL;
 	char *dir = scratch_with_weights(NULL, 0);
 	RT_ERR(load_in(c, dir, &m), TBCRT_ERR_INVALID_ARTIFACT, "weights file 'rt_scale.bin' in");
@@ -517,7 +508,7 @@ static void external_weights_missing_short_or_different_are_refused(void **state
 
 static void handles_may_be_destroyed_in_any_order(void **state) {
 	(void)state;
-	tbcrt_context *c = context(2);
+	tbcrt_context *c = rt_context(2);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m));
 	tbcrt_session *s = NULL;
@@ -547,7 +538,7 @@ static void *session_worker(void *arg) {
 
 static void sessions_on_several_threads_share_one_context(void **state) {
 	(void)state;
-	tbcrt_context *c = context(3);
+	tbcrt_context *c = rt_context(3);
 	tbcrt_model *m = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m));
 	pthread_t th[3];
@@ -563,7 +554,7 @@ static void sessions_on_several_threads_share_one_context(void **state) {
 
 static void loading_the_same_artifact_twice_gives_two_models(void **state) {
 	(void)state;
-	tbcrt_context *c = context(1);
+	tbcrt_context *c = rt_context(1);
 	tbcrt_model *m1 = NULL, *m2 = NULL;
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m1));
 	RT_OK(tbcrt_model_load(c, rt_artifact("rt_add.so"), &m2));

@@ -53,15 +53,6 @@ static void compile(const tbc_module *m, tbc_weights_mode weights, const char *p
 	tbc_diags_destroy(d);
 }
 
-static tbcrt_context *context(uint32_t threads) {
-	tbcrt_context_options o;
-	tbcrt_context_options_init(&o);
-	o.thread_count = threads;
-	tbcrt_context *c = NULL;
-	RT_OK(tbcrt_context_create(&o, &c));
-	return c;
-}
-
 static void assert_close(const float *got, const float *want, int64_t n, const char *what) {
 	for (int64_t i = 0; i < n; i++)
 		if (!(fabsf(got[i] - want[i]) <= 1e-4f + 1e-4f * fabsf(want[i])))
@@ -116,7 +107,7 @@ static void compiled_shared_object_runs_like_the_interpreter(void **state) {
 	char so[256];
 	snprintf(so, sizeof so, "%s", tmp_path("dense.so"));
 	compile(m, TBC_WEIGHTS_EMBED, so);
-	tbcrt_context *c = context(4);
+	tbcrt_context *c = rt_context(4);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
 	tbcrt_model_info info;
@@ -138,7 +129,7 @@ static void compiled_shared_object_with_external_weights_checks_them(void **stat
 	snprintf(so, sizeof so, "%s", tmp_path("dense_ext.so"));
 	snprintf(weights, sizeof weights, "%s.weights", so);
 	compile(m, TBC_WEIGHTS_EXTERNAL, so);
-	tbcrt_context *c = context(2);
+	tbcrt_context *c = rt_context(2);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
 	tbcrt_model_info info;
@@ -169,7 +160,7 @@ static void jit_compiled_descriptor_runs_through_the_runtime(void **state) {
 	tbc_compile_options_init(&o);
 	tbc_jit *jit = NULL;
 	assert_int_equal(tbc_jit_compile(m, &o, d, &jit), TBC_OK);
-	tbcrt_context *c = context(3);
+	tbcrt_context *c = rt_context(3);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
 	check_dense_relu(model, m);
@@ -229,7 +220,7 @@ static void run_node_case(tbcrt_context *c, const char *name) {
 
 static void node_suite_cases_run_compiled_through_the_runtime(void **state) {
 	(void)state;
-	tbcrt_context *c = context(2);
+	tbcrt_context *c = rt_context(2);
 	/* The second line: output shapes the model computes while running
 	 * (allocated through the runtime's host->alloc), one of them empty.
 	 * The third: control flow (If, a Loop gathering rows, Scan), its regions

@@ -10,19 +10,10 @@
 
 #include "tests/runtime/rt_device.h"
 
-static tbcrt_context *make(uint32_t threads) {
-	tbcrt_context_options o;
-	tbcrt_context_options_init(&o);
-	o.thread_count = threads;
-	tbcrt_context *c = NULL;
-	RT_OK(tbcrt_context_create(&o, &c));
-	return c;
-}
-
 /* ---- Enumeration ---- */
 static void devices_list_the_cpu_first_then_opencl_cuda_and_hip(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(3);
+	tbcrt_context *ctx = rt_context(3);
 	uint32_t n = 0;
 	RT_OK(tbcrt_device_count(ctx, &n));
 	assert_true(n >= 4); /* cpu, opencl (a device or why not), cuda, hip */
@@ -56,7 +47,7 @@ static void devices_list_the_cpu_first_then_opencl_cuda_and_hip(void **state) {
 
 static void an_unknown_device_or_index_is_an_error_and_clears_the_output(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	uint32_t n = 0, index = 7;
 	RT_OK(tbcrt_device_count(ctx, &n));
 	RT_ERR(tbcrt_device_find(ctx, "opencl:999", &index), TBCRT_ERR_INVALID_ARGUMENT, "no device 'opencl:999'");
@@ -82,7 +73,7 @@ static void an_unknown_device_or_index_is_an_error_and_clears_the_output(void **
  * say why; asking for the device is a status, not a crash. */
 static void a_missing_driver_is_an_unavailable_device_with_the_reason(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	const char *names[] = {"cuda", "hip"}, *libs[] = {"libcuda.so.1", "libamdhip64.so"};
 	for (int i = 0; i < 2; i++) {
 		uint32_t index;
@@ -129,7 +120,7 @@ static void libtbcrt_links_no_driver(void **state) {
 
 /* ---- Memory, on each device (state: its name) ---- */
 static void buffers_round_trip_and_copy_on_the_device(void **state) {
-	tbcrt_context *ctx = make(2);
+	tbcrt_context *ctx = rt_context(2);
 	tbcrt__device *d = rt_device_or_skip(ctx, *state);
 	tbcrt__buffer *a, *b;
 	RT_OK(tbcrt__buffer_alloc(d, 1000, &a));
@@ -150,7 +141,7 @@ static void buffers_round_trip_and_copy_on_the_device(void **state) {
 }
 
 static void ranges_outside_a_buffer_are_refused(void **state) {
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	tbcrt__device *d = rt_device_or_skip(ctx, *state);
 	tbcrt__buffer *a;
 	RT_OK(tbcrt__buffer_alloc(d, 1000, &a));
@@ -166,7 +157,7 @@ static void ranges_outside_a_buffer_are_refused(void **state) {
 }
 
 static void an_allocation_past_the_device_limit_is_a_status(void **state) {
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	tbcrt__device *d = rt_device_or_skip(ctx, *state);
 	tbcrt__buffer *a = (tbcrt__buffer *)1;
 	RT_ERR(tbcrt__buffer_alloc(d, d->info.max_alloc_bytes + 1, &a), TBCRT_ERR_NO_MEMORY, "largest allocation");
@@ -182,7 +173,7 @@ static void an_allocation_past_the_device_limit_is_a_status(void **state) {
 }
 
 static void an_arena_hands_out_aligned_views_while_they_fit(void **state) {
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	tbcrt__device *d = rt_device_or_skip(ctx, *state);
 	tbcrt__arena *arena;
 	RT_OK(tbcrt__arena_create(d, 1 << 16, &arena));
@@ -247,7 +238,7 @@ static tbcrt__program_desc cpu_program(const char *options) {
 static void cpu_kernels_run_on_the_thread_pool(void **state) {
 	(void)state;
 	for (uint32_t threads = 1; threads <= 4; threads += 3) {
-		tbcrt_context *ctx = make(threads);
+		tbcrt_context *ctx = rt_context(threads);
 		tbcrt__device *d = rt_device_or_skip(ctx, "cpu");
 		tbcrt__program_desc desc = cpu_program(NULL);
 		tbcrt__program *p;
@@ -255,38 +246,7 @@ static void cpu_kernels_run_on_the_thread_pool(void **state) {
 		tbcrt__kernel *saxpy, *sum;
 		RT_OK(tbcrt__kernel_create(p, "saxpy", &saxpy));
 		RT_OK(tbcrt__kernel_create(p, "group_sum", &sum));
-		enum { N = 64 * 37 };
-		float x[N], y[N], sums[37];
-		for (int i = 0; i < N; i++) x[i] = (float)(i % 13), y[i] = 1;
-		tbcrt__buffer *bx, *by, *bs;
-		RT_OK(tbcrt__buffer_alloc(d, sizeof x, &bx));
-		RT_OK(tbcrt__buffer_alloc(d, sizeof y, &by));
-		RT_OK(tbcrt__buffer_alloc(d, sizeof sums, &bs));
-		RT_OK(tbcrt__buffer_write(bx, 0, x, sizeof x));
-		RT_OK(tbcrt__buffer_write(by, 0, y, sizeof y));
-		float a = 2;
-		tbcrt__arg args[] = {{TBCRT__ARG_SCALAR, NULL, &a, sizeof a}, {TBCRT__ARG_BUFFER, bx, NULL, 0},
-				     {TBCRT__ARG_BUFFER, by, NULL, 0}};
-		tbcrt__launch_desc l = {.dims = 1, .global = {N}, .n_args = 3, .args = args};
-		RT_OK(tbcrt__launch(saxpy, &l)); /* local chosen by the device */
-		l.global[0] = 1000, l.local[0] = 8; /* the first 1000 again, in groups of 8 */
-		RT_OK(tbcrt__launch(saxpy, &l));
-		tbcrt__arg sum_args[] = {{TBCRT__ARG_BUFFER, bx, NULL, 0}, {TBCRT__ARG_BUFFER, bs, NULL, 0},
-					 {TBCRT__ARG_LOCAL, NULL, NULL, 64 * sizeof(float)}};
-		tbcrt__launch_desc ls = {.dims = 1, .global = {N}, .local = {64}, .n_args = 3, .args = sum_args};
-		RT_OK(tbcrt__launch(sum, &ls));
-		RT_OK(tbcrt__device_synchronize(d));
-		RT_OK(tbcrt__buffer_read(by, 0, y, sizeof y));
-		RT_OK(tbcrt__buffer_read(bs, 0, sums, sizeof sums));
-		for (int i = 0; i < N; i++) assert_true(y[i] == (i < 1000 ? 4 : 2) * x[i] + 1);
-		for (int g = 0; g < 37; g++) {
-			float want = 0;
-			for (int i = 0; i < 64; i++) want += x[g * 64 + i];
-			assert_true(sums[g] == want);
-		}
-		tbcrt__buffer_free(bx);
-		tbcrt__buffer_free(by);
-		tbcrt__buffer_free(bs);
+		rt_check_saxpy_and_group_sum(d, saxpy, sum);
 		tbcrt__kernel_destroy(saxpy);
 		tbcrt__kernel_destroy(sum);
 		tbcrt__program_release(p);
@@ -296,7 +256,7 @@ static void cpu_kernels_run_on_the_thread_pool(void **state) {
 
 static void the_cpu_program_cache_builds_each_program_once(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	tbcrt__device *d = rt_device_or_skip(ctx, "cpu");
 	tbcrt__program_desc desc = cpu_program(NULL), other = cpu_program("-O3");
 	tbcrt__program *p1, *p2, *p3;
@@ -318,7 +278,7 @@ static void the_cpu_program_cache_builds_each_program_once(void **state) {
 
 static void cpu_programs_and_launches_that_cannot_run_are_statuses(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(1);
+	tbcrt_context *ctx = rt_context(1);
 	tbcrt__device *d = rt_device_or_skip(ctx, "cpu");
 	static const char src[] = "__kernel void k(__global float *x) { x[0] = 1; }";
 	tbcrt__program_desc cl = {TBCRT__PROGRAM_SOURCE, "k.cl", src, sizeof src - 1, NULL};

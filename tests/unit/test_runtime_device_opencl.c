@@ -79,39 +79,7 @@ static void saxpy_and_a_local_memory_reduction_match_the_host(void **state) {
 	tbcrt__kernel *saxpy, *sum;
 	RT_OK(tbcrt__kernel_create(pa, "saxpy", &saxpy));
 	RT_OK(tbcrt__kernel_create(ps, "group_sum", &sum));
-	enum { N = 64 * 37 };
-	static float x[N], y[N], sums[37];
-	for (int i = 0; i < N; i++) x[i] = (float)(i % 13), y[i] = 1;
-	tbcrt__buffer *bx, *by, *bs;
-	RT_OK(tbcrt__buffer_alloc(d, sizeof x, &bx));
-	RT_OK(tbcrt__buffer_alloc(d, sizeof y, &by));
-	RT_OK(tbcrt__buffer_alloc(d, sizeof sums, &bs));
-	RT_OK(tbcrt__buffer_write(bx, 0, x, sizeof x));
-	RT_OK(tbcrt__buffer_write(by, 0, y, sizeof y));
-	float a = 2;
-	tbcrt__arg args[] = {{TBCRT__ARG_SCALAR, NULL, &a, sizeof a}, {TBCRT__ARG_BUFFER, bx, NULL, 0},
-			     {TBCRT__ARG_BUFFER, by, NULL, 0}};
-	tbcrt__launch_desc l = {.dims = 1, .global = {N}, .n_args = 3, .args = args};
-	RT_OK(tbcrt__launch(saxpy, &l));
-	l.global[0] = 1000, l.local[0] = 8;
-	RT_OK(tbcrt__launch(saxpy, &l));
-	tbcrt__arg sum_args[] = {{TBCRT__ARG_BUFFER, bx, NULL, 0}, {TBCRT__ARG_BUFFER, bs, NULL, 0},
-				 {TBCRT__ARG_LOCAL, NULL, NULL, 64 * sizeof(float)}};
-	tbcrt__launch_desc ls = {.dims = 1, .global = {N}, .local = {64}, .n_args = 3, .args = sum_args};
-	RT_OK(tbcrt__launch(sum, &ls));
-	RT_OK(tbcrt__device_synchronize(d));
-	RT_OK(tbcrt__buffer_read(by, 0, y, sizeof y));
-	RT_OK(tbcrt__buffer_read(bs, 0, sums, sizeof sums));
-	for (int i = 0; i < N; i++)
-		if (y[i] != (i < 1000 ? 4 : 2) * x[i] + 1) fail_msg("y[%d] = %g, expected %g", i, y[i], (i < 1000 ? 4 : 2) * x[i] + 1);
-	for (int g = 0; g < 37; g++) {
-		float want = 0;
-		for (int i = 0; i < 64; i++) want += x[g * 64 + i];
-		assert_true(sums[g] == want);
-	}
-	tbcrt__buffer_free(bx);
-	tbcrt__buffer_free(by);
-	tbcrt__buffer_free(bs);
+	rt_check_saxpy_and_group_sum(d, saxpy, sum);
 	tbcrt__kernel_destroy(saxpy);
 	tbcrt__kernel_destroy(sum);
 	tbcrt__program_release(pa);

@@ -13,15 +13,6 @@
 #include "runtime/internal.h"
 #include "tests/runtime/rt_test.h"
 
-static tbcrt_context *make(uint32_t threads) {
-	tbcrt_context_options o;
-	tbcrt_context_options_init(&o);
-	o.thread_count = threads;
-	tbcrt_context *c = NULL;
-	RT_OK(tbcrt_context_create(&o, &c));
-	return c;
-}
-
 typedef struct {
 	_Atomic int *hits;
 	int64_t grain, n;
@@ -42,7 +33,7 @@ static void parallel_for_runs_every_index_once_in_chunks_of_at_least_grain(void 
 	const int64_t ns[] = {0, 1, 7, 64, 1000, 4097};
 	const int64_t grains[] = {-5, 0, 1, 3, 16, 5000};
 	for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
-		tbcrt_context *ctx = make(threads[t]);
+		tbcrt_context *ctx = rt_context(threads[t]);
 		for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
 			for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
 				int64_t n = ns[a];
@@ -86,7 +77,7 @@ static void company_body(void *arg, int64_t begin, int64_t end) {
 
 static void parallel_for_uses_more_than_one_thread(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(4);
+	tbcrt_context *ctx = rt_context(4);
 	company c = {0};
 	tbcrt__pool_parallel_for(ctx->pool, company_body, &c, 4, 1);
 	assert_true(c.saw_company);
@@ -110,7 +101,7 @@ static void outer_body(void *arg, int64_t begin, int64_t end) {
 
 static void nested_parallel_for_runs_inline_without_deadlock(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(3);
+	tbcrt_context *ctx = rt_context(3);
 	nested k = {ctx->pool, 0};
 	tbcrt__pool_parallel_for(ctx->pool, outer_body, &k, 10, 1);
 	assert_int_equal(k.sum, 10 * 4950);
@@ -130,7 +121,7 @@ static void *loop_thread(void *arg) {
 
 static void loops_from_several_threads_all_complete(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(3);
+	tbcrt_context *ctx = rt_context(3);
 	shared_run k = {ctx->pool, 0};
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, loop_thread, (void *)&k), 0);
@@ -147,7 +138,7 @@ static void *resize_thread(void *arg) {
 
 static void thread_count_changes_while_loops_run(void **state) {
 	(void)state;
-	tbcrt_context *ctx = make(2);
+	tbcrt_context *ctx = rt_context(2);
 	shared_run k = {ctx->pool, 0};
 	pthread_t looper, resizer;
 	assert_int_equal(pthread_create(&looper, NULL, loop_thread, &k), 0);
@@ -169,7 +160,7 @@ static void resize_body(void *arg, int64_t begin, int64_t end) {
 
 static void thread_count_cannot_change_inside_a_loop(void **state) {
 	(void)state;
-	resize_ctx = make(2);
+	resize_ctx = rt_context(2);
 	tbcrt__pool_parallel_for(resize_ctx->pool, resize_body, NULL, 4, 1);
 	assert_int_equal(resize_refused, 4);
 	tbcrt_context_destroy(resize_ctx);
