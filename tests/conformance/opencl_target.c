@@ -1,13 +1,12 @@
 /* The conformance harness's `opencl` target: the model lowered as for the
  * CPU, every kernel printed as OpenCL C (codegen/opencl/), the whole program
- * built once for the first OpenCL device, and the host program run by
- * kir_program_run with each kernel launched on that device (buffers copied
- * in before a launch and back after it).  It checks the OpenCL C printer
- * against the ONNX node suite before artifacts carry OpenCL code. */
-#define CL_TARGET_OPENCL_VERSION 120
+ * built once on libtbcrt's OpenCL device (runtime/device.h: the ICD loader,
+ * the build log in the status), and the host program run by
+ * kir_program_run with each kernel launched there (buffers copied in before
+ * a launch and the stored ones back after it).  It checks the OpenCL C
+ * printer against the ONNX node suite before artifacts carry OpenCL code. */
 #include "tests/conformance/opencl_target.h"
 
-#include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +16,20 @@
 #include "codegen/opencl/opencl_c.h"
 #include "ir/dtype.h"
 #include "ir/ir.h"
+#include "runtime/device.h"
+#include "runtime/internal.h"
 
 typedef struct ocl_kernel {
 	const kir_kernel *k;
 	char name[80]; /* tbc_<kernel name>: lowering numbers them, so unique */
 	tbc_ocl_kernel printed;
-	cl_kernel cl;
+	tbcrt__kernel *kernel;
 } ocl_kernel;
 
 typedef struct ocl_run {
-	cl_device_id device;
-	cl_context context;
-	cl_command_queue queue;
-	cl_program program;
+	tbcrt_context *context;
+	tbcrt__device *device;
+	tbcrt__program *program;
 	int n_kernels;
 	ocl_kernel *kernels;
 	tbc_tensor *const *in;
@@ -38,27 +38,19 @@ typedef struct ocl_run {
 	tbc_code rc;
 } ocl_run;
 
-static bool cl_fail(tbc_diags *d, const char *what, cl_int err) {
-	tbc_diags_add(d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "OpenCL: %s failed (error %d)", what, (int)err);
+static bool rt_fail(tbc_diags *d, const tbcrt_status *st) {
+	tbc_diags_add(d, st->code == TBCRT_ERR_BUILD_FAILED ? TBC_ERR_INTERNAL : TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL,
+		      "%s (%s)", st->message, tbcrt_code_name(st->code));
 	return false;
 }
 
 static bool open_device(ocl_run *r, tbc_diags *d) {
-	cl_platform_id platforms[8];
-	cl_uint n = 0;
-	cl_int err = clGetPlatformIDs(8, platforms, &n);
-	if (err != CL_SUCCESS || n == 0) return cl_fail(d, "clGetPlatformIDs (no OpenCL platform)", err);
-	for (cl_uint i = 0; i < n && !r->device; i++) {
-		cl_uint nd = 0;
-		if (clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &r->device, &nd) != CL_SUCCESS || nd == 0)
-			r->device = NULL;
-	}
-	if (!r->device) return cl_fail(d, "clGetDeviceIDs (no OpenCL device)", CL_DEVICE_NOT_FOUND);
-	r->context = clCreateContext(NULL, 1, &r->device, NULL, NULL, &err);
-	if (!r->context) return cl_fail(d, "clCreateContext", err);
-	r->queue = clCreateCommandQueue(r->context, r->device, 0, &err);
-	if (!r->queue) return cl_fail(d, "clCreateCommandQueue", err);
-	return true;
+	tbcrt_context_options o;
+	tbcrt_context_options_init(&o);
+	o.thread_count = 1;
+	tbcrt_status st = tbcrt_context_create(&o, &r->context);
+	if (st.code == TBCRT_OK) st = tbcrt__device_get(r->context, "opencl:0", &r->device);
+	return st.code == TBCRT_OK || rt_fail(d, &st);
 }
 
 static void kernel_name(const kir_kernel *k, char *out, size_t size) {
@@ -98,29 +90,13 @@ static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_di
 		return false;
 	}
 	if (getenv("TBC_OCL_DUMP")) fputs(src, stderr);
-	cl_int err;
-	const char *srcs[1] = {src};
-	r->program = clCreateProgramWithSource(r->context, 1, srcs, NULL, &err);
-	if (!r->program) {
-		free(src);
-		return cl_fail(d, "clCreateProgramWithSource", err);
-	}
-	err = clBuildProgram(r->program, 1, &r->device, "-cl-std=CL1.2", NULL, NULL);
+	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, "model.cl", src, strlen(src), "-cl-std=CL1.2"};
+	tbcrt_status st = tbcrt__program_load(r->device, &desc, &r->program);
 	free(src);
-	if (err != CL_SUCCESS) {
-		size_t n = 0;
-		clGetProgramBuildInfo(r->program, r->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
-		char *log = malloc(n + 1);
-		if (log && clGetProgramBuildInfo(r->program, r->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
-			log[n] = 0;
-			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "OpenCL build failed:\n%.3000s", log);
-		}
-		free(log);
-		return false;
-	}
+	if (st.code != TBCRT_OK) return rt_fail(d, &st);
 	for (int i = 0; i < r->n_kernels; i++) {
-		r->kernels[i].cl = clCreateKernel(r->program, r->kernels[i].name, &err);
-		if (!r->kernels[i].cl) return cl_fail(d, "clCreateKernel", err);
+		st = tbcrt__kernel_create(r->program, r->kernels[i].name, &r->kernels[i].kernel);
+		if (st.code != TBCRT_OK) return rt_fail(d, &st);
 	}
 	return true;
 }
@@ -132,69 +108,79 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 	ocl_kernel *ok = NULL;
 	for (int i = 0; i < r->n_kernels && !ok; i++)
 		if (r->kernels[i].k == k) ok = &r->kernels[i];
-	if (!ok) return cl_fail(d, "a kernel the program did not print", CL_INVALID_KERNEL);
+	if (!ok) {
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "kernel %s was not printed", k->name);
+		return false;
+	}
 	const tbc_ocl_kernel *pk = &ok->printed;
-	cl_mem *mems = calloc((size_t)k->n_buffers + 1, sizeof *mems);
-	size_t *bytes = calloc((size_t)k->n_buffers + 1, sizeof *bytes);
-	cl_mem status = NULL;
-	bool good = mems && bytes;
-	cl_int err = CL_SUCCESS;
-	cl_uint arg = 0;
+	int n_args = k->n_buffers + k->n_sizes + (pk->has_status ? 1 : 0);
+	tbcrt__buffer **bufs = calloc((size_t)k->n_buffers + 2, sizeof *bufs); /* + status */
+	uint64_t *bytes = calloc((size_t)k->n_buffers + 1, sizeof *bytes);
+	tbcrt__arg *args = calloc((size_t)n_args + 1, sizeof *args);
+	int64_t *scalars = calloc((size_t)k->n_sizes + 1, sizeof *scalars);
+	tbcrt_status st = tbcrt__ok();
+	bool good = bufs && bytes && args && scalars;
+	int a = 0;
 	for (int b = 0; b < k->n_buffers && good; b++) {
 		const kir_buffer *kb = k->buffers[b];
 		int64_t n = 1;
 		for (int i = 0; i < kb->rank && good; i++) {
-			int64_t dim;
+			int64_t dim = 0;
 			good = kir_eval_index(k, kb->dims[i], sizes, &dim, d);
 			n *= dim;
 		}
-		bytes[b] = (size_t)n * elem_bytes(kb->dtype);
-		if (!good) break;
-		mems[b] = bytes[b] ? clCreateBuffer(r->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes[b], buffers[b], &err)
-				   : clCreateBuffer(r->context, CL_MEM_READ_WRITE, 64, NULL, &err);
-		good = mems[b] && clSetKernelArg(ok->cl, arg++, sizeof(cl_mem), &mems[b]) == CL_SUCCESS;
-		if (!good) cl_fail(d, "a buffer argument", err);
+		bytes[b] = (uint64_t)n * elem_bytes(kb->dtype);
+		if (good) st = tbcrt__buffer_alloc(r->device, bytes[b] ? bytes[b] : 64, &bufs[b]);
+		if (good && st.code == TBCRT_OK && bytes[b]) st = tbcrt__buffer_write(bufs[b], 0, buffers[b], bytes[b]);
+		good = good && st.code == TBCRT_OK;
+		args[a++] = (tbcrt__arg){TBCRT__ARG_BUFFER, bufs[b], NULL, 0};
 	}
 	for (int s = 0; s < k->n_sizes && good; s++) {
-		cl_long v = sizes[s];
-		good = clSetKernelArg(ok->cl, arg++, sizeof v, &v) == CL_SUCCESS;
+		scalars[s] = sizes[s];
+		args[a++] = (tbcrt__arg){TBCRT__ARG_SCALAR, NULL, &scalars[s], sizeof scalars[s]};
 	}
+	tbcrt__buffer *status = NULL;
+	int32_t zero = 0;
 	if (good && pk->has_status) {
-		cl_int zero = 0;
-		status = clCreateBuffer(r->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &err);
-		good = status && clSetKernelArg(ok->cl, arg++, sizeof(cl_mem), &status) == CL_SUCCESS;
+		st = tbcrt__buffer_alloc(r->device, sizeof zero, &status);
+		if (st.code == TBCRT_OK) st = tbcrt__buffer_write(status, 0, &zero, sizeof zero);
+		good = st.code == TBCRT_OK;
+		args[a++] = (tbcrt__arg){TBCRT__ARG_BUFFER, status, NULL, 0};
 	}
-	size_t global = 1;
+	uint64_t global = 1;
 	if (good && pk->shape == TBC_OCL_GRID) {
 		int64_t lo = 0, hi = 0;
 		good = kir_eval_index(k, pk->grid_lo, sizes, &lo, d) && kir_eval_index(k, pk->grid_hi, sizes, &hi, d);
 		int64_t trips = good && hi > lo ? (hi - lo + pk->grid_step - 1) / pk->grid_step : 0;
-		global = trips < 1 ? 1 : trips > 65536 ? 65536 : (size_t)trips;
+		global = trips < 1 ? 1 : trips > 65536 ? 65536 : (uint64_t)trips;
 	}
 	if (good) {
-		err = clEnqueueNDRangeKernel(r->queue, ok->cl, 1, NULL, &global, NULL, 0, NULL, NULL);
-		if (err != CL_SUCCESS) good = cl_fail(d, "clEnqueueNDRangeKernel", err);
+		tbcrt__launch_desc l = {.dims = 1, .global = {global}, .n_args = (uint32_t)a, .args = args};
+		st = tbcrt__launch(ok->kernel, &l);
+		good = st.code == TBCRT_OK;
 	}
 	for (int b = 0; b < k->n_buffers && good; b++)
 		if (pk->stored[b] && bytes[b]) {
-			err = clEnqueueReadBuffer(r->queue, mems[b], CL_TRUE, 0, bytes[b], buffers[b], 0, NULL, NULL);
-			if (err != CL_SUCCESS) good = cl_fail(d, "clEnqueueReadBuffer", err);
+			st = tbcrt__buffer_read(bufs[b], 0, buffers[b], bytes[b]);
+			good = st.code == TBCRT_OK;
 		}
 	if (good && status) {
-		cl_int code = 0;
-		err = clEnqueueReadBuffer(r->queue, status, CL_TRUE, 0, sizeof code, &code, 0, NULL, NULL);
-		if (err != CL_SUCCESS) good = cl_fail(d, "clEnqueueReadBuffer", err);
-		else if (code > 0 && code <= pk->n_messages) {
+		int32_t code = 0;
+		st = tbcrt__buffer_read(status, 0, &code, sizeof code);
+		good = st.code == TBCRT_OK;
+		if (good && code > 0 && code <= pk->n_messages) {
 			tbc_diags_add(d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "%s", pk->messages[code - 1]);
 			good = false;
+			st = tbcrt__ok();
 		}
 	}
-	if (good) clFinish(r->queue);
-	for (int b = 0; mems && b < k->n_buffers; b++)
-		if (mems[b]) clReleaseMemObject(mems[b]);
-	if (status) clReleaseMemObject(status);
-	free(mems);
+	if (st.code != TBCRT_OK) rt_fail(d, &st);
+	for (int b = 0; bufs && b < k->n_buffers; b++) tbcrt__buffer_free(bufs[b]);
+	tbcrt__buffer_free(status);
+	free(bufs);
 	free(bytes);
+	free(args);
+	free(scalars);
 	return good;
 }
 
@@ -216,18 +202,21 @@ static bool run_program(const kir_program *p, void *user, tbc_diags *d) {
 
 static void close_run(ocl_run *r) {
 	for (int i = 0; i < r->n_kernels; i++) {
-		if (r->kernels[i].cl) clReleaseKernel(r->kernels[i].cl);
+		tbcrt__kernel_destroy(r->kernels[i].kernel);
 		tbc_ocl_kernel_free(&r->kernels[i].printed);
 	}
 	free(r->kernels);
-	if (r->program) clReleaseProgram(r->program);
-	if (r->queue) clReleaseCommandQueue(r->queue);
-	if (r->context) clReleaseContext(r->context);
+	tbcrt__program_release(r->program);
+	tbcrt_context_destroy(r->context); /* closes the device */
 }
 
 bool tbc_ocl_available(void) {
-	cl_uint n = 0;
-	return clGetPlatformIDs(0, NULL, &n) == CL_SUCCESS && n > 0;
+	ocl_run r = {.rc = TBC_OK};
+	tbc_diags *d = tbc_diags_create();
+	bool ok = d && open_device(&r, d);
+	close_run(&r);
+	tbc_diags_destroy(d);
+	return ok;
 }
 
 bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
