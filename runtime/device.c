@@ -1,6 +1,7 @@
 /* The device registry: every device of this machine, found on a context's
  * first device call, and the public enumeration (tbcrt_device_*).  Devices
  * open on first use and close with the context. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,20 @@ void tbcrt__copy_string(char *dst, size_t size, const char *src) {
 	size_t n = src ? strnlen(src, size - 1) : 0;
 	if (n) memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+void *tbcrt__driver_open(tbcrt_device_info *info, const char *name, tbcrt_device_kind kind, const char *library,
+			 const char *what) {
+	memset(info, 0, sizeof *info);
+	tbcrt__copy_string(info->name, sizeof info->name, name);
+	info->kind = kind;
+	void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(info->unavailable_reason, sizeof info->unavailable_reason, "no %s (%s)", what,
+			 e ? e : library);
+	}
+	return h;
 }
 
 const char *tbcrt_device_kind_name(tbcrt_device_kind kind) {

@@ -183,5 +183,10 @@ tbcrt_status tbcrt__hip_enumerate(tbcrt_context *c, tbcrt__registry *r);
 
 /* Copies src into a fixed-size field, truncating. */
 void tbcrt__copy_string(char *dst, size_t size, const char *src);
+/* A registry entry for a driver reached by dlopen: info named and of that
+ * kind, the library opened; NULL (and info unavailable, saying "no WHAT
+ * (dlerror)") when it is not installed. */
+void *tbcrt__driver_open(tbcrt_device_info *info, const char *name, tbcrt_device_kind kind, const char *library,
+			 const char *what);
 
 #endif

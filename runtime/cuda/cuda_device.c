@@ -15,16 +15,8 @@ typedef int (*cu_int_fn)(int *out);
 
 tbcrt_status tbcrt__cuda_enumerate(tbcrt_context *c, tbcrt__registry *r) {
 	tbcrt_device_info info;
-	memset(&info, 0, sizeof info);
-	tbcrt__copy_string(info.name, sizeof info.name, "cuda");
-	info.kind = TBCRT_DEVICE_CUDA;
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		snprintf(info.unavailable_reason, sizeof info.unavailable_reason, "no CUDA driver (%s)",
-			 e ? e : "libcuda.so.1 not found");
-		return tbcrt__registry_add(r, NULL, &info, NULL, NULL);
-	}
+	void *h = tbcrt__driver_open(&info, "cuda", TBCRT_DEVICE_CUDA, "libcuda.so.1", "CUDA driver");
+	if (!h) return tbcrt__registry_add(r, NULL, &info, NULL, NULL);
 	cu_init_fn init = (cu_init_fn)dlsym(h, "cuInit");
 	cu_int_fn version = (cu_int_fn)dlsym(h, "cuDriverGetVersion");
 	cu_int_fn count = (cu_int_fn)dlsym(h, "cuDeviceGetCount");

@@ -12,16 +12,8 @@ typedef int (*hip_int_fn)(int *out);
 
 tbcrt_status tbcrt__hip_enumerate(tbcrt_context *c, tbcrt__registry *r) {
 	tbcrt_device_info info;
-	memset(&info, 0, sizeof info);
-	tbcrt__copy_string(info.name, sizeof info.name, "hip");
-	info.kind = TBCRT_DEVICE_HIP;
-	void *h = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		snprintf(info.unavailable_reason, sizeof info.unavailable_reason, "no HIP runtime (%s)",
-			 e ? e : "libamdhip64.so not found");
-		return tbcrt__registry_add(r, NULL, &info, NULL, NULL);
-	}
+	void *h = tbcrt__driver_open(&info, "hip", TBCRT_DEVICE_HIP, "libamdhip64.so", "HIP runtime");
+	if (!h) return tbcrt__registry_add(r, NULL, &info, NULL, NULL);
 	hip_int_fn version = (hip_int_fn)dlsym(h, "hipDriverGetVersion");
 	hip_int_fn count = (hip_int_fn)dlsym(h, "hipGetDeviceCount");
 	int v = 0, n = 0, err = -1;
