@@ -578,9 +578,6 @@ __attribute__((format(printf, 2, 3))) static void verr(verifier *v, const char *
 	tbc_diags_add(v->d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "kernel %s: %s", v->k->name, msg);
 }
 
-static bool is_narrow_float(tbc_dtype t) {
-	return tbc_dtype_is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64;
-}
 static bool is_valid_type(tbc_dtype t) { return t == KIR_INDEX || tbc_dtype_supported(t); }
 static bool is_intlike(tbc_dtype t) { return t == KIR_INDEX || tbc_dtype_is_int(t); }
 
@@ -741,7 +738,7 @@ static void check_expr(verifier *v, const kir_expr *e) {
 			verr(v, "unknown unary op %d", e->op);
 			return;
 		}
-		if (is_narrow_float(t)) {
+		if (kir_type_is_narrow_float(t)) {
 			verr(v, "%s on %s: narrow floats are only loaded, stored, selected and cast",
 			     kir_unop_name(op), kir_type_name(t));
 			return;
@@ -774,7 +771,7 @@ static void check_expr(verifier *v, const kir_expr *e) {
 		if (e->b->type != t)
 			verr(v, "%s of %s and %s", kir_binop_name(op), kir_type_name(t), kir_type_name(e->b->type));
 		need_type(v, e, t, kir_binop_name(op));
-		if (is_narrow_float(t)) {
+		if (kir_type_is_narrow_float(t)) {
 			verr(v, "%s on %s: narrow floats are only loaded, stored, selected and cast",
 			     kir_binop_name(op), kir_type_name(t));
 			return;
@@ -807,7 +804,7 @@ static void check_expr(verifier *v, const kir_expr *e) {
 		if (e->op < KIR_EQ || e->op > KIR_GE) verr(v, "unknown comparison %d", e->op);
 		if (e->a->type != e->b->type)
 			verr(v, "%s of %s and %s", cmp_name(e->op), kir_type_name(e->a->type), kir_type_name(e->b->type));
-		if (is_narrow_float(e->a->type)) verr(v, "comparison of %s", kir_type_name(e->a->type));
+		if (kir_type_is_narrow_float(e->a->type)) verr(v, "comparison of %s", kir_type_name(e->a->type));
 		need_type(v, e, TBC_DT_BOOL, "a comparison");
 		return;
 	case KIR_E_SELECT:

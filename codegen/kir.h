@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 
 #define KIR_INDEX ((tbc_dtype)100) /* int64 index arithmetic */
@@ -152,6 +153,14 @@ typedef struct kir_kernel {
 	 * bit for bit (casts, quantization). */
 	bool contract;
 } kir_kernel;
+
+/* Classes of value types every consumer asks about (index is neither). */
+static inline bool kir_type_is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
+/* f16, bf16, float8, float4: stored narrow, computed in f32 after a cast. */
+static inline bool kir_type_is_narrow_float(tbc_dtype t) {
+	return kir_type_is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64;
+}
+static inline bool kir_type_is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
 
 /* ---- Builder (codegen/kir.c) -------------------------------------------------
  * Constructors take and return arena nodes; a NULL operand gives NULL (and

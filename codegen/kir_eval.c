@@ -45,9 +45,6 @@ __attribute__((format(printf, 2, 3))) static void eerr(evaluator *ev, const char
 	if (ev->d) tbc_diags_add(ev->d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "kernel %s: %s", ev->k->name, msg);
 }
 
-static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
-static bool is_narrow(tbc_dtype t) { return is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64; }
-static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
 
 /* The value v wrapped to the width of integer type t. */
 static int64_t wrap(tbc_dtype t, int64_t v) {
@@ -56,7 +53,7 @@ static int64_t wrap(tbc_dtype t, int64_t v) {
 	int bits = tbc_dtype_bits(t);
 	if (bits >= 64) return v;
 	uint64_t mask = ((uint64_t)1 << bits) - 1, u = (uint64_t)v & mask;
-	if (!is_unsigned(t) && (u >> (bits - 1))) u |= ~mask;
+	if (!kir_type_is_unsigned(t) && (u >> (bits - 1))) u |= ~mask;
 	return (int64_t)u;
 }
 
@@ -77,17 +74,17 @@ static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *inde
 
 static val load(evaluator *ev, const kir_buffer *b, int64_t i) {
 	val r;
-	if (is_narrow(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, ev->bufs[b->id], (size_t)i);
-	else if (is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
-	else if (is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, ev->bufs[b->id], (size_t)i);
+	if (kir_type_is_narrow_float(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, ev->bufs[b->id], (size_t)i);
+	else if (kir_type_is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
+	else if (kir_type_is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, ev->bufs[b->id], (size_t)i);
 	else r.i = tbc_load_i64(b->dtype, ev->bufs[b->id], (size_t)i);
 	return r;
 }
 
 static void store(evaluator *ev, const kir_buffer *b, int64_t i, val v) {
 	void *p = ev->bufs[b->id];
-	if (is_narrow(b->dtype)) tbc_store_bits(b->dtype, p, (size_t)i, (uint64_t)v.i);
-	else if (is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
+	if (kir_type_is_narrow_float(b->dtype)) tbc_store_bits(b->dtype, p, (size_t)i, (uint64_t)v.i);
+	else if (kir_type_is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
 	else tbc_store_i64(b->dtype, p, (size_t)i, v.i);
 }
 
@@ -128,16 +125,16 @@ static val unary(evaluator *ev, const kir_expr *e) {
 	kir_unop op = (kir_unop)e->op;
 	if (op == KIR_ISNAN) return (val){.i = isnan(a.f)};
 	if (op == KIR_ISINF) return (val){.i = isinf(a.f)};
-	if (is_float(t)) {
+	if (kir_type_is_float(t)) {
 		r.f = round_to(t, unary_f(op, a.f));
 		return r;
 	}
 	uint64_t u = (uint64_t)a.i;
 	switch (op) {
 	case KIR_NEG: r.i = (int64_t)(0u - u); break;
-	case KIR_ABS: r.i = (!is_unsigned(t) && a.i < 0) ? (int64_t)(0u - u) : a.i; break;
+	case KIR_ABS: r.i = (!kir_type_is_unsigned(t) && a.i < 0) ? (int64_t)(0u - u) : a.i; break;
 	case KIR_NOT: r.i = t == TBC_DT_BOOL ? !a.i : (int64_t)~u; break;
-	case KIR_SIGN: r.i = is_unsigned(t) ? u != 0 : (a.i > 0) - (a.i < 0); break;
+	case KIR_SIGN: r.i = kir_type_is_unsigned(t) ? u != 0 : (a.i > 0) - (a.i < 0); break;
 	default: eerr(ev, "%s of an integer", kir_unop_name(op)); break;
 	}
 	r.i = wrap(t, r.i);
@@ -148,7 +145,7 @@ static val binary(evaluator *ev, const kir_expr *e) {
 	val a = eval(ev, e->a), b = eval(ev, e->b), r = {0};
 	tbc_dtype t = e->a->type;
 	kir_binop op = (kir_binop)e->op;
-	if (is_float(t)) {
+	if (kir_type_is_float(t)) {
 		double x = a.f, y = b.f;
 		switch (op) {
 		case KIR_ADD: r.f = x + y; break;
@@ -168,7 +165,7 @@ static val binary(evaluator *ev, const kir_expr *e) {
 		return r;
 	}
 	int bits = t == KIR_INDEX ? 64 : tbc_dtype_bits(t);
-	bool u = is_unsigned(t);
+	bool u = kir_type_is_unsigned(t);
 	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
 	switch (op) {
 	case KIR_ADD: r.i = (int64_t)(x + y); break;
@@ -196,8 +193,8 @@ static val compare(evaluator *ev, const kir_expr *e) {
 	val a = eval(ev, e->a), b = eval(ev, e->b);
 	tbc_dtype t = e->a->type;
 	int c; /* -1, 0, 1, or 2 for unordered */
-	if (is_float(t)) c = isnan(a.f) || isnan(b.f) ? 2 : a.f < b.f ? -1 : a.f > b.f;
-	else if (is_unsigned(t)) c = (uint64_t)a.i < (uint64_t)b.i ? -1 : (uint64_t)a.i > (uint64_t)b.i;
+	if (kir_type_is_float(t)) c = isnan(a.f) || isnan(b.f) ? 2 : a.f < b.f ? -1 : a.f > b.f;
+	else if (kir_type_is_unsigned(t)) c = (uint64_t)a.i < (uint64_t)b.i ? -1 : (uint64_t)a.i > (uint64_t)b.i;
 	else c = a.i < b.i ? -1 : a.i > b.i;
 	int64_t r = 0;
 	switch ((kir_cmp)e->op) {
@@ -219,18 +216,18 @@ static val cast(evaluator *ev, const kir_expr *e) {
 	if (to == KIR_INDEX) to = TBC_DT_I64;
 	if (from == KIR_INDEX) from = TBC_DT_I64;
 	uint64_t tmp = 0;
-	if (is_narrow(from)) {
+	if (kir_type_is_narrow_float(from)) {
 		uint64_t bits = (uint64_t)a.i;
 		a.f = tbc_load_f64(from, &bits, 0);
 	}
 	if (e->op == KIR_CAST_NO_SATURATE) /* integers through double, as the interpreter's Cast */
-		tbc_store_f64_nosat(to, &tmp, 0, is_float(from) ? a.f : is_unsigned(from) ? (double)(uint64_t)a.i : (double)a.i);
-	else if (is_float(from)) tbc_store_f64(to, &tmp, 0, a.f);
-	else if (is_unsigned(from)) tbc_store_u64(to, &tmp, 0, (uint64_t)a.i);
+		tbc_store_f64_nosat(to, &tmp, 0, kir_type_is_float(from) ? a.f : kir_type_is_unsigned(from) ? (double)(uint64_t)a.i : (double)a.i);
+	else if (kir_type_is_float(from)) tbc_store_f64(to, &tmp, 0, a.f);
+	else if (kir_type_is_unsigned(from)) tbc_store_u64(to, &tmp, 0, (uint64_t)a.i);
 	else tbc_store_i64(to, &tmp, 0, a.i);
-	if (is_narrow(to)) r.i = (int64_t)tbc_load_bits(to, &tmp, 0);
-	else if (is_float(to)) r.f = tbc_load_f64(to, &tmp, 0);
-	else if (is_unsigned(to)) r.i = (int64_t)tbc_load_u64(to, &tmp, 0);
+	if (kir_type_is_narrow_float(to)) r.i = (int64_t)tbc_load_bits(to, &tmp, 0);
+	else if (kir_type_is_float(to)) r.f = tbc_load_f64(to, &tmp, 0);
+	else if (kir_type_is_unsigned(to)) r.i = (int64_t)tbc_load_u64(to, &tmp, 0);
 	else r.i = tbc_load_i64(to, &tmp, 0);
 	return r;
 }
@@ -241,7 +238,7 @@ static val eval(evaluator *ev, const kir_expr *e) {
 	switch (e->kind) {
 	case KIR_E_INT: return (val){.i = wrap(e->type, e->i)};
 	case KIR_E_FLOAT:
-		if (is_narrow(e->type)) {
+		if (kir_type_is_narrow_float(e->type)) {
 			uint64_t bits = 0;
 			tbc_store_f64(e->type, &bits, 0, e->f);
 			return (val){.i = (int64_t)tbc_load_bits(e->type, &bits, 0)};

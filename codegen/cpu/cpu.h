@@ -39,7 +39,6 @@ LLVMValueRef cpu_message(cpu_cx *c, const char *text);
 
 /* Narrow floats (cpu_narrow.c): held as their bits (i16 / i8); converted
  * exactly as ir/dtype.c converts. */
-bool cpu_is_narrow_float(tbc_dtype t);
 LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits);
 /* x an f32 or f64 value; rounds once to nearest even.  saturate: float8
  * out of range gives the largest finite value (else infinity or NaN). */

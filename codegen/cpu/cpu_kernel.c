@@ -77,7 +77,7 @@ static LLVMTypeRef mem_type(cpu_cx *c, tbc_dtype t) {
 }
 
 /* Floats the backend computes with; narrow floats are bits. */
-static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t) && !cpu_is_narrow_float(t); }
+static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t) && !kir_type_is_narrow_float(t); }
 static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && (tbc_dtype_is_unsigned(t) || t == TBC_DT_BOOL); }
 static int bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
 
@@ -447,14 +447,14 @@ static LLVMValueRef cast(fn_cx *f, const kir_expr *e) {
 	/* Narrow floats: decode to f32 (exact), then cast as from f32; to one:
 	 * integers and bool go through f64 (tbc_store_i64 rounds (double)v),
 	 * floats encode from their own value. */
-	if (cpu_is_narrow_float(from)) {
+	if (kir_type_is_narrow_float(from)) {
 		x = cpu_narrow_to_f32(c, from, x);
 		if (!x) return NULL;
 		from = TBC_DT_F32;
 		fty = c->f32;
 		if (to == TBC_DT_F32) return x;
 	}
-	if (cpu_is_narrow_float(to)) {
+	if (kir_type_is_narrow_float(to)) {
 		if (!is_float(from)) {
 			x = is_unsigned(from) ? LLVMBuildUIToFP(b, x, c->f64, "") : LLVMBuildSIToFP(b, x, c->f64, "");
 		}
@@ -550,7 +550,7 @@ static LLVMValueRef expr(fn_cx *f, const kir_expr *e) {
 	}
 	case KIR_E_FLOAT: {
 		LLVMTypeRef t = cpu_type(c, e->type);
-		if (t && cpu_is_narrow_float(e->type)) v = cpu_narrow_const(c, e->type, e->f);
+		if (t && kir_type_is_narrow_float(e->type)) v = cpu_narrow_const(c, e->type, e->f);
 		else v = t ? LLVMConstReal(t, e->f) : NULL;
 		break;
 	}

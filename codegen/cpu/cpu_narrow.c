@@ -40,10 +40,6 @@ static bool narrow_fmt(tbc_dtype dt, fmt *f) {
 	}
 }
 
-bool cpu_is_narrow_float(tbc_dtype t) {
-	return t != KIR_INDEX && tbc_dtype_is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64;
-}
-
 static unsigned max_code(tbc_dtype dt, const fmt *f) {
 	uint16_t bits = 0;
 	tbc_store_f64(dt, &bits, 0, f->max);

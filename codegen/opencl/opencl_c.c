@@ -47,9 +47,6 @@ __attribute__((format(printf, 2, 3))) static void fail(printer *p, const char *f
 	tbc_diags_add(p->d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "kernel %s: %s", p->k->name, msg);
 }
 
-static bool is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
-static bool is_narrow(tbc_dtype t) { return is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64; }
-static bool is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
 static int bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
 
 /* The C type a value of type t is held in. */
@@ -69,7 +66,7 @@ static const char *ctype(tbc_dtype t) {
 	case TBC_DT_U64: return "ulong";
 	default: break;
 	}
-	if (is_narrow(t)) return tbc_dtype_size(t) == 2 ? "ushort" : "uchar";
+	if (kir_type_is_narrow_float(t)) return tbc_dtype_size(t) == 2 ? "ushort" : "uchar";
 	return NULL;
 }
 
@@ -105,7 +102,7 @@ static void wrap_close(printer *p, tbc_dtype t) {
 }
 
 static void float_const(printer *p, tbc_dtype t, double v) {
-	if (is_narrow(t)) {
+	if (kir_type_is_narrow_float(t)) {
 		uint64_t bits = 0;
 		tbc_store_f64(t, &bits, 0, v);
 		fprintf(p->f, "((%s)0x%" PRIx64 ")", ctype(t), tbc_load_bits(t, &bits, 0));
@@ -123,7 +120,7 @@ static void float_const(printer *p, tbc_dtype t, double v) {
 static void int_const(printer *p, tbc_dtype t, int64_t v) {
 	if (t == TBC_DT_BOOL) {
 		fprintf(p->f, "%d", v != 0);
-	} else if (is_unsigned(t)) {
+	} else if (kir_type_is_unsigned(t)) {
 		uint64_t u = bits_of(t) >= 64 ? (uint64_t)v : (uint64_t)v & (((uint64_t)1 << bits_of(t)) - 1);
 		fprintf(p->f, "((%s)%" PRIu64 "UL)", ctype(t), u);
 	} else if (t == KIR_INDEX) { /* index math: plain long literals */
@@ -164,14 +161,14 @@ static void unary(printer *p, const kir_expr *e) {
 	tbc_dtype t = e->a->type;
 	kir_unop op = (kir_unop)e->op;
 	if (op == KIR_ISNAN || op == KIR_ISINF) {
-		if (!is_float(t) || is_narrow(t)) return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
+		if (!kir_type_is_float(t) || kir_type_is_narrow_float(t)) return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
 		fprintf(p->f, "(%s(", op == KIR_ISNAN ? "isnan" : "isinf");
 		expr(p, e->a);
 		fprintf(p->f, ") != 0)");
 		return;
 	}
-	if (is_float(t)) {
-		if (is_narrow(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_unop_name(op), kir_type_name(t));
+	if (kir_type_is_float(t)) {
+		if (kir_type_is_narrow_float(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_unop_name(op), kir_type_name(t));
 		bool f32 = t == TBC_DT_F32;
 		if (op == KIR_NEG) fprintf(p->f, "(-");
 		else if (op == KIR_SIGN) fprintf(p->f, "%s(", f32 ? "tbc_signf" : "tbc_sign");
@@ -185,16 +182,16 @@ static void unary(printer *p, const kir_expr *e) {
 	switch (op) {
 	case KIR_NEG: fprintf(p->f, "0UL - (ulong)("); break;
 	case KIR_ABS:
-		if (is_unsigned(t)) fprintf(p->f, "(");
+		if (kir_type_is_unsigned(t)) fprintf(p->f, "(");
 		else fprintf(p->f, "tbc_abs_i((long)(");
 		break;
 	case KIR_NOT: fprintf(p->f, t == TBC_DT_BOOL ? "!(" : "~("); break;
-	case KIR_SIGN: fprintf(p->f, is_unsigned(t) ? "0 != (" : "tbc_sign_i((long)("); break;
+	case KIR_SIGN: fprintf(p->f, kir_type_is_unsigned(t) ? "0 != (" : "tbc_sign_i((long)("); break;
 	default: return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
 	}
 	expr(p, e->a);
 	fputc(')', p->f);
-	if ((op == KIR_ABS && !is_unsigned(t)) || (op == KIR_SIGN && !is_unsigned(t))) fputc(')', p->f);
+	if ((op == KIR_ABS && !kir_type_is_unsigned(t)) || (op == KIR_SIGN && !kir_type_is_unsigned(t))) fputc(')', p->f);
 	wrap_close(p, t);
 }
 
@@ -202,8 +199,8 @@ static void binary(printer *p, const kir_expr *e) {
 	tbc_dtype t = e->a->type;
 	kir_binop op = (kir_binop)e->op;
 	const kir_expr *a = e->a, *b = e->b;
-	if (is_float(t)) {
-		if (is_narrow(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_binop_name(op), kir_type_name(t));
+	if (kir_type_is_float(t)) {
+		if (kir_type_is_narrow_float(t)) return fail(p, "%s of %s (narrow floats are cast first)", kir_binop_name(op), kir_type_name(t));
 		bool f32 = t == TBC_DT_F32;
 		const char *infix = op == KIR_ADD ? "+" : op == KIR_SUB ? "-" : op == KIR_MUL ? "*" : op == KIR_DIV ? "/" : NULL;
 		if (infix) {
@@ -233,7 +230,7 @@ static void binary(printer *p, const kir_expr *e) {
 		}
 		return;
 	}
-	bool u = is_unsigned(t);
+	bool u = kir_type_is_unsigned(t);
 	int bits = bits_of(t);
 	if (t == KIR_INDEX && (op == KIR_ADD || op == KIR_SUB || op == KIR_MUL)) {
 		/* index math stays in range in a kernel that verifies: plain C */
@@ -291,7 +288,7 @@ static void binary(printer *p, const kir_expr *e) {
 static void compare(printer *p, const kir_expr *e) {
 	static const char *const ops[] = {[KIR_EQ] = "==", [KIR_NE] = "!=", [KIR_LT] = "<",
 					  [KIR_LE] = "<=", [KIR_GT] = ">",  [KIR_GE] = ">="};
-	if (is_narrow(e->a->type)) return fail(p, "comparison of %s", kir_type_name(e->a->type));
+	if (kir_type_is_narrow_float(e->a->type)) return fail(p, "comparison of %s", kir_type_name(e->a->type));
 	fputc('(', p->f);
 	expr(p, e->a);
 	fprintf(p->f, " %s ", ops[e->op]);
@@ -304,7 +301,7 @@ static void as_double(printer *p, const kir_expr *a) {
 	tbc_dtype t = a->type;
 	if (t == TBC_DT_BF16) fprintf(p->f, "tbc_from_bf16(");
 	else if (t == TBC_DT_F8E8M0) fprintf(p->f, "tbc_from_e8m0(");
-	else if (is_narrow(t)) fprintf(p->f, "tbc_decode(%d, ", narrow_id(t));
+	else if (kir_type_is_narrow_float(t)) fprintf(p->f, "tbc_decode(%d, ", narrow_id(t));
 	else fprintf(p->f, "(double)(");
 	expr(p, a);
 	fputc(')', p->f);
@@ -314,7 +311,7 @@ static void as_double(printer *p, const kir_expr *a) {
 static void cast(printer *p, const kir_expr *e) {
 	tbc_dtype from = e->a->type, to = e->type;
 	bool saturate = e->op != KIR_CAST_NO_SATURATE;
-	if (is_narrow(to)) {
+	if (kir_type_is_narrow_float(to)) {
 		if (to == TBC_DT_BF16) fprintf(p->f, "tbc_to_bf16(");
 		else if (to == TBC_DT_F8E8M0) fprintf(p->f, "tbc_to_e8m0(");
 		else fprintf(p->f, "((%s)tbc_encode(%d, ", ctype(to), narrow_id(to));
@@ -325,28 +322,28 @@ static void cast(printer *p, const kir_expr *e) {
 		else fputc(')', p->f);
 		return;
 	}
-	if (is_float(to)) { /* f32, f64 */
+	if (kir_type_is_float(to)) { /* f32, f64 */
 		fprintf(p->f, "((%s)", ctype(to));
-		if (is_narrow(from) || (e->op == KIR_CAST_NO_SATURATE && !is_float(from))) as_double(p, e->a);
+		if (kir_type_is_narrow_float(from) || (e->op == KIR_CAST_NO_SATURATE && !kir_type_is_float(from))) as_double(p, e->a);
 		else expr(p, e->a);
 		fputc(')', p->f);
 		return;
 	}
 	if (to == TBC_DT_BOOL) { /* NaN is true */
 		fprintf(p->f, "(!(");
-		if (is_narrow(from)) as_double(p, e->a);
+		if (kir_type_is_narrow_float(from)) as_double(p, e->a);
 		else expr(p, e->a);
 		fprintf(p->f, " == 0))");
 		return;
 	}
 	/* to an integer */
 	wrap_open(p, to);
-	if (is_float(from) || (e->op == KIR_CAST_NO_SATURATE)) {
+	if (kir_type_is_float(from) || (e->op == KIR_CAST_NO_SATURATE)) {
 		fprintf(p->f, to == TBC_DT_U64 ? "tbc_f2u(" : "tbc_f2i(trunc(");
 		as_double(p, e->a);
 		fprintf(p->f, to == TBC_DT_U64 ? ")" : "))");
 	} else {
-		fprintf(p->f, "(%s)(", is_unsigned(from) ? "ulong" : "long");
+		fprintf(p->f, "(%s)(", kir_type_is_unsigned(from) ? "ulong" : "long");
 		expr(p, e->a);
 		fputc(')', p->f);
 	}
