@@ -76,12 +76,6 @@ static void map(fixture *f, kir_expr *value) {
 }
 static void close_outputs(fixture *f) { f->k->body = loop(f, KIR_LOOP_PARALLEL, f->body.first); }
 
-static void same_on_device_as(fixture *f, const void *x, size_t y_bytes, bool nan_any);
-static void same_on_device(fixture *f, const void *x, size_t x_bytes, size_t y_bytes) {
-	(void)x_bytes;
-	same_on_device_as(f, x, y_bytes, false);
-}
-
 static kir_expr *xi(fixture *f) { return kir_e_load(f->k, f->x, kir_e_var(f->k, f->i)); }
 
 static void need_opencl(void) {
@@ -102,8 +96,7 @@ static bool both_nan(tbc_dtype t, const void *a, const void *b, size_t i) {
 	return isnan(tbc_load_f64(t, a, i)) && isnan(tbc_load_f64(t, b, i));
 }
 
-static void same_on_device_as(fixture *f, const void *x, size_t y_bytes, bool nan_any) {
-	(void)y_bytes;
+static void same_on_device(fixture *f, const void *x, bool nan_any) {
 	need_opencl();
 	if (!kir_verify(f->k, f->d)) print_diags(f->d);
 	assert_true(kir_verify(f->k, f->d));
@@ -158,7 +151,7 @@ static void test_one_parallel_loop_is_a_grid(void **state) {
 	tbc_ocl_kernel_free(&out);
 	float x[N];
 	special_floats(x);
-	same_on_device(&f, x, sizeof x, N * 4);
+	same_on_device(&f, x, false);
 	done(&f);
 }
 
@@ -182,7 +175,7 @@ static void test_two_loops_run_on_one_work_item(void **state) {
 	tbc_ocl_kernel_free(&out);
 	int32_t x[N];
 	for (int i = 0; i < N; i++) x[i] = i * 3;
-	same_on_device(&f, x, sizeof x, sizeof x);
+	same_on_device(&f, x, false);
 	done(&f);
 }
 
@@ -204,7 +197,7 @@ static void binary_ints(tbc_dtype t) {
 	static const int64_t v[] = {0, 1, -1, 2, -2, 7, -7, 127, -128, 100, 40, 31, 32, 33, 8, 64,
 				    INT32_MAX, INT32_MIN, -65536, 65535};
 	for (int i = 0; i < N; i++) tbc_store_i64(t, x, (size_t)i, v[i % (int)(sizeof v / sizeof *v)] + (i >= 20 ? i : 0));
-	same_on_device(&f, x, 0, 0);
+	same_on_device(&f, x, false);
 	done(&f);
 }
 
@@ -230,14 +223,14 @@ static void test_float_min_max_sign_match_the_evaluator(void **state) {
 		close_outputs(&f);
 		float x[N];
 		special_floats(x);
-		same_on_device_as(&f, x, 0, !exact);
+		same_on_device(&f, x, !exact);
 		done(&f);
 	}
 	fixture f = make(TBC_DT_F64, TBC_DT_F64);
 	map(&f, kir_e_unary(f.k, KIR_SIGN, xi(&f)));
 	double x[N];
 	for (int i = 0; i < N; i++) x[i] = i == 0 ? -0.0 : i == 1 ? NAN : (double)(i - 30);
-	same_on_device(&f, x, sizeof x, sizeof x);
+	same_on_device(&f, x, false);
 	done(&f);
 }
 
@@ -260,7 +253,7 @@ static void test_narrow_float_casts_match_the_evaluator(void **state) {
 			add_output(&f, TBC_DT_F32, kir_e_cast(k, TBC_DT_F32, narrow));
 		}
 	close_outputs(&f);
-	same_on_device(&f, x, sizeof x, 0);
+	same_on_device(&f, x, false);
 	done(&f);
 }
 
