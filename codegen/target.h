@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "tbc/tbc.h"
 
 /* What the artifact writer asks of a target besides the program. */

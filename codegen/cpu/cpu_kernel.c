@@ -5,7 +5,7 @@
  * end) called through the host's parallel_for; innermost loops carry
  * llvm.loop metadata asking for vectorization, and LLVM's loop vectorizer
  * does the rest.  Every scalar operation computes what the evaluator
- * (codegen/kir_eval.c, codegen/kir_sem.h) computes, including its defined
+ * (codegen/kir/kir_eval.c, codegen/kir/kir_sem.h) computes, including its defined
  * results for division by zero, oversized shifts and NaN in min/max. */
 #include <math.h>
 #include <stdarg.h>

@@ -188,7 +188,7 @@ typedef struct run_frame {
 	LLVMBasicBlockRef head, exit; /* LOOP: the test, after the loop; IF: else, join */
 } run_frame;
 
-/* Emits control marker la (codegen/lower.h's kir_ctl semantics). */
+/* Emits control marker la (codegen/lower/lower.h's kir_ctl semantics). */
 static void run_control(run_cx *r, const kir_launch *la, run_frame *stack, int *depth) {
 	cpu_cx *c = r->c;
 	LLVMBuilderRef B = c->b;

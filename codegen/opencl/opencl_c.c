@@ -1,6 +1,6 @@
 /* Kernel IR -> OpenCL C 1.2 (docs/opencl.md).
  *
- * Values keep the evaluator's representation (codegen/kir_eval.c): integers
+ * Values keep the evaluator's representation (codegen/kir/kir_eval.c): integers
  * in their C type and wrapped to their width after every operation, bool as
  * int 0/1, f32 and f64 as float and double, narrow floats (f16, bf16,
  * float8, float4) as their bits, decoded to double for a cast and encoded

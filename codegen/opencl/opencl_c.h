@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "codegen/kir.h"
+#include "codegen/kir/kir.h"
 
 /* How a printed kernel is launched. */
 typedef enum tbc_ocl_shape {

@@ -1,5 +1,5 @@
 /* What every kernel tbc prints as OpenCL C 1.2 relies on: the scalar
- * semantics of kernel IR where C leaves a case undefined (codegen/kir_sem.h)
+ * semantics of kernel IR where C leaves a case undefined (codegen/kir/kir_sem.h)
  * and the narrow float formats (ir/dtype.c), written the same way so every
  * target computes the same values.  Narrow floats travel as their bits
  * (ushort, uchar) and are decoded to and encoded from double. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "codegen/compile.h"
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "codegen/opencl/opencl_c.h"
 #include "ir/dtype.h"
 #include "ir/ir.h"

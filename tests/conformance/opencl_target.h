@@ -3,7 +3,7 @@
 #define TBC_TESTS_OPENCL_TARGET_H
 #include <stdbool.h>
 
-#include "codegen/kir.h"
+#include "codegen/kir/kir.h"
 #include "tbc/tbc.h"
 
 /* Lowers m, prints its kernels as OpenCL C, runs the program on the first

@@ -15,7 +15,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"

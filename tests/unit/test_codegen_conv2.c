@@ -1,5 +1,5 @@
 /* ConvTranspose, GridSample, MaxUnpool and RoiAlign lowered
- * (codegen/lower_conv_t.c) against the reference interpreter: each test
+ * (codegen/lower/lower_conv_t.c) against the reference interpreter: each test
  * builds a small graph, runs it with tbc_interpret, with the kernel IR
  * evaluator (lowering alone) and JIT-compiled for the host, and compares all
  * three. */
@@ -16,7 +16,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"

@@ -1,4 +1,4 @@
-/* Data-movement lowerings (codegen/lower_data*.c) against the reference
+/* Data-movement lowerings (codegen/lower/lower_data*.c) against the reference
  * interpreter: each test builds a small graph, runs it with tbc_interpret,
  * with the kernel IR evaluator and JIT-compiled for the host, and compares
  * all three (integers and moved bits exactly).  Helpers in
@@ -16,7 +16,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
@@ -362,7 +362,7 @@ static void test_constant_of_shape_range_eyelike_trilu(void **state) {
 		}
 }
 
-/* starts given while running: the shape kernel of codegen/lower_dyn_data.c
+/* starts given while running: the shape kernel of codegen/lower/lower_dyn_data.c
  * (tests/unit/test_codegen_dyn_data.c has the rest). */
 static void test_non_constant_slice(void **state) {
 	(void)state;

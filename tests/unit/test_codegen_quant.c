@@ -1,4 +1,4 @@
-/* The quantization ops lowered (codegen/lower_quant.c)
+/* The quantization ops lowered (codegen/lower/lower_quant.c)
  * against the reference interpreter: each test
  * builds a small graph, runs it with tbc_interpret, with the kernel IR
  * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host
@@ -16,7 +16,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"

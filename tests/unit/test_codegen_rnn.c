@@ -1,4 +1,4 @@
-/* RNN, GRU and LSTM lowered for the CPU (codegen/lower_rnn.c) against the
+/* RNN, GRU and LSTM lowered for the CPU (codegen/lower/lower_rnn.c) against the
  * reference interpreter: each test builds one recurrent op with random
  * inputs, runs it with tbc_interpret, the kernel IR evaluator and the JIT,
  * and compares all three (check_outputs, tests/unit/support). */
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"

@@ -1,4 +1,4 @@
-/* DFT, LinearAttention and TfIdfVectorizer lowered (codegen/lower_signal.c)
+/* DFT, LinearAttention and TfIdfVectorizer lowered (codegen/lower/lower_signal.c)
  * against the reference interpreter: each test builds a small graph, runs it
  * with tbc_interpret, with the kernel IR evaluator and JIT-compiled, and
  * compares all three. */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/kir.h"
+#include "codegen/kir/kir.h"
 
 typedef struct fixture {
 	tbc_arena *arena;

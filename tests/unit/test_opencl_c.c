@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/kir.h"
+#include "codegen/kir/kir.h"
 #include "codegen/opencl/opencl_c.h"
 #include "ir/dtype.h"
 #include "tests/conformance/opencl_target.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 

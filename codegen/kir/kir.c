@@ -1,0 +1,949 @@
+/* Kernel IR: builder, printer and verifier.  The rules the verifier checks
+ * and the text form the printer writes are described in docs/kernel-ir.md. */
+#include "codegen/kir/kir.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Builder -------------------------------------------------------------*/
+static void *knew(kir_kernel *k, size_t size) {
+	void *p = tbc_arena_alloc(k->arena, size);
+	if (!p) k->failed = true;
+	return p;
+}
+
+kir_kernel *kir_kernel_new(tbc_arena *arena, const char *name) {
+	kir_kernel *k = tbc_arena_alloc(arena, sizeof *k);
+	if (!k) return NULL;
+	k->arena = arena;
+	k->name = tbc_arena_strdup(arena, name ? name : "kernel");
+	if (!k->name) return NULL;
+	return k;
+}
+
+/* Grows an arena array of pointers by one (arrays here are small). */
+static bool push_ptr(kir_kernel *k, void ***arr, int *n, void *item) {
+	void **grown = tbc_arena_array(k->arena, (size_t)*n + 1, sizeof(void *));
+	if (!grown) return k->failed = true, false;
+	if (*n) memcpy(grown, *arr, (size_t)*n * sizeof(void *));
+	grown[*n] = item;
+	*arr = grown;
+	(*n)++;
+	return true;
+}
+
+int kir_size_param(kir_kernel *k, const char *name) {
+	for (int i = 0; i < k->n_sizes; i++)
+		if (!strcmp(k->size_names[i], name)) return i;
+	char *copy = tbc_arena_strdup(k->arena, name);
+	if (!copy) return k->failed = true, -1;
+	if (!push_ptr(k, (void ***)&k->size_names, &k->n_sizes, copy)) return -1;
+	return k->n_sizes - 1;
+}
+
+kir_buffer *kir_buffer_new(kir_kernel *k, const char *name, tbc_dtype dtype, kir_buffer_role role, int rank,
+			   kir_expr *const *dims) {
+	if (rank < 0 || rank > TBC_MAX_RANK) return k->failed = true, NULL;
+	kir_buffer *b = knew(k, sizeof *b);
+	if (!b) return NULL;
+	b->id = k->n_buffers;
+	b->name = tbc_arena_strdup(k->arena, name ? name : "buf");
+	b->dtype = dtype;
+	b->role = role;
+	b->rank = rank;
+	for (int i = 0; i < rank; i++) {
+		if (!dims[i]) return k->failed = true, NULL;
+		b->dims[i] = dims[i];
+	}
+	if (!b->name || !push_ptr(k, (void ***)&k->buffers, &k->n_buffers, b)) return NULL;
+	return b;
+}
+
+kir_var *kir_var_new(kir_kernel *k, const char *name, tbc_dtype type) {
+	kir_var *v = knew(k, sizeof *v);
+	if (!v) return NULL;
+	if (!name) name = "t";
+	int clash = 0;
+	for (int i = 0; i < k->n_vars; i++) {
+		const char *o = k->vars[i]->name;
+		size_t n = strlen(name);
+		if (!strncmp(o, name, n) && (o[n] == 0 || o[n] == '.')) clash++;
+	}
+	char buf[128];
+	if (clash) snprintf(buf, sizeof buf, "%s.%d", name, clash);
+	else snprintf(buf, sizeof buf, "%s", name);
+	v->id = k->n_vars;
+	v->name = tbc_arena_strdup(k->arena, buf);
+	v->type = type;
+	int n = k->n_vars;
+	if (!v->name || !push_ptr(k, (void ***)&k->vars, &n, v)) return NULL;
+	k->n_vars = n;
+	return v;
+}
+
+static kir_expr *enew(kir_kernel *k, kir_expr_kind kind, tbc_dtype type) {
+	kir_expr *e = knew(k, sizeof *e);
+	if (!e) return NULL;
+	e->kind = kind;
+	e->type = type;
+	return e;
+}
+
+kir_expr *kir_e_int(kir_kernel *k, tbc_dtype type, int64_t v) {
+	kir_expr *e = enew(k, KIR_E_INT, type);
+	if (e) e->i = v;
+	return e;
+}
+kir_expr *kir_e_index(kir_kernel *k, int64_t v) { return kir_e_int(k, KIR_INDEX, v); }
+
+kir_expr *kir_e_float(kir_kernel *k, tbc_dtype type, double v) {
+	kir_expr *e = enew(k, KIR_E_FLOAT, type);
+	if (e) e->f = v;
+	return e;
+}
+
+kir_expr *kir_e_var(kir_kernel *k, kir_var *v) {
+	if (!v) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_VAR, v->type);
+	if (e) e->var = v;
+	return e;
+}
+
+kir_expr *kir_e_size(kir_kernel *k, int size) {
+	if (size < 0) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_SIZE, KIR_INDEX);
+	if (e) e->size = size;
+	return e;
+}
+
+kir_expr *kir_e_load(kir_kernel *k, kir_buffer *b, kir_expr *index) {
+	if (!b || !index) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_LOAD, b->dtype);
+	if (e) e->buf = b, e->a = index;
+	return e;
+}
+
+kir_expr *kir_e_unary(kir_kernel *k, kir_unop op, kir_expr *a) {
+	if (!a) return k->failed = true, NULL;
+	tbc_dtype t = (op == KIR_ISNAN || op == KIR_ISINF) ? TBC_DT_BOOL : a->type;
+	kir_expr *e = enew(k, KIR_E_UNARY, t);
+	if (e) e->op = op, e->a = a;
+	return e;
+}
+
+bool kir_e_const_index(const kir_expr *e, int64_t *out) {
+	if (!e || e->kind != KIR_E_INT || e->type != KIR_INDEX) return false;
+	*out = e->i;
+	return true;
+}
+
+static int64_t floordiv64(int64_t a, int64_t b) {
+	int64_t q = a / b;
+	if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+	return q;
+}
+
+/* Folds index arithmetic on constants and the identities of 0 and 1. */
+static kir_expr *fold_index(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b) {
+	int64_t x, y;
+	bool ca = kir_e_const_index(a, &x), cb = kir_e_const_index(b, &y);
+	if (ca && cb) {
+		switch (op) {
+		case KIR_ADD: return kir_e_index(k, (int64_t)((uint64_t)x + (uint64_t)y));
+		case KIR_SUB: return kir_e_index(k, (int64_t)((uint64_t)x - (uint64_t)y));
+		case KIR_MUL: return kir_e_index(k, (int64_t)((uint64_t)x * (uint64_t)y));
+		case KIR_MIN: return kir_e_index(k, x < y ? x : y);
+		case KIR_MAX: return kir_e_index(k, x > y ? x : y);
+		case KIR_FLOORDIV: if (y != 0) return kir_e_index(k, floordiv64(x, y)); break;
+		case KIR_FLOORMOD: if (y != 0) return kir_e_index(k, x - floordiv64(x, y) * y); break;
+		default: break;
+		}
+		return NULL;
+	}
+	if (op == KIR_ADD && ca && x == 0) return b;
+	if ((op == KIR_ADD || op == KIR_SUB) && cb && y == 0) return a;
+	if (op == KIR_MUL && ca && x == 1) return b;
+	if ((op == KIR_MUL || op == KIR_FLOORDIV) && cb && y == 1) return a;
+	if (op == KIR_MUL && ((ca && x == 0) || (cb && y == 0))) return kir_e_index(k, 0);
+	if (op == KIR_FLOORMOD && cb && y == 1) return kir_e_index(k, 0);
+	return NULL;
+}
+
+kir_expr *kir_e_binary(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b) {
+	if (!a || !b) return k->failed = true, NULL;
+	if (a->type == KIR_INDEX && b->type == KIR_INDEX) {
+		kir_expr *f = fold_index(k, op, a, b);
+		if (f) return f;
+	}
+	kir_expr *e = enew(k, KIR_E_BINARY, a->type);
+	if (e) e->op = op, e->a = a, e->b = b;
+	return e;
+}
+
+kir_expr *kir_e_add(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_ADD, a, b); }
+kir_expr *kir_e_mul(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_MUL, a, b); }
+
+kir_expr *kir_e_cmp(kir_kernel *k, kir_cmp op, kir_expr *a, kir_expr *b) {
+	if (!a || !b) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_CMP, TBC_DT_BOOL);
+	if (e) e->op = op, e->a = a, e->b = b;
+	return e;
+}
+
+kir_expr *kir_e_select(kir_kernel *k, kir_expr *cond, kir_expr *a, kir_expr *b) {
+	if (!cond || !a || !b) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_SELECT, a->type);
+	if (e) e->a = cond, e->b = a, e->c = b;
+	return e;
+}
+
+kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a) {
+	if (!a) return k->failed = true, NULL;
+	if (a->type == type) return a;
+	if (a->kind == KIR_E_INT && a->type == KIR_INDEX && type != TBC_DT_BOOL && tbc_dtype_is_int(type) &&
+	    tbc_dtype_bits(type) == 64)
+		return kir_e_int(k, type, a->i);
+	kir_expr *e = enew(k, KIR_E_CAST, type);
+	if (e) e->a = a;
+	return e;
+}
+
+kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a) {
+	if (!a) return k->failed = true, NULL;
+	if (a->type == type) return a;
+	kir_expr *e = enew(k, KIR_E_CAST, type);
+	if (e) {
+		e->a = a;
+		e->op = KIR_CAST_NO_SATURATE;
+	}
+	return e;
+}
+
+void kir_block_add(kir_kernel *k, kir_block *b, kir_stmt *s) {
+	if (!s) {
+		k->failed = true;
+		return;
+	}
+	if (b->last) b->last->next = s;
+	else b->first = s;
+	b->last = s;
+	while (b->last->next) b->last = b->last->next;
+}
+
+static kir_stmt *snew(kir_kernel *k, kir_stmt_kind kind) {
+	kir_stmt *s = knew(k, sizeof *s);
+	if (s) s->kind = kind;
+	return s;
+}
+
+kir_stmt *kir_s_for(kir_kernel *k, kir_var *var, kir_expr *lo, kir_expr *hi, int64_t step, kir_loop_kind loop,
+		    kir_stmt *body) {
+	if (!var || !lo || !hi) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_FOR);
+	if (s) s->var = var, s->lo = lo, s->hi = hi, s->step = step, s->loop = loop, s->body = body;
+	return s;
+}
+
+kir_stmt *kir_s_store(kir_kernel *k, kir_buffer *b, kir_expr *index, kir_expr *value) {
+	if (!b || !index || !value) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_STORE);
+	if (s) s->buf = b, s->index = index, s->value = value;
+	return s;
+}
+
+kir_stmt *kir_s_set(kir_kernel *k, kir_var *var, kir_expr *value) {
+	if (!var || !value) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_SET);
+	if (s) s->var = var, s->value = value;
+	return s;
+}
+
+kir_stmt *kir_s_if(kir_kernel *k, kir_expr *cond, kir_stmt *body, kir_stmt *orelse) {
+	if (!cond) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_IF);
+	if (s) s->cond = cond, s->body = body, s->orelse = orelse;
+	return s;
+}
+
+kir_stmt *kir_s_error(kir_kernel *k, kir_expr *cond, const char *message) {
+	if (!cond || !message) return k->failed = true, NULL;
+	kir_stmt *s = snew(k, KIR_S_ERROR);
+	if (s) {
+		s->cond = cond;
+		s->message = tbc_arena_strdup(k->arena, message);
+		if (!s->message) return k->failed = true, NULL;
+	}
+	return s;
+}
+
+static bool stmts_can_fail(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_ERROR || stmts_can_fail(s->body) || stmts_can_fail(s->orelse)) return true;
+	return false;
+}
+
+bool kir_kernel_can_fail(const kir_kernel *k) { return stmts_can_fail(k->body); }
+
+/* ---- Names ---------------------------------------------------------------*/
+const char *kir_type_name(tbc_dtype t) {
+	if (t == KIR_INDEX) return "index";
+	static const char *const names[TBC_DT_COUNT] = {
+		[TBC_DT_F32] = "f32", [TBC_DT_U8] = "u8", [TBC_DT_I8] = "i8", [TBC_DT_U16] = "u16",
+		[TBC_DT_I16] = "i16", [TBC_DT_I32] = "i32", [TBC_DT_I64] = "i64", [TBC_DT_BOOL] = "bool",
+		[TBC_DT_F16] = "f16", [TBC_DT_F64] = "f64", [TBC_DT_U32] = "u32", [TBC_DT_U64] = "u64",
+		[TBC_DT_BF16] = "bf16", [TBC_DT_F8E4M3FN] = "f8e4m3fn", [TBC_DT_F8E4M3FNUZ] = "f8e4m3fnuz",
+		[TBC_DT_F8E5M2] = "f8e5m2", [TBC_DT_F8E5M2FNUZ] = "f8e5m2fnuz", [TBC_DT_U4] = "u4",
+		[TBC_DT_I4] = "i4", [TBC_DT_F4E2M1] = "f4e2m1", [TBC_DT_F8E8M0] = "f8e8m0", [TBC_DT_U2] = "u2",
+		[TBC_DT_I2] = "i2"};
+	if ((int)t > 0 && (int)t < TBC_DT_COUNT && names[t]) return names[t];
+	return "?";
+}
+
+const char *kir_unop_name(kir_unop op) {
+	static const char *const names[KIR_UNOP_COUNT] = {
+		"neg", "abs", "not", "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+		"cosh", "tanh", "asinh", "acosh", "atanh", "erf", "floor", "ceil", "round_even", "trunc",
+		"isnan", "isinf", "sign", "expm1", "log1p"};
+	return (unsigned)op < KIR_UNOP_COUNT ? names[op] : "?";
+}
+
+const char *kir_binop_name(kir_binop op) {
+	static const char *const names[KIR_BINOP_COUNT] = {"add", "sub", "mul", "div", "rem", "floordiv",
+							   "floormod", "min", "max", "pow", "and", "or",
+							   "xor", "shl", "shr", "atan2"};
+	return (unsigned)op < KIR_BINOP_COUNT ? names[op] : "?";
+}
+
+static const char *cmp_name(int op) {
+	static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+	return op >= 0 && op <= KIR_GE ? names[op] : "?";
+}
+
+static const char *loop_name(kir_loop_kind l) {
+	return l == KIR_LOOP_PARALLEL ? "parallel" : l == KIR_LOOP_VECTOR ? "vector" : "sequential";
+}
+
+static const char *role_name(kir_buffer_role r) {
+	switch (r) {
+	case KIR_BUF_INPUT: return "input";
+	case KIR_BUF_OUTPUT: return "output";
+	case KIR_BUF_CONST: return "const";
+	case KIR_BUF_TEMP: return "temp";
+	case KIR_BUF_SYMS: return "syms";
+	}
+	return "?";
+}
+
+/* ---- Printer -------------------------------------------------------------*/
+typedef struct out {
+	char *s;
+	size_t len, cap;
+	bool failed;
+} out;
+
+__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...) {
+	if (o->failed) return;
+	va_list ap;
+	va_start(ap, fmt);
+	char tmp[256];
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		o->failed = true;
+		return;
+	}
+	if (o->len + (size_t)n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 1024;
+		while (cap < o->len + (size_t)n + 1) cap *= 2;
+		char *s = realloc(o->s, cap);
+		if (!s) {
+			o->failed = true;
+			return;
+		}
+		o->s = s;
+		o->cap = cap;
+	}
+	if ((size_t)n < sizeof tmp) {
+		memcpy(o->s + o->len, tmp, (size_t)n + 1);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(o->s + o->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	o->len += (size_t)n;
+}
+
+static bool is_infix(const kir_expr *e) {
+	return e->kind == KIR_E_BINARY && e->type == KIR_INDEX &&
+	       (e->op == KIR_ADD || e->op == KIR_SUB || e->op == KIR_MUL);
+}
+
+static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec);
+
+static void print_float(out *o, double f) {
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.17g", f);
+	/* The shortest text that reads back the same double. */
+	for (int p = 1; p <= 17; p++) {
+		char t[64];
+		snprintf(t, sizeof t, "%.*g", p, f);
+		if (strtod(t, NULL) == f || f != f) {
+			memcpy(buf, t, sizeof t);
+			break;
+		}
+	}
+	put(o, "%s", buf);
+	if (!strpbrk(buf, ".eEn")) put(o, ".0");
+}
+
+/* prec: the binding strength the context needs (0 none, 1 +/-, 2 *): an
+ * infix index expression binding more loosely gets parentheses. */
+static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec) {
+	if (!e) {
+		put(o, "<null>");
+		return;
+	}
+	switch (e->kind) {
+	case KIR_E_INT:
+		put(o, "%" PRId64, e->i);
+		if (e->type != KIR_INDEX) put(o, ":%s", kir_type_name(e->type));
+		return;
+	case KIR_E_FLOAT:
+		print_float(o, e->f);
+		put(o, ":%s", kir_type_name(e->type));
+		return;
+	case KIR_E_VAR: put(o, "%%%s", e->var ? e->var->name : "?"); return;
+	case KIR_E_SIZE:
+		put(o, "$%s", e->size >= 0 && e->size < k->n_sizes ? k->size_names[e->size] : "?");
+		return;
+	case KIR_E_LOAD:
+		put(o, "%s[", e->buf ? e->buf->name : "?");
+		print_expr(o, k, e->a, 0);
+		put(o, "]");
+		return;
+	case KIR_E_UNARY:
+		put(o, "%s(", kir_unop_name((kir_unop)e->op));
+		print_expr(o, k, e->a, 0);
+		put(o, ")");
+		return;
+	case KIR_E_BINARY:
+		if (is_infix(e)) {
+			const char *sym = e->op == KIR_ADD ? "+" : e->op == KIR_SUB ? "-" : "*";
+			int own = e->op == KIR_MUL ? 2 : 1;
+			bool parens = own < prec;
+			if (parens) put(o, "(");
+			print_expr(o, k, e->a, own);
+			put(o, " %s ", sym);
+			print_expr(o, k, e->b, e->op == KIR_SUB ? 2 : own);
+			if (parens) put(o, ")");
+			return;
+		}
+		put(o, "%s(", kir_binop_name((kir_binop)e->op));
+		print_expr(o, k, e->a, 0);
+		put(o, ", ");
+		print_expr(o, k, e->b, 0);
+		put(o, ")");
+		return;
+	case KIR_E_CMP:
+		put(o, "%s(", cmp_name(e->op));
+		print_expr(o, k, e->a, 0);
+		put(o, ", ");
+		print_expr(o, k, e->b, 0);
+		put(o, ")");
+		return;
+	case KIR_E_SELECT:
+		put(o, "select(");
+		print_expr(o, k, e->a, 0);
+		put(o, ", ");
+		print_expr(o, k, e->b, 0);
+		put(o, ", ");
+		print_expr(o, k, e->c, 0);
+		put(o, ")");
+		return;
+	case KIR_E_CAST:
+		put(o, "%s%s(", kir_type_name(e->type), e->op == KIR_CAST_NO_SATURATE ? ".nosat" : "");
+		print_expr(o, k, e->a, 0);
+		put(o, ")");
+		return;
+	}
+	put(o, "?");
+}
+
+static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int depth) {
+	for (; s; s = s->next) {
+		for (int i = 0; i < depth; i++) put(o, "  ");
+		switch (s->kind) {
+		case KIR_S_FOR:
+			put(o, "for %%%s = ", s->var ? s->var->name : "?");
+			print_expr(o, k, s->lo, 0);
+			put(o, " .. ");
+			print_expr(o, k, s->hi, 0);
+			if (s->step != 1) put(o, " step %" PRId64, s->step);
+			put(o, " %s {\n", loop_name(s->loop));
+			print_stmts(o, k, s->body, depth + 1);
+			for (int i = 0; i < depth; i++) put(o, "  ");
+			put(o, "}\n");
+			break;
+		case KIR_S_STORE:
+			put(o, "%s[", s->buf ? s->buf->name : "?");
+			print_expr(o, k, s->index, 0);
+			put(o, "] = ");
+			print_expr(o, k, s->value, 0);
+			put(o, "\n");
+			break;
+		case KIR_S_SET:
+			put(o, "%%%s:%s = ", s->var ? s->var->name : "?", s->var ? kir_type_name(s->var->type) : "?");
+			print_expr(o, k, s->value, 0);
+			put(o, "\n");
+			break;
+		case KIR_S_IF:
+			put(o, "if ");
+			print_expr(o, k, s->cond, 0);
+			put(o, " {\n");
+			print_stmts(o, k, s->body, depth + 1);
+			for (int i = 0; i < depth; i++) put(o, "  ");
+			if (s->orelse) {
+				put(o, "} else {\n");
+				print_stmts(o, k, s->orelse, depth + 1);
+				for (int i = 0; i < depth; i++) put(o, "  ");
+			}
+			put(o, "}\n");
+			break;
+		case KIR_S_ERROR:
+			put(o, "error \"%s\" if ", s->message ? s->message : "");
+			print_expr(o, k, s->cond, 0);
+			put(o, "\n");
+			break;
+		}
+	}
+}
+
+char *kir_print(const kir_kernel *k) {
+	out o = {0};
+	put(&o, "kernel %s(", k->name);
+	for (int i = 0; i < k->n_sizes; i++) put(&o, "%s$%s", i ? ", " : "", k->size_names[i]);
+	put(&o, ")%s {\n", k->contract ? " contract" : "");
+	for (int i = 0; i < k->n_buffers; i++) {
+		const kir_buffer *b = k->buffers[i];
+		put(&o, "  %s %s: %s[", role_name(b->role), b->name, kir_type_name(b->dtype));
+		for (int d = 0; d < b->rank; d++) {
+			if (d) put(&o, ", ");
+			print_expr(&o, k, b->dims[d], 0);
+		}
+		put(&o, "]\n");
+	}
+	print_stmts(&o, k, k->body, 1);
+	put(&o, "}\n");
+	if (o.failed) {
+		free(o.s);
+		return NULL;
+	}
+	return o.s;
+}
+
+/* ---- Verifier ------------------------------------------------------------*/
+typedef struct range {
+	bool known;
+	int64_t lo, hi; /* inclusive */
+} range;
+
+typedef struct vscope {
+	const kir_var *var;
+	range r;
+	int loop_depth;   /* depth of parallel/vector loops enclosing its definition */
+} vscope;
+
+typedef struct verifier {
+	const kir_kernel *k;
+	tbc_diags *d;
+	bool ok;
+	vscope *scope;
+	int n_scope, cap_scope;
+	int par_depth;     /* parallel or vector loops around the current statement */
+	bool in_vector;
+	bool *is_loop_var; /* by var id */
+} verifier;
+
+__attribute__((format(printf, 2, 3))) static void verr(verifier *v, const char *fmt, ...) {
+	v->ok = false;
+	if (!v->d) return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tbc_diags_add(v->d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "kernel %s: %s", v->k->name, msg);
+}
+
+static bool is_valid_type(tbc_dtype t) { return t == KIR_INDEX || tbc_dtype_supported(t); }
+static bool is_intlike(tbc_dtype t) { return t == KIR_INDEX || tbc_dtype_is_int(t); }
+
+static const vscope *find_scope(const verifier *v, const kir_var *var) {
+	for (int i = v->n_scope - 1; i >= 0; i--)
+		if (v->scope[i].var == var) return &v->scope[i];
+	return NULL;
+}
+
+static bool push_scope(verifier *v, const kir_var *var, range r) {
+	if (v->n_scope == v->cap_scope) {
+		int cap = v->cap_scope ? v->cap_scope * 2 : 16;
+		vscope *s = realloc(v->scope, (size_t)cap * sizeof *s);
+		if (!s) {
+			verr(v, "out of memory");
+			return false;
+		}
+		v->scope = s;
+		v->cap_scope = cap;
+	}
+	v->scope[v->n_scope++] = (vscope){var, r, v->par_depth};
+	return true;
+}
+
+static int64_t sat_add(int64_t a, int64_t b) {
+	if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+	if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+	return a + b;
+}
+static int64_t sat_mul(int64_t a, int64_t b) {
+	int64_t r;
+	if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+/* Interval of an index expression, from the ranges of the loops around it. */
+static range expr_range(const verifier *v, const kir_expr *e) {
+	range u = {false, 0, 0};
+	if (!e || e->type != KIR_INDEX) return u;
+	switch (e->kind) {
+	case KIR_E_INT: return (range){true, e->i, e->i};
+	case KIR_E_VAR: {
+		const vscope *s = find_scope(v, e->var);
+		return s ? s->r : u;
+	}
+	case KIR_E_BINARY: {
+		range a = expr_range(v, e->a), b = expr_range(v, e->b);
+		if (!a.known || !b.known) return u;
+		switch (e->op) {
+		case KIR_ADD: return (range){true, sat_add(a.lo, b.lo), sat_add(a.hi, b.hi)};
+		case KIR_SUB: return (range){true, sat_add(a.lo, -b.hi), sat_add(a.hi, -b.lo)};
+		case KIR_MUL: {
+			int64_t c[4] = {sat_mul(a.lo, b.lo), sat_mul(a.lo, b.hi), sat_mul(a.hi, b.lo), sat_mul(a.hi, b.hi)};
+			range r = {true, c[0], c[0]};
+			for (int i = 1; i < 4; i++) {
+				if (c[i] < r.lo) r.lo = c[i];
+				if (c[i] > r.hi) r.hi = c[i];
+			}
+			return r;
+		}
+		case KIR_MIN: return (range){true, a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+		case KIR_MAX: return (range){true, a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+		case KIR_FLOORDIV:
+			if (b.lo > 0 && b.lo == b.hi) return (range){true, floordiv64(a.lo, b.lo), floordiv64(a.hi, b.lo)};
+			return u;
+		case KIR_FLOORMOD:
+			if (b.lo > 0) return (range){true, 0, b.hi - 1};
+			return u;
+		default: return u;
+		}
+	}
+	case KIR_E_SELECT: {
+		range a = expr_range(v, e->b), b = expr_range(v, e->c);
+		if (!a.known || !b.known) return u;
+		return (range){true, a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+	}
+	default: return u;
+	}
+}
+
+/* Element count of a buffer when its dims are constants, else -1. */
+static int64_t static_numel(const kir_buffer *b) {
+	int64_t n = 1;
+	for (int d = 0; d < b->rank; d++) {
+		int64_t x;
+		if (!kir_e_const_index(b->dims[d], &x) || x < 0) return -1;
+		n = sat_mul(n, x);
+	}
+	return n;
+}
+
+static void check_access(verifier *v, const kir_buffer *b, const kir_expr *index, const char *what) {
+	if (!b || b->id < 0 || b->id >= v->k->n_buffers || v->k->buffers[b->id] != b) {
+		verr(v, "%s of a buffer that is not the kernel's", what);
+		return;
+	}
+	if (!index || index->type != KIR_INDEX) {
+		verr(v, "%s of %s: the index is not an index expression", what, b->name);
+		return;
+	}
+	int64_t n = static_numel(b);
+	range r = expr_range(v, index);
+	if (n >= 0 && r.known && (r.lo < 0 || r.hi >= n))
+		verr(v, "%s of %s: index in [%" PRId64 ", %" PRId64 "] is outside the buffer's %" PRId64 " elements",
+		     what, b->name, r.lo, r.hi, n);
+}
+
+static void check_expr(verifier *v, const kir_expr *e);
+
+static void need_type(verifier *v, const kir_expr *e, tbc_dtype t, const char *what) {
+	if (e && e->type != t)
+		verr(v, "%s is %s, expected %s", what, kir_type_name(e->type), kir_type_name(t));
+}
+
+static void check_expr(verifier *v, const kir_expr *e) {
+	if (!e) {
+		verr(v, "missing expression");
+		return;
+	}
+	if (!is_valid_type(e->type)) {
+		verr(v, "an expression has type %d, which the kernel IR does not know", (int)e->type);
+		return;
+	}
+	switch (e->kind) {
+	case KIR_E_INT:
+		if (!is_intlike(e->type) && e->type != TBC_DT_BOOL)
+			verr(v, "integer constant of type %s", kir_type_name(e->type));
+		return;
+	case KIR_E_FLOAT:
+		if (!tbc_dtype_is_float(e->type)) verr(v, "float constant of type %s", kir_type_name(e->type));
+		return;
+	case KIR_E_VAR:
+		if (!e->var || e->var->id < 0 || e->var->id >= v->k->n_vars || v->k->vars[e->var->id] != e->var)
+			verr(v, "a variable that is not the kernel's");
+		else if (!find_scope(v, e->var))
+			verr(v, "%%%s is used where it is not defined", e->var->name);
+		else if (e->type != e->var->type)
+			verr(v, "%%%s is used as %s but is %s", e->var->name, kir_type_name(e->type),
+			     kir_type_name(e->var->type));
+		return;
+	case KIR_E_SIZE:
+		if (e->size < 0 || e->size >= v->k->n_sizes) verr(v, "size parameter %d does not exist", e->size);
+		need_type(v, e, KIR_INDEX, "a size parameter");
+		return;
+	case KIR_E_LOAD:
+		check_expr(v, e->a);
+		check_access(v, e->buf, e->a, "load");
+		if (e->buf && e->type != e->buf->dtype)
+			verr(v, "load of %s has type %s, the buffer holds %s", e->buf->name, kir_type_name(e->type),
+			     kir_type_name(e->buf->dtype));
+		return;
+	case KIR_E_UNARY: {
+		check_expr(v, e->a);
+		if (!e->a) return;
+		tbc_dtype t = e->a->type;
+		kir_unop op = (kir_unop)e->op;
+		if ((unsigned)op >= KIR_UNOP_COUNT) {
+			verr(v, "unknown unary op %d", e->op);
+			return;
+		}
+		if (kir_type_is_narrow_float(t)) {
+			verr(v, "%s on %s: narrow floats are only loaded, stored, selected and cast",
+			     kir_unop_name(op), kir_type_name(t));
+			return;
+		}
+		if (op == KIR_ISNAN || op == KIR_ISINF) {
+			if (!tbc_dtype_is_float(t)) verr(v, "%s of %s", kir_unop_name(op), kir_type_name(t));
+			need_type(v, e, TBC_DT_BOOL, kir_unop_name(op));
+			return;
+		}
+		need_type(v, e, t, kir_unop_name(op));
+		if (op == KIR_NOT) {
+			if (tbc_dtype_is_float(t)) verr(v, "not of %s", kir_type_name(t));
+		} else if (op == KIR_NEG || op == KIR_ABS || op == KIR_SIGN) {
+			if (t == TBC_DT_BOOL) verr(v, "%s of bool", kir_unop_name(op));
+		} else if (!tbc_dtype_is_float(t)) {
+			verr(v, "%s of %s: needs a float", kir_unop_name(op), kir_type_name(t));
+		}
+		return;
+	}
+	case KIR_E_BINARY: {
+		check_expr(v, e->a);
+		check_expr(v, e->b);
+		if (!e->a || !e->b) return;
+		kir_binop op = (kir_binop)e->op;
+		if ((unsigned)op >= KIR_BINOP_COUNT) {
+			verr(v, "unknown binary op %d", e->op);
+			return;
+		}
+		tbc_dtype t = e->a->type;
+		if (e->b->type != t)
+			verr(v, "%s of %s and %s", kir_binop_name(op), kir_type_name(t), kir_type_name(e->b->type));
+		need_type(v, e, t, kir_binop_name(op));
+		if (kir_type_is_narrow_float(t)) {
+			verr(v, "%s on %s: narrow floats are only loaded, stored, selected and cast",
+			     kir_binop_name(op), kir_type_name(t));
+			return;
+		}
+		switch (op) {
+		case KIR_AND:
+		case KIR_OR:
+		case KIR_XOR:
+			if (tbc_dtype_is_float(t)) verr(v, "%s of %s", kir_binop_name(op), kir_type_name(t));
+			break;
+		case KIR_SHL:
+		case KIR_SHR:
+		case KIR_FLOORDIV:
+		case KIR_FLOORMOD:
+			if (!is_intlike(t)) verr(v, "%s of %s", kir_binop_name(op), kir_type_name(t));
+			break;
+		case KIR_ATAN2:
+			if (!tbc_dtype_is_float(t)) verr(v, "%s of %s", kir_binop_name(op), kir_type_name(t));
+			break;
+		default:
+			if (t == TBC_DT_BOOL) verr(v, "%s of bool", kir_binop_name(op));
+			break;
+		}
+		return;
+	}
+	case KIR_E_CMP:
+		check_expr(v, e->a);
+		check_expr(v, e->b);
+		if (!e->a || !e->b) return;
+		if (e->op < KIR_EQ || e->op > KIR_GE) verr(v, "unknown comparison %d", e->op);
+		if (e->a->type != e->b->type)
+			verr(v, "%s of %s and %s", cmp_name(e->op), kir_type_name(e->a->type), kir_type_name(e->b->type));
+		if (kir_type_is_narrow_float(e->a->type)) verr(v, "comparison of %s", kir_type_name(e->a->type));
+		need_type(v, e, TBC_DT_BOOL, "a comparison");
+		return;
+	case KIR_E_SELECT:
+		check_expr(v, e->a);
+		check_expr(v, e->b);
+		check_expr(v, e->c);
+		if (!e->a || !e->b || !e->c) return;
+		need_type(v, e->a, TBC_DT_BOOL, "the condition of select");
+		if (e->b->type != e->c->type)
+			verr(v, "select of %s and %s", kir_type_name(e->b->type), kir_type_name(e->c->type));
+		need_type(v, e, e->b->type, "select");
+		return;
+	case KIR_E_CAST:
+		check_expr(v, e->a);
+		if (e->op == KIR_CAST_NO_SATURATE && !(tbc_dtype_is_float(e->type) && tbc_dtype_bits(e->type) <= 8))
+			verr(v, "a cast without saturation to %s (float8 and f4 only)", kir_type_name(e->type));
+		else if (e->op != 0 && e->op != KIR_CAST_NO_SATURATE)
+			verr(v, "cast with unknown mode %d", e->op);
+		return;
+	}
+	verr(v, "unknown expression kind %d", (int)e->kind);
+}
+
+static void check_stmts(verifier *v, const kir_stmt *s);
+
+static void check_stmt(verifier *v, const kir_stmt *s) {
+	switch (s->kind) {
+	case KIR_S_FOR: {
+		check_expr(v, s->lo);
+		check_expr(v, s->hi);
+		need_type(v, s->lo, KIR_INDEX, "a loop's lower bound");
+		need_type(v, s->hi, KIR_INDEX, "a loop's upper bound");
+		if (!s->var || s->var->id < 0 || s->var->id >= v->k->n_vars || v->k->vars[s->var->id] != s->var) {
+			verr(v, "a loop over a variable that is not the kernel's");
+			return;
+		}
+		if (s->var->type != KIR_INDEX) verr(v, "loop variable %%%s is not an index", s->var->name);
+		if (find_scope(v, s->var)) verr(v, "loop variable %%%s is already defined", s->var->name);
+		if (s->step <= 0) verr(v, "loop over %%%s has step %" PRId64 ", not positive", s->var->name, s->step);
+		if ((unsigned)s->loop > KIR_LOOP_VECTOR) verr(v, "loop over %%%s has an unknown kind", s->var->name);
+		if (s->loop == KIR_LOOP_PARALLEL && v->in_vector)
+			verr(v, "parallel loop over %%%s inside a vector loop", s->var->name);
+		range lo = expr_range(v, s->lo), hi = expr_range(v, s->hi);
+		range r = {lo.known && hi.known, lo.lo, hi.hi - 1};
+		if (!push_scope(v, s->var, r)) return;
+		int saved = v->n_scope;
+		bool par = s->loop != KIR_LOOP_SEQUENTIAL, was_vector = v->in_vector;
+		if (par) v->par_depth++;
+		if (s->loop == KIR_LOOP_VECTOR) v->in_vector = true;
+		check_stmts(v, s->body);
+		if (par) v->par_depth--;
+		v->in_vector = was_vector;
+		v->n_scope = saved - 1;
+		return;
+	}
+	case KIR_S_STORE:
+		check_expr(v, s->index);
+		check_expr(v, s->value);
+		check_access(v, s->buf, s->index, "store");
+		if (s->buf && (s->buf->role == KIR_BUF_INPUT || s->buf->role == KIR_BUF_CONST))
+			verr(v, "store to %s, which is read only", s->buf->name);
+		if (s->buf && s->value && s->value->type != s->buf->dtype)
+			verr(v, "store of %s into %s, which holds %s", kir_type_name(s->value->type), s->buf->name,
+			     kir_type_name(s->buf->dtype));
+		return;
+	case KIR_S_SET: {
+		check_expr(v, s->value);
+		if (!s->var || s->var->id < 0 || s->var->id >= v->k->n_vars || v->k->vars[s->var->id] != s->var) {
+			verr(v, "a set of a variable that is not the kernel's");
+			return;
+		}
+		if (v->is_loop_var[s->var->id]) verr(v, "%%%s is a loop variable and cannot be set", s->var->name);
+		if (s->value && s->value->type != s->var->type)
+			verr(v, "%%%s is %s but is set to %s", s->var->name, kir_type_name(s->var->type),
+			     kir_type_name(s->value->type));
+		const vscope *prev = find_scope(v, s->var);
+		if (prev && prev->loop_depth < v->par_depth)
+			verr(v, "%%%s is defined outside a parallel or vector loop and set inside it", s->var->name);
+		if (!prev) push_scope(v, s->var, expr_range(v, s->value));
+		else v->scope[prev - v->scope].r.known = false; /* set again (a counter): any value from here on */
+		return;
+	}
+	case KIR_S_IF: {
+		check_expr(v, s->cond);
+		need_type(v, s->cond, TBC_DT_BOOL, "the condition of if");
+		int saved = v->n_scope;
+		check_stmts(v, s->body);
+		v->n_scope = saved;
+		check_stmts(v, s->orelse);
+		v->n_scope = saved;
+		return;
+	}
+	case KIR_S_ERROR:
+		check_expr(v, s->cond);
+		need_type(v, s->cond, TBC_DT_BOOL, "the condition of error");
+		if (!s->message) verr(v, "error without a message");
+		return;
+	}
+	verr(v, "unknown statement kind %d", (int)s->kind);
+}
+
+static void check_stmts(verifier *v, const kir_stmt *s) {
+	for (; s; s = s->next) check_stmt(v, s);
+}
+
+static void mark_loop_vars(verifier *v, const kir_stmt *s) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_FOR && s->var && s->var->id >= 0 && s->var->id < v->k->n_vars) {
+			v->is_loop_var[s->var->id] = true;
+			mark_loop_vars(v, s->body);
+		} else if (s->kind == KIR_S_IF) {
+			mark_loop_vars(v, s->body);
+			mark_loop_vars(v, s->orelse);
+		}
+	}
+}
+
+bool kir_verify(const kir_kernel *k, tbc_diags *d) {
+	verifier v = {.k = k, .d = d, .ok = true};
+	if (k->failed) verr(&v, "building ran out of memory");
+	for (int i = 0; i < k->n_buffers; i++) {
+		const kir_buffer *b = k->buffers[i];
+		if (b->id != i) verr(&v, "buffer %s has id %d at position %d", b->name, b->id, i);
+		if (!tbc_dtype_supported(b->dtype)) verr(&v, "buffer %s has an unknown dtype", b->name);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(k->buffers[j]->name, b->name)) verr(&v, "two buffers are named %s", b->name);
+		for (int dd = 0; dd < b->rank; dd++) {
+			check_expr(&v, b->dims[dd]);
+			need_type(&v, b->dims[dd], KIR_INDEX, "a buffer dim");
+		}
+	}
+	v.is_loop_var = calloc((size_t)k->n_vars + 1, sizeof(bool));
+	if (!v.is_loop_var) {
+		verr(&v, "out of memory");
+		return false;
+	}
+	mark_loop_vars(&v, k->body);
+	check_stmts(&v, k->body);
+	free(v.is_loop_var);
+	free(v.scope);
+	return v.ok;
+}

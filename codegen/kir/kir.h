@@ -1,0 +1,236 @@
+/* Kernel IR: the loop-level IR between the graph IR and the targets.
+ *
+ * A kernel is a function over buffers: nests of loops (marked parallel,
+ * vector or sequential) whose bodies load, compute scalars, and store.  It is
+ * target-neutral: the CPU, NVPTX, AMDGPU and OpenCL backends consume the same
+ * kernels and differ only in how they map loops (threads and vectors on a
+ * CPU, grids and blocks on a GPU).
+ *
+ * Conventions every producer and consumer relies on:
+ *  - Buffers are dense, row-major, addressed by a linear element index (an
+ *    index expression).  A buffer's dims are index expressions over the
+ *    kernel's size parameters, so a symbolic batch stays symbolic.
+ *  - Index arithmetic is int64 (KIR_INDEX).  Scalar values have an element
+ *    dtype (tbc_dtype) or KIR_INDEX / bool.  Narrow floats (f16, bf16, f8) are
+ *    loaded and stored in their storage type; arithmetic on them happens in
+ *    f32 after an explicit cast, as the lowering writes it.
+ *  - Parallel loops have independent iterations (no two iterations store to
+ *    the same element, none reads what another stores).  A reduction is a
+ *    sequential loop updating a scalar local inside the parallel nest.
+ *  - Everything lives in the kernel's arena: built once, never freed piecemeal.
+ */
+#ifndef TBC_CODEGEN_KIR_H
+#define TBC_CODEGEN_KIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/dtype.h"
+#include "ir/ir.h"
+
+#define KIR_INDEX ((tbc_dtype)100) /* int64 index arithmetic */
+
+typedef enum kir_loop_kind {
+	KIR_LOOP_SEQUENTIAL = 0,
+	KIR_LOOP_PARALLEL = 1, /* iterations independent: threads / grid */
+	KIR_LOOP_VECTOR = 2    /* iterations independent and contiguous: SIMD lanes */
+} kir_loop_kind;
+
+typedef enum kir_buffer_role {
+	KIR_BUF_INPUT,  /* a graph input, read only */
+	KIR_BUF_OUTPUT, /* a graph output */
+	KIR_BUF_CONST,  /* weights, read only */
+	KIR_BUF_TEMP,   /* an intermediate: placed in the arena by memory planning */
+	/* The program's symbol values (int64, one per symbol, in program order):
+	 * a shape kernel stores the symbols it computes there (data-dependent
+	 * dims, run-time parameters); later kernels take them as sizes. */
+	KIR_BUF_SYMS
+} kir_buffer_role;
+
+typedef enum kir_unop {
+	KIR_NEG, KIR_ABS, KIR_NOT /* logical for bool, bitwise for ints */, KIR_SQRT, KIR_EXP, KIR_LOG,
+	KIR_SIN, KIR_COS, KIR_TAN, KIR_ASIN, KIR_ACOS, KIR_ATAN, KIR_SINH, KIR_COSH, KIR_TANH,
+	KIR_ASINH, KIR_ACOSH, KIR_ATANH, KIR_ERF, KIR_FLOOR, KIR_CEIL, KIR_ROUND_EVEN, KIR_TRUNC,
+	KIR_ISNAN, KIR_ISINF, KIR_SIGN,
+	KIR_EXPM1, KIR_LOG1P, /* exp(x) - 1 and log(1 + x), exact near 0 */
+	KIR_UNOP_COUNT
+} kir_unop;
+
+typedef enum kir_binop {
+	KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV /* ints: truncating */, KIR_REM /* ints: C %, floats: fmod */,
+	KIR_FLOORDIV, KIR_FLOORMOD /* index math: floor semantics */, KIR_MIN, KIR_MAX, KIR_POW,
+	KIR_AND, KIR_OR, KIR_XOR, KIR_SHL, KIR_SHR, KIR_ATAN2, KIR_BINOP_COUNT
+} kir_binop;
+
+typedef enum kir_cmp { KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE } kir_cmp;
+
+typedef struct kir_buffer {
+	int id;
+	const char *name;
+	tbc_dtype dtype;
+	kir_buffer_role role;
+	int rank;
+	struct kir_expr *dims[TBC_MAX_RANK];
+} kir_buffer;
+
+typedef struct kir_var {
+	int id;
+	const char *name;
+	tbc_dtype type;
+	/* A float sum whose terms may be added in another order (set by
+	 * lowering): the CPU backend marks the add that updates it
+	 * reassociable, so a loop summing into it vectorizes with partial
+	 * sums.  The evaluator adds in order. */
+	bool reassoc;
+} kir_var;
+
+typedef enum kir_expr_kind {
+	KIR_E_INT,    /* i: an integer constant of `type` */
+	KIR_E_FLOAT,  /* f: a float constant of `type` */
+	KIR_E_VAR,    /* var: a loop variable or scalar local */
+	KIR_E_SIZE,   /* size: the kernel's size parameter number `size` */
+	KIR_E_LOAD,   /* buf[a] */
+	KIR_E_UNARY,  /* unop(a) */
+	KIR_E_BINARY, /* binop(a, b) */
+	KIR_E_CMP,    /* cmp(a, b): bool */
+	KIR_E_SELECT, /* a ? b : c */
+	KIR_E_CAST    /* (type)a, with ONNX Cast semantics (saturate for float8) */
+} kir_expr_kind;
+
+typedef struct kir_expr {
+	kir_expr_kind kind;
+	tbc_dtype type;
+	int64_t i;
+	double f;
+	int op; /* kir_unop / kir_binop / kir_cmp */
+	int size;
+	kir_var *var;
+	kir_buffer *buf;
+	struct kir_expr *a, *b, *c;
+} kir_expr;
+
+typedef enum kir_stmt_kind {
+	KIR_S_FOR,   /* for var in [lo, hi) step `step`: body */
+	KIR_S_STORE, /* buf[index] = value */
+	KIR_S_SET,   /* var = value (scalar locals: accumulators) */
+	KIR_S_IF,    /* if cond: body else: orelse */
+	/* error message if cond: the run fails with `message` (the interpreter's
+	 * error, e.g. integer division by zero).  What the kernel stores after a
+	 * failed check is unspecified; no later kernel runs.  Backends report it
+	 * through the host's error callback (include/tbc/abi.h). */
+	KIR_S_ERROR
+} kir_stmt_kind;
+
+typedef struct kir_stmt {
+	kir_stmt_kind kind;
+	kir_var *var;
+	kir_expr *lo, *hi;
+	int64_t step;
+	kir_loop_kind loop;
+	kir_buffer *buf;
+	kir_expr *index, *value, *cond;
+	struct kir_stmt *body, *orelse; /* lists linked by next */
+	struct kir_stmt *next;
+	const char *message; /* KIR_S_ERROR */
+} kir_stmt;
+
+typedef struct kir_kernel {
+	tbc_arena *arena;
+	const char *name;
+	int n_buffers;
+	kir_buffer **buffers;
+	int n_sizes;
+	const char **size_names; /* symbolic dims the kernel takes at run time */
+	int n_vars;
+	kir_stmt *body;
+	/* Added with the builder: every var, indexed by id, and whether building
+	 * ran out of memory (the builder then returns NULL and sets it). */
+	kir_var **vars;
+	bool failed;
+	/* Floating multiply-adds may fuse into one rounding (an FMA).  Set by
+	 * generators whose accumulation order already differs from the
+	 * interpreter's (GEMM, convolution), never by kernels that must match it
+	 * bit for bit (casts, quantization). */
+	bool contract;
+} kir_kernel;
+
+/* Classes of value types every consumer asks about (index is neither). */
+static inline bool kir_type_is_float(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_float(t); }
+/* f16, bf16, float8, float4: stored narrow, computed in f32 after a cast. */
+static inline bool kir_type_is_narrow_float(tbc_dtype t) {
+	return kir_type_is_float(t) && t != TBC_DT_F32 && t != TBC_DT_F64;
+}
+static inline bool kir_type_is_unsigned(tbc_dtype t) { return t != KIR_INDEX && tbc_dtype_is_unsigned(t); }
+
+/* ---- Builder (codegen/kir/kir.c) -------------------------------------------------
+ * Constructors take and return arena nodes; a NULL operand gives NULL (and
+ * out-of-memory sets k->failed), so a caller checks once at the end.  Result
+ * types follow the operands: binary/unary as the operand (ISNAN, ISINF: bool),
+ * compare: bool, select: the arms.  Index (KIR_INDEX) arithmetic on constants
+ * folds, and x + 0, x * 1, x * 0 simplify, so printed kernels stay readable. */
+kir_kernel *kir_kernel_new(tbc_arena *arena, const char *name);
+/* The size parameter named name, added when new; returns its number. */
+int kir_size_param(kir_kernel *k, const char *name);
+kir_buffer *kir_buffer_new(kir_kernel *k, const char *name, tbc_dtype dtype, kir_buffer_role role, int rank,
+			   kir_expr *const *dims);
+/* A loop variable or scalar local; names are made unique ("i", "i.1", ...). */
+kir_var *kir_var_new(kir_kernel *k, const char *name, tbc_dtype type);
+
+kir_expr *kir_e_int(kir_kernel *k, tbc_dtype type, int64_t v);
+kir_expr *kir_e_index(kir_kernel *k, int64_t v); /* an int of type KIR_INDEX */
+kir_expr *kir_e_float(kir_kernel *k, tbc_dtype type, double v);
+kir_expr *kir_e_var(kir_kernel *k, kir_var *v);
+kir_expr *kir_e_size(kir_kernel *k, int size);
+kir_expr *kir_e_load(kir_kernel *k, kir_buffer *b, kir_expr *index);
+kir_expr *kir_e_unary(kir_kernel *k, kir_unop op, kir_expr *a);
+kir_expr *kir_e_binary(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_cmp(kir_kernel *k, kir_cmp op, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_select(kir_kernel *k, kir_expr *cond, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a); /* a itself when already of type */
+/* A cast to a float8 type without saturation (ONNX Cast saturate=0): out of
+ * range gives infinity, or NaN where the format has no infinity.  Marked by
+ * op == KIR_CAST_NO_SATURATE on the KIR_E_CAST node; prints as
+ * "f8e4m3fn.nosat(x)". */
+#define KIR_CAST_NO_SATURATE 1
+kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a);
+/* Index shorthands. */
+kir_expr *kir_e_add(kir_kernel *k, kir_expr *a, kir_expr *b);
+kir_expr *kir_e_mul(kir_kernel *k, kir_expr *a, kir_expr *b);
+/* The value of an index expression when it is a constant. */
+bool kir_e_const_index(const kir_expr *e, int64_t *out);
+
+/* A statement list under construction. */
+typedef struct kir_block {
+	kir_stmt *first, *last;
+} kir_block;
+void kir_block_add(kir_kernel *k, kir_block *b, kir_stmt *s); /* NULL s marks k->failed */
+
+kir_stmt *kir_s_for(kir_kernel *k, kir_var *var, kir_expr *lo, kir_expr *hi, int64_t step, kir_loop_kind loop,
+		    kir_stmt *body);
+kir_stmt *kir_s_store(kir_kernel *k, kir_buffer *b, kir_expr *index, kir_expr *value);
+kir_stmt *kir_s_set(kir_kernel *k, kir_var *var, kir_expr *value);
+kir_stmt *kir_s_if(kir_kernel *k, kir_expr *cond, kir_stmt *body, kir_stmt *orelse);
+/* Fails the run with message when cond (bool) holds; message is copied. */
+kir_stmt *kir_s_error(kir_kernel *k, kir_expr *cond, const char *message);
+/* Whether the kernel has an error statement (a backend checks after it). */
+bool kir_kernel_can_fail(const kir_kernel *k);
+
+/* ---- Printer, verifier (codegen/kir/kir.c), evaluator (codegen/kir/kir_eval.c) ----- */
+/* The text form (docs/kernel-ir.md), malloc'd; NULL when out of memory. */
+char *kir_print(const kir_kernel *k);
+const char *kir_type_name(tbc_dtype t); /* "f32", ..., "index" */
+const char *kir_unop_name(kir_unop op);
+const char *kir_binop_name(kir_binop op);
+/* Checks the rules of docs/kernel-ir.md; reports each broken one to d (may be
+ * NULL) as TBC_ERR_INTERNAL. */
+bool kir_verify(const kir_kernel *k, tbc_diags *d);
+/* Runs k over host buffers (buffers[i] for k->buffers[i], dense, in the
+ * buffer's dtype) with sizes[j] the value of size parameter j.  Every load
+ * and store is bounds-checked against the buffer's dims; false (with a
+ * message in d) on a violation. */
+bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+/* The value of an index expression over k's sizes alone (a buffer's dim, a
+ * loop bound): false when it loads or reads a variable. */
+bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d);
+
+#endif

@@ -1,0 +1,324 @@
+/* A straightforward evaluator of kernel IR over host buffers: the meaning of
+ * every node written as plain C, so lowering is tested without LLVM and the
+ * LLVM backend is tested against it.  Clarity over speed.
+ *
+ * Values: floats are held as double (an f32 result is rounded to float after
+ * every operation, as f32 hardware does), integers as int64 holding the value
+ * sign- or zero-extended from the type's width (every result wraps to the
+ * width), bool as 0/1, narrow floats (f16, bf16, float8, f4) as their bit
+ * pattern: they are only loaded, stored, selected and cast, so a copy keeps
+ * their bits (NaN payloads, float8e8m0's code 0) as the interpreter's copies
+ * do, and a cast decodes and encodes through ir/dtype.c. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/kir/kir.h"
+#include "codegen/kir/kir_sem.h"
+
+typedef union val {
+	double f;
+	int64_t i;
+} val;
+
+typedef struct evaluator {
+	const kir_kernel *k;
+	void *const *bufs;
+	const int64_t *sizes;
+	int64_t *numel; /* per buffer */
+	val *vars;
+	tbc_diags *d;
+	bool failed;
+} evaluator;
+
+__attribute__((format(printf, 2, 3))) static void eerr(evaluator *ev, const char *fmt, ...) {
+	if (ev->failed) return;
+	ev->failed = true;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ev->d) tbc_diags_add(ev->d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "kernel %s: %s", ev->k->name, msg);
+}
+
+
+/* The value v wrapped to the width of integer type t. */
+static int64_t wrap(tbc_dtype t, int64_t v) {
+	if (t == KIR_INDEX) return v;
+	if (t == TBC_DT_BOOL) return v != 0;
+	int bits = tbc_dtype_bits(t);
+	if (bits >= 64) return v;
+	uint64_t mask = ((uint64_t)1 << bits) - 1, u = (uint64_t)v & mask;
+	if (!kir_type_is_unsigned(t) && (u >> (bits - 1))) u |= ~mask;
+	return (int64_t)u;
+}
+
+static double round_to(tbc_dtype t, double v) { return t == TBC_DT_F32 ? (double)(float)v : v; }
+
+static val eval(evaluator *ev, const kir_expr *e);
+
+static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *index, const char *what) {
+	val i = eval(ev, index);
+	if (ev->failed) return -1;
+	if (i.i < 0 || i.i >= ev->numel[b->id]) {
+		eerr(ev, "%s of %s at %" PRId64 ", outside its %" PRId64 " elements", what, b->name, i.i,
+		     ev->numel[b->id]);
+		return -1;
+	}
+	return i.i;
+}
+
+static val load(evaluator *ev, const kir_buffer *b, int64_t i) {
+	val r;
+	if (kir_type_is_narrow_float(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, ev->bufs[b->id], (size_t)i);
+	else if (kir_type_is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
+	else if (kir_type_is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, ev->bufs[b->id], (size_t)i);
+	else r.i = tbc_load_i64(b->dtype, ev->bufs[b->id], (size_t)i);
+	return r;
+}
+
+static void store(evaluator *ev, const kir_buffer *b, int64_t i, val v) {
+	void *p = ev->bufs[b->id];
+	if (kir_type_is_narrow_float(b->dtype)) tbc_store_bits(b->dtype, p, (size_t)i, (uint64_t)v.i);
+	else if (kir_type_is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
+	else tbc_store_i64(b->dtype, p, (size_t)i, v.i);
+}
+
+static double unary_f(kir_unop op, double x) {
+	switch (op) {
+	case KIR_NEG: return -x;
+	case KIR_ABS: return fabs(x);
+	case KIR_SQRT: return sqrt(x);
+	case KIR_EXP: return exp(x);
+	case KIR_LOG: return log(x);
+	case KIR_SIN: return sin(x);
+	case KIR_COS: return cos(x);
+	case KIR_TAN: return tan(x);
+	case KIR_ASIN: return asin(x);
+	case KIR_ACOS: return acos(x);
+	case KIR_ATAN: return atan(x);
+	case KIR_SINH: return sinh(x);
+	case KIR_COSH: return cosh(x);
+	case KIR_TANH: return tanh(x);
+	case KIR_ASINH: return asinh(x);
+	case KIR_ACOSH: return acosh(x);
+	case KIR_ATANH: return atanh(x);
+	case KIR_ERF: return erf(x);
+	case KIR_FLOOR: return floor(x);
+	case KIR_CEIL: return ceil(x);
+	case KIR_ROUND_EVEN: return nearbyint(x);
+	case KIR_TRUNC: return trunc(x);
+	case KIR_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+	case KIR_EXPM1: return expm1(x);
+	case KIR_LOG1P: return log1p(x);
+	default: return x;
+	}
+}
+
+static val unary(evaluator *ev, const kir_expr *e) {
+	val a = eval(ev, e->a), r = {0};
+	tbc_dtype t = e->a->type;
+	kir_unop op = (kir_unop)e->op;
+	if (op == KIR_ISNAN) return (val){.i = isnan(a.f)};
+	if (op == KIR_ISINF) return (val){.i = isinf(a.f)};
+	if (kir_type_is_float(t)) {
+		r.f = round_to(t, unary_f(op, a.f));
+		return r;
+	}
+	uint64_t u = (uint64_t)a.i;
+	switch (op) {
+	case KIR_NEG: r.i = (int64_t)(0u - u); break;
+	case KIR_ABS: r.i = (!kir_type_is_unsigned(t) && a.i < 0) ? (int64_t)(0u - u) : a.i; break;
+	case KIR_NOT: r.i = t == TBC_DT_BOOL ? !a.i : (int64_t)~u; break;
+	case KIR_SIGN: r.i = kir_type_is_unsigned(t) ? u != 0 : (a.i > 0) - (a.i < 0); break;
+	default: eerr(ev, "%s of an integer", kir_unop_name(op)); break;
+	}
+	r.i = wrap(t, r.i);
+	return r;
+}
+
+static val binary(evaluator *ev, const kir_expr *e) {
+	val a = eval(ev, e->a), b = eval(ev, e->b), r = {0};
+	tbc_dtype t = e->a->type;
+	kir_binop op = (kir_binop)e->op;
+	if (kir_type_is_float(t)) {
+		double x = a.f, y = b.f;
+		switch (op) {
+		case KIR_ADD: r.f = x + y; break;
+		case KIR_SUB: r.f = x - y; break;
+		case KIR_MUL: r.f = x * y; break;
+		case KIR_DIV: r.f = x / y; break;
+		case KIR_REM: r.f = fmod(x, y); break;
+		case KIR_MIN: r.f = kir_sem_fmin(x, y); break;
+		case KIR_MAX: r.f = kir_sem_fmax(x, y); break;
+		case KIR_POW: r.f = pow(x, y); break;
+		case KIR_ATAN2: r.f = atan2(x, y); break;
+		case KIR_FLOORDIV: r.f = floor(x / y); break;
+		case KIR_FLOORMOD: r.f = x - floor(x / y) * y; break;
+		default: eerr(ev, "%s of floats", kir_binop_name(op)); break;
+		}
+		r.f = round_to(t, r.f);
+		return r;
+	}
+	int bits = t == KIR_INDEX ? 64 : tbc_dtype_bits(t);
+	bool u = kir_type_is_unsigned(t);
+	uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+	switch (op) {
+	case KIR_ADD: r.i = (int64_t)(x + y); break;
+	case KIR_SUB: r.i = (int64_t)(x - y); break;
+	case KIR_MUL: r.i = (int64_t)(x * y); break;
+	case KIR_DIV: r.i = u ? (int64_t)kir_sem_udiv(x, y) : kir_sem_sdiv(a.i, b.i); break;
+	case KIR_REM: r.i = u ? (int64_t)kir_sem_urem(x, y) : kir_sem_srem(a.i, b.i); break;
+	case KIR_FLOORDIV: r.i = kir_sem_floordiv(a.i, b.i); break;
+	case KIR_FLOORMOD: r.i = kir_sem_floormod(a.i, b.i); break;
+	case KIR_MIN: r.i = u ? (int64_t)(x < y ? x : y) : (a.i < b.i ? a.i : b.i); break;
+	case KIR_MAX: r.i = u ? (int64_t)(x > y ? x : y) : (a.i > b.i ? a.i : b.i); break;
+	case KIR_POW: r.i = u ? (int64_t)kir_sem_upow(x, y) : kir_sem_ipow(a.i, b.i); break;
+	case KIR_AND: r.i = a.i & b.i; break;
+	case KIR_OR: r.i = a.i | b.i; break;
+	case KIR_XOR: r.i = a.i ^ b.i; break;
+	case KIR_SHL: r.i = kir_sem_shl(a.i, b.i, u, bits); break;
+	case KIR_SHR: r.i = kir_sem_shr(a.i, b.i, u, bits); break;
+	default: eerr(ev, "%s of integers", kir_binop_name(op)); break;
+	}
+	r.i = wrap(t, r.i);
+	return r;
+}
+
+static val compare(evaluator *ev, const kir_expr *e) {
+	val a = eval(ev, e->a), b = eval(ev, e->b);
+	tbc_dtype t = e->a->type;
+	int c; /* -1, 0, 1, or 2 for unordered */
+	if (kir_type_is_float(t)) c = isnan(a.f) || isnan(b.f) ? 2 : a.f < b.f ? -1 : a.f > b.f;
+	else if (kir_type_is_unsigned(t)) c = (uint64_t)a.i < (uint64_t)b.i ? -1 : (uint64_t)a.i > (uint64_t)b.i;
+	else c = a.i < b.i ? -1 : a.i > b.i;
+	int64_t r = 0;
+	switch ((kir_cmp)e->op) {
+	case KIR_EQ: r = c == 0; break;
+	case KIR_NE: r = c != 0; break; /* unordered is not equal */
+	case KIR_LT: r = c == -1; break;
+	case KIR_LE: r = c == -1 || c == 0; break;
+	case KIR_GT: r = c == 1; break;
+	case KIR_GE: r = c == 1 || c == 0; break;
+	}
+	return (val){.i = r};
+}
+
+/* ONNX Cast semantics (docs/kernel-ir.md): through a one-element buffer of
+ * the target type, exactly as the interpreter stores. */
+static val cast(evaluator *ev, const kir_expr *e) {
+	val a = eval(ev, e->a), r = {0};
+	tbc_dtype from = e->a->type, to = e->type;
+	if (to == KIR_INDEX) to = TBC_DT_I64;
+	if (from == KIR_INDEX) from = TBC_DT_I64;
+	uint64_t tmp = 0;
+	if (kir_type_is_narrow_float(from)) {
+		uint64_t bits = (uint64_t)a.i;
+		a.f = tbc_load_f64(from, &bits, 0);
+	}
+	if (e->op == KIR_CAST_NO_SATURATE) /* integers through double, as the interpreter's Cast */
+		tbc_store_f64_nosat(to, &tmp, 0, kir_type_is_float(from) ? a.f : kir_type_is_unsigned(from) ? (double)(uint64_t)a.i : (double)a.i);
+	else if (kir_type_is_float(from)) tbc_store_f64(to, &tmp, 0, a.f);
+	else if (kir_type_is_unsigned(from)) tbc_store_u64(to, &tmp, 0, (uint64_t)a.i);
+	else tbc_store_i64(to, &tmp, 0, a.i);
+	if (kir_type_is_narrow_float(to)) r.i = (int64_t)tbc_load_bits(to, &tmp, 0);
+	else if (kir_type_is_float(to)) r.f = tbc_load_f64(to, &tmp, 0);
+	else if (kir_type_is_unsigned(to)) r.i = (int64_t)tbc_load_u64(to, &tmp, 0);
+	else r.i = tbc_load_i64(to, &tmp, 0);
+	return r;
+}
+
+static val eval(evaluator *ev, const kir_expr *e) {
+	val z = {0};
+	if (ev->failed) return z;
+	switch (e->kind) {
+	case KIR_E_INT: return (val){.i = wrap(e->type, e->i)};
+	case KIR_E_FLOAT:
+		if (kir_type_is_narrow_float(e->type)) {
+			uint64_t bits = 0;
+			tbc_store_f64(e->type, &bits, 0, e->f);
+			return (val){.i = (int64_t)tbc_load_bits(e->type, &bits, 0)};
+		}
+		return (val){.f = round_to(e->type, e->f)};
+	case KIR_E_VAR:
+		if (!ev->vars) return eerr(ev, "variable %s outside a kernel body", e->var->name), z;
+		return ev->vars[e->var->id];
+	case KIR_E_SIZE: return (val){.i = ev->sizes[e->size]};
+	case KIR_E_LOAD: {
+		if (!ev->numel) return eerr(ev, "load of %s outside a kernel body", e->buf->name), z;
+		int64_t i = index_of(ev, e->buf, e->a, "load");
+		return ev->failed ? z : load(ev, e->buf, i);
+	}
+	case KIR_E_UNARY: return unary(ev, e);
+	case KIR_E_BINARY: return binary(ev, e);
+	case KIR_E_CMP: return compare(ev, e);
+	case KIR_E_SELECT: {
+		val c = eval(ev, e->a);
+		return c.i ? eval(ev, e->b) : eval(ev, e->c);
+	}
+	case KIR_E_CAST: return cast(ev, e);
+	}
+	return z;
+}
+
+static void run(evaluator *ev, const kir_stmt *s) {
+	for (; s && !ev->failed; s = s->next) {
+		switch (s->kind) {
+		case KIR_S_FOR: {
+			int64_t lo = eval(ev, s->lo).i, hi = eval(ev, s->hi).i;
+			for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
+				ev->vars[s->var->id].i = i;
+				run(ev, s->body);
+			}
+			break;
+		}
+		case KIR_S_STORE: {
+			int64_t i = index_of(ev, s->buf, s->index, "store");
+			val v = eval(ev, s->value);
+			if (!ev->failed) store(ev, s->buf, i, v);
+			break;
+		}
+		case KIR_S_SET: ev->vars[s->var->id] = eval(ev, s->value); break;
+		case KIR_S_IF:
+			if (eval(ev, s->cond).i) run(ev, s->body);
+			else run(ev, s->orelse);
+			break;
+		case KIR_S_ERROR:
+			if (eval(ev, s->cond).i) eerr(ev, "%s", s->message);
+			break;
+		}
+	}
+}
+
+bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
+	evaluator ev = {.k = k, .bufs = buffers, .sizes = sizes, .d = d};
+	ev.numel = calloc((size_t)k->n_buffers + 1, sizeof *ev.numel);
+	ev.vars = calloc((size_t)k->n_vars + 1, sizeof *ev.vars);
+	if (!ev.numel || !ev.vars) {
+		eerr(&ev, "out of memory");
+	} else {
+		for (int b = 0; b < k->n_buffers && !ev.failed; b++) {
+			int64_t n = 1;
+			for (int i = 0; i < k->buffers[b]->rank; i++) {
+				int64_t dim = eval(&ev, k->buffers[b]->dims[i]).i;
+				if (dim < 0 || (dim && n > INT64_MAX / dim)) eerr(&ev, "buffer %s has a bad size", k->buffers[b]->name);
+				n *= dim;
+			}
+			ev.numel[b] = n;
+		}
+		run(&ev, k->body);
+	}
+	free(ev.numel);
+	free(ev.vars);
+	return !ev.failed;
+}
+
+bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d) {
+	evaluator ev = {.k = k, .sizes = sizes, .d = d};
+	*out = eval(&ev, e).i;
+	return !ev.failed;
+}

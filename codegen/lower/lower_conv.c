@@ -1,0 +1,524 @@
+/* Conv and the pools.
+ *
+ * Conv is an im2col + GEMM generator: a kernel copies the input windows into
+ * a scratch matrix col[n, g][(c, k...)][(o...)] (zero where a tap falls in
+ * the padding), then the GEMM generator (codegen/lower/lower_gemm.h) computes
+ * y[n, g] = W[g] (Mg x Kg) * col[n, g] (Kg x P) with the bias added as it
+ * stores.  A 1x1 convolution with unit strides and no padding reads X itself
+ * as the matrix (no copy).  The scratch is one buffer per dtype and batch dim
+ * shared by every Conv of the program (launches run in order), sized for the
+ * largest.
+ *
+ * Pools walk each window with per-dim tap ranges computed from the output
+ * position (no test per tap): parallel over (n, c) planes, sequential over
+ * output positions and taps; MaxPool without Indices goes a row at a time
+ * with a vector loop over the row's interior (maxpool_rows).  Geometry (pads, auto_pad, ceil_mode, output
+ * sizes) comes from the interpreter's own functions (ir/kernels/conv_util.h),
+ * so shapes and results agree by construction. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/lower_conv.h"
+#include "codegen/lower/lower_gemm.h"
+#include "ir/kernels/conv_util.h"
+
+/* ---- Shorthands ----------------------------------------------------------------*/
+static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
+static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
+static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
+static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
+static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
+static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
+static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
+static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
+static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
+static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l, MAX(l, x, I(l, 0)), I(l, hi - 1)); }
+
+static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		l->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(l->k, name, e->type);
+	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
+	return V(l, v);
+}
+
+static kir_expr *fconst(lk *l, tbc_dtype t, double v) {
+	return tbc_dtype_is_float(t) ? kir_e_float(l->k, t, v) : kir_e_int(l->k, t, (int64_t)v);
+}
+
+static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
+static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	return LOWER_FAILED;
+}
+
+static bool static_dims(const tbc_type *t, int from) {
+	for (int d = from; d < t->rank; d++)
+		if (t->dims[d].sym) return false;
+	return true;
+}
+
+static bool static_empty(const tbc_type *t) {
+	for (int d = 0; d < t->rank; d++)
+		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
+	return false;
+}
+
+/* Compute type of a float op over dt (narrow floats in f32). */
+static bool float_ct(tbc_dtype dt, tbc_dtype *ct) {
+	if (dt == TBC_DT_F32 || dt == TBC_DT_F16 || dt == TBC_DT_BF16) *ct = TBC_DT_F32;
+	else if (dt == TBC_DT_F64) *ct = TBC_DT_F64;
+	else return false;
+	return true;
+}
+
+/* ---- Conv ---------------------------------------------------------------------------*/
+typedef struct conv_cx {
+	int64_t G, Mg, Kg, P, M;
+	kir_buffer *bias;
+	tbc_dtype ct, yt;
+} conv_cx;
+
+static kir_expr *conv_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	conv_cx *c = ctx;
+	switch (which) {
+	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg * c->Kg));
+	case 1: return MUL(l, batch, I(l, c->Kg * c->P));
+	default: return MUL(l, batch, I(l, c->Mg * c->P));
+	}
+}
+
+static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	(void)col;
+	conv_cx *c = ctx;
+	if (c->bias) {
+		kir_expr *m = c->G == 1 ? row : ADD(l, MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg)), row);
+		acc = kir_e_binary(l->k, KIR_ADD, acc, kir_e_cast(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
+	}
+	return kir_e_cast(l->k, c->yt, acc);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* The output positions [*oa, *ob) of a dim with OW outputs, stride s and
+ * input size in whose taps o * s + lo .. o * s + hi all lie in the input. */
+static void interior(int64_t lo, int64_t hi, int64_t s, int64_t in, int64_t OW, int64_t *oa, int64_t *ob) {
+	int64_t a = -floor_div(lo, s), b = floor_div(in - 1 - hi, s) + 1;
+	a = a < 0 ? 0 : a > OW ? OW : a;
+	*oa = a, *ob = b < a ? a : b > OW ? OW : b;
+}
+
+/* The valid taps [lo, hi) of a window starting at base (dilation dil,
+ * kernel K, input size in): lo = max(0, ceil(-base / dil)),
+ * hi = min(K, floor((in - 1 - base) / dil) + 1); set in blk. */
+static void tap_range(lk *l, kir_block *blk, kir_expr *base, int64_t dil, int64_t K, int64_t in, kir_expr **lo,
+		      kir_expr **hi) {
+	*lo = local(l, blk, "lo", MAX(l, I(l, 0), DIV(l, ADD(l, SUB(l, I(l, 0), base), I(l, dil - 1)), I(l, dil))));
+	*hi = local(l, blk, "hi", MIN(l, I(l, K), ADD(l, DIV(l, SUB(l, I(l, in - 1), base), I(l, dil)), I(l, 1))));
+}
+
+/* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
+ * Parallel over the rows of col taken KW at a time (one tap of the outer
+ * kernel dims, every tap kw of the last), then over output positions of the
+ * outer dims; per kw, generated apart, the positions ow whose tap lies
+ * inside the input row are a copy with constant bounds (a vector loop, for
+ * stride 1 a contiguous one), the few at the borders select 0 or a clamped
+ * load, and a row whose outer tap is in the padding is all zeros. */
+static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, int cb, tbc_dim nd, int64_t C,
+		   int64_t Kg, int64_t P) {
+	lk l;
+	if (!lk_begin(&l, cx, "im2col")) return false;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_buf(&l, xb), *col = lk_buf(&l, cb);
+	if (!x || !col) return false;
+	(void)C;
+	int nsp = g->nsp, w = nsp - 1;
+	int64_t KS = conv_prod(0, nsp, g->kernel), in_size = conv_prod(0, nsp, g->in);
+	int64_t KW = g->kernel[w], KR = KS / KW, Cg = Kg / KS;
+	int64_t OW = g->out[w], sw = g->stride[w], pw = g->pad_begin[w], dw = g->dil[w], inw = g->in[w];
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *rem = local(&l, &body, "rem", MOD(&l, V(&l, r), I(&l, Cg * KR)));
+	kir_expr *ng = DIV(&l, V(&l, r), I(&l, Cg * KR)), *cc = DIV(&l, rem, I(&l, KR));
+	kir_expr *kt = MOD(&l, rem, I(&l, KR));
+	kir_expr *xbase = local(&l, &body, "xbase", MUL(&l, ADD(&l, MUL(&l, ng, I(&l, Cg)), cc), I(&l, in_size)));
+	kir_expr *kd[CONV_MAX_SPATIAL];
+	for (int d = w - 1; d >= 0; d--) {
+		kd[d] = local(&l, &body, "kt", MOD(&l, kt, I(&l, g->kernel[d])));
+		kt = DIV(&l, kt, I(&l, g->kernel[d]));
+	}
+	/* One position of the outer dims: its tap, in the input or not. */
+	kir_block pos = {0};
+	kir_var *o[CONV_MAX_SPATIAL];
+	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = MUL(&l, MUL(&l, V(&l, r), I(&l, KW)), I(&l, P));
+	int64_t istride = inw, ostride = OW;
+	for (int d = w - 1; d >= 0; d--) {
+		o[d] = kir_var_new(k, "o", KIR_INDEX);
+		kir_expr *i = ADD(&l, SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])),
+				  MUL(&l, kd[d], I(&l, g->dil[d])));
+		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, g->in[d])));
+		inside = kir_e_binary(k, KIR_AND, ok, inside);
+		xi = ADD(&l, xi, MUL(&l, CLAMP(&l, i, g->in[d]), I(&l, istride)));
+		ci = ADD(&l, ci, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		istride *= g->in[d];
+		ostride *= g->out[d];
+	}
+	kir_expr *xrow = local(&l, &pos, "xrow", xi), *crow = local(&l, &pos, "crow", ci);
+	kir_expr *zero = x->dtype == TBC_DT_F32 || x->dtype == TBC_DT_F64 ? kir_e_float(k, x->dtype, 0)
+								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
+	kir_block copy = {0}, zeros = {0};
+	for (int64_t kw = 0; kw < KW; kw++) {
+		kir_expr *cr = ADD(&l, crow, I(&l, kw * P));
+		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
+		int64_t off = kw * dw - pw, oa, ob;
+		interior(off, off, sw, inw, OW, &oa, &ob);
+		for (int part = 0; part < 3; part++) {
+			int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+			if (from >= to) continue;
+			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+			kir_expr *i = ADD(&l, MUL(&l, V(&l, ow), I(&l, sw)), I(&l, off)), *v;
+			if (part == 1) {
+				v = kir_e_load(k, x, ADD(&l, xrow, i));
+			} else {
+				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, inw)));
+				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(&l, xrow, CLAMP(&l, i, inw))), zero);
+			}
+			kir_stmt *st = kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), v);
+			kir_block_add(k, &copy, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
+		}
+		if (w == 0) continue;
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+		kir_block_add(k, &zeros, kir_s_for(k, ow, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR,
+						  kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), zero)));
+	}
+	kir_block_add(k, &pos, w > 0 ? kir_s_if(k, inside, copy.first, zeros.first) : copy.first);
+	kir_stmt *st = pos.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &body, st);
+	kir_expr *rows = MUL(&l, MUL(&l, lk_dim(&l, nd), I(&l, tbc_attr_int(op, "group", 1))), I(&l, Cg * KR));
+	return lk_end(&l, kir_s_for(k, r, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
+}
+
+static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
+	conv_cx c = {0};
+	if (!float_ct(xt->dtype, &c.ct) || wt->dtype != xt->dtype) return refuse(cx, op, "on this dtype");
+	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(yt, 1))
+		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	int nsp = xt->rank - 2;
+	conv_geom g;
+	int64_t kernel[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) kernel[i] = wt->dims[2 + i].size;
+	const char *err = conv_geom_read(&g, op, nsp, kernel, true, false);
+	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
+	if (!err) err = conv_geom_resolve(&g);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	for (int i = 0; i < nsp; i++)
+		if (g.out[i] != yt->dims[2 + i].size) return lower_error(cx, op, "Conv geometry disagrees with its type"), LOWER_FAILED;
+	c.G = tbc_attr_int(op, "group", 1);
+	int64_t C = xt->dims[1].size, Cg = wt->dims[1].size;
+	c.M = wt->dims[0].size;
+	if (c.G <= 0 || C != Cg * c.G || c.M % c.G) return lower_error(cx, op, "Conv channels and group disagree"), LOWER_FAILED;
+	c.Mg = c.M / c.G;
+	c.Kg = Cg * conv_prod(0, nsp, g.kernel);
+	c.P = conv_prod(0, nsp, g.out);
+	c.yt = yt->dtype;
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	bool direct = true;
+	for (int i = 0; i < nsp; i++)
+		direct &= g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+	int xb = lower_value_buf(cx, xv);
+	if (xb < 0) return LOWER_FAILED;
+	int matb = xb;
+	if (!direct) {
+		matb = lower_shared_temp(cx, "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
+		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P)) return LOWER_FAILED;
+	}
+	lk l;
+	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
+	gemm_spec s = {.ct = c.ct};
+	s.a.buf = lk_value(&l, wv);
+	s.b.buf = lk_buf(&l, matb);
+	s.y.buf = lk_buf(&l, yb);
+	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = I(&l, c.Mg), s.N = I(&l, c.P), s.K = I(&l, c.Kg);
+	s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
+	s.a.rs = I(&l, c.Kg), s.a.cs = I(&l, 1);
+	s.b.rs = I(&l, c.P), s.b.cs = I(&l, 1);
+	s.y.rs = I(&l, c.P), s.y.cs = I(&l, 1);
+	s.ctx = &c;
+	s.base = conv_base;
+	s.epi = conv_epi;
+	return failed(lk_end(&l, gemm_generate(&l, &s)));
+}
+
+/* ---- Windowed pools --------------------------------------------------------------
+ * Per output position and spatial dim d: the window starts at
+ * base = o * stride - pad_begin; its taps k with 0 <= base + k * dil < in
+ * form the range [lo, hi), computed once per position. */
+typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
+
+/* MaxPool without Indices, a row at a time: the output row along the last
+ * spatial dim is the accumulator (y itself, first set to NaN, or the
+ * least integer, or 0 where the window is empty in an outer dim), and each
+ * valid tap of the outer dims updates the whole row.  Positions of the row
+ * whose window lies inside the input take their taps of the last dim with
+ * constant bounds and no clamp: a vector loop (stride-s loads).  The
+ * others (the borders) take theirs from per-position ranges.  max keeps
+ * the first of equal values and skips NaN unless every tap is NaN (the
+ * interpreter's rule): select(v > m || isnan(m), v, m) from NaN. */
+static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom *g, int yb, tbc_dtype ct) {
+	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type, *yt = &yv->type;
+	lk l;
+	if (!lk_begin(&l, cx, "maxpool")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb);
+	if (!x || !y) return LOWER_FAILED;
+	int nsp = g->nsp, w = nsp - 1;
+	bool is_float = tbc_dtype_is_float(ct);
+	int64_t isz = conv_prod(0, nsp, g->in), osz = conv_prod(0, nsp, g->out);
+	int64_t OW = g->out[w], s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w], in = g->in[w];
+	/* The interior: base = o s - pb >= 0 and base + (KW - 1) dil <= in - 1. */
+	int64_t oa, ob;
+	interior(-pb, (KW - 1) * dil - pb, s, in, OW, &oa, &ob);
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
+	kir_block row = {0}; /* one output row: outer dims at o[0..w) */
+	kir_expr *yrow = MUL(&l, V(&l, pl), I(&l, osz)), *xrow = MUL(&l, V(&l, pl), I(&l, isz));
+	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *empty = kir_e_int(k, TBC_DT_BOOL, 0);
+	int64_t ostride = OW, istride = in;
+	for (int d = w - 1; d >= 0; d--) {
+		kir_expr *base = local(&l, &row, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])));
+		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
+		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
+		yrow = ADD(&l, yrow, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		xrow = ADD(&l, xrow, MUL(&l, CLAMP(&l, ADD(&l, base, MUL(&l, V(&l, kv[d]), I(&l, g->dil[d]))), g->in[d]), I(&l, istride)));
+		ostride *= g->out[d], istride *= g->in[d];
+	}
+	yrow = local(&l, &row, "yrow", yrow);
+	kir_expr *zero = fconst(&l, ct, 0), *init;
+	if (is_float) init = kir_e_float(k, ct, NAN);
+	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
+	kir_var *ov = kir_var_new(k, "ow", KIR_INDEX);
+	kir_block set = {0};
+	kir_block_add(k, &set, kir_s_store(k, y, ADD(&l, yrow, V(&l, ov)), kir_e_cast(k, yt->dtype, kir_e_select(k, empty, zero, init))));
+	kir_block_add(k, &row, kir_s_for(k, ov, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR, set.first));
+
+	/* Each valid tap of the outer dims: the row's three parts. */
+	kir_block taps = {0};
+	kir_expr *xr = local(&l, &taps, "xrow", xrow);
+	for (int part = 0; part < 3; part++) {
+		int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+		if (from >= to) continue;
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX), *m = kir_var_new(k, "m", ct), *kw = kir_var_new(k, "kw", KIR_INDEX);
+		kir_block body = {0}, tap = {0};
+		kir_expr *at = ADD(&l, yrow, V(&l, ow));
+		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, ct, kir_e_load(k, y, at))));
+		kir_expr *base = local(&l, &body, "base", SUB(&l, MUL(&l, V(&l, ow), I(&l, s)), I(&l, pb)));
+		kir_expr *i = ADD(&l, base, MUL(&l, V(&l, kw), I(&l, dil))), *klo = I(&l, 0), *khi = I(&l, KW);
+		if (part != 1) {
+			tap_range(&l, &body, base, dil, KW, in, &klo, &khi);
+			i = CLAMP(&l, i, in);
+		}
+		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, xr, i))));
+		kir_expr *mv = V(&l, m), *next;
+		if (is_float)
+			next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
+		else next = kir_e_binary(k, KIR_MAX, mv, v);
+		kir_block_add(k, &tap, kir_s_set(k, m, next));
+		kir_block_add(k, &body, kir_s_for(k, kw, klo, khi, 1, KIR_LOOP_SEQUENTIAL, tap.first));
+		kir_expr *res = V(&l, m);
+		if (part != 1) res = kir_e_select(k, kir_e_cmp(k, KIR_GE, klo, khi), zero, res); /* empty in the last dim */
+		kir_block_add(k, &body, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
+		kir_block_add(k, &taps, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
+	}
+	kir_stmt *st = taps.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &row, st);
+	st = row.first;
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
+}
+
+static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
+	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
+	const tbc_value *iv = op->n_outputs > 1 ? op->outputs[1] : NULL;
+	const tbc_type *xt = &xv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	bool is_float = float_ct(xt->dtype, &ct);
+	if (kind != POOL_MAX) ct = TBC_DT_F64; /* sums in double, as the interpreter */
+	if (!is_float) {
+		if (kind != POOL_MAX || (xt->dtype != TBC_DT_I8 && xt->dtype != TBC_DT_U8)) return refuse(cx, op, "on this dtype");
+		ct = xt->dtype;
+	}
+	if (xt->rank < 3 || !static_dims(xt, 2) || !static_dims(yt, 2)) return refuse(cx, op, "with symbolic spatial dims");
+	int nsp = xt->rank - 2;
+	conv_geom g;
+	const char *err = conv_geom_read(&g, op, nsp, NULL, true, true);
+	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
+	if (!err) err = conv_geom_resolve(&g);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	bool include_pad = kind == POOL_AVG && tbc_attr_int(op, "count_include_pad", 0) != 0;
+	bool col_major = tbc_attr_int(op, "storage_order", 0) == 1;
+	double p = (double)tbc_attr_int(op, "p", 2);
+	int yb = lower_result_buf(cx, yv), ib = iv ? lower_result_buf(cx, iv) : -2;
+	if (yb < 0 || ib == -1) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	if (kind == POOL_MAX && !iv) return maxpool_rows(cx, op, &g, yb, ct);
+	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
+	lk l;
+	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb), *ix = iv ? lk_buf(&l, ib) : NULL;
+	if (!x || !y || (iv && !ix)) return LOWER_FAILED;
+	int64_t isz = conv_prod(0, nsp, g.in), osz = conv_prod(0, nsp, g.out);
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
+	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX);
+	kir_block pos = {0}; /* the body at one output position */
+	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *base[CONV_MAX_SPATIAL];
+	kir_expr *count = I(&l, 1), *empty = kir_e_int(k, TBC_DT_BOOL, 0);
+	for (int d = 0; d < nsp; d++) {
+		int64_t dil = g.dil[d];
+		base[d] = local(&l, &pos, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g.stride[d])), I(&l, g.pad_begin[d])));
+		tap_range(&l, &pos, base[d], dil, g.kernel[d], g.in[d], &lo[d], &hi[d]);
+		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
+		kir_expr *n;
+		if (include_pad)
+			n = MAX(&l, I(&l, 0), MIN(&l, I(&l, g.kernel[d]),
+						  ADD(&l, DIV(&l, SUB(&l, I(&l, g.in[d] + g.pad_end[d] - 1), base[d]), I(&l, dil)), I(&l, 1))));
+		else n = MAX(&l, I(&l, 0), SUB(&l, hi[d], lo[d]));
+		count = MUL(&l, count, n);
+	}
+	kir_var *acc = kir_var_new(k, "acc", ct), *best = kir_var_new(k, "best", KIR_INDEX);
+	kir_expr *init;
+	if (kind != POOL_MAX) init = fconst(&l, ct, 0);
+	else if (is_float) init = kir_e_float(k, ct, NAN);
+	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
+	kir_block_add(k, &pos, kir_s_set(k, acc, init));
+	if (kind == POOL_MAX) kir_block_add(k, &pos, kir_s_set(k, best, I(&l, -1)));
+	/* The innermost tap. */
+	kir_expr *il = I(&l, 0), *ic = I(&l, 0);
+	int64_t istride = 1, cstride = 1;
+	for (int d = nsp - 1; d >= 0; d--) {
+		kv[d] = kir_var_new(k, "k", KIR_INDEX);
+		kir_expr *i = CLAMP(&l, ADD(&l, base[d], MUL(&l, V(&l, kv[d]), I(&l, g.dil[d]))), g.in[d]);
+		il = ADD(&l, il, MUL(&l, i, I(&l, istride)));
+		istride *= g.in[d];
+	}
+	for (int d = 0; d < nsp; d++) {
+		kir_expr *i = CLAMP(&l, ADD(&l, base[d], MUL(&l, V(&l, kv[d]), I(&l, g.dil[d]))), g.in[d]);
+		ic = ADD(&l, ic, MUL(&l, i, I(&l, cstride)));
+		cstride *= g.in[d];
+	}
+	kir_block tap = {0};
+	kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, MUL(&l, V(&l, pl), I(&l, isz)), il))));
+	kir_expr *a = V(&l, acc);
+	if (kind == POOL_AVG) {
+		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, a, v)));
+	} else if (kind == POOL_LP) {
+		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, a, kir_e_binary(k, KIR_POW, kir_e_unary(k, KIR_ABS, v), fconst(&l, ct, p)))));
+	} else {
+		kir_expr *first = kir_e_cmp(k, KIR_LT, V(&l, best), I(&l, 0));
+		kir_expr *take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, a), first);
+		if (is_float)
+			take = kir_e_binary(k, KIR_OR, take,
+					    kir_e_binary(k, KIR_AND, kir_e_unary(k, KIR_ISNAN, a),
+							 kir_e_unary(k, KIR_NOT, kir_e_unary(k, KIR_ISNAN, v))));
+		kir_var *tk = kir_var_new(k, "take", TBC_DT_BOOL);
+		kir_block_add(k, &tap, kir_s_set(k, tk, take));
+		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_select(k, V(&l, tk), v, a)));
+		/* Without an Indices output, best only marks the first tap. */
+		kir_expr *at = ix ? (col_major ? ic : il) : I(&l, 0);
+		kir_block_add(k, &tap, kir_s_set(k, best, kir_e_select(k, V(&l, tk), at, V(&l, best))));
+	}
+	kir_stmt *taps = tap.first;
+	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, taps);
+	kir_block_add(k, &pos, taps);
+	/* The result. */
+	kir_expr *oi = I(&l, 0);
+	int64_t ostride = 1;
+	for (int d = nsp - 1; d >= 0; d--) {
+		oi = ADD(&l, oi, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		ostride *= g.out[d];
+	}
+	kir_expr *at = ADD(&l, MUL(&l, V(&l, pl), I(&l, osz)), oi);
+	kir_expr *res = V(&l, acc);
+	if (kind == POOL_AVG) res = kir_e_binary(k, KIR_DIV, res, kir_e_cast(k, ct, count));
+	else if (kind == POOL_LP) res = kir_e_binary(k, KIR_POW, res, fconst(&l, ct, 1.0 / p));
+	else res = kir_e_select(k, empty, fconst(&l, ct, 0), res);
+	kir_block_add(k, &pos, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
+	if (ix) {
+		kir_expr *bi = V(&l, best);
+		kir_block_add(k, &pos, kir_s_store(k, ix, at, kir_e_cast(k, TBC_DT_I64, kir_e_select(k, kir_e_cmp(k, KIR_LT, bi, I(&l, 0)), I(&l, -1), ADD(&l, MUL(&l, V(&l, pl), I(&l, isz)), bi)))));
+	}
+	kir_stmt *s = pos.first;
+	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
+	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, s)));
+}
+
+/* ---- Global pools: one window over every spatial dim --------------------------------*/
+static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
+	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type;
+	tbc_dtype ct;
+	if (!float_ct(xt->dtype, &ct)) return refuse(cx, op, "on this dtype");
+	if (kind != POOL_MAX) ct = TBC_DT_F64; /* sums in double, as the interpreter */
+	if (xt->rank < 3) return refuse(cx, op, "of this rank");
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(&yv->type)) return LOWER_OK;
+	static const char *const names[] = {"globalaveragepool", "globalmaxpool", "globallppool"};
+	lk l;
+	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb);
+	if (!x || !y) return LOWER_FAILED;
+	kir_expr *sz = I(&l, 1);
+	for (int d = 2; d < xt->rank; d++) sz = MUL(&l, sz, lk_dim(&l, xt->dims[d]));
+	double p = (double)tbc_attr_int(op, "p", 2);
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_var *acc = kir_var_new(k, "acc", ct);
+	kir_block body = {0};
+	kir_block_add(k, &body, kir_s_set(k, acc, kind == POOL_MAX ? kir_e_float(k, ct, -INFINITY) : fconst(&l, ct, 0)));
+	kir_expr *base = local(&l, &body, "base", MUL(&l, V(&l, pl), sz));
+	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, base, V(&l, i))));
+	kir_expr *a = V(&l, acc), *upd;
+	if (kind == POOL_AVG) upd = kir_e_binary(k, KIR_ADD, a, v);
+	else if (kind == POOL_MAX) upd = kir_e_binary(k, KIR_MAX, a, v);
+	else upd = kir_e_binary(k, KIR_ADD, a, kir_e_binary(k, KIR_POW, kir_e_unary(k, KIR_ABS, v), fconst(&l, ct, p)));
+	kir_block_add(k, &body, kir_s_for(k, i, I(&l, 0), sz, 1, KIR_LOOP_SEQUENTIAL, kir_s_set(k, acc, upd)));
+	kir_expr *res = V(&l, acc);
+	if (kind == POOL_AVG) res = kir_e_binary(k, KIR_DIV, res, kir_e_cast(k, ct, sz));
+	else if (kind == POOL_LP) res = kir_e_binary(k, KIR_POW, res, fconst(&l, ct, 1.0 / p));
+	kir_block_add(k, &body, kir_s_store(k, y, V(&l, pl), kir_e_cast(k, yv->type.dtype, res)));
+	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+}
+
+lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_Conv: return lower_conv(cx, op);
+	case TBC_OP_AveragePool: return lower_pool(cx, op, POOL_AVG);
+	case TBC_OP_MaxPool: return lower_pool(cx, op, POOL_MAX);
+	case TBC_OP_LpPool: return lower_pool(cx, op, POOL_LP);
+	case TBC_OP_GlobalAveragePool: return lower_global_pool(cx, op, POOL_AVG);
+	case TBC_OP_GlobalMaxPool: return lower_global_pool(cx, op, POOL_MAX);
+	case TBC_OP_GlobalLpPool: return lower_global_pool(cx, op, POOL_LP);
+	default: return lower_conv_more(cx, op);
+	}
+}

@@ -1,0 +1,727 @@
+/* ConvTranspose, MaxUnpool, GridSample, RoiAlign and DeformConv lowered
+ * (dispatched from lower_family_conv, codegen/lower/lower_conv.c).
+ *
+ * ConvTranspose is a GEMM followed by a gather (col2im), so that every
+ * parallel loop writes disjoint elements:
+ *   col[n, g][(m, k...)][i...] = sum_c W[g*Cg + c][m][k...] * X[n][g*Cg + c][i...]
+ * (the GEMM generator with W read transposed), then for each output point
+ *   Y[n][g*Mg + m][o...] = B[m] + sum over taps k with o = i*s + k*d - pb
+ *   (i inside the input) of col[n, g][(m, k)][i]
+ * where the taps come from per-dim ranges (no test per tap beyond the
+ * stride's divisibility).  Geometry is the interpreter's own
+ * (tconv_geom_make, ir/kernels/conv_util.h).
+ *
+ * MaxUnpool zero-fills Y, then scatters X sequentially (indices may repeat:
+ * the last write wins, as in the interpreter); an index outside the
+ * unpooled tensor fails the run.
+ *
+ * GridSample: parallel over (n, output point); the source positions, tap
+ * indices and weights are computed once per point in the interpreter's
+ * precision (the grid value and the unnormalized position in float32,
+ * weights in double), then a sequential loop over channels sums the taps.
+ *
+ * RoiAlign: parallel over (roi, channel) planes; the region geometry is
+ * computed in the rois' precision (rounded to float32 at every step for
+ * float32 rois, as the interpreter does).
+ *
+ * DeformConv: a deformable im2col into the same scratch, then Conv's GEMM
+ * (see its section).  docs/lower-conv-more.md has the details. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/lower_conv.h"
+#include "codegen/lower/lower_gemm.h"
+#include "ir/kernels/conv_util.h"
+
+static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
+static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
+static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
+static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
+static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
+static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
+static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
+static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
+static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
+static kir_expr *F(lk *l, tbc_dtype t, double v) { return kir_e_float(l->k, t, v); }
+static kir_expr *FB(lk *l, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, op, a, b); }
+static kir_expr *CMP(lk *l, kir_cmp op, kir_expr *a, kir_expr *b) { return kir_e_cmp(l->k, op, a, b); }
+static kir_expr *AND(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_AND, a, b); }
+static kir_expr *SEL(lk *l, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(l->k, c, a, b); }
+static kir_expr *CAST(lk *l, tbc_dtype t, kir_expr *a) { return kir_e_cast(l->k, t, a); }
+
+static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		l->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(l->k, name, e->type);
+	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
+	return V(l, v);
+}
+
+static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
+static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	return LOWER_FAILED;
+}
+
+static bool static_dims(const tbc_type *t, int from) {
+	for (int d = from; d < t->rank; d++)
+		if (t->dims[d].sym) return false;
+	return true;
+}
+
+static bool static_empty(const tbc_type *t) {
+	for (int d = 0; d < t->rank; d++)
+		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
+	return false;
+}
+
+static bool float_ct(tbc_dtype dt, tbc_dtype *ct) {
+	if (dt == TBC_DT_F32 || dt == TBC_DT_F16 || dt == TBC_DT_BF16) *ct = TBC_DT_F32;
+	else if (dt == TBC_DT_F64) *ct = TBC_DT_F64;
+	else return false;
+	return true;
+}
+
+/* ---- ConvTranspose -----------------------------------------------------------*/
+
+typedef struct tconv_cx {
+	int64_t G, Cg, MK, in_size;
+} tconv_cx;
+
+static kir_expr *tconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	tconv_cx *c = ctx;
+	switch (which) {
+	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Cg * c->MK));
+	case 1: return MUL(l, batch, I(l, c->Cg * c->in_size));
+	default: return MUL(l, batch, I(l, c->MK * c->in_size));
+	}
+}
+
+static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	if (!float_ct(xt->dtype, &ct) || wt->dtype != xt->dtype) return refuse(cx, op, "on this dtype");
+	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(yt, 1))
+		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	int nsp = xt->rank - 2;
+	int64_t wk[CONV_MAX_SPATIAL], in[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) wk[i] = wt->dims[2 + i].size, in[i] = xt->dims[2 + i].size;
+	tconv_geom g;
+	const char *err = tconv_geom_make(&g, op, nsp, wk, in);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	tconv_cx c = {0};
+	c.G = tbc_attr_int(op, "group", 1);
+	int64_t C = xt->dims[1].size, Mg = wt->dims[1].size;
+	if (c.G <= 0 || C != wt->dims[0].size || C % c.G)
+		return lower_error(cx, op, "ConvTranspose channels and group disagree"), LOWER_FAILED;
+	int64_t M = Mg * c.G;
+	c.Cg = C / c.G;
+	int64_t KS = conv_prod(0, nsp, g.kernel);
+	for (int i = 0; i < nsp; i++)
+		if (g.kernel[i] != wk[i] || g.out[i] != yt->dims[2 + i].size)
+			return lower_error(cx, op, "ConvTranspose geometry disagrees with its type"), LOWER_FAILED;
+	if (yt->dims[1].size != M) return lower_error(cx, op, "ConvTranspose channels disagree with its type"), LOWER_FAILED;
+	c.MK = Mg * KS;
+	c.in_size = conv_prod(0, nsp, g.in);
+	int64_t out_size = conv_prod(0, nsp, g.out);
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	int xb = lower_value_buf(cx, xv);
+	if (xb < 0) return LOWER_FAILED;
+	bool empty_in = static_empty(xt); /* C == 0 or an input dim 0: Y is the bias */
+	int cb = -1;
+	if (!empty_in) {
+		cb = lower_shared_temp(cx, "col2im", ct, xt->dims[0], c.G * c.MK * c.in_size);
+		if (cb < 0) return LOWER_FAILED;
+		lk l;
+		if (!lk_begin(&l, cx, "convtranspose_gemm")) return LOWER_FAILED;
+		gemm_spec s = {.ct = ct};
+		s.a.buf = lk_value(&l, wv);
+		s.b.buf = lk_buf(&l, xb);
+		s.y.buf = lk_buf(&l, cb);
+		if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+		s.M = I(&l, c.MK), s.N = I(&l, c.in_size), s.K = I(&l, c.Cg);
+		s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
+		s.a.rs = I(&l, 1), s.a.cs = I(&l, c.MK);
+		s.b.rs = I(&l, c.in_size), s.b.cs = I(&l, 1);
+		s.y.rs = I(&l, c.in_size), s.y.cs = I(&l, 1);
+		s.ctx = &c;
+		s.base = tconv_base;
+		if (!lk_end(&l, gemm_generate(&l, &s))) return LOWER_FAILED;
+	}
+	/* The gather: parallel over (n, output channel) planes. */
+	lk l;
+	if (!lk_begin(&l, cx, "col2im")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *y = lk_buf(&l, yb), *col = cb >= 0 ? lk_buf(&l, cb) : NULL, *bias = bv ? lk_value(&l, bv) : NULL;
+	if (!y || (cb >= 0 && !col) || (bv && !bias)) return LOWER_FAILED;
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *acc = kir_var_new(k, "acc", ct);
+	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
+	kir_block plane = {0}, pos = {0}, tap = {0};
+	kir_expr *b0 = bias ? local(&l, &plane, "b", CAST(&l, ct, kir_e_load(k, bias, MOD(&l, V(&l, pl), I(&l, M)))))
+			    : F(&l, ct, 0);
+	kir_expr *cbase = col ? local(&l, &plane, "cbase", MUL(&l, V(&l, pl), I(&l, KS * c.in_size))) : NULL;
+	kir_block_add(k, &pos, kir_s_set(k, acc, b0));
+	/* Per dim: t = o + pb; tap k reads i = (t - k*d) / s, valid when
+	 * 0 <= t - k*d <= (in-1)*s and divisible by s:
+	 * k in [max(0, ceil((t - (in-1)*s) / d)), min(K, t / d + 1)). */
+	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *num[CONV_MAX_SPATIAL];
+	kir_expr *divisible = NULL;
+	for (int d = 0; d < nsp; d++) {
+		kir_expr *t = local(&l, &pos, "t", ADD(&l, V(&l, o[d]), I(&l, g.pad_begin[d])));
+		int64_t span = (g.in[d] - 1) * g.stride[d], dil = g.dil[d];
+		lo[d] = local(&l, &pos, "lo", MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, t, I(&l, span)), I(&l, dil - 1)), I(&l, dil))));
+		hi[d] = local(&l, &pos, "hi", MIN(&l, I(&l, g.kernel[d]), ADD(&l, DIV(&l, t, I(&l, dil)), I(&l, 1))));
+		num[d] = SUB(&l, t, MUL(&l, V(&l, kv[d]), I(&l, dil)));
+	}
+	kir_expr *ci = I(&l, 0), *ki = I(&l, 0);
+	int64_t istride = 1, kstride = 1;
+	for (int d = nsp - 1; d >= 0; d--) {
+		kir_expr *nm = local(&l, &tap, "num", num[d]);
+		if (g.stride[d] > 1) {
+			kir_expr *ok = CMP(&l, KIR_EQ, MOD(&l, nm, I(&l, g.stride[d])), I(&l, 0));
+			divisible = divisible ? AND(&l, divisible, ok) : ok;
+		}
+		kir_expr *i = MIN(&l, MAX(&l, DIV(&l, nm, I(&l, g.stride[d])), I(&l, 0)), I(&l, g.in[d] - 1)); /* in range already */
+		ci = ADD(&l, ci, MUL(&l, i, I(&l, istride)));
+		ki = ADD(&l, ki, MUL(&l, MIN(&l, MAX(&l, V(&l, kv[d]), I(&l, 0)), I(&l, g.kernel[d] - 1)), I(&l, kstride)));
+		istride *= g.in[d];
+		kstride *= g.kernel[d];
+	}
+	if (col) {
+		kir_expr *at = ADD(&l, cbase, ADD(&l, MUL(&l, ki, I(&l, c.in_size)), ci));
+		kir_stmt *upd = kir_s_set(k, acc, FB(&l, KIR_ADD, V(&l, acc), kir_e_load(k, col, at)));
+		kir_block_add(k, &tap, divisible ? kir_s_if(k, divisible, upd, NULL) : upd);
+		kir_stmt *taps = tap.first;
+		for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, taps);
+		kir_block_add(k, &pos, taps);
+	}
+	kir_expr *oi = I(&l, 0);
+	int64_t ostride = 1;
+	for (int d = nsp - 1; d >= 0; d--) {
+		oi = ADD(&l, oi, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		ostride *= g.out[d];
+	}
+	kir_block_add(k, &pos, kir_s_store(k, y, ADD(&l, MUL(&l, V(&l, pl), I(&l, out_size)), oi), CAST(&l, yt->dtype, V(&l, acc))));
+	kir_stmt *s = pos.first;
+	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
+	kir_block_add(k, &plane, s);
+	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, M));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+}
+
+/* ---- MaxUnpool -------------------------------------------------------------------*/
+static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *iv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type, *yt = &yv->type;
+	if (xt->rank < 3 || yt->rank != xt->rank || iv->type.dtype != TBC_DT_I64) return refuse(cx, op, "of this rank or index type");
+	/* Output dims may be symbols: an output_shape given while running, checked
+	 * and stored by its shape kernel (codegen/lower/lower_dyn_select.c). */
+	if (!static_dims(xt, 0)) return refuse(cx, op, "with symbolic dims");
+	int r = xt->rank;
+	/* The unpooled shape: (in - 1) * stride - pads + kernel per spatial dim. */
+	const int64_t *ks, *st, *pads;
+	int nk = tbc_attr_ints(op, "kernel_shape", &ks), ns = tbc_attr_ints(op, "strides", &st), np = tbc_attr_ints(op, "pads", &pads);
+	int nsp = r - 2;
+	if (nk != nsp || (ns > 0 && ns != nsp) || (np > 0 && np != 2 * nsp)) return refuse(cx, op, "with these attributes");
+	int64_t inner[TBC_MAX_RANK] = {xt->dims[0].size, xt->dims[1].size}, ydims[TBC_MAX_RANK];
+	for (int d = 0; d < nsp; d++)
+		inner[2 + d] = (xt->dims[2 + d].size - 1) * (ns > 0 ? st[d] : 1) - (np > 0 ? pads[d] + pads[nsp + d] : 0) + ks[d];
+	for (int d = 0; d < r; d++) {
+		ydims[d] = yt->dims[d].size;
+		if (!yt->dims[d].sym && ydims[d] < inner[d]) return lower_error(cx, op, "MaxUnpool output smaller than the unpooled size"), LOWER_FAILED;
+	}
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "maxunpool")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *ix = lk_value(&l, iv), *y = lk_buf(&l, yb);
+	if (!x || !ix || !y) return LOWER_FAILED;
+	kir_expr *ysz = I(&l, 1);
+	for (int d = 0; d < r; d++) ysz = MUL(&l, ysz, lk_dim(&l, yt->dims[d]));
+	int64_t total = conv_prod(0, r, inner), xsz = 1;
+	for (int d = 0; d < r; d++) xsz *= xt->dims[d].size;
+	kir_expr *zero = tbc_dtype_is_float(yt->dtype) ? CAST(&l, yt->dtype, F(&l, TBC_DT_F64, 0)) : kir_e_int(k, yt->dtype, 0);
+	if (yt->dtype == TBC_DT_BOOL) zero = kir_e_int(k, TBC_DT_BOOL, 0);
+	kir_var *e = kir_var_new(k, "e", KIR_INDEX), *q = kir_var_new(k, "q", KIR_INDEX);
+	kir_stmt *fill = kir_s_for(k, e, I(&l, 0), ysz, 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(&l, e), zero));
+	kir_block body = {0};
+	kir_expr *t = local(&l, &body, "t", CAST(&l, KIR_INDEX, kir_e_load(k, ix, V(&l, q))));
+	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, t, I(&l, 0)), CMP(&l, KIR_GE, t, I(&l, total))),
+					    "MaxUnpool: an index is outside the unpooled tensor"));
+	kir_expr *at = I(&l, 0);
+	int64_t is = 1;
+	kir_expr *ys = I(&l, 1);
+	for (int d = r - 1; d >= 0; d--) {
+		at = ADD(&l, at, MUL(&l, MOD(&l, DIV(&l, t, I(&l, is)), I(&l, inner[d])), ys));
+		is *= inner[d];
+		ys = MUL(&l, ys, lk_dim(&l, yt->dims[d]));
+	}
+	kir_block_add(k, &body, kir_s_store(k, y, MIN(&l, MAX(&l, at, I(&l, 0)), SUB(&l, ysz, I(&l, 1))), kir_e_load(k, x, V(&l, q))));
+	kir_block all = {0};
+	kir_block_add(k, &all, fill);
+	kir_block_add(k, &all, kir_s_for(k, q, I(&l, 0), I(&l, xsz), 1, KIR_LOOP_SEQUENTIAL, body.first));
+	return failed(lk_end(&l, all.first));
+}
+
+/* ---- GridSample ------------------------------------------------------------------*/
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+/* gs_reflect of ir/kernels/conv_sample.c on a double x (bounds constants). */
+static kir_expr *gs_reflect(lk *l, kir_block *b, kir_expr *x, double lo, double hi) {
+	const tbc_dtype D = TBC_DT_F64;
+	double rng = hi - lo;
+	if (!(rng > 0)) return F(l, D, lo);
+	x = local(l, b, "rx", x);
+	kir_expr *dxl = local(l, b, "dxl", FB(l, KIR_SUB, F(l, D, lo), x));
+	kir_expr *nl = local(l, b, "nl", kir_e_unary(l->k, KIR_TRUNC, FB(l, KIR_DIV, dxl, F(l, D, rng))));
+	kir_expr *rl = FB(l, KIR_SUB, dxl, FB(l, KIR_MUL, nl, F(l, D, rng)));
+	kir_expr *evl = CMP(l, KIR_EQ, FB(l, KIR_REM, nl, F(l, D, 2)), F(l, D, 0));
+	kir_expr *below = SEL(l, evl, FB(l, KIR_ADD, F(l, D, lo), rl), FB(l, KIR_SUB, F(l, D, hi), rl));
+	kir_expr *dxh = local(l, b, "dxh", FB(l, KIR_SUB, x, F(l, D, hi)));
+	kir_expr *nh = local(l, b, "nh", kir_e_unary(l->k, KIR_TRUNC, FB(l, KIR_DIV, dxh, F(l, D, rng))));
+	kir_expr *rh = FB(l, KIR_SUB, dxh, FB(l, KIR_MUL, nh, F(l, D, rng)));
+	kir_expr *evh = CMP(l, KIR_EQ, FB(l, KIR_REM, nh, F(l, D, 2)), F(l, D, 0));
+	kir_expr *above = SEL(l, evh, FB(l, KIR_SUB, F(l, D, hi), rh), FB(l, KIR_ADD, F(l, D, lo), rh));
+	return local(l, b, "refl", SEL(l, CMP(l, KIR_LT, x, F(l, D, lo)), below, SEL(l, CMP(l, KIR_GT, x, F(l, D, hi)), above, x)));
+}
+
+/* Index i (index-typed) of a dim of size n after padding: *ok false for a zero. */
+static kir_expr *gs_index(lk *l, kir_block *b, kir_expr *i, int64_t n, int pad, double lo, double hi, kir_expr **ok) {
+	*ok = NULL;
+	if (pad == GS_ZEROS) {
+		i = local(l, b, "ti", i);
+		*ok = local(l, b, "tok", AND(l, CMP(l, KIR_GE, i, I(l, 0)), CMP(l, KIR_LT, i, I(l, n))));
+		return MIN(l, MAX(l, i, I(l, 0)), I(l, n - 1));
+	}
+	if (pad == GS_BORDER) return local(l, b, "ti", MIN(l, MAX(l, i, I(l, 0)), I(l, n - 1)));
+	kir_expr *r = kir_e_unary(l->k, KIR_TRUNC, gs_reflect(l, b, CAST(l, TBC_DT_F64, CAST(l, TBC_DT_I64, i)), lo, hi));
+	/* r is within [lo, hi] (finite): the cast is safe. */
+	return local(l, b, "ti", MIN(l, MAX(l, CAST(l, KIR_INDEX, CAST(l, TBC_DT_I64, r)), I(l, 0)), I(l, n - 1)));
+}
+
+static kir_expr *cubic_w(lk *l, kir_expr *x, int t) {
+	const tbc_dtype D = TBC_DT_F64;
+	const double A = -0.75;
+	kir_expr *u;
+	switch (t) {
+	case 0:
+		u = FB(l, KIR_ADD, x, F(l, D, 1));
+		return FB(l, KIR_SUB, FB(l, KIR_MUL, FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A), u), F(l, D, 5 * A)), u), F(l, D, 8 * A)), u), F(l, D, 4 * A));
+	case 1:
+		return FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A + 2), x), F(l, D, A + 3)), x), x), F(l, D, 1));
+	case 2:
+		u = FB(l, KIR_SUB, F(l, D, 1), x);
+		return FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A + 2), u), F(l, D, A + 3)), u), u), F(l, D, 1));
+	default:
+		u = FB(l, KIR_SUB, F(l, D, 2), x);
+		return FB(l, KIR_SUB, FB(l, KIR_MUL, FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A), u), F(l, D, 5 * A)), u), F(l, D, 8 * A)), u), F(l, D, 4 * A));
+	}
+}
+
+static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *gv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type, *gt = &gv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	if (!float_ct(xt->dtype, &ct) || !float_ct(gt->dtype, &ct)) return refuse(cx, op, "on this dtype");
+	ct = TBC_DT_F64;
+	const char *ms = conv_attr_str(op, "mode", "linear"), *ps = conv_attr_str(op, "padding_mode", "zeros");
+	int mode, pad;
+	if (!strcmp(ms, "nearest")) mode = GS_NEAREST;
+	else if (!strcmp(ms, "linear") || !strcmp(ms, "bilinear")) mode = GS_LINEAR;
+	else if (!strcmp(ms, "cubic") || !strcmp(ms, "bicubic")) mode = GS_CUBIC;
+	else return refuse(cx, op, "with this mode");
+	if (!strcmp(ps, "zeros")) pad = GS_ZEROS;
+	else if (!strcmp(ps, "border")) pad = GS_BORDER;
+	else if (!strcmp(ps, "reflection")) pad = GS_REFLECTION;
+	else return refuse(cx, op, "with this padding_mode");
+	bool align = tbc_attr_int(op, "align_corners", 0) != 0;
+	int r = xt->rank - 2;
+	if (r < 1 || r > 3 || gt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 1) || !static_dims(gt, 1) || !static_dims(yt, 1)) return refuse(cx, op, "with symbolic dims past the batch");
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "gridsample")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *grid = lk_value(&l, gv), *y = lk_buf(&l, yb);
+	if (!x || !grid || !y) return LOWER_FAILED;
+	int64_t dims[CONV_MAX_SPATIAL], C = xt->dims[1].size, isz = 1, osz = 1;
+	for (int d = 0; d < r; d++) dims[d] = xt->dims[2 + d].size, isz *= dims[d], osz *= yt->dims[2 + d].size;
+	const tbc_dtype S = TBC_DT_F32, D = TBC_DT_F64;
+	kir_var *p = kir_var_new(k, "p", KIR_INDEX), *c = kir_var_new(k, "c", KIR_INDEX), *acc = kir_var_new(k, "acc", D);
+	kir_block body = {0};
+	int taps = mode == GS_CUBIC ? 4 : mode == GS_LINEAR ? 2 : 1;
+	kir_expr *idx[CONV_MAX_SPATIAL][4], *ok[CONV_MAX_SPATIAL][4], *wt[CONV_MAX_SPATIAL][4];
+	for (int d = 0; d < r; d++) {
+		double lo = align ? 0.0 : -0.5, hi = align ? (double)dims[d] - 1.0 : (double)dims[d] - 0.5;
+		float len = (float)dims[d];
+		kir_expr *g = local(&l, &body, "g", CAST(&l, S, kir_e_load(k, grid, ADD(&l, MUL(&l, V(&l, p), I(&l, r)), I(&l, r - 1 - d)))));
+		kir_expr *v = align ? FB(&l, KIR_MUL, FB(&l, KIR_DIV, FB(&l, KIR_ADD, g, F(&l, S, 1)), F(&l, S, 2)), F(&l, S, len - 1.0f))
+				    : FB(&l, KIR_DIV, FB(&l, KIR_SUB, FB(&l, KIR_MUL, FB(&l, KIR_ADD, g, F(&l, S, 1)), F(&l, S, len)), F(&l, S, 1)), F(&l, S, 2));
+		if (mode == GS_NEAREST) v = kir_e_unary(k, KIR_ROUND_EVEN, v);
+		v = local(&l, &body, "v", v);
+		kir_expr *outside = kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, v, F(&l, S, (float)lo)), CMP(&l, KIR_GT, v, F(&l, S, (float)hi)));
+		if (pad == GS_BORDER)
+			v = local(&l, &body, "v", SEL(&l, outside, SEL(&l, CMP(&l, KIR_LT, v, F(&l, S, 0)), F(&l, S, 0), SEL(&l, CMP(&l, KIR_GT, v, F(&l, S, len - 1)), F(&l, S, len - 1), v)), v));
+		else if (pad == GS_REFLECTION)
+			v = local(&l, &body, "v", SEL(&l, outside, CAST(&l, S, gs_reflect(&l, &body, CAST(&l, D, v), lo, hi)), v));
+		kir_expr *pp = local(&l, &body, "pos", CAST(&l, D, v));
+		pp = local(&l, &body, "pos", SEL(&l, AND(&l, CMP(&l, KIR_GT, pp, F(&l, D, -1e15)), CMP(&l, KIR_LT, pp, F(&l, D, 1e15))), pp, F(&l, D, -1e15)));
+		if (mode == GS_NEAREST) {
+			kir_expr *i = CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, kir_e_unary(k, KIR_TRUNC, pp)));
+			idx[d][0] = gs_index(&l, &body, i, dims[d], pad, lo, hi, &ok[d][0]);
+			wt[d][0] = NULL;
+			continue;
+		}
+		kir_expr *f = local(&l, &body, "fl", kir_e_unary(k, KIR_FLOOR, pp));
+		kir_expr *x0 = local(&l, &body, "x0", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, f)));
+		kir_expr *fr = local(&l, &body, "fr", kir_e_unary(k, KIR_ABS, FB(&l, KIR_SUB, pp, f)));
+		if (mode == GS_LINEAR) {
+			wt[d][0] = local(&l, &body, "w", FB(&l, KIR_SUB, F(&l, D, 1), fr));
+			wt[d][1] = fr;
+			for (int t = 0; t < 2; t++) idx[d][t] = gs_index(&l, &body, ADD(&l, x0, I(&l, t)), dims[d], pad, lo, hi, &ok[d][t]);
+		} else {
+			kir_expr *fx = local(&l, &body, "fx", FB(&l, KIR_SUB, pp, f));
+			for (int t = 0; t < 4; t++) {
+				wt[d][t] = local(&l, &body, "w", cubic_w(&l, fx, t));
+				idx[d][t] = gs_index(&l, &body, ADD(&l, x0, I(&l, t - 1)), dims[d], pad, lo, hi, &ok[d][t]);
+			}
+		}
+	}
+	/* Per corner: weight, validity and plane offset, once per point. */
+	int64_t corners = 1;
+	for (int d = 0; d < r; d++) corners *= taps;
+	kir_expr *cw[64], *cok[64], *coff[64];
+	for (int64_t q = 0; q < corners; q++) {
+		kir_expr *w = NULL, *vk = NULL, *off = I(&l, 0);
+		int64_t rem = q, stride = 1;
+		for (int d = r - 1; d >= 0; d--) {
+			int t = (int)(rem % taps);
+			rem /= taps;
+			if (wt[d][t]) w = w ? FB(&l, KIR_MUL, w, wt[d][t]) : wt[d][t];
+			if (ok[d][t]) vk = vk ? AND(&l, vk, ok[d][t]) : ok[d][t];
+			off = ADD(&l, off, MUL(&l, idx[d][t], I(&l, stride)));
+			stride *= dims[d];
+		}
+		/* the interpreter multiplies weights from dim r-1 down: w = 1 * w[r-1] * ... */
+		cw[q] = w ? local(&l, &body, "cw", w) : NULL;
+		cok[q] = vk;
+		coff[q] = local(&l, &body, "coff", off);
+	}
+	kir_block ch = {0};
+	kir_expr *n = DIV(&l, V(&l, p), I(&l, osz)), *ol = MOD(&l, V(&l, p), I(&l, osz));
+	kir_expr *nc = local(&l, &ch, "nc", ADD(&l, MUL(&l, n, I(&l, C)), V(&l, c)));
+	kir_expr *base = local(&l, &ch, "base", MUL(&l, nc, I(&l, isz)));
+	kir_block_add(k, &ch, kir_s_set(k, acc, F(&l, D, 0)));
+	for (int64_t q = 0; q < corners; q++) {
+		kir_expr *v = CAST(&l, D, kir_e_load(k, x, ADD(&l, base, coff[q])));
+		if (cw[q]) v = FB(&l, KIR_MUL, cw[q], v);
+		kir_expr *sum = FB(&l, KIR_ADD, V(&l, acc), v);
+		kir_block_add(k, &ch, kir_s_set(k, acc, cok[q] ? SEL(&l, cok[q], sum, V(&l, acc)) : sum));
+	}
+	kir_block_add(k, &ch, kir_s_store(k, y, ADD(&l, MUL(&l, nc, I(&l, osz)), ol), CAST(&l, yt->dtype, V(&l, acc))));
+	kir_block_add(k, &body, kir_s_for(k, c, I(&l, 0), I(&l, C), 1, KIR_LOOP_SEQUENTIAL, ch.first));
+	kir_expr *pts = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, osz));
+	return failed(lk_end(&l, kir_s_for(k, p, I(&l, 0), pts, 1, KIR_LOOP_PARALLEL, body.first)));
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------*/
+static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *rv = op->inputs[1], *bv = op->inputs[2], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type, *rt = &rv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	if (!float_ct(xt->dtype, &ct) || !float_ct(rt->dtype, &ct) || bv->type.dtype != TBC_DT_I64) return refuse(cx, op, "on this dtype");
+	if (xt->rank != 4 || rt->rank != 2 || yt->rank != 4) return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 0) || !static_dims(yt, 1)) return refuse(cx, op, "with symbolic dims of X");
+	bool max_mode = !strcmp(conv_attr_str(op, "mode", "avg"), "max");
+	bool half_pixel = !strcmp(conv_attr_str(op, "coordinate_transformation_mode", "half_pixel"), "half_pixel");
+	int64_t PH = tbc_attr_int(op, "output_height", 1), PW = tbc_attr_int(op, "output_width", 1);
+	int64_t ratio = tbc_attr_int(op, "sampling_ratio", 0);
+	double scale = tbc_attr_float(op, "spatial_scale", 1.0);
+	int64_t N = xt->dims[0].size, C = xt->dims[1].size, H = xt->dims[2].size, W = xt->dims[3].size;
+	if (PH <= 0 || PW <= 0 || yt->dims[2].size != PH || yt->dims[3].size != PW) return refuse(cx, op, "with these output sizes");
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	if (H <= 0 || W <= 0) return refuse(cx, op, "on an empty image");
+	lk l;
+	if (!lk_begin(&l, cx, "roialign")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_value(&l, xv), *rois = lk_value(&l, rv), *bi = lk_value(&l, bv), *y = lk_buf(&l, yb);
+	if (!x || !rois || !bi || !y) return LOWER_FAILED;
+	/* R: the rois' precision, in which the reference computes the geometry. */
+	const tbc_dtype R = rt->dtype == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32, D = TBC_DT_F64;
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *r = local(&l, &body, "r", DIV(&l, V(&l, pl), I(&l, C))), *c = local(&l, &body, "c", MOD(&l, V(&l, pl), I(&l, C)));
+	kir_expr *b = local(&l, &body, "b", CAST(&l, KIR_INDEX, kir_e_load(k, bi, r)));
+	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, b, I(&l, 0)), CMP(&l, KIR_GE, b, I(&l, N))),
+					    "RoiAlign: a batch index is out of range"));
+	kir_expr *co[4];
+	for (int i = 0; i < 4; i++) {
+		kir_expr *v = FB(&l, KIR_MUL, CAST(&l, R, kir_e_load(k, rois, ADD(&l, MUL(&l, r, I(&l, 4)), I(&l, i)))), F(&l, R, scale));
+		co[i] = local(&l, &body, "co", FB(&l, KIR_SUB, v, F(&l, R, half_pixel ? 0.5 : 0.0)));
+	}
+	kir_expr *sw = co[0], *sh = co[1];
+	kir_expr *rw = FB(&l, KIR_SUB, co[2], co[0]), *rh = FB(&l, KIR_SUB, co[3], co[1]);
+	if (!half_pixel) rw = FB(&l, KIR_MAX, rw, F(&l, R, 1)), rh = FB(&l, KIR_MAX, rh, F(&l, R, 1));
+	rw = local(&l, &body, "rw", rw);
+	rh = local(&l, &body, "rh", rh);
+	kir_expr *bh = local(&l, &body, "bh", FB(&l, KIR_DIV, rh, F(&l, R, (double)PH)));
+	kir_expr *bw = local(&l, &body, "bw", FB(&l, KIR_DIV, rw, F(&l, R, (double)PW)));
+	kir_expr *gh, *gw, *ghf, *gwf;
+	if (ratio > 0) {
+		gh = gw = I(&l, ratio);
+		ghf = gwf = F(&l, R, (double)ratio);
+	} else {
+		kir_expr *ghd = local(&l, &body, "ghd", CAST(&l, D, kir_e_unary(k, KIR_CEIL, bh)));
+		kir_expr *gwd = local(&l, &body, "gwd", CAST(&l, D, kir_e_unary(k, KIR_CEIL, bw)));
+		kir_expr *good = AND(&l, AND(&l, CMP(&l, KIR_GE, ghd, F(&l, D, 0)), CMP(&l, KIR_LT, ghd, F(&l, D, 1e6))),
+				     AND(&l, CMP(&l, KIR_GE, gwd, F(&l, D, 0)), CMP(&l, KIR_LT, gwd, F(&l, D, 1e6))));
+		kir_block_add(k, &body, kir_s_error(k, kir_e_unary(k, KIR_NOT, good), "RoiAlign: a roi is too large or not finite"));
+		gh = local(&l, &body, "gh", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, SEL(&l, good, ghd, F(&l, D, 0)))));
+		gw = local(&l, &body, "gw", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, SEL(&l, good, gwd, F(&l, D, 0)))));
+		kir_block_add(k, &body, kir_s_error(k, CMP(&l, KIR_GT, MUL(&l, gh, gw), I(&l, (int64_t)1 << 24)),
+						    "RoiAlign: a roi needs more than 2^24 samples per bin"));
+		ghf = CAST(&l, R, CAST(&l, TBC_DT_I64, gh));
+		gwf = CAST(&l, R, CAST(&l, TBC_DT_I64, gw));
+		ghf = local(&l, &body, "ghf", ghf);
+		gwf = local(&l, &body, "gwf", gwf);
+	}
+	kir_expr *count = local(&l, &body, "count", CAST(&l, D, CAST(&l, TBC_DT_I64, MAX(&l, MUL(&l, gh, gw), I(&l, 1)))));
+	kir_expr *plane = local(&l, &body, "plane", MUL(&l, ADD(&l, MUL(&l, b, I(&l, C)), c), I(&l, H * W)));
+	kir_var *ph = kir_var_new(k, "ph", KIR_INDEX), *pw = kir_var_new(k, "pw", KIR_INDEX);
+	kir_var *iy = kir_var_new(k, "iy", KIR_INDEX), *ix = kir_var_new(k, "ix", KIR_INDEX);
+	kir_var *acc = kir_var_new(k, "acc", D), *have = kir_var_new(k, "have", TBC_DT_BOOL);
+	kir_block bin = {0}, row = {0}, smp = {0};
+	kir_block_add(k, &bin, kir_s_set(k, acc, F(&l, D, 0)));
+	kir_block_add(k, &bin, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 0)));
+	kir_expr *ry = FB(&l, KIR_ADD, sh, FB(&l, KIR_MUL, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, ph))), bh));
+	kir_expr *yy = local(&l, &row, "yy", FB(&l, KIR_ADD, ry, FB(&l, KIR_DIV, FB(&l, KIR_MUL, FB(&l, KIR_ADD, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, iy))), F(&l, R, 0.5)), bh), ghf)));
+	kir_expr *rx = FB(&l, KIR_ADD, sw, FB(&l, KIR_MUL, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, pw))), bw));
+	kir_expr *xx = local(&l, &smp, "xx", FB(&l, KIR_ADD, rx, FB(&l, KIR_DIV, FB(&l, KIR_MUL, FB(&l, KIR_ADD, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, ix))), F(&l, R, 0.5)), bw), gwf)));
+	kir_expr *inside = local(&l, &smp, "inside", AND(&l, AND(&l, CMP(&l, KIR_GE, yy, F(&l, R, -1)), CMP(&l, KIR_LE, yy, F(&l, R, (double)H))),
+							 AND(&l, CMP(&l, KIR_GE, xx, F(&l, R, -1)), CMP(&l, KIR_LE, xx, F(&l, R, (double)W)))));
+	kir_expr *lerp[2][4]; /* per axis (y, x): low index, high index, low weight, high weight */
+	kir_expr *pos[2] = {yy, xx};
+	int64_t ext[2] = {H, W};
+	for (int a = 0; a < 2; a++) {
+		kir_expr *v = local(&l, &smp, "pv", SEL(&l, inside, FB(&l, KIR_MAX, pos[a], F(&l, R, 0)), F(&l, R, 0)));
+		kir_expr *lo = local(&l, &smp, "lo", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, v)));
+		kir_expr *edge = local(&l, &smp, "edge", CMP(&l, KIR_GE, lo, I(&l, ext[a] - 1)));
+		kir_expr *lo2 = local(&l, &smp, "lo", SEL(&l, edge, I(&l, ext[a] - 1), lo));
+		kir_expr *hi = SEL(&l, edge, I(&l, ext[a] - 1), ADD(&l, lo, I(&l, 1)));
+		v = SEL(&l, edge, CAST(&l, R, CAST(&l, TBC_DT_I64, lo2)), v);
+		kir_expr *lw = local(&l, &smp, "lw", FB(&l, KIR_SUB, v, CAST(&l, R, CAST(&l, TBC_DT_I64, lo2))));
+		kir_expr *hw = local(&l, &smp, "hw", FB(&l, KIR_SUB, F(&l, R, 1), lw));
+		lerp[a][0] = MIN(&l, MAX(&l, lo2, I(&l, 0)), I(&l, ext[a] - 1));
+		lerp[a][1] = MIN(&l, MAX(&l, hi, I(&l, 0)), I(&l, ext[a] - 1));
+		lerp[a][2] = CAST(&l, D, hw);
+		lerp[a][3] = CAST(&l, D, lw);
+	}
+	kir_expr *vs[4];
+	for (int q = 0; q < 4; q++) {
+		int qy = q >> 1, qx = q & 1;
+		kir_expr *at = ADD(&l, plane, ADD(&l, MUL(&l, lerp[0][qy], I(&l, W)), lerp[1][qx]));
+		kir_expr *v = FB(&l, KIR_MUL, FB(&l, KIR_MUL, lerp[0][2 + qy], lerp[1][2 + qx]), CAST(&l, D, kir_e_load(k, x, at)));
+		vs[q] = local(&l, &smp, "v", SEL(&l, inside, v, F(&l, D, 0)));
+	}
+	if (!max_mode) {
+		kir_block_add(k, &smp, kir_s_set(k, acc, FB(&l, KIR_ADD, V(&l, acc), FB(&l, KIR_ADD, FB(&l, KIR_ADD, FB(&l, KIR_ADD, vs[0], vs[1]), vs[2]), vs[3]))));
+	} else {
+		kir_expr *m = FB(&l, KIR_MAX, FB(&l, KIR_MAX, vs[0], vs[1]), FB(&l, KIR_MAX, vs[2], vs[3]));
+		kir_expr *mv = local(&l, &smp, "m", m);
+		kir_block_add(k, &smp, kir_s_set(k, acc, SEL(&l, V(&l, have), FB(&l, KIR_MAX, V(&l, acc), mv), mv)));
+		kir_block_add(k, &smp, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 1)));
+	}
+	kir_block_add(k, &row, kir_s_for(k, ix, I(&l, 0), gw, 1, KIR_LOOP_SEQUENTIAL, smp.first));
+	kir_block_add(k, &bin, kir_s_for(k, iy, I(&l, 0), gh, 1, KIR_LOOP_SEQUENTIAL, row.first));
+	kir_expr *res = max_mode ? V(&l, acc) : FB(&l, KIR_DIV, V(&l, acc), count);
+	kir_expr *at = ADD(&l, MUL(&l, ADD(&l, MUL(&l, V(&l, pl), I(&l, PH)), V(&l, ph)), I(&l, PW)), V(&l, pw));
+	kir_block_add(k, &bin, kir_s_store(k, y, at, CAST(&l, yt->dtype, res)));
+	kir_stmt *bins = kir_s_for(k, ph, I(&l, 0), I(&l, PH), 1, KIR_LOOP_SEQUENTIAL,
+				   kir_s_for(k, pw, I(&l, 0), I(&l, PW), 1, KIR_LOOP_SEQUENTIAL, bin.first));
+	kir_block_add(k, &body, bins);
+	kir_expr *planes = MUL(&l, lk_dim(&l, rt->dims[0]), I(&l, C));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+}
+
+/* ---- DeformConv ------------------------------------------------------------------
+ * A deformable im2col (each tap of each output position sampled at its
+ * place plus its offset, multilinear with zeros outside, times the mask)
+ * into a scratch col[n, g][(c, k...)][o...], then Conv's GEMM:
+ * y[n, g] = W[g] * col[n, g] + B. */
+typedef struct dconv_cx {
+	int64_t G, Mg, Kg, P;
+	kir_buffer *bias;
+	tbc_dtype ct, yt;
+} dconv_cx;
+
+static kir_expr *dconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	dconv_cx *c = ctx;
+	switch (which) {
+	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg * c->Kg));
+	case 1: return MUL(l, batch, I(l, c->Kg * c->P));
+	default: return MUL(l, batch, I(l, c->Mg * c->P));
+	}
+}
+
+static kir_expr *dconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	(void)col;
+	dconv_cx *c = ctx;
+	if (c->bias) {
+		kir_expr *m = c->G == 1 ? row : ADD(l, MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg)), row);
+		acc = FB(l, KIR_ADD, acc, CAST(l, c->ct, kir_e_load(l->k, c->bias, m)));
+	}
+	return CAST(l, c->yt, acc);
+}
+
+static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *ov = op->inputs[2], *yv = op->outputs[0];
+	const tbc_value *bv = op->n_inputs > 3 ? op->inputs[3] : NULL, *mv = op->n_inputs > 4 ? op->inputs[4] : NULL;
+	const tbc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type, *yt = &yv->type;
+	dconv_cx c = {0};
+	if (!float_ct(xt->dtype, &c.ct)) return refuse(cx, op, "on this dtype");
+	int nsp = xt->rank - 2;
+	if (nsp < 1 || nsp > 3 || wt->rank != xt->rank || ot->rank != xt->rank || yt->rank != xt->rank ||
+	    (mv && mv->type.rank != xt->rank))
+		return refuse(cx, op, "of this rank");
+	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(ot, 1) || !static_dims(yt, 1) ||
+	    (mv && !static_dims(&mv->type, 1)))
+		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	conv_geom g;
+	int64_t kernel[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) kernel[i] = wt->dims[2 + i].size;
+	const char *err = conv_geom_read(&g, op, nsp, kernel, true, false);
+	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
+	if (!err) err = conv_geom_resolve(&g);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	c.G = tbc_attr_int(op, "group", 1);
+	int64_t OG = tbc_attr_int(op, "offset_group", 1);
+	int64_t C = xt->dims[1].size, Cg = wt->dims[1].size, M = wt->dims[0].size;
+	int64_t KS = conv_prod(0, nsp, g.kernel);
+	if (c.G <= 0 || OG <= 0 || C != Cg * c.G || M % c.G || C % OG || ot->dims[1].size != OG * KS * nsp ||
+	    (mv && mv->type.dims[1].size != OG * KS))
+		return lower_error(cx, op, "DeformConv channels, groups and offsets disagree"), LOWER_FAILED;
+	for (int i = 0; i < nsp; i++)
+		if (g.out[i] != yt->dims[2 + i].size || ot->dims[2 + i].size != g.out[i] || (mv && mv->type.dims[2 + i].size != g.out[i]))
+			return lower_error(cx, op, "DeformConv geometry disagrees with its types"), LOWER_FAILED;
+	c.Mg = M / c.G;
+	c.Kg = Cg * KS;
+	c.P = conv_prod(0, nsp, g.out);
+	c.yt = yt->dtype;
+	int64_t Cog = C / OG, isz = conv_prod(0, nsp, g.in);
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	int cb = lower_shared_temp(cx, "col2im", c.ct, xt->dims[0], c.G * c.Kg * c.P);
+	if (cb < 0) return LOWER_FAILED;
+	/* The deformable im2col: parallel over rows (n, g, c, k). */
+	{
+		lk l;
+		if (!lk_begin(&l, cx, "deform_im2col")) return LOWER_FAILED;
+		kir_kernel *k = l.k;
+		kir_buffer *x = lk_value(&l, xv), *off = lk_value(&l, ov), *mask = mv ? lk_value(&l, mv) : NULL, *col = lk_buf(&l, cb);
+		if (!x || !off || (mv && !mask) || !col) return LOWER_FAILED;
+		const tbc_dtype D = TBC_DT_F64;
+		kir_var *rv = kir_var_new(k, "r", KIR_INDEX), *ol = kir_var_new(k, "ol", KIR_INDEX);
+		kir_block row = {0}, pt = {0};
+		kir_expr *ng = local(&l, &row, "ng", DIV(&l, V(&l, rv), I(&l, c.Kg)));
+		kir_expr *kk = local(&l, &row, "kk", MOD(&l, V(&l, rv), I(&l, c.Kg)));
+		kir_expr *n = local(&l, &row, "n", DIV(&l, ng, I(&l, c.G)));
+		kir_expr *ch = local(&l, &row, "ch", ADD(&l, MUL(&l, MOD(&l, ng, I(&l, c.G)), I(&l, Cg)), DIV(&l, kk, I(&l, KS))));
+		kir_expr *kl = local(&l, &row, "kl", MOD(&l, kk, I(&l, KS)));
+		kir_expr *og = DIV(&l, ch, I(&l, Cog));
+		kir_expr *tap = local(&l, &row, "tap", ADD(&l, MUL(&l, ADD(&l, MUL(&l, n, I(&l, OG)), og), I(&l, KS)), kl));
+		kir_expr *plane = local(&l, &row, "plane", MUL(&l, ADD(&l, MUL(&l, n, I(&l, C)), ch), I(&l, isz)));
+		kir_expr *kd[CONV_MAX_SPATIAL], *od[CONV_MAX_SPATIAL];
+		kir_expr *rem = kl;
+		for (int d = nsp - 1; d >= 0; d--) {
+			kd[d] = local(&l, &row, "kd", MOD(&l, rem, I(&l, g.kernel[d])));
+			rem = DIV(&l, rem, I(&l, g.kernel[d]));
+		}
+		rem = V(&l, ol);
+		for (int d = nsp - 1; d >= 0; d--) {
+			od[d] = local(&l, &pt, "od", MOD(&l, rem, I(&l, g.out[d])));
+			rem = DIV(&l, rem, I(&l, g.out[d]));
+		}
+		kir_expr *lo[CONV_MAX_SPATIAL], *fr[CONV_MAX_SPATIAL], *near = NULL;
+		for (int d = 0; d < nsp; d++) {
+			kir_expr *base = ADD(&l, SUB(&l, MUL(&l, od[d], I(&l, g.stride[d])), I(&l, g.pad_begin[d])), MUL(&l, kd[d], I(&l, g.dil[d])));
+			kir_expr *at = ADD(&l, MUL(&l, ADD(&l, MUL(&l, tap, I(&l, nsp)), I(&l, d)), I(&l, c.P)), V(&l, ol));
+			kir_expr *pos = local(&l, &pt, "pos", FB(&l, KIR_ADD, CAST(&l, D, CAST(&l, TBC_DT_I64, base)), CAST(&l, D, kir_e_load(k, off, at))));
+			kir_expr *ok = AND(&l, CMP(&l, KIR_GT, pos, F(&l, D, -2.0)), CMP(&l, KIR_LT, pos, F(&l, D, (double)g.in[d] + 1.0)));
+			near = near ? AND(&l, near, ok) : ok;
+			pos = local(&l, &pt, "pos", SEL(&l, ok, pos, F(&l, D, 0))); /* keeps the cast below defined */
+			kir_expr *f = local(&l, &pt, "f", kir_e_unary(k, KIR_FLOOR, pos));
+			lo[d] = local(&l, &pt, "lo", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, f)));
+			fr[d] = local(&l, &pt, "fr", FB(&l, KIR_SUB, pos, f));
+		}
+		near = local(&l, &pt, "near", near);
+		kir_var *acc = kir_var_new(k, "acc", D);
+		kir_block_add(k, &pt, kir_s_set(k, acc, F(&l, D, 0)));
+		for (unsigned corner = 0; corner < (1u << nsp); corner++) {
+			kir_expr *w = NULL, *inside = NULL, *il = I(&l, 0);
+			for (int d = 0; d < nsp; d++) {
+				unsigned bit = (corner >> (nsp - 1 - d)) & 1u;
+				kir_expr *i = bit ? ADD(&l, lo[d], I(&l, 1)) : lo[d];
+				kir_expr *wd = bit ? fr[d] : FB(&l, KIR_SUB, F(&l, D, 1), fr[d]);
+				w = w ? FB(&l, KIR_MUL, w, wd) : FB(&l, KIR_MUL, F(&l, D, 1), wd);
+				kir_expr *ok = AND(&l, CMP(&l, KIR_GE, i, I(&l, 0)), CMP(&l, KIR_LT, i, I(&l, g.in[d])));
+				inside = inside ? AND(&l, inside, ok) : ok;
+				il = ADD(&l, MUL(&l, il, I(&l, g.in[d])), MIN(&l, MAX(&l, i, I(&l, 0)), I(&l, g.in[d] - 1)));
+			}
+			kir_expr *wv2 = local(&l, &pt, "w", w);
+			kir_expr *use = AND(&l, AND(&l, near, inside), CMP(&l, KIR_NE, wv2, F(&l, D, 0)));
+			kir_expr *sum = FB(&l, KIR_ADD, V(&l, acc), FB(&l, KIR_MUL, wv2, CAST(&l, D, kir_e_load(k, x, ADD(&l, plane, il)))));
+			kir_block_add(k, &pt, kir_s_set(k, acc, SEL(&l, use, sum, V(&l, acc))));
+		}
+		kir_expr *v = V(&l, acc);
+		if (mask) v = FB(&l, KIR_MUL, CAST(&l, D, kir_e_load(k, mask, ADD(&l, MUL(&l, tap, I(&l, c.P)), V(&l, ol)))), v);
+		kir_block_add(k, &pt, kir_s_store(k, col, ADD(&l, MUL(&l, V(&l, rv), I(&l, c.P)), V(&l, ol)), CAST(&l, c.ct, v)));
+		kir_block_add(k, &row, kir_s_for(k, ol, I(&l, 0), I(&l, c.P), 1, KIR_LOOP_SEQUENTIAL, pt.first));
+		kir_expr *rows = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G * c.Kg));
+		if (!lk_end(&l, kir_s_for(k, rv, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
+	}
+	lk l;
+	if (!lk_begin(&l, cx, "deformconv")) return LOWER_FAILED;
+	gemm_spec s = {.ct = c.ct};
+	s.a.buf = lk_value(&l, wv);
+	s.b.buf = lk_buf(&l, cb);
+	s.y.buf = lk_buf(&l, yb);
+	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = I(&l, c.Mg), s.N = I(&l, c.P), s.K = I(&l, c.Kg);
+	s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
+	s.a.rs = I(&l, c.Kg), s.a.cs = I(&l, 1);
+	s.b.rs = I(&l, c.P), s.b.cs = I(&l, 1);
+	s.y.rs = I(&l, c.P), s.y.cs = I(&l, 1);
+	s.ctx = &c;
+	s.base = dconv_base;
+	s.epi = dconv_epi;
+	return failed(lk_end(&l, gemm_generate(&l, &s)));
+}
+
+lower_result lower_conv_more(lower_cx *cx, const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_ConvTranspose: return lower_conv_transpose(cx, op);
+	case TBC_OP_MaxUnpool: return lower_max_unpool(cx, op);
+	case TBC_OP_GridSample: return lower_grid_sample(cx, op);
+	case TBC_OP_RoiAlign: return lower_roi_align(cx, op);
+	case TBC_OP_DeformConv: return lower_deform_conv(cx, op);
+	default: return LOWER_NOT_MINE;
+	}
+}

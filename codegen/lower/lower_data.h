@@ -1,0 +1,92 @@
+/* Shared by the data-movement lowerings (codegen/lower/lower_data*.c): storage-typed
+ * buffer views, strides, loop nests and the affine copy every pure
+ * data-movement op reduces to.  See docs/lower-data.md. */
+#ifndef TBC_CODEGEN_LOWER_DATA_H
+#define TBC_CODEGEN_LOWER_DATA_H
+
+#include "codegen/lower/lower_internal.h"
+
+/* The unsigned integer type of an element's storage (u8, u16, u32, u64):
+ * data movement copies bits, so every dtype the IR stores moves exactly,
+ * f16, bf16, float8 and the one-per-byte 4- and 2-bit types included. */
+tbc_dtype data_storage_type(tbc_dtype dt);
+/* A kernel buffer for value v seen in its storage type (a read). */
+kir_buffer *data_in(lk *l, const tbc_value *v);
+/* The buffer op output v is written to, in its storage type; NULL after a
+ * diagnostic. */
+kir_buffer *data_out(lk *l, const tbc_value *v);
+/* The storage bits of element i of data (of dtype dt) as a constant of the
+ * storage type. */
+kir_expr *data_bits(lk *l, tbc_dtype dt, const void *data, size_t i);
+/* The storage bits of the value v converted to dtype dt. */
+kir_expr *data_bits_of(lk *l, tbc_dtype dt, double v);
+
+/* Row-major strides of type t as index expressions; returns the element
+ * count. */
+kir_expr *data_strides(lk *l, const tbc_type *t, kir_expr **strides);
+/* Product of dims [lo, hi) of t. */
+kir_expr *data_prod(lk *l, const tbc_type *t, int lo, int hi);
+/* An index-typed value from an integer (or float: truncated) expression. */
+kir_expr *data_to_index(lk *l, kir_expr *e);
+/* v in [0, n): negative values count from the end, then clamped into range
+ * (an out-of-range index reads the nearest element; see docs/lower-data.md). */
+kir_expr *data_wrap_clamp(lk *l, kir_expr *v, kir_expr *n);
+
+/* Whether a tensor of type t holds elements: *always (static, non-zero
+ * dims), *never (a static zero dim), else a run-time condition (returned). */
+kir_expr *data_nonempty(lk *l, const tbc_type *t, bool *always, bool *never);
+/* dst[di] = value, or the zero bits when cond (may be NULL: always) is false
+ * at run time: guards loads from buffers that may be empty. */
+kir_stmt *data_guarded_store(lk *l, kir_buffer *dst, kir_expr *di, kir_expr *cond, kir_expr *value);
+
+/* ---- Loop nests ------------------------------------------------------------
+ * Loops added outermost first.  A loop of static size 1 is not made: its
+ * variable is the constant 0.  Kinds: the first loop parallel, the last
+ * vector, the rest sequential, unless a loop is added as DL_SEQ. */
+#define DL_MAX 24
+typedef struct dloops {
+	int n;
+	kir_var *v[DL_MAX];
+	kir_expr *size[DL_MAX];
+	bool seq[DL_MAX];
+} dloops;
+kir_expr *dl_add(lk *l, dloops *d, kir_expr *size, bool sequential);
+/* Wraps body (a statement list) in the loops. */
+kir_stmt *dl_wrap(lk *l, dloops *d, kir_stmt *body);
+
+/* ---- Affine copies -------------------------------------------------------
+ * dst[dst_off + sum(i_d * dst_stride_d)] = src[src_off + sum(i_d * src_stride_d)]
+ * over the box of sizes; dims of size 1 are dropped, and adjacent dims that
+ * are contiguous in both buffers merge (when constant). */
+typedef struct affine {
+	int n;
+	kir_expr *size[DL_MAX], *dst[DL_MAX], *src[DL_MAX];
+	kir_expr *dst_off, *src_off;
+} affine;
+void aff_init(lk *l, affine *a);
+void aff_dim(affine *a, kir_expr *size, kir_expr *dst_stride, kir_expr *src_stride);
+kir_stmt *aff_copy(lk *l, affine *a, kir_buffer *dst, kir_buffer *src);
+
+/* Per-op lowerings (codegen/lower/lower_data_*.c). */
+bool lower_data_gather(lower_cx *cx, const tbc_op *op);
+bool lower_data_gather_elements(lower_cx *cx, const tbc_op *op);
+bool lower_data_gather_nd(lower_cx *cx, const tbc_op *op);
+bool lower_data_scatter_elements(lower_cx *cx, const tbc_op *op);
+bool lower_data_scatter_nd(lower_cx *cx, const tbc_op *op);
+bool lower_data_onehot(lower_cx *cx, const tbc_op *op);
+bool lower_data_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_shape(lower_cx *cx, const tbc_op *op);
+bool lower_data_size(lower_cx *cx, const tbc_op *op);
+bool lower_data_constant_of_shape(lower_cx *cx, const tbc_op *op);
+bool lower_data_range(lower_cx *cx, const tbc_op *op);
+bool lower_data_trilu(lower_cx *cx, const tbc_op *op);
+bool lower_data_eye_like(lower_cx *cx, const tbc_op *op);
+bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op);
+bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
+/* codegen/lower/lower_dyn_data.c: data kernels of ops with no static lowering elsewhere. */
+bool lower_data_topk(lower_cx *cx, const tbc_op *op);
+bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_affine_grid(lower_cx *cx, const tbc_op *op);
+bool lower_data_col2im(lower_cx *cx, const tbc_op *op);
+
+#endif

@@ -1,0 +1,45 @@
+/* The GEMM generator (codegen/lower/lower_matmul.c), shared by MatMul, Gemm and
+ * Conv (codegen/lower/lower_conv.c):
+ *
+ *   y[b](i, j) = epi(sum_k a[b](i, k) * b[b](k, j))   for b < NB, i < M, j < N
+ *
+ * with every operand addressed as base(b) + row * rs + col * cs.  See
+ * docs/codegen.md ("MatMul, Gemm, Conv: the GEMM generator"). */
+#ifndef TBC_CODEGEN_LOWER_GEMM_H
+#define TBC_CODEGEN_LOWER_GEMM_H
+
+#include "codegen/lower/lower_internal.h"
+
+typedef struct gemm_operand {
+	kir_buffer *buf;
+	kir_expr *rs, *cs; /* row and column strides, in elements */
+} gemm_operand;
+
+typedef struct gemm_spec {
+	tbc_dtype ct;             /* compute type: f32, f64 or an integer type */
+	kir_expr *M, *N, *K, *NB; /* sizes */
+	gemm_operand a, b, y;
+	void *ctx;
+	/* Base offset of each operand for batch index `batch` (NULL: 0). */
+	kir_expr *(*base)(void *ctx, lk *l, int which /* 0 a, 1 b, 2 y */, kir_expr *batch);
+	/* The value stored for the sum acc (of type ct) at (batch, row, col);
+	 * NULL: acc cast to y's dtype. */
+	kir_expr *(*epi)(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col);
+} gemm_spec;
+
+/* A constant B operand v, stored as a rows x cols matrix, laid out for
+ * the kernel: transposed when asked (B stored N x K: its columns become
+ * the contiguous vector direction), rows padded by 64 bytes where their
+ * length in bytes is a multiple of 512 (such rows all fall into a few sets
+ * of a cache, and a K block of B then misses L1: a 128x512 @ 512x2048
+ * MatMul ran 1.5x slower than one with 2064 columns).  Sets o (buffer and
+ * strides) and returns true; false, o untouched, when v is not a constant
+ * or needs no change.  (Padding A's rows, the conv weights, measured no
+ * gain on ResNet-50.) */
+bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);
+
+/* Appends the GEMM's loop nest to the kernel under construction; returns the
+ * statement (NULL when out of memory). */
+kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
+
+#endif

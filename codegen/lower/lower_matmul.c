@@ -1,0 +1,538 @@
+/* MatMul and Gemm: the GEMM generator (codegen/lower/lower_gemm.h) and its uses.
+ *
+ * The generator emits one kernel nest: a parallel loop over (batch, row tile,
+ * column block), and inside it register-blocked micro-tiles of MR x NR sums
+ * held in scalar locals (5 x 16 for f32 on a 256-bit vector unit) over a
+ * sequential k loop.  Each k step loads MR values of A (broadcast) and NR
+ * contiguous values of B, and updates MR x NR accumulators; LLVM's SLP
+ * vectorizer turns the NR-wide rows into vector registers.  Edges: the last
+ * row tile clamps its row index (a row past M recomputes the last row and
+ * stores it again: no branch); columns past the last whole NR tile are covered by one more tile ending at column N
+ * (overlapping the previous one, in the same chunk), so they vectorize too;
+ * only a symbolic N smaller than NR runs column by column.
+ * Sizes are index expressions, so symbolic dims stay symbolic. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/lower_gemm.h"
+#include "codegen/tuning.h"
+
+/* ---- Index shorthands --------------------------------------------------------*/
+static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
+static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
+static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
+static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
+static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
+static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
+static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
+static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
+static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
+
+/* A scalar local set to e in block b; returns its value. */
+static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		l->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(l->k, name, e->type);
+	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
+	return V(l, v);
+}
+
+static kir_expr *zero(lk *l, tbc_dtype t) {
+	return tbc_dtype_is_float(t) ? kir_e_float(l->k, t, 0.0) : kir_e_int(l->k, t, 0);
+}
+
+/* ---- The generator ---------------------------------------------------------*/
+#define GEMM_MAX_MR 8
+#define GEMM_MAX_NR 32
+
+typedef struct gemm_gen {
+	lk *l;
+	const gemm_spec *s;
+	int mr;
+	kir_expr *batch, *i0, *rows[GEMM_MAX_MR], *base[3];
+	/* The k range of the micro-tiles: [klo, khi).  With K blocking
+	 * (kresume non-NULL) a tile starts from the partial sums its earlier
+	 * blocks stored in y when kresume holds, and stores the epilogue's
+	 * value only when klast holds; `skip` leading columns of the tile are
+	 * not stored (the overlapping last tile: the tile before it owns
+	 * them). */
+	kir_expr *klo, *khi, *kresume, *klast;
+	int skip;
+} gemm_gen;
+
+static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
+	lk *l = g->l;
+	kir_expr *idx = ADD(l, ADD(l, base, MUL(l, r, o->rs)), MUL(l, c, o->cs));
+	return kir_e_cast(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
+}
+
+static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {
+	lk *l = g->l;
+	return ADD(l, ADD(l, g->base[2], MUL(l, row, g->s->y.rs)), MUL(l, col, g->s->y.cs));
+}
+
+/* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
+ * the stores.  Statements go to blk. */
+static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *cols) {
+	lk *l = g->l;
+	kir_kernel *k = l->k;
+	const gemm_spec *s = g->s;
+	kir_var *acc[GEMM_MAX_MR][GEMM_MAX_NR];
+	/* Straight-line code, selects rather than branches: LLVM's SLP
+	 * vectorizer packs the accumulators only when no branch splits them. */
+	for (int r = 0; r < g->mr; r++)
+		for (int c = 0; c < nc; c++) {
+			acc[r][c] = kir_var_new(k, "acc", s->ct);
+			kir_expr *init = zero(l, s->ct);
+			if (g->kresume)
+				init = kir_e_select(k, g->kresume, kir_e_load(k, s->y.buf, y_index(g, g->rows[r], cols[c])), init);
+			kir_block_add(k, blk, kir_s_set(k, acc[r][c], init));
+		}
+	int64_t kc;
+	if (!kir_e_const_index(s->K, &kc) || kc > 0) {
+		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
+		kir_block kb = {0};
+		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
+		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l, kv)));
+		for (int c = 0; c < nc; c++) bv[c] = local(l, &kb, "b", load_ct(g, &s->b, g->base[1], V(l, kv), cols[c]));
+		for (int r = 0; r < g->mr; r++)
+			for (int c = 0; c < nc; c++)
+				kir_block_add(k, &kb,
+					      kir_s_set(k, acc[r][c],
+							kir_e_binary(k, KIR_ADD, V(l, acc[r][c]),
+								     kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
+		kir_block_add(k, blk, kir_s_for(k, kv, g->klo, g->khi, 1, KIR_LOOP_SEQUENTIAL, kb.first));
+	}
+	/* The stores, straight-line, after every value they store is computed
+	 * (the epilogue reads other buffers, Conv's bias: LLVM cannot tell
+	 * they are not y, so a load after a store must stay after it, and the
+	 * rows stayed scalar).  A row past M was clamped to the last row, so it
+	 * stores that row's own value again: no `if` around some rows' stores
+	 * either (LLVM's SLP vectorizer then left those rows' accumulators
+	 * scalar; a 1x1 convolution with a bias ran 4x slower). */
+	kir_expr *val[GEMM_MAX_MR][GEMM_MAX_NR];
+	for (int r = 0; r < g->mr; r++)
+		for (int c = g->skip; c < nc; c++) {
+			kir_expr *v = V(l, acc[r][c]);
+			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
+			if (g->klast) v = kir_e_select(k, g->klast, v, V(l, acc[r][c]));
+			val[r][c] = local(l, blk, "v", v);
+		}
+	for (int r = 0; r < g->mr; r++)
+		for (int c = g->skip; c < nc; c++)
+			kir_block_add(k, blk, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), val[r][c]));
+}
+
+/* The register tile: MR x NR sums, NR of them contiguous (the vector
+ * direction).  A 256-bit unit with 16 registers: f32 5 x 16, f64 5 x 8
+ * (10 vector accumulators, 2 B vectors, a broadcast and room for LLVM's
+ * scheduling: 6 x 16 left 15 of 16 live and spilled accumulators to the
+ * stack in the k loop; ResNet-50 and the transformer block ran ~30% faster
+ * with 5 x 16 on an AVX2 EPYC, docs/performance.md).  A 512-bit unit with
+ * 32 registers: f32 8 x 32 (16 accumulators, 8 broadcasts and 2 B vectors
+ * live; 12 x 32 spills), f64 8 x 16. */
+static void default_tile(tbc_dtype ct, int *mr, int *nr) {
+	kir_tuning t = kir_tuning_current();
+	bool wide = t.vector_bytes >= 64 && t.vector_regs >= 32;
+	if (wide && (ct == TBC_DT_F32 || ct == TBC_DT_F64)) {
+		*mr = 8, *nr = ct == TBC_DT_F32 ? 32 : 16;
+		return;
+	}
+	switch (ct) {
+	case TBC_DT_F32: *mr = 5, *nr = 16; break;
+	case TBC_DT_F64: *mr = 5, *nr = 8; break;
+	case TBC_DT_I64:
+	case TBC_DT_U64: *mr = 4, *nr = 4; break;
+	default: *mr = 4, *nr = 8; break;
+	}
+}
+
+/* The statements of one row tile (rows i0 .. i0 + mr) over whole NR tiles
+ * jt in [jlo, jhi), then, when `last` holds, the tile ending at column N
+ * (overlapping the previous one) for the columns past the whole tiles. */
+static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_expr *jhi, kir_expr *last) {
+	lk *l = g->l;
+	kir_kernel *k = l->k;
+	const gemm_spec *s = g->s;
+	kir_block blk = {0};
+	g->i0 = local(l, &blk, "i0", MUL(l, rt, I(l, g->mr)));
+	kir_expr *mlast = SUB(l, s->M, I(l, 1));
+	for (int r = 0; r < g->mr; r++)
+		g->rows[r] = local(l, &blk, "row", MIN(l, ADD(l, g->i0, I(l, r)), mlast));
+	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
+	kir_block tile = {0};
+	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
+	kir_expr *cols[GEMM_MAX_NR] = {0};
+	for (int c = 0; c < nr; c++) cols[c] = ADD(l, j0, I(l, c));
+	micro_tile(g, &tile, nr, cols);
+	kir_block_add(k, &blk, kir_s_for(k, jt, jlo, jhi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	if (last) {
+		kir_block tail = {0};
+		kir_expr *jl = local(l, &tail, "jl", SUB(l, s->N, I(l, nr)));
+		for (int c = 0; c < nr; c++) cols[c] = ADD(l, jl, I(l, c));
+		/* Resuming from y, columns the tile before stored in this K block
+		 * would be counted twice: those stay the earlier tile's.  (K
+		 * blocking needs a static N, so their count is known.) */
+		int64_t n = 0;
+		if (g->kresume && kir_e_const_index(s->N, &n)) g->skip = nr - (int)(n % nr);
+		micro_tile(g, &tail, nr, cols);
+		g->skip = 0;
+		kir_block_add(k, &blk, kir_s_if(k, last, tail.first, NULL));
+	}
+	return blk.first;
+}
+
+/* The K block of a GEMM, 0 for none: the chunk's row tiles pass over a
+ * kc x cols block of B (its column block) of about 32 KiB, an L1 data
+ * cache, the blocks of K evened out (kc 128 for f32 at 64 columns: on
+ * Zen 2, 8 KiB per NR tile ran faster than 4 or 16 or 32 KiB,
+ * docs/performance.md).  Blocking resumes from partial sums stored in y,
+ * so it needs y to hold the compute type exactly, and a static K and N
+ * (the overlapping last tile's shared columns are then known).  The sums
+ * are still taken in k order, so the results do not change. */
+static int64_t k_block(const gemm_spec *s, int64_t cols) {
+	int64_t K;
+	if (!kir_e_const_index(s->K, &K) || s->y.buf->dtype != s->ct) return 0;
+	int64_t kc = 32768 / (cols * tbc_dtype_size(s->ct));
+	if (kc < 64) kc = 64;
+	int64_t blocks = (K + kc - 1) / kc;
+	if (blocks < 2) return 0;
+	return (K + blocks - 1) / blocks;
+}
+
+bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o) {
+	if (v->kind != TBC_VALUE_CONST || !v->constant || rows <= 0 || cols <= 0) return false;
+	int64_t len = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
+	int64_t pitch = len * es % 512 == 0 ? len + 64 / es : len;
+	if (!transpose && pitch == len) return false;
+	int b = lower_const_matrix(l->cx, v, rows, cols, transpose, pitch);
+	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
+	if (!buf) return false;
+	o->buf = buf;
+	o->rs = I(l, pitch), o->cs = I(l, 1);
+	return true;
+}
+
+/* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
+ * of 4 NR tiles (a B panel that stays in L2 while every row tile of the
+ * chunk passes over it), and as many row tiles per chunk as still leaves
+ * about 16 chunks (a batch known only while running counts as one).
+ * Symbolic M or N: one row tile, 16 NR tiles. */
+#define GEMM_CHUNKS 16
+
+kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
+	kir_kernel *k = l->k;
+	k->contract = true; /* a += x * w: one rounding instead of two */
+	gemm_gen g = {.l = l, .s = s};
+	int mr, nr;
+	default_tile(s->ct, &mr, &nr);
+	int64_t mc, nc, nbc;
+	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
+	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
+	g.mr = mr;
+	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
+	kir_expr *NT = DIV(l, s->N, I(l, nr));
+	int64_t tb = 16, rg = 1, kc = 0;
+	if (m_static && n_static) {
+		/* A batch known only while running (a dynamic batch) counts as
+		 * one for the chunk shape. */
+		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
+		int64_t rtc = (mc + mr - 1) / mr, ntc = nc / nr;
+		tb = 4;
+		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;
+		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
+		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
+		rg = (rtc + groups - 1) / groups;
+		kc = k_block(s, tb * nr);
+	}
+	kir_expr *TB = I(l, tb), *RG = I(l, rg);
+	kir_expr *CB = MAX(l, DIV(l, ADD(l, NT, I(l, tb - 1)), TB), I(l, 1));
+	kir_expr *RGN = DIV(l, ADD(l, RT, I(l, rg - 1)), RG);
+
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *cb = local(l, &body, "cb", MOD(l, V(l, t), CB));
+	kir_expr *rest = DIV(l, V(l, t), CB);
+	kir_expr *rgi = local(l, &body, "rg", MOD(l, rest, RGN));
+	g.batch = local(l, &body, "batch", DIV(l, rest, RGN));
+	for (int w = 0; w < 3; w++) {
+		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
+		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l, 0);
+	}
+	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
+	kir_expr *rlo = MUL(l, rgi, RG), *rhi = MIN(l, ADD(l, rlo, RG), RT);
+
+	/* K blocks: the chunk's tiles pass over K in blocks of kc, so the
+	 * kc x TB NR block of B stays in L1 while the row tiles reuse it.
+	 * Every block but the last stores its sums as they are, the last the
+	 * epilogue's value: a select, computed with every other stored value
+	 * before the first store (see micro_tile). */
+	g.klo = I(l, 0), g.khi = s->K;
+
+	/* Whole NR tiles of this column block, and the overlapping last tile. */
+	kir_expr *jlo = MUL(l, cb, TB), *jhi = MIN(l, ADD(l, jlo, TB), NT);
+	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l, CB, I(l, 1))),
+				      kir_e_cmp(k, KIR_NE, MOD(l, s->N, I(l, nr)), I(l, 0)));
+	if (n_static && nc % nr == 0) last = NULL;
+	kir_stmt *tiles;
+	if (kc) {
+		int64_t K = 0;
+		kir_e_const_index(s->K, &K);
+		int64_t KB = (K + kc - 1) / kc;
+		kir_var *kb = kir_var_new(k, "kb", KIR_INDEX);
+		g.klo = MUL(l, V(l, kb), I(l, kc)), g.khi = MIN(l, ADD(l, g.klo, I(l, kc)), s->K);
+		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0));
+		g.klast = kir_e_cmp(k, KIR_EQ, V(l, kb), I(l, KB - 1));
+		kir_stmt *rows = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+		tiles = kir_s_for(k, kb, I(l, 0), I(l, KB), 1, KIR_LOOP_SEQUENTIAL, rows);
+	} else {
+		tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+	}
+
+	/* Fewer columns than NR (only when N is symbolic): one at a time. */
+	kir_stmt *narrow = NULL;
+	if (!n_static) {
+		kir_var *rt1 = kir_var_new(k, "rt", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_block one = {0};
+		g.i0 = local(l, &one, "i0", MUL(l, V(l, rt1), I(l, mr)));
+		kir_expr *mlast = SUB(l, s->M, I(l, 1));
+		for (int r = 0; r < mr; r++)
+			g.rows[r] = r == 0 ? g.i0 : local(l, &one, "row", MIN(l, ADD(l, g.i0, I(l, r)), mlast));
+		kir_block cols = {0};
+		kir_expr *jcol = V(l, j);
+		micro_tile(&g, &cols, 1, &jcol);
+		kir_block_add(k, &one, kir_s_for(k, j, I(l, 0), s->N, 1, KIR_LOOP_SEQUENTIAL, cols.first));
+		narrow = kir_s_for(k, rt1, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, one.first);
+	}
+	if (narrow) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_GT, NT, I(l, 0)), tiles, narrow));
+	else kir_block_add(k, &body, tiles);
+	kir_expr *total = MUL(l, MUL(l, s->NB, RGN), CB);
+	return kir_s_for(k, t, I(l, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
+}
+
+/* ---- Shared checks -----------------------------------------------------------*/
+static bool static_empty(const tbc_type *t) {
+	for (int d = 0; d < t->rank; d++)
+		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
+	return false;
+}
+
+/* The compute type of a contraction over dt; false when it has no lowering. */
+static bool compute_type(tbc_dtype dt, tbc_dtype *ct) {
+	switch (dt) {
+	case TBC_DT_F16:
+	case TBC_DT_BF16:
+	case TBC_DT_F32: *ct = TBC_DT_F32; return true;
+	case TBC_DT_F64:
+	case TBC_DT_I8:
+	case TBC_DT_U8:
+	case TBC_DT_I16:
+	case TBC_DT_U16:
+	case TBC_DT_I32:
+	case TBC_DT_U32:
+	case TBC_DT_I64:
+	case TBC_DT_U64: *ct = dt; return true;
+	default: return false;
+	}
+}
+
+/* ---- MatMul ------------------------------------------------------------------
+ * Numpy semantics: batch dims broadcast, a 1-D A is a row, a 1-D B a column
+ * (their dim removed from the result).  Each operand's batch offset is the
+ * sum over the result's batch dims of index * stride (0 where it
+ * broadcasts; a symbolic dim that may be 1 at run time gets a run-time
+ * select, as elementwise nests do). */
+typedef struct mm_cx {
+	int batch_rank;
+	kir_expr *bdims[TBC_MAX_RANK];        /* the result's batch dims */
+	kir_expr *bstride[2][TBC_MAX_RANK];   /* per operand, elements */
+	kir_expr *ystride;                    /* elements per result matrix */
+	bool contiguous[2];                   /* operand batch dims are the result's: base = batch * matrix */
+	kir_expr *mat[2];
+} mm_cx;
+
+static kir_expr *mm_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	mm_cx *m = ctx;
+	if (which == 2) return MUL(l, batch, m->ystride);
+	if (m->batch_rank == 0) return NULL;
+	if (m->contiguous[which]) return MUL(l, batch, m->mat[which]);
+	kir_expr *off = I(l, 0), *rest = batch;
+	for (int d = m->batch_rank - 1; d >= 0; d--) {
+		kir_expr *idx = d == 0 ? rest : MOD(l, rest, m->bdims[d]);
+		off = ADD(l, off, MUL(l, idx, m->bstride[which][d]));
+		if (d > 0) rest = DIV(l, rest, m->bdims[d]);
+	}
+	return off;
+}
+
+static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *av = op->inputs[0], *bv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
+	tbc_dtype ct;
+	if (!compute_type(at->dtype, &ct) || bt->dtype != at->dtype)
+		return lower_error(cx, op, "MatMul on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return lower_unsupported(cx, op), LOWER_FAILED;
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
+	gemm_spec s = {.ct = ct};
+	int ra = at->rank, rb = bt->rank;
+	kir_expr *M = ra == 1 ? I(&l, 1) : lk_dim(&l, at->dims[ra - 2]);
+	kir_expr *K = lk_dim(&l, at->dims[ra - 1]);
+	kir_expr *N = rb == 1 ? I(&l, 1) : lk_dim(&l, bt->dims[rb - 1]);
+	s.M = M, s.N = N, s.K = K;
+	s.a.rs = K, s.a.cs = I(&l, 1);
+	s.b.rs = N, s.b.cs = I(&l, 1);
+	s.y.rs = N, s.y.cs = I(&l, 1);
+	/* A constant B (weights) laid out for the kernel. */
+	if (rb == 2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	s.a.buf = lk_value(&l, av);
+	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	mm_cx m;
+	memset(&m, 0, sizeof m);
+	m.batch_rank = yt->rank - (ra > 1) - (rb > 1);
+	m.mat[0] = MUL(&l, M, K);
+	m.mat[1] = MUL(&l, K, N);
+	m.ystride = MUL(&l, M, N);
+	s.NB = I(&l, 1);
+	for (int d = 0; d < m.batch_rank; d++) {
+		m.bdims[d] = lk_dim(&l, yt->dims[d]);
+		s.NB = MUL(&l, s.NB, m.bdims[d]);
+	}
+	for (int w = 0; w < 2; w++) {
+		const tbc_type *t = w ? bt : at;
+		int obr = t->rank > 2 ? t->rank - 2 : 0;
+		kir_expr *stride = m.mat[w];
+		m.contiguous[w] = obr == m.batch_rank;
+		for (int d = m.batch_rank - 1; d >= 0; d--) {
+			int od = d - (m.batch_rank - obr);
+			if (od < 0) {
+				m.bstride[w][d] = I(&l, 0);
+				m.contiguous[w] = false;
+				continue;
+			}
+			tbc_dim td = t->dims[od], ydim = yt->dims[d];
+			kir_expr *dim = lk_dim(&l, td);
+			if (!td.sym && td.size == 1 && !(!ydim.sym && ydim.size == 1)) {
+				m.bstride[w][d] = I(&l, 0);
+				m.contiguous[w] = false;
+			} else if (td.sym && !tbc_dim_eq(td, ydim)) {
+				m.bstride[w][d] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, I(&l, 1)), I(&l, 0), stride);
+				m.contiguous[w] = false;
+			} else {
+				m.bstride[w][d] = stride;
+			}
+			stride = MUL(&l, stride, dim);
+		}
+	}
+	s.ctx = &m;
+	s.base = mm_base;
+	kir_stmt *st = gemm_generate(&l, &s);
+	return lk_end(&l, st) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* ---- Gemm ----------------------------------------------------------------------
+ * y = alpha * op(A) op(B) + beta * C, C broadcast to (M, N); beta == 0 ignores
+ * C.  Integer Gemm needs integer alpha and beta (the interpreter's exact
+ * path); it wraps in the element type. */
+typedef struct gemm_cx {
+	const tbc_op *op;
+	double alpha, beta;
+	kir_buffer *c;
+	kir_expr *cs[2];
+	tbc_dtype ct;
+} gemm_cx;
+
+static kir_expr *gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	(void)batch;
+	gemm_cx *g = ctx;
+	kir_kernel *k = l->k;
+	bool fl = tbc_dtype_is_float(g->ct);
+	kir_expr *v = acc;
+	if (g->alpha != 1.0)
+		v = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->alpha) : kir_e_int(k, g->ct, (int64_t)g->alpha), v);
+	if (g->c) {
+		kir_expr *cv = kir_e_cast(k, g->ct, kir_e_load(k, g->c, ADD(l, MUL(l, row, g->cs[0]), MUL(l, col, g->cs[1]))));
+		if (g->beta != 1.0)
+			cv = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->beta) : kir_e_int(k, g->ct, (int64_t)g->beta),
+					  cv);
+		v = kir_e_binary(k, KIR_ADD, v, cv);
+	}
+	return kir_e_cast(k, g->op->outputs[0]->type.dtype, v);
+}
+
+static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *av = op->inputs[0], *bv = op->inputs[1], *yv = op->outputs[0];
+	const tbc_value *cv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
+	gemm_cx g = {.op = op};
+	g.alpha = tbc_attr_float(op, "alpha", 1.0);
+	g.beta = tbc_attr_float(op, "beta", 1.0);
+	bool ta = tbc_attr_int(op, "transA", 0) != 0, tb = tbc_attr_int(op, "transB", 0) != 0;
+	if (!compute_type(at->dtype, &g.ct) || at->rank != 2 || bt->rank != 2 || yt->rank != 2)
+		return lower_error(cx, op, "Gemm on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+	if (!tbc_dtype_is_float(g.ct) &&
+	    (g.alpha != (double)(int64_t)g.alpha || g.beta != (double)(int64_t)g.beta || g.alpha > 1e15 || g.beta > 1e15 ||
+	     g.alpha < -1e15 || g.beta < -1e15))
+		return lower_error(cx, op, "integer Gemm with a fractional alpha or beta has no CPU lowering yet"), LOWER_FAILED;
+	if (g.beta == 0) cv = NULL;
+	int yb = lower_result_buf(cx, yv);
+	if (yb < 0) return LOWER_FAILED;
+	if (static_empty(yt)) return LOWER_OK;
+	lk l;
+	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
+	gemm_spec s = {.ct = g.ct};
+	s.M = lk_dim(&l, yt->dims[0]);
+	s.N = lk_dim(&l, yt->dims[1]);
+	s.K = lk_dim(&l, at->dims[ta ? 0 : 1]);
+	s.NB = I(&l, 1);
+	kir_expr *one = I(&l, 1);
+	/* A is (M, K), or (K, M) transposed; B is (K, N), or (N, K). */
+	s.a.rs = ta ? one : s.K, s.a.cs = ta ? s.M : one;
+	s.b.rs = tb ? one : s.N, s.b.cs = tb ? s.K : one;
+	s.y.rs = s.N, s.y.cs = one;
+	/* A constant B (weights) laid out for the kernel: transposed, (N, K)
+	 * becomes (K, N), so its rows are the vector direction. */
+	gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	s.a.buf = lk_value(&l, av);
+	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
+	s.y.buf = lk_buf(&l, yb);
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	if (cv) {
+		const tbc_type *t = &cv->type;
+		if (t->rank > 2) return lower_unsupported(cx, op), LOWER_FAILED;
+		g.c = lk_value(&l, cv);
+		if (!g.c) return LOWER_FAILED;
+		g.cs[0] = g.cs[1] = I(&l, 0);
+		kir_expr *stride = one;
+		for (int d = t->rank - 1; d >= 0; d--) {
+			int yd = 2 - t->rank + d;
+			tbc_dim td = t->dims[d];
+			kir_expr *dim = lk_dim(&l, td);
+			if (!td.sym && td.size == 1) g.cs[yd] = I(&l, 0);
+			else if (td.sym && !tbc_dim_eq(td, yt->dims[yd]))
+				g.cs[yd] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, one), I(&l, 0), stride);
+			else g.cs[yd] = stride;
+			stride = MUL(&l, stride, dim);
+		}
+	}
+	s.ctx = &g;
+	s.epi = gemm_epi;
+	kir_stmt *st = gemm_generate(&l, &s);
+	return lk_end(&l, st) ? LOWER_OK : LOWER_FAILED;
+}
+
+lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_MatMul: return lower_matmul(cx, op);
+	case TBC_OP_Gemm: return lower_gemm(cx, op);
+	default: return LOWER_NOT_MINE;
+	}
+}

@@ -1,0 +1,648 @@
+/* Quantization ops lowered for the CPU: QuantizeLinear, DequantizeLinear,
+ * DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
+ * QLinearConv.
+ *
+ * The arithmetic follows the interpreter (ir/kernels/conv_quant.c,
+ * ir/kernels/reduce_matmul.c, ir/kernels/conv.c) step by step, so results
+ * agree bit for bit:
+ *   quantize:   y = saturate(round_half_even(x / scale) + zero_point), with
+ *               x / scale in the precision dtype (x's float type, f32 for
+ *               int32 x, or the `precision` attribute), narrow precisions
+ *               rounded after each step;
+ *   dequantize: y = (x - zero_point) * scale in f32 (f64 when the scale or
+ *               the output is f64);
+ *   the integer matmuls/convs: exact int32 sums of (a - a_zp)(b - b_zp); the
+ *               requantization of QLinear* in f64 as the interpreter does.
+ * Scales and zero points are per tensor, per axis (a broadcast operand the
+ * loop nest indexes) or blocked (the axis coordinate divided by block_size).
+ * Combinations the interpreter allows but this file does not handle (zero
+ * points of the operand's full rank in MatMulInteger, symbolic parameter
+ * shapes, float outputs of QLinearMatMul) are refused with "no CPU lowering
+ * yet". */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/lower_gemm.h"
+#include "ir/kernels/conv_util.h"
+
+/* ---- Shorthands ----------------------------------------------------------------*/
+static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
+static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
+static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
+static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
+static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
+static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
+static kir_expr *F(lk *l, tbc_dtype t, double v) { return kir_e_float(l->k, t, v); }
+static kir_expr *CAST(lk *l, tbc_dtype t, kir_expr *e) { return kir_e_cast(l->k, t, e); }
+static kir_expr *BIN(lk *l, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, op, a, b); }
+
+static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		l->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(l->k, name, e->type);
+	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
+	return V(l, v);
+}
+
+static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
+static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+	lower_error(cx, op, "%s: %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	return LOWER_FAILED;
+}
+
+static bool is_float8(tbc_dtype dt) {
+	return dt == TBC_DT_F8E4M3FN || dt == TBC_DT_F8E4M3FNUZ || dt == TBC_DT_F8E5M2 || dt == TBC_DT_F8E5M2FNUZ;
+}
+
+/* The integer range of a quantized integer type; false for other types. */
+static bool quant_int_range(tbc_dtype dt, double *lo, double *hi) {
+	switch (dt) {
+	case TBC_DT_U8: *lo = 0, *hi = 255; return true;
+	case TBC_DT_I8: *lo = -128, *hi = 127; return true;
+	case TBC_DT_U16: *lo = 0, *hi = 65535; return true;
+	case TBC_DT_I16: *lo = -32768, *hi = 32767; return true;
+	case TBC_DT_U4: *lo = 0, *hi = 15; return true;
+	case TBC_DT_I4: *lo = -8, *hi = 7; return true;
+	case TBC_DT_U2: *lo = 0, *hi = 3; return true;
+	case TBC_DT_I2: *lo = -2, *hi = 1; return true;
+	default: return false;
+	}
+}
+
+static bool static_type(const tbc_type *t) {
+	if (t->rank < 0) return false;
+	for (int d = 0; d < t->rank; d++)
+		if (t->dims[d].sym) return false;
+	return true;
+}
+
+static int64_t static_numel(const tbc_type *t) {
+	int64_t n = 1;
+	for (int d = 0; d < t->rank; d++) n *= t->dims[d].size;
+	return n;
+}
+
+/* e rounded to dtype pdt and back to its own type (the compute type) when
+ * the two differ: arithmetic in a narrower precision. */
+static kir_expr *narrow(lk *l, tbc_dtype pdt, kir_expr *e) {
+	if (!e || pdt == e->type) return e;
+	return CAST(l, e->type, CAST(l, pdt, e));
+}
+
+/* select(isnan(v), 0, clamp(v, lo, hi)) in v's float type. */
+static kir_expr *clamp_nan0(lk *l, kir_expr *v, double lo, double hi) {
+	if (!v) return NULL;
+	tbc_dtype t = v->type;
+	kir_expr *c = BIN(l, KIR_MIN, BIN(l, KIR_MAX, v, F(l, t, lo)), F(l, t, hi));
+	return kir_e_select(l->k, kir_e_unary(l->k, KIR_ISNAN, v), F(l, t, 0.0), c);
+}
+
+/* ---- Where an element finds its scale / zero point ---------------------------*/
+typedef struct qmap {
+	int kind; /* 0 per tensor, 1 per axis, 2 blocked */
+	int axis;
+	int64_t block, nb; /* blocked: block size and the parameter's axis dim */
+} qmap;
+
+/* The map of parameter p (static shape) over x; false (diagnostic) when it
+ * does not fit or cannot lower. */
+static bool qmap_make(lower_cx *cx, const tbc_op *op, const tbc_type *x, const tbc_value *p, qmap *m) {
+	memset(m, 0, sizeof *m);
+	const tbc_type *pt = &p->type;
+	if (!static_type(pt)) return refuse(cx, op, "a scale or zero point of symbolic shape"), false;
+	int64_t block = tbc_attr_int(op, "block_size", 0), pn = static_numel(pt);
+	if (block < 0) return lower_error(cx, op, "block_size must not be negative");
+	if (pt->rank == 0 || (pn == 1 && block == 0 && pt->rank <= 1)) return true;
+	if (x->rank < 0 || !tbc_norm_axis(tbc_attr_int(op, "axis", 1), x->rank, &m->axis))
+		return lower_error(cx, op, "axis is out of range");
+	if (block == 0) {
+		if (pt->rank != 1) return lower_error(cx, op, "a per-axis scale must be 1-D");
+		m->kind = 1;
+		return true;
+	}
+	if (pt->rank != x->rank) return lower_error(cx, op, "a blocked scale must have the rank of x");
+	m->kind = 2;
+	m->block = block;
+	m->nb = pt->dims[m->axis].size;
+	return true;
+}
+
+/* The operand types given to nest_build for the maps: per axis, x's rank
+ * with 1 everywhere but the axis; blocked, x's shape with 1 at the axis. */
+static void qmap_types(const tbc_type *x, const qmap *m, tbc_type *axis_t, tbc_type *rest_t) {
+	*axis_t = *x;
+	*rest_t = *x;
+	for (int d = 0; d < x->rank; d++) {
+		if (d != m->axis) axis_t->dims[d] = (tbc_dim){.size = 1};
+	}
+	if (x->rank > 0) rest_t->dims[m->axis] = (tbc_dim){.size = 1};
+}
+
+/* The index into the parameter at the nest's current point. */
+static kir_expr *qmap_index(lk *l, const nest *n, const tbc_type *x, const qmap *m, const tbc_type *axis_t,
+			    const tbc_type *rest_t) {
+	if (m->kind == 0) return I(l, 0);
+	if (m->kind == 1) return nest_index(l, n, axis_t);
+	/* Blocked: the axis coordinate a, and the rest (outer * inner + in). */
+	kir_expr *a = NULL;
+	if (!x->dims[m->axis].sym && x->dims[m->axis].size == 1) a = I(l, 0);
+	for (int g = 0; g < n->rank && !a; g++) {
+		if (n->first[g] > m->axis || n->first[g + 1] <= m->axis) continue;
+		/* The axis's loop: its variable is the axis coordinate when every
+		 * other dim the loop covers has size 1. */
+		bool alone = true;
+		for (int d = n->first[g]; d < n->first[g + 1]; d++)
+			if (d != m->axis && (x->dims[d].sym || x->dims[d].size != 1)) alone = false;
+		if (alone) a = V(l, n->vars[g]);
+	}
+	if (!a) return NULL; /* the caller refuses */
+	kir_expr *inner = I(l, 1);
+	for (int d = m->axis + 1; d < x->rank; d++) inner = MUL(l, inner, lk_dim(l, x->dims[d]));
+	kir_expr *rest = nest_index(l, n, rest_t);
+	kir_expr *outer = DIV(l, rest, inner), *in = MOD(l, rest, inner);
+	return ADD(l, ADD(l, MUL(l, outer, MUL(l, I(l, m->nb), inner)), MUL(l, DIV(l, a, I(l, m->block)), inner)), in);
+}
+
+/* ---- QuantizeLinear / DequantizeLinear ------------------------------------------*/
+static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
+	const tbc_value *xv = op->inputs[0], *sv = op->inputs[1], *zv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_value *yv = op->outputs[0];
+	if (!yv) return LOWER_OK;
+	const tbc_type *x = &xv->type;
+	tbc_dtype dt = yv->type.dtype;
+	if (x->rank < 0) return refuse(cx, op, "x of unknown rank");
+	qmap ms, mz = {0};
+	if (!qmap_make(cx, op, x, sv, &ms) || (zv && !qmap_make(cx, op, x, zv, &mz))) return LOWER_FAILED;
+	double lo = 0, hi = 0;
+	bool is_int = quant_int_range(dt, &lo, &hi);
+	if (quantize && !is_int && !is_float8(dt) && dt != TBC_DT_F4E2M1)
+		return refuse(cx, op, "quantizing to this type");
+
+	int ob = lower_result_buf(cx, yv);
+	char name[64];
+	snprintf(name, sizeof name, "%s", quantize ? "quantize" : "dequantize");
+	lk l;
+	if (ob < 0 || !lk_begin(&l, cx, name)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *out = lk_buf(&l, ob), *xb = lk_value(&l, xv), *sb = lk_value(&l, sv), *zb = zv ? lk_value(&l, zv) : NULL;
+	tbc_type ts[4];
+	const tbc_type *ops[5];
+	int n_ops = 0;
+	ops[n_ops++] = x;
+	qmap_types(x, &ms, &ts[0], &ts[1]);
+	qmap_types(x, &mz, &ts[2], &ts[3]);
+	if (ms.kind == 1) ops[n_ops++] = &ts[0];
+	if (ms.kind == 2) ops[n_ops++] = &ts[1];
+	if (zv && mz.kind == 1) ops[n_ops++] = &ts[2];
+	if (zv && mz.kind == 2) ops[n_ops++] = &ts[3];
+	nest n;
+	if (!out || !xb || !sb || (zv && !zb) || !nest_build(&l, &n, &yv->type, n_ops, ops)) return LOWER_FAILED;
+	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
+	kir_expr *sidx = qmap_index(&l, &n, x, &ms, &ts[0], &ts[1]);
+	kir_expr *zidx = zv ? qmap_index(&l, &n, x, &mz, &ts[2], &ts[3]) : NULL;
+	if (!sidx || (zv && !zidx)) return refuse(cx, op, "this blocked layout");
+	kir_expr *xl = kir_e_load(k, xb, lin), *sl = kir_e_load(k, sb, sidx);
+	kir_expr *zl = zv ? kir_e_load(k, zb, zidx) : NULL;
+	kir_expr *v;
+	if (quantize) {
+		int64_t prec = tbc_attr_int(op, "precision", 0);
+		tbc_dtype pdt = prec ? (tbc_dtype)prec : tbc_dtype_is_float(x->dtype) ? x->dtype : TBC_DT_F32;
+		if (!tbc_dtype_is_float(pdt)) {
+			lower_error(cx, op, "precision must be a float type");
+			return LOWER_FAILED;
+		}
+		tbc_dtype ct = pdt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
+		kir_expr *xq = CAST(&l, ct, CAST(&l, pdt, xl)), *sq = CAST(&l, ct, CAST(&l, pdt, sl));
+		kir_expr *q = narrow(&l, pdt, BIN(&l, KIR_DIV, xq, sq));
+		if (is_int) {
+			q = kir_e_unary(k, KIR_ROUND_EVEN, q);
+			if (zl) q = BIN(&l, KIR_ADD, q, CAST(&l, ct, zl));
+			v = CAST(&l, dt, clamp_nan0(&l, q, lo, hi));
+		} else {
+			double fm = conv_dtype_float_max(dt);
+			if (dt == TBC_DT_F4E2M1 && zl) q = BIN(&l, KIR_ADD, q, CAST(&l, ct, zl));
+			bool saturate = tbc_attr_int(op, "saturate", 1) != 0 || dt == TBC_DT_F4E2M1;
+			if (saturate) {
+				kir_expr *c = BIN(&l, KIR_MIN, BIN(&l, KIR_MAX, q, F(&l, ct, -fm)), F(&l, ct, fm));
+				q = kir_e_select(k, kir_e_unary(k, KIR_ISNAN, q), q, c);
+				v = CAST(&l, dt, q);
+			} else {
+				v = kir_e_cast_nosat(k, dt, q);
+			}
+		}
+	} else {
+		tbc_dtype ct = sv->type.dtype == TBC_DT_F64 || dt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
+		bool use_zp = zl && !is_float8(x->dtype) && x->dtype != TBC_DT_F4E2M1;
+		if (zl && is_float8(x->dtype))
+			kir_block_add(k, &n.body,
+				      kir_s_error(k, kir_e_cmp(k, KIR_NE, CAST(&l, TBC_DT_F32, zl), F(&l, TBC_DT_F32, 0.0)),
+						  "a float8 zero point must be 0"));
+		kir_expr *xd = CAST(&l, ct, xl);
+		if (use_zp) xd = BIN(&l, KIR_SUB, xd, CAST(&l, ct, zl));
+		v = CAST(&l, dt, BIN(&l, KIR_MUL, xd, CAST(&l, ct, sl)));
+	}
+	kir_block_add(k, &n.body, kir_s_store(k, out, lin, v));
+	kir_stmt *body = nest_finish(&l, &n);
+	if (!body) body = n.body.first;
+	return done(lk_end(&l, body));
+}
+
+/* ---- DynamicQuantizeLinear ----------------------------------------------------
+ * Two kernels: a sequential pass for the range (extended to include 0), the
+ * scale and the zero point, stored in the second and third outputs (or
+ * scratch when those are not wanted); then the elementwise quantization. */
+static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *xv = op->inputs[0];
+	const tbc_type *x = &xv->type;
+	if (x->dtype != TBC_DT_F32 || x->rank < 0) return refuse(cx, op, "x other than float32 of known rank");
+	tbc_type st;
+	memset(&st, 0, sizeof st);
+	st.dtype = TBC_DT_F32;
+	const tbc_value *ysv = op->n_outputs > 1 ? op->outputs[1] : NULL, *yzv = op->n_outputs > 2 ? op->outputs[2] : NULL;
+	int sbuf = ysv ? lower_result_buf(cx, ysv) : lower_temp_buf(cx, &st, "tbc.dq_scale");
+	st.dtype = TBC_DT_U8;
+	int zbuf = yzv ? lower_result_buf(cx, yzv) : lower_temp_buf(cx, &st, "tbc.dq_zero_point");
+	if (sbuf < 0 || zbuf < 0) return LOWER_FAILED;
+
+	/* The range. */
+	lk l;
+	if (!lk_begin(&l, cx, "dynamic_quantize_range")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *xb = lk_value(&l, xv), *sb = lk_buf(&l, sbuf), *zb = lk_buf(&l, zbuf);
+	if (!xb || !sb || !zb) return LOWER_FAILED;
+	const tbc_dtype f = TBC_DT_F32;
+	kir_expr *numel = I(&l, 1);
+	for (int d = 0; d < x->rank; d++) numel = MUL(&l, numel, lk_dim(&l, x->dims[d]));
+	kir_block blk = {0};
+	kir_var *mx = kir_var_new(k, "maxx", f), *mn = kir_var_new(k, "minx", f), *e = kir_var_new(k, "e", KIR_INDEX);
+	kir_block_add(k, &blk, kir_s_set(k, mx, F(&l, f, 0.0)));
+	kir_block_add(k, &blk, kir_s_set(k, mn, F(&l, f, 0.0)));
+	kir_block lb = {0};
+	kir_expr *xe = local(&l, &lb, "x", kir_e_load(k, xb, V(&l, e)));
+	kir_block_add(k, &lb, kir_s_set(k, mx, kir_e_select(k, kir_e_cmp(k, KIR_GT, xe, V(&l, mx)), xe, V(&l, mx))));
+	kir_block_add(k, &lb, kir_s_set(k, mn, kir_e_select(k, kir_e_cmp(k, KIR_LT, xe, V(&l, mn)), xe, V(&l, mn))));
+	kir_block_add(k, &blk, kir_s_for(k, e, I(&l, 0), numel, 1, KIR_LOOP_SEQUENTIAL, lb.first));
+	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(&l, mx), V(&l, mn)), F(&l, f, 1.0),
+				       BIN(&l, KIR_SUB, V(&l, mx), V(&l, mn)));
+	kir_expr *scale = local(&l, &blk, "scale", BIN(&l, KIR_DIV, range, F(&l, f, 255.0)));
+	kir_expr *zp = local(&l, &blk, "zp", BIN(&l, KIR_SUB, F(&l, f, 0.0), BIN(&l, KIR_DIV, V(&l, mn), scale)));
+	zp = kir_e_select(k, kir_e_cmp(k, KIR_LT, zp, F(&l, f, 0.0)), F(&l, f, 0.0),
+			  kir_e_select(k, kir_e_cmp(k, KIR_GT, zp, F(&l, f, 255.0)), F(&l, f, 255.0), zp));
+	kir_expr *zpi = kir_e_unary(k, KIR_ROUND_EVEN, zp);
+	kir_block_add(k, &blk, kir_s_store(k, sb, I(&l, 0), scale));
+	kir_block_add(k, &blk, kir_s_store(k, zb, I(&l, 0), CAST(&l, TBC_DT_U8, zpi)));
+	if (!lk_end(&l, blk.first)) return LOWER_FAILED;
+
+	/* The quantization. */
+	const tbc_value *yv = op->outputs[0];
+	if (!yv) return LOWER_OK;
+	int ob = lower_result_buf(cx, yv);
+	if (ob < 0 || !lk_begin(&l, cx, "dynamic_quantize")) return LOWER_FAILED;
+	k = l.k;
+	kir_buffer *out = lk_buf(&l, ob);
+	xb = lk_value(&l, xv), sb = lk_buf(&l, sbuf), zb = lk_buf(&l, zbuf);
+	nest n;
+	const tbc_type *ops[1] = {x};
+	if (!out || !xb || !sb || !zb || !nest_build(&l, &n, &yv->type, 1, ops)) return LOWER_FAILED;
+	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
+	kir_expr *q = kir_e_unary(k, KIR_ROUND_EVEN, BIN(&l, KIR_DIV, kir_e_load(k, xb, lin), kir_e_load(k, sb, I(&l, 0))));
+	q = BIN(&l, KIR_ADD, q, CAST(&l, f, kir_e_load(k, zb, I(&l, 0))));
+	kir_block_add(k, &n.body, kir_s_store(k, out, lin, CAST(&l, TBC_DT_U8, clamp_nan0(&l, q, 0, 255))));
+	kir_stmt *body = nest_finish(&l, &n);
+	if (!body) body = n.body.first;
+	return done(lk_end(&l, body));
+}
+
+/* ---- MatMulInteger / QLinearMatMul ---------------------------------------------
+ * A parallel loop over (batch, row); per output element an int32 sum over k
+ * of (a - a_zp)(b - b_zp); zero points per tensor, per row of a, per column
+ * of b. */
+
+/* Element `at` of a per-tensor or 1-D (size `len`) parameter: the index. */
+static bool vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_t len, const char *what, bool *per) {
+	*per = false;
+	if (!p) return true;
+	if (!static_type(&p->type)) return refuse(cx, op, "a parameter of symbolic shape"), false;
+	int64_t nel = static_numel(&p->type);
+	if (nel == 1) return true;
+	if (p->type.rank == 1 && nel == len) {
+		*per = true;
+		return true;
+	}
+	lower_error(cx, op, "%s: this shape of %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, what);
+	return false;
+}
+
+/* Whether v is a constant of zeros (a zero point that shifts nothing). */
+static bool zero_const(const tbc_value *v) {
+	if (v->kind != TBC_VALUE_CONST || !v->constant) return false;
+	for (int64_t i = 0; i < v->constant->numel; i++)
+		if (tbc_load_f64(v->constant->dtype, v->constant->data, (size_t)i) != 0.0) return false;
+	return true;
+}
+
+/* v - zp into a new int16 scratch of v's shape (8-bit values: the difference
+ * fits); zp per tensor, per row (per && !per_col) or per column.  Returns
+ * the scratch's program buffer, -1 on failure (with a diagnostic). */
+static int shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, const tbc_value *zv, bool per, bool per_col) {
+	tbc_type t = v->type;
+	t.dtype = TBC_DT_I16;
+	int pb = lower_temp_buf(cx, &t, per_col ? "tbc.qmm_b" : "tbc.qmm_a");
+	if (pb < 0) {
+		refuse(cx, op, "an operand of this shape");
+		return -1;
+	}
+	lk l;
+	if (!lk_begin(&l, cx, "qmm_shift")) return -1;
+	kir_buffer *dst = lk_buf(&l, pb), *src = lk_value(&l, v), *zb = lk_value(&l, zv);
+	tbc_type zt;
+	memset(&zt, 0, sizeof zt);
+	zt.dtype = zv->type.dtype;
+	if (per && per_col) {
+		zt.rank = 1;
+		zt.dims[0] = v->type.dims[v->type.rank - 1];
+	} else if (per) {
+		zt.rank = 2;
+		zt.dims[0] = v->type.dims[v->type.rank - 2];
+		zt.dims[1] = (tbc_dim){.size = 1};
+	}
+	const tbc_type *ops[2] = {&v->type, &zt};
+	nest n;
+	if (!dst || !src || !zb || !nest_build(&l, &n, &v->type, per ? 2 : 1, ops)) return -1;
+	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
+	kir_expr *zi = per ? nest_index(&l, &n, &zt) : I(&l, 0);
+	kir_expr *val = BIN(&l, KIR_SUB, CAST(&l, TBC_DT_I16, kir_e_load(l.k, src, lin)),
+			    CAST(&l, TBC_DT_I16, kir_e_load(l.k, zb, zi)));
+	kir_block_add(l.k, &n.body, kir_s_store(l.k, dst, lin, val));
+	kir_stmt *body = nest_finish(&l, &n);
+	if (!body) body = n.body.first;
+	return lk_end(&l, body) ? pb : -1;
+}
+
+/* The GEMM's batch bases and QLinearMatMul's requantizing epilogue. */
+typedef struct qmm_cx {
+	int nbatch;
+	kir_expr *bdims[TBC_MAX_RANK], *str[2][TBC_MAX_RANK], *ymat;
+	kir_buffer *as, *bs, *ys, *yz;
+	bool as_row, bs_col, ys_col, yz_col;
+	double lo, hi;
+	tbc_dtype ydt;
+} qmm_cx;
+
+static kir_expr *qmm_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	qmm_cx *m = ctx;
+	if (which == 2) return MUL(l, batch, m->ymat);
+	kir_expr *off = I(l, 0), *rest = batch;
+	for (int d = m->nbatch - 1; d >= 0; d--) {
+		kir_expr *c = d == 0 ? rest : MOD(l, rest, m->bdims[d]);
+		off = ADD(l, off, MUL(l, c, m->str[which][d]));
+		if (d > 0) rest = DIV(l, rest, m->bdims[d]);
+	}
+	return off;
+}
+
+/* y = saturate(round_half_even(acc * mult + y_zp)), mult the scales' product
+ * and quotient rounded to their types, the rest in f64 (as the interpreter). */
+static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+	qmm_cx *m = ctx;
+	kir_kernel *k = l->k;
+	tbc_dtype ad = m->as->dtype, bd = m->bs->dtype, yd = m->ys->dtype;
+	tbc_dtype ct = ad == TBC_DT_F64 || bd == TBC_DT_F64 || yd == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
+	kir_expr *as = CAST(l, ct, kir_e_load(k, m->as, m->as_row ? row : I(l, 0)));
+	kir_expr *bs = CAST(l, ct, kir_e_load(k, m->bs, m->bs_col ? col : I(l, 0)));
+	kir_expr *ys = CAST(l, ct, kir_e_load(k, m->ys, m->ys_col ? col : I(l, 0)));
+	kir_expr *mult = narrow(l, yd, BIN(l, KIR_DIV, narrow(l, ad, BIN(l, KIR_MUL, as, bs)), ys));
+	const tbc_dtype d = TBC_DT_F64;
+	kir_expr *r = BIN(l, KIR_MUL, CAST(l, d, acc), CAST(l, d, mult));
+	if (m->yz) r = BIN(l, KIR_ADD, r, CAST(l, d, kir_e_load(k, m->yz, m->yz_col ? col : I(l, 0))));
+	return CAST(l, m->ydt, clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
+}
+
+static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) {
+	const tbc_value *av = op->inputs[0], *bv = op->inputs[qlinear ? 3 : 1];
+	const tbc_value *azv = op->n_inputs > (qlinear ? 2 : 2) ? op->inputs[2] : NULL;
+	const tbc_value *bzv = qlinear ? op->inputs[5] : op->n_inputs > 3 ? op->inputs[3] : NULL;
+	const tbc_value *yv = op->outputs[0];
+	if (!yv) return LOWER_OK;
+	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
+	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return refuse(cx, op, "operands of unknown rank or rank 0");
+	int ra = at->rank, rb = bt->rank;
+	tbc_dim M = ra > 1 ? at->dims[ra - 2] : (tbc_dim){.size = 1}, K = at->dims[ra - 1];
+	tbc_dim N = rb > 1 ? bt->dims[rb - 1] : (tbc_dim){.size = 1};
+	if (M.sym || N.sym) return refuse(cx, op, "a symbolic row or column count");
+	int nbatch = yt->rank - (ra > 1) - (rb > 1);
+	if (nbatch < 0) return lower_error(cx, op, "unexpected output rank"), LOWER_FAILED;
+	/* Each operand's batch dims must be 1 or the output's. */
+	for (int w = 0; w < 2; w++) {
+		const tbc_type *t = w ? bt : at;
+		int tb = t->rank - 2;
+		for (int d = 0; d < tb; d++) {
+			tbc_dim td = t->dims[d], od = yt->dims[nbatch - tb + d];
+			bool same = td.sym ? od.sym && !strcmp(td.sym, od.sym) : !od.sym && td.size == od.size;
+			if (!same && !(!td.sym && td.size == 1)) return refuse(cx, op, "run-time batch broadcasting");
+		}
+	}
+	bool az_row, bz_col, as_row = false, bs_col = false, ys_col = false, yz_col = false;
+	const tbc_value *asv = qlinear ? op->inputs[1] : NULL, *bsv = qlinear ? op->inputs[4] : NULL;
+	const tbc_value *ysv = qlinear ? op->inputs[6] : NULL, *yzv = qlinear ? op->inputs[7] : NULL;
+	if (!vec_param(cx, op, azv, M.size, "a_zero_point", &az_row) || !vec_param(cx, op, bzv, N.size, "b_zero_point", &bz_col))
+		return LOWER_FAILED;
+	if (qlinear && (!vec_param(cx, op, asv, M.size, "a_scale", &as_row) || !vec_param(cx, op, bsv, N.size, "b_scale", &bs_col) ||
+			!vec_param(cx, op, ysv, N.size, "y_scale", &ys_col) || !vec_param(cx, op, yzv, N.size, "y_zero_point", &yz_col)))
+		return LOWER_FAILED;
+	double lo = 0, hi = 0;
+	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return refuse(cx, op, "a non-integer output");
+
+	if (at->dtype != TBC_DT_I8 && at->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
+	if (bt->dtype != TBC_DT_I8 && bt->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
+	int ob = lower_result_buf(cx, yv);
+	int apb = lower_value_buf(cx, av), bpb = lower_value_buf(cx, bv);
+	if (ob < 0 || apb < 0 || bpb < 0) return LOWER_FAILED;
+	for (int d = 0; d < yt->rank; d++)
+		if (!yt->dims[d].sym && yt->dims[d].size == 0) return LOWER_OK;
+	/* Operands with a zero point: shifted into int16 scratch first. */
+	if (azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
+	if (bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
+
+	lk l;
+	if (!lk_begin(&l, cx, qlinear ? "qlinear_matmul" : "matmul_integer")) return LOWER_FAILED;
+	gemm_spec s = {.ct = TBC_DT_I32};
+	s.a.buf = lk_buf(&l, apb);
+	s.b.buf = lk_buf(&l, bpb);
+	s.y.buf = lk_buf(&l, ob);
+	qmm_cx m;
+	memset(&m, 0, sizeof m);
+	if (qlinear) {
+		m.as = lk_value(&l, asv), m.bs = lk_value(&l, bsv), m.ys = lk_value(&l, ysv);
+		m.yz = yzv ? lk_value(&l, yzv) : NULL;
+		if (!m.as || !m.bs || !m.ys || (yzv && !m.yz)) return LOWER_FAILED;
+		m.as_row = as_row, m.bs_col = bs_col, m.ys_col = ys_col, m.yz_col = yz_col;
+		m.lo = lo, m.hi = hi, m.ydt = yt->dtype;
+	}
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	kir_expr *Me = I(&l, M.size), *Ne = I(&l, N.size), *Ke = lk_dim(&l, K);
+	s.M = Me, s.N = Ne, s.K = Ke;
+	s.a.rs = Ke, s.a.cs = I(&l, 1);
+	s.b.rs = Ne, s.b.cs = I(&l, 1);
+	s.y.rs = Ne, s.y.cs = I(&l, 1);
+	m.nbatch = nbatch;
+	m.ymat = MUL(&l, Me, Ne);
+	s.NB = I(&l, 1);
+	kir_expr *str[2] = {MUL(&l, Me, Ke), MUL(&l, Ke, Ne)};
+	for (int d = nbatch - 1; d >= 0; d--) {
+		m.bdims[d] = lk_dim(&l, yt->dims[d]);
+		s.NB = MUL(&l, s.NB, m.bdims[d]);
+		for (int w = 0; w < 2; w++) {
+			const tbc_type *t = w ? bt : at;
+			int od = d - (nbatch - (t->rank - 2));
+			m.str[w][d] = I(&l, 0);
+			if (od < 0) continue;
+			if (t->dims[od].sym || t->dims[od].size != 1) m.str[w][d] = str[w];
+			str[w] = MUL(&l, str[w], lk_dim(&l, t->dims[od]));
+		}
+	}
+	s.ctx = &m;
+	s.base = qmm_base;
+	s.epi = qlinear ? qmm_epi : NULL;
+	return done(lk_end(&l, gemm_generate(&l, &s)));
+}
+
+/* ---- ConvInteger / QLinearConv -------------------------------------------------
+ * A direct convolution: parallel over (image, output channel), sequential
+ * over output positions, input channels of the group and taps; a tap in the
+ * padding reads a clamped index and contributes 0.  int32 sums of
+ * (x - x_zp)(w - w_zp); QLinearConv adds the bias, then requantizes with the
+ * multiplier in f32 and the product in f64, as the interpreter does. */
+static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[qlinear ? 3 : 1];
+	const tbc_value *xzv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_value *wzv = qlinear ? op->inputs[5] : op->n_inputs > 3 ? op->inputs[3] : NULL;
+	const tbc_value *xsv = qlinear ? op->inputs[1] : NULL, *wsv = qlinear ? op->inputs[4] : NULL;
+	const tbc_value *ysv = qlinear ? op->inputs[6] : NULL, *yzv = qlinear ? op->inputs[7] : NULL;
+	const tbc_value *bv = qlinear && op->n_inputs > 8 ? op->inputs[8] : NULL;
+	const tbc_value *yv = op->outputs[0];
+	if (!yv) return LOWER_OK;
+	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
+	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "operands of this rank");
+	if (!static_type(wt)) return refuse(cx, op, "a weight of symbolic shape");
+	for (int d = 1; d < xt->rank; d++)
+		if (xt->dims[d].sym) return refuse(cx, op, "symbolic channel or spatial dims");
+	int nsp = xt->rank - 2;
+	conv_geom g;
+	int64_t wk[CONV_MAX_SPATIAL];
+	for (int i = 0; i < nsp; i++) wk[i] = wt->dims[2 + i].size;
+	const char *err = conv_geom_read(&g, op, nsp, wk, true, false);
+	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
+	if (!err) err = conv_geom_resolve(&g);
+	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
+	int64_t C = xt->dims[1].size, M = wt->dims[0].size, group = tbc_attr_int(op, "group", 1);
+	if (group <= 0 || C != wt->dims[1].size * group || M % group)
+		return lower_error(cx, op, "X, W and group do not agree"), LOWER_FAILED;
+	int64_t Cg = C / group, Mg = M / group;
+	int64_t in_size = conv_prod(0, nsp, g.in), out_size = conv_prod(0, nsp, g.out), k_size = conv_prod(0, nsp, g.kernel);
+	bool wz_per = false, ws_per = false, dummy = false;
+	if (!vec_param(cx, op, xzv, -1, "x_zero_point", &dummy) || !vec_param(cx, op, wzv, M, "w_zero_point", &wz_per))
+		return LOWER_FAILED;
+	if (qlinear && (!vec_param(cx, op, xsv, -1, "x_scale", &dummy) || !vec_param(cx, op, wsv, M, "w_scale", &ws_per) ||
+			!vec_param(cx, op, ysv, -1, "y_scale", &dummy) || !vec_param(cx, op, yzv, -1, "y_zero_point", &dummy)))
+		return LOWER_FAILED;
+	double lo = 0, hi = 0;
+	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return refuse(cx, op, "a non-integer output");
+
+	int ob = lower_result_buf(cx, yv);
+	lk l;
+	if (ob < 0 || !lk_begin(&l, cx, qlinear ? "qlinear_conv" : "conv_integer")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *out = lk_buf(&l, ob), *xb = lk_value(&l, xv), *wb = lk_value(&l, wv);
+	kir_buffer *xzb = xzv ? lk_value(&l, xzv) : NULL, *wzb = wzv ? lk_value(&l, wzv) : NULL;
+	kir_buffer *xsb = xsv ? lk_value(&l, xsv) : NULL, *wsb = wsv ? lk_value(&l, wsv) : NULL;
+	kir_buffer *ysb = ysv ? lk_value(&l, ysv) : NULL, *yzb = yzv ? lk_value(&l, yzv) : NULL;
+	kir_buffer *bb = bv ? lk_value(&l, bv) : NULL;
+	if (!out || !xb || !wb) return LOWER_FAILED;
+	const tbc_dtype it = TBC_DT_I32;
+
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *m = local(&l, &body, "m", MOD(&l, V(&l, t), I(&l, M)));
+	kir_expr *n = local(&l, &body, "n", DIV(&l, V(&l, t), I(&l, M)));
+	kir_expr *xbase = local(&l, &body, "xbase",
+				MUL(&l, ADD(&l, MUL(&l, n, I(&l, C)), MUL(&l, DIV(&l, m, I(&l, Mg)), I(&l, Cg))), I(&l, in_size)));
+	kir_expr *wbase = local(&l, &body, "wbase", MUL(&l, m, I(&l, Cg * k_size)));
+	kir_expr *ybase = local(&l, &body, "ybase", MUL(&l, V(&l, t), I(&l, out_size)));
+	kir_expr *zx = xzb ? local(&l, &body, "zx", CAST(&l, it, kir_e_load(k, xzb, I(&l, 0)))) : NULL;
+	kir_expr *zw = wzb ? local(&l, &body, "zw", CAST(&l, it, kir_e_load(k, wzb, wz_per ? m : I(&l, 0)))) : NULL;
+	kir_expr *bias = bb ? local(&l, &body, "bias", CAST(&l, it, kir_e_load(k, bb, m))) : NULL;
+	kir_expr *mult = NULL;
+	if (qlinear) {
+		const tbc_dtype f = TBC_DT_F32;
+		kir_expr *xs = CAST(&l, f, kir_e_load(k, xsb, I(&l, 0))), *ws = CAST(&l, f, kir_e_load(k, wsb, ws_per ? m : I(&l, 0)));
+		kir_expr *ys = CAST(&l, f, kir_e_load(k, ysb, I(&l, 0)));
+		mult = local(&l, &body, "mult", CAST(&l, TBC_DT_F64, BIN(&l, KIR_DIV, BIN(&l, KIR_MUL, xs, ws), ys)));
+	}
+	kir_expr *yz = yzb ? local(&l, &body, "yz", CAST(&l, TBC_DT_F64, kir_e_load(k, yzb, I(&l, 0)))) : NULL;
+
+	/* Output positions: one loop per spatial dim. */
+	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "kk", KIR_INDEX);
+	kir_var *acc = kir_var_new(k, "acc", it), *c = kir_var_new(k, "c", KIR_INDEX);
+	kir_block ob_ = {0};
+	kir_block_add(k, &ob_, kir_s_set(k, acc, bias ? bias : kir_e_int(k, it, 0)));
+	/* The taps: x index, w index and whether inside. */
+	kir_block tb = {0};
+	kir_expr *xi = I(&l, 0), *wi = I(&l, 0), *inside = NULL;
+	for (int d = 0; d < nsp; d++) {
+		kir_expr *ih = ADD(&l, MUL(&l, V(&l, o[d]), I(&l, g.stride[d])),
+				   ADD(&l, MUL(&l, V(&l, kv[d]), I(&l, g.dil[d])), I(&l, -g.pad_begin[d])));
+		ih = local(&l, &tb, "ih", ih);
+		kir_expr *in_d = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(&l, 0)), kir_e_cmp(k, KIR_LT, ih, I(&l, g.in[d])));
+		inside = inside ? kir_e_binary(k, KIR_AND, inside, in_d) : in_d;
+		kir_expr *ihc = BIN(&l, KIR_MIN, BIN(&l, KIR_MAX, ih, I(&l, 0)), I(&l, g.in[d] - 1));
+		xi = ADD(&l, MUL(&l, xi, I(&l, g.in[d])), ihc);
+		wi = ADD(&l, MUL(&l, wi, I(&l, g.kernel[d])), V(&l, kv[d]));
+	}
+	kir_expr *ok = local(&l, &tb, "inside", inside);
+	xi = local(&l, &tb, "xi", ADD(&l, xbase, xi));
+	wi = local(&l, &tb, "wi", ADD(&l, wbase, wi));
+	kir_block cb = {0};
+	kir_expr *xe = CAST(&l, it, kir_e_load(k, xb, ADD(&l, xi, MUL(&l, V(&l, c), I(&l, in_size)))));
+	kir_expr *we = CAST(&l, it, kir_e_load(k, wb, ADD(&l, wi, MUL(&l, V(&l, c), I(&l, k_size)))));
+	if (zx) xe = BIN(&l, KIR_SUB, xe, zx);
+	if (zw) we = BIN(&l, KIR_SUB, we, zw);
+	kir_expr *prod = kir_e_select(k, ok, BIN(&l, KIR_MUL, xe, we), kir_e_int(k, it, 0));
+	kir_block_add(k, &cb, kir_s_set(k, acc, BIN(&l, KIR_ADD, V(&l, acc), prod)));
+	kir_block_add(k, &tb, kir_s_for(k, c, I(&l, 0), I(&l, Cg), 1, KIR_LOOP_SEQUENTIAL, cb.first));
+	kir_stmt *taps = tb.first;
+	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], I(&l, 0), I(&l, g.kernel[d]), 1, KIR_LOOP_SEQUENTIAL, taps);
+	kir_block_add(k, &ob_, taps);
+	kir_expr *yi = I(&l, 0);
+	for (int d = 0; d < nsp; d++) yi = ADD(&l, MUL(&l, yi, I(&l, g.out[d])), V(&l, o[d]));
+	kir_expr *v = V(&l, acc);
+	if (qlinear) {
+		kir_expr *r = BIN(&l, KIR_MUL, CAST(&l, TBC_DT_F64, v), mult);
+		if (yz) r = BIN(&l, KIR_ADD, r, yz);
+		v = CAST(&l, yt->dtype, clamp_nan0(&l, kir_e_unary(k, KIR_ROUND_EVEN, r), lo, hi));
+	}
+	kir_block_add(k, &ob_, kir_s_store(k, out, ADD(&l, ybase, yi), v));
+	kir_stmt *outs = ob_.first;
+	for (int d = nsp - 1; d >= 0; d--) outs = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, outs);
+	kir_block_add(k, &body, outs);
+	kir_expr *NM = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, M));
+	return done(lk_end(&l, kir_s_for(k, t, I(&l, 0), NM, 1, KIR_LOOP_PARALLEL, body.first)));
+}
+
+/* ---- Entry ------------------------------------------------------------------*/
+lower_result lower_family_quant(lower_cx *cx, const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_QuantizeLinear: return lower_qdq(cx, op, true);
+	case TBC_OP_DequantizeLinear: return lower_qdq(cx, op, false);
+	case TBC_OP_DynamicQuantizeLinear: return lower_dynamic_quantize(cx, op);
+	case TBC_OP_MatMulInteger: return lower_qmatmul(cx, op, false);
+	case TBC_OP_QLinearMatMul: return lower_qmatmul(cx, op, true);
+	case TBC_OP_ConvInteger: return lower_qconv(cx, op, false);
+	case TBC_OP_QLinearConv: return lower_qconv(cx, op, true);
+	default: return LOWER_NOT_MINE;
+	}
+}

@@ -1,0 +1,654 @@
+/* Reductions (Reduce*, ArgMax/ArgMin, CumSum/CumProd) and the softmaxes,
+ * and the reduction spaces they share with lower_norm.c and
+ * lower_fused_reduce.c (codegen/lower/lower_reduce.h).
+ *
+ * Each op is one kernel: parallel over the output points (the kept dims),
+ * with sequential passes over the reduced dims accumulating into scalar
+ * locals.  Precision mirrors the interpreter (ir/kernels/reduce*.c): float
+ * sums, products and norms accumulate in f64 whatever the input's float
+ * type; max/min compare in the input's own precision (narrow floats in f32);
+ * integers accumulate exactly in 64 bits, wrapping, and wrap again on
+ * store.  Elementwise parts (exp in softmax) compute in f32 for f32 and
+ * narrower, f64 for f64. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/lower_reduce.h"
+#include "ir/kernels/kernels.h"
+
+/* ---- Reduction spaces --------------------------------------------------------*/
+static void block_append(kir_block *b, kir_stmt *list) {
+	for (kir_stmt *s = list; s;) {
+		kir_stmt *next = s->next;
+		s->next = NULL;
+		if (b->last) b->last->next = s;
+		else b->first = s;
+		b->last = s;
+		s = next;
+	}
+}
+
+static bool rs_init(lk *l, rspace *s, int rank, const bool *mask) {
+	memset(s, 0, sizeof *s);
+	s->l = l;
+	s->k = l->k;
+	s->rank = rank;
+	for (int d = 0; d < rank; d++) s->mask[d] = mask ? mask[d] : false;
+	return true;
+}
+
+static void rs_make_kept(rspace *s) {
+	for (int d = 0; d < s->rank; d++) {
+		if (s->mask[d]) continue;
+		int64_t c;
+		if (kir_e_const_index(s->size[d], &c) && c == 1) {
+			s->cur[d] = kir_e_index(s->k, 0);
+			continue;
+		}
+		char name[16];
+		snprintf(name, sizeof name, "i%d", d);
+		s->kvar[d] = kir_var_new(s->k, name, KIR_INDEX);
+		s->cur[d] = kir_e_var(s->k, s->kvar[d]);
+	}
+}
+
+bool rs_begin_type(lk *l, rspace *s, const tbc_type *t, const bool *mask) {
+	rs_init(l, s, t->rank, mask);
+	s->has_dims = true;
+	for (int d = 0; d < t->rank; d++) {
+		s->dims[d] = t->dims[d];
+		s->size[d] = lk_dim(l, t->dims[d]);
+	}
+	rs_make_kept(s);
+	return !s->k->failed;
+}
+
+bool rs_begin_sizes(lk *l, rspace *s, int rank, kir_expr *const *sizes, const bool *mask) {
+	rs_init(l, s, rank, mask);
+	for (int d = 0; d < rank; d++) s->size[d] = sizes[d];
+	rs_make_kept(s);
+	return !s->k->failed;
+}
+
+void rs_pass_begin(rspace *s) {
+	s->inner = (kir_block){0};
+	s->in_pass = true;
+	for (int d = 0; d < s->rank; d++) {
+		if (!s->mask[d]) continue;
+		s->rvar[d] = NULL;
+		int64_t c;
+		if (kir_e_const_index(s->size[d], &c) && c == 1) {
+			s->cur[d] = kir_e_index(s->k, 0);
+			continue;
+		}
+		char name[16];
+		snprintf(name, sizeof name, "r%d", d);
+		s->rvar[d] = kir_var_new(s->k, name, KIR_INDEX);
+		kir_expr *v = kir_e_var(s->k, s->rvar[d]);
+		if (s->reverse)
+			v = kir_e_binary(s->k, KIR_SUB, kir_e_binary(s->k, KIR_SUB, s->size[d], kir_e_index(s->k, 1)), v);
+		s->cur[d] = v;
+	}
+}
+
+static bool static_zero(kir_expr *size) {
+	int64_t c;
+	return kir_e_const_index(size, &c) && c == 0;
+}
+
+void rs_pass_end(rspace *s) {
+	kir_stmt *body = s->inner.first;
+	for (int d = 0; d < s->rank; d++)
+		if (s->mask[d] && static_zero(s->size[d])) body = NULL; /* an empty reduction: no iterations */
+	for (int d = s->rank - 1; d >= 0 && body; d--) {
+		if (!s->mask[d] || !s->rvar[d]) continue;
+		body = kir_s_for(s->k, s->rvar[d], kir_e_index(s->k, 0), s->size[d], 1, KIR_LOOP_SEQUENTIAL, body);
+		s->point_has_loops = true;
+	}
+	block_append(&s->point, body);
+	for (int d = 0; d < s->rank; d++)
+		if (s->mask[d]) s->cur[d] = NULL, s->rvar[d] = NULL;
+	s->inner = (kir_block){0};
+	s->in_pass = false;
+}
+
+static kir_expr *linear_of(rspace *s, bool kept_only) {
+	kir_expr *idx = kir_e_index(s->k, 0), *stride = kir_e_index(s->k, 1);
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (kept_only && s->mask[d]) continue;
+		if (s->cur[d]) idx = kir_e_add(s->k, idx, kir_e_mul(s->k, s->cur[d], stride));
+		stride = kir_e_mul(s->k, stride, s->size[d]);
+	}
+	return idx;
+}
+kir_expr *rs_linear(rspace *s) { return linear_of(s, false); }
+kir_expr *rs_out_linear(rspace *s) { return linear_of(s, true); }
+
+kir_expr *rs_index_map(rspace *s, const tbc_type *t, int n, const int *map) {
+	kir_kernel *k = s->k;
+	kir_expr *idx = kir_e_index(k, 0), *stride = kir_e_index(k, 1);
+	for (int i = t->rank - 1; i >= 0; i--) {
+		tbc_dim td = t->dims[i];
+		if (!td.sym && td.size == 1) continue;
+		int fi = i + (n - t->rank);
+		int fd = fi >= 0 ? map[fi] : -1;
+		kir_expr *dim = lk_dim(s->l, td);
+		if (fd >= 0 && s->cur[fd]) {
+			kir_expr *eff = stride;
+			if (td.sym && s->has_dims && !tbc_dim_eq(td, s->dims[fd]))
+				eff = kir_e_select(k, kir_e_cmp(k, KIR_EQ, dim, kir_e_index(k, 1)), kir_e_index(k, 0), stride);
+			idx = kir_e_add(k, idx, kir_e_mul(k, s->cur[fd], eff));
+		}
+		stride = kir_e_mul(k, stride, dim);
+	}
+	return idx;
+}
+
+kir_expr *rs_index(rspace *s, const tbc_type *t) {
+	int map[TBC_MAX_RANK];
+	for (int d = 0; d < s->rank; d++) map[d] = d;
+	return rs_index_map(s, t, s->rank, map);
+}
+
+void rs_set(rspace *s, kir_var *v, kir_expr *e) {
+	kir_block_add(s->k, s->in_pass ? &s->inner : &s->point, kir_s_set(s->k, v, e));
+}
+
+kir_expr *rs_local(rspace *s, const char *name, kir_expr *e) {
+	if (!e) {
+		s->k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(s->k, name, e->type);
+	rs_set(s, v, e);
+	return kir_e_var(s->k, v);
+}
+
+kir_stmt *rs_finish(rspace *s) {
+	kir_stmt *body = s->point.first;
+	for (int d = 0; d < s->rank; d++)
+		if (!s->mask[d] && static_zero(s->size[d])) /* no output points */
+			return kir_s_for(s->k, s->kvar[d], kir_e_index(s->k, 0), s->size[d], 1, KIR_LOOP_SEQUENTIAL, NULL);
+	int outer = -1, inner = -1;
+	for (int d = 0; d < s->rank; d++)
+		if (!s->mask[d] && s->kvar[d]) {
+			if (outer < 0) outer = d;
+			inner = d;
+		}
+	for (int d = s->rank - 1; d >= 0 && body; d--) {
+		if (s->mask[d] || !s->kvar[d]) continue;
+		kir_loop_kind kind = d == outer ? KIR_LOOP_PARALLEL
+				     : d == inner && !s->point_has_loops ? KIR_LOOP_VECTOR
+									   : KIR_LOOP_SEQUENTIAL;
+		body = kir_s_for(s->k, s->kvar[d], kir_e_index(s->k, 0), s->size[d], 1, kind, body);
+	}
+	return body;
+}
+
+/* ---- The Reduce* engine ------------------------------------------------------*/
+bool rk_of(tbc_opcode code, rkind *out) {
+	switch (code) {
+	case TBC_OP_ReduceSum: *out = RK_SUM; return true;
+	case TBC_OP_ReduceMean: *out = RK_MEAN; return true;
+	case TBC_OP_ReduceProd: *out = RK_PROD; return true;
+	case TBC_OP_ReduceMax: *out = RK_MAX; return true;
+	case TBC_OP_ReduceMin: *out = RK_MIN; return true;
+	case TBC_OP_ReduceL1: *out = RK_L1; return true;
+	case TBC_OP_ReduceL2: *out = RK_L2; return true;
+	case TBC_OP_ReduceSumSquare: *out = RK_SUMSQ; return true;
+	case TBC_OP_ReduceLogSum: *out = RK_LOGSUM; return true;
+	case TBC_OP_ReduceLogSumExp: *out = RK_LOGSUMEXP; return true;
+	default: return false;
+	}
+}
+
+bool rs_reduce_mask(const tbc_op *op, int rank, bool *mask) {
+	bool noop = tbc_attr_int(op, "noop_with_empty_axes", 0) != 0;
+	const tbc_tensor *axes = NULL;
+	bool empty = true;
+	if (op->n_inputs > 1 && op->inputs[1]) {
+		const tbc_type *at = &op->inputs[1]->type;
+		axes = tbc_input_const(op, 1);
+		/* A run-time axes input of static shape [0] is known to be empty. */
+		bool known_empty = !axes && at->rank == 1 && !at->dims[0].sym && at->dims[0].size == 0;
+		if (!known_empty && (!axes || tbc_dtype_is_float(axes->dtype))) return false;
+		if (known_empty) axes = NULL;
+		else empty = axes->numel == 0;
+	}
+	for (int d = 0; d < rank; d++) mask[d] = empty ? !noop : false;
+	for (int64_t i = 0; axes && i < axes->numel; i++) {
+		int a;
+		if (!tbc_norm_axis(tbc_load_i64(axes->dtype, axes->data, (size_t)i), rank, &a)) return false;
+		mask[a] = true;
+	}
+	return true;
+}
+
+static bool is_signed_int(tbc_dtype dt) {
+	return dt == TBC_DT_I8 || dt == TBC_DT_I16 || dt == TBC_DT_I32 || dt == TBC_DT_I64 || dt == TBC_DT_I4;
+}
+
+/* Smallest / largest value of an integer dtype as a constant of it. */
+static kir_expr *int_limit(kir_kernel *k, tbc_dtype dt, bool largest) {
+	int64_t lo = 0;
+	uint64_t hi = UINT64_MAX;
+	switch (dt) {
+	case TBC_DT_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+	case TBC_DT_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+	case TBC_DT_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+	case TBC_DT_I64: lo = INT64_MIN, hi = INT64_MAX; break;
+	case TBC_DT_U8: hi = UINT8_MAX; break;
+	case TBC_DT_U16: hi = UINT16_MAX; break;
+	case TBC_DT_U32: hi = UINT32_MAX; break;
+	default: break;
+	}
+	return kir_e_int(k, dt, largest ? (int64_t)hi : lo);
+}
+
+/* The number of elements a pass visits, as an index expression. */
+kir_expr *rs_count(rspace *s) {
+	kir_expr *n = kir_e_index(s->k, 1);
+	for (int d = 0; d < s->rank; d++)
+		if (s->mask[d]) n = kir_e_mul(s->k, n, s->size[d]);
+	return n;
+}
+
+kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_elem_fn elem, void *ctx) {
+	kir_kernel *k = s->k;
+	lower_cx *cx = s->l->cx;
+	bool is_f = tbc_dtype_is_float(dt), is_int = tbc_dtype_is_int(dt);
+	bool minmax = kind == RK_MAX || kind == RK_MIN;
+	if (!tbc_dtype_supported(dt) || (!is_f && !is_int && !(dt == TBC_DT_BOOL && minmax)) || dt == TBC_DT_I4 ||
+	    dt == TBC_DT_U4 || (is_f && tbc_dtype_bits(dt) < 16)) {
+		lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(dt));
+		return NULL;
+	}
+	bool float_path = is_f || kind == RK_LOGSUM || kind == RK_LOGSUMEXP;
+	tbc_dtype at; /* accumulator type */
+	if (float_path) at = minmax && dt != TBC_DT_F64 ? TBC_DT_F32 : TBC_DT_F64;
+	else if (dt == TBC_DT_BOOL) at = TBC_DT_U8;
+	else if (minmax) at = dt;
+	else at = is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
+	bool at_f = tbc_dtype_is_float(at);
+	kir_expr *init;
+	if (kind == RK_PROD) init = at_f ? kir_e_float(k, at, 1) : kir_e_int(k, at, 1);
+	else if (minmax && at_f) init = kir_e_float(k, at, kind == RK_MAX ? -INFINITY : INFINITY);
+	else if (minmax) init = dt == TBC_DT_BOOL ? kir_e_int(k, at, kind == RK_MAX ? 0 : 1) : int_limit(k, at, kind == RK_MIN);
+	else init = at_f ? kir_e_float(k, at, 0) : kir_e_int(k, at, 0);
+
+	kir_expr *shift = NULL;
+	bool first = true;
+	if (kind == RK_LOGSUMEXP) {
+		/* The largest value (NaN wins) keeps exp() in range; not finite: 0. */
+		kir_var *sv = kir_var_new(k, "shift", TBC_DT_F64);
+		rs_set(s, sv, kir_e_float(k, TBC_DT_F64, -INFINITY));
+		rs_pass_begin(s);
+		kir_expr *v = kir_e_cast(k, TBC_DT_F64, elem(ctx, s, true));
+		rs_set(s, sv, kir_e_binary(k, KIR_MAX, kir_e_var(k, sv), v));
+		rs_pass_end(s);
+		first = false;
+		kir_expr *sh = kir_e_var(k, sv);
+		kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_unary(k, KIR_ISNAN, sh), kir_e_unary(k, KIR_ISINF, sh));
+		shift = rs_local(s, "shift", kir_e_select(k, bad, kir_e_float(k, TBC_DT_F64, 0), sh));
+	}
+	kir_var *acc = kir_var_new(k, "acc", at);
+	rs_set(s, acc, init);
+	rs_pass_begin(s);
+	kir_expr *v = kir_e_cast(k, at, elem(ctx, s, first));
+	kir_expr *a = kir_e_var(k, acc), *u = NULL;
+	switch (kind) {
+	case RK_SUM:
+	case RK_MEAN:
+	case RK_LOGSUM: u = kir_e_binary(k, KIR_ADD, a, v); break;
+	case RK_PROD: u = kir_e_binary(k, KIR_MUL, a, v); break;
+	case RK_MAX: u = kir_e_binary(k, KIR_MAX, a, v); break;
+	case RK_MIN: u = kir_e_binary(k, KIR_MIN, a, v); break;
+	case RK_L1:
+		u = kir_e_binary(k, KIR_ADD, a, tbc_dtype_is_unsigned(at) ? v : kir_e_unary(k, KIR_ABS, v));
+		break;
+	case RK_L2:
+	case RK_SUMSQ: u = kir_e_binary(k, KIR_ADD, a, kir_e_binary(k, KIR_MUL, v, v)); break;
+	case RK_LOGSUMEXP:
+		u = kir_e_binary(k, KIR_ADD, a, kir_e_unary(k, KIR_EXP, kir_e_binary(k, KIR_SUB, v, shift)));
+		break;
+	}
+	rs_set(s, acc, u);
+	rs_pass_end(s);
+	kir_expr *r = kir_e_var(k, acc);
+	switch (kind) {
+	case RK_MEAN: r = kir_e_binary(k, KIR_DIV, r, kir_e_cast(k, at, rs_count(s))); break;
+	case RK_L2: r = kir_e_unary(k, KIR_SQRT, at_f ? r : kir_e_cast(k, TBC_DT_F64, r)); break;
+	case RK_LOGSUM: r = kir_e_unary(k, KIR_LOG, r); break;
+	case RK_LOGSUMEXP: r = kir_e_binary(k, KIR_ADD, kir_e_unary(k, KIR_LOG, r), shift); break;
+	default: break;
+	}
+	return kir_e_cast(k, dt, r);
+}
+
+/* ---- Reduce* ops --------------------------------------------------------------*/
+typedef struct load_ctx {
+	kir_buffer *b;
+	const tbc_type *t;
+	tbc_dtype ct; /* cast to this (0: none) */
+} load_ctx;
+
+static kir_expr *load_elem(void *p, rspace *s, bool first) {
+	(void)first;
+	load_ctx *c = p;
+	kir_expr *v = kir_e_load(s->k, c->b, rs_index(s, c->t));
+	return c->ct ? kir_e_cast(s->k, c->ct, v) : v;
+}
+
+static const char *kname(const tbc_op *op, char *buf, size_t size) {
+	const char *n = tbc_ops[op->code].name;
+	size_t i = 0;
+	for (; n[i] && i + 1 < size; i++) buf[i] = (n[i] >= 'A' && n[i] <= 'Z') ? (char)(n[i] - 'A' + 'a') : n[i];
+	buf[i] = 0;
+	return buf;
+}
+
+/* Begins kernel l writing op's output 0 and reading input 0 (x). */
+static bool begin1(lower_cx *cx, const tbc_op *op, lk *l, kir_buffer **out, kir_buffer **x) {
+	int ob = lower_result_buf(cx, op->outputs[0]);
+	char name[64];
+	if (ob < 0 || !lk_begin(l, cx, kname(op, name, sizeof name))) return false;
+	*out = lk_buf(l, ob);
+	*x = lk_value(l, op->inputs[0]);
+	return *out && *x;
+}
+
+static lower_result lower_reduce_op(lower_cx *cx, const tbc_op *op, rkind kind) {
+	const tbc_value *x = op->inputs[0], *y = op->outputs[0];
+	if (!y) return LOWER_OK;
+	bool mask[TBC_MAX_RANK];
+	if (x->type.rank < 0 || !rs_reduce_mask(op, x->type.rank, mask))
+		return lower_dyn_reduce(cx, op); /* axes given while running (codegen/lower/lower_dyn_reduce.c) */
+	lk l;
+	kir_buffer *out, *xb;
+	rspace s;
+	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	load_ctx c = {xb, &x->type, 0};
+	kir_expr *r = rs_reduce(&s, op, kind, x->type.dtype, load_elem, &c);
+	if (!r) return LOWER_FAILED;
+	kir_block_add(l.k, &s.point, kir_s_store(l.k, out, rs_out_linear(&s), r));
+	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* The compute type of float elementwise math: f64 stays, others in f32. */
+static tbc_dtype float_ct(tbc_dtype dt) { return dt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32; }
+
+static bool float_input(lower_cx *cx, const tbc_op *op) {
+	tbc_dtype dt = op->inputs[0]->type.dtype;
+	if (tbc_dtype_is_float(dt) && tbc_dtype_bits(dt) >= 16 && tbc_dtype_supported(dt)) return true;
+	return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+			   tbc_dtype_name(dt));
+}
+
+/* ---- ArgMax / ArgMin ----------------------------------------------------------
+ * The first (or with select_last_index the last) extreme; NaN wins and the
+ * first NaN stays, as the interpreter does. */
+static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
+	const tbc_value *x = op->inputs[0];
+	tbc_dtype dt = x->type.dtype;
+	bool last = tbc_attr_int(op, "select_last_index", 0) != 0;
+	int a;
+	if (!op->outputs[0]) return LOWER_OK;
+	if (x->type.rank < 1 || !tbc_norm_axis(tbc_attr_int(op, "axis", 0), x->type.rank, &a))
+		return lower_error(cx, op, "op %s: bad axis", tbc_ops[op->code].onnx_name), LOWER_FAILED;
+	bool is_f = tbc_dtype_is_float(dt);
+	if (!tbc_dtype_supported(dt) || dt == TBC_DT_BOOL || dt == TBC_DT_I4 || dt == TBC_DT_U4 ||
+	    (is_f && tbc_dtype_bits(dt) < 16))
+		return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+				   tbc_dtype_name(dt)), LOWER_FAILED;
+	tbc_dim n = x->type.dims[a];
+	if (!n.sym && n.size == 0) {
+		lower_error(cx, op, "cannot take the arg%s of an empty axis", want_max ? "max" : "min");
+		return LOWER_FAILED;
+	}
+	bool mask[TBC_MAX_RANK] = {0};
+	mask[a] = true;
+	lk l;
+	kir_buffer *out, *xb;
+	rspace s;
+	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	tbc_dtype ct = is_f ? float_ct(dt) : dt;
+	kir_var *bv = kir_var_new(k, "best", ct), *bi = kir_var_new(k, "at", KIR_INDEX);
+	rs_set(&s, bv, is_f ? kir_e_float(k, ct, 0) : kir_e_int(k, ct, 0));
+	rs_set(&s, bi, kir_e_index(k, 0));
+	rs_pass_begin(&s);
+	kir_expr *j = s.cur[a];
+	kir_expr *v = rs_local(&s, "v", kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s))));
+	kir_expr *b = kir_e_var(k, bv);
+	kir_expr *better = kir_e_cmp(k, want_max ? KIR_GT : KIR_LT, v, b);
+	if (last) better = kir_e_binary(k, KIR_OR, better, kir_e_cmp(k, KIR_EQ, v, b));
+	kir_expr *take;
+	if (is_f) {
+		kir_expr *vn = kir_e_unary(k, KIR_ISNAN, v), *bn = kir_e_unary(k, KIR_ISNAN, b);
+		take = kir_e_select(k, bn, last ? vn : kir_e_int(k, TBC_DT_BOOL, 0), kir_e_binary(k, KIR_OR, vn, better));
+	} else {
+		take = better;
+	}
+	take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_EQ, j, kir_e_index(k, 0)), take);
+	kir_expr *t = rs_local(&s, "take", take);
+	rs_set(&s, bi, kir_e_select(k, t, j, kir_e_var(k, bi)));
+	rs_set(&s, bv, kir_e_select(k, t, v, kir_e_var(k, bv)));
+	rs_pass_end(&s);
+	kir_block_add(k, &s.point, kir_s_store(k, out, rs_out_linear(&s), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi))));
+	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* ---- CumSum / CumProd ----------------------------------------------------------
+ * Running sums and products along one axis, as the interpreter
+ * (ir/kernels/reduce_scan.c): floats (narrow ones too) accumulate in f64 and
+ * round on each store, integers and bool in 64 bits, wrapping, stored
+ * wrapped to the width (bool: != 0).  A constant axis uses the reduction
+ * space; an axis given at run time gets its own kernel (lower_cum_dynamic). */
+static tbc_dtype cum_acc_type(tbc_dtype dt) {
+	return tbc_dtype_is_float(dt) ? TBC_DT_F64 : is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
+}
+
+static kir_expr *cum_init(kir_kernel *k, tbc_dtype ac, bool prod) {
+	return tbc_dtype_is_float(ac) ? kir_e_float(k, ac, prod) : kir_e_int(k, ac, prod);
+}
+
+/* The axis is the scalar input 1, read at run time: the kernel checks it is
+ * in [-rank, rank) (else the run fails with the interpreter's message and
+ * nothing is computed), then takes the axis's extent n, the product `outer`
+ * of the dims before it and `inner` of those after it as select chains over
+ * the static rank.  One parallel loop over outer * inner lines, a
+ * sequential scan of n elements (stride inner) in each. */
+static lower_result lower_cum_dynamic(lower_cx *cx, const tbc_op *op, bool prod) {
+	const tbc_value *x = op->inputs[0], *ax = op->inputs[1];
+	tbc_dtype dt = x->type.dtype, at = ax->type.dtype;
+	int r = x->type.rank;
+	bool one = ax->type.rank == 0 || (ax->type.rank == 1 && !ax->type.dims[0].sym && ax->type.dims[0].size == 1);
+	bool sym_one = ax->type.rank == 1 && ax->type.dims[0].sym;
+	if (r < 1 || !tbc_dtype_is_int(at) || (!one && !sym_one))
+		return lower_error(cx, op, "op %s with this axis input has no CPU lowering yet", tbc_ops[op->code].onnx_name),
+		       LOWER_FAILED;
+	bool exclusive = tbc_attr_int(op, "exclusive", 0) != 0, reverse = tbc_attr_int(op, "reverse", 0) != 0;
+	lk l;
+	kir_buffer *out, *xb;
+	if (!begin1(cx, op, &l, &out, &xb)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_buffer *ab = lk_value(&l, ax);
+	if (!ab) return LOWER_FAILED;
+	kir_block body = {0};
+	char msg[256];
+	const char *who = op->name ? op->name : "";
+	const char *opn = tbc_ops[op->code].onnx_name;
+	kir_expr *zero = kir_e_index(k, 0), *one_i = kir_e_index(k, 1);
+	if (sym_one) {
+		snprintf(msg, sizeof msg, "node '%s' (%s): axis must hold one integer", who, opn);
+		kir_block_add(k, &body, kir_s_error(k, kir_e_cmp(k, KIR_NE, lk_dim(&l, ax->type.dims[0]), one_i), msg));
+	}
+	kir_var *av = kir_var_new(k, "axis", KIR_INDEX);
+	kir_block_add(k, &body, kir_s_set(k, av, kir_e_cast(k, KIR_INDEX, kir_e_load(k, ab, zero))));
+	kir_expr *a = kir_e_var(k, av);
+	kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, a, kir_e_index(k, -r)),
+				     kir_e_cmp(k, KIR_GE, a, kir_e_index(k, r)));
+	if (sym_one) bad = kir_e_binary(k, KIR_OR, bad, kir_e_cmp(k, KIR_NE, lk_dim(&l, ax->type.dims[0]), one_i));
+	snprintf(msg, sizeof msg, "node '%s' (%s): axis is out of range for rank %d", who, opn, r);
+	kir_block_add(k, &body, kir_s_error(k, bad, msg));
+	kir_block_add(k, &body, kir_s_set(k, av, kir_e_select(k, kir_e_cmp(k, KIR_LT, a, zero), kir_e_add(k, a, kir_e_index(k, r)), a)));
+	/* n, outer, inner from the normalized axis. */
+	kir_expr *n = one_i, *outer = one_i, *inner = one_i;
+	for (int d = 0; d < r; d++) {
+		kir_expr *dim = lk_dim(&l, x->type.dims[d]), *di = kir_e_index(k, d);
+		n = kir_e_select(k, kir_e_cmp(k, KIR_EQ, a, di), dim, n);
+		if (d < r - 1) outer = kir_e_mul(k, outer, kir_e_select(k, kir_e_cmp(k, KIR_GT, a, di), dim, one_i));
+		if (d > 0) inner = kir_e_mul(k, inner, kir_e_select(k, kir_e_cmp(k, KIR_LT, a, di), dim, one_i));
+	}
+	kir_var *nv = kir_var_new(k, "n", KIR_INDEX), *inv = kir_var_new(k, "inner", KIR_INDEX),
+		*lv = kir_var_new(k, "lines", KIR_INDEX);
+	kir_block run = {0};
+	kir_block_add(k, &run, kir_s_set(k, nv, n));
+	kir_block_add(k, &run, kir_s_set(k, inv, inner));
+	kir_block_add(k, &run, kir_s_set(k, lv, kir_e_mul(k, outer, kir_e_var(k, inv))));
+	n = kir_e_var(k, nv);
+	inner = kir_e_var(k, inv);
+	/* for p in lines parallel: base = (p / inner) * n * inner + p % inner */
+	kir_var *p = kir_var_new(k, "p", KIR_INDEX), *base = kir_var_new(k, "base", KIR_INDEX);
+	kir_expr *pv = kir_e_var(k, p);
+	kir_block line = {0};
+	kir_block_add(k, &line, kir_s_set(k, base, kir_e_add(k, kir_e_mul(k, kir_e_mul(k, kir_e_binary(k, KIR_FLOORDIV, pv, inner), n), inner),
+							    kir_e_binary(k, KIR_FLOORMOD, pv, inner))));
+	tbc_dtype ac = cum_acc_type(dt);
+	kir_var *acc = kir_var_new(k, "acc", ac);
+	kir_block_add(k, &line, kir_s_set(k, acc, cum_init(k, ac, prod)));
+	kir_var *sv = kir_var_new(k, "s", KIR_INDEX);
+	kir_expr *j = kir_e_var(k, sv);
+	/* max(., 0) changes nothing (s < n) but lets the verifier's interval
+	 * check, which does not relate s to n, prove the index in bounds. */
+	if (reverse) j = kir_e_binary(k, KIR_MAX, kir_e_binary(k, KIR_SUB, kir_e_binary(k, KIR_SUB, n, one_i), j), zero);
+	kir_var *ev = kir_var_new(k, "e", KIR_INDEX);
+	kir_block scan = {0};
+	kir_block_add(k, &scan, kir_s_set(k, ev, kir_e_add(k, kir_e_var(k, base), kir_e_mul(k, j, inner))));
+	kir_expr *e = kir_e_var(k, ev);
+	if (exclusive) kir_block_add(k, &scan, kir_s_store(k, out, e, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	kir_expr *v = kir_e_cast(k, ac, kir_e_load(k, xb, e));
+	kir_block_add(k, &scan, kir_s_set(k, acc, kir_e_binary(k, prod ? KIR_MUL : KIR_ADD, kir_e_var(k, acc), v)));
+	if (!exclusive) kir_block_add(k, &scan, kir_s_store(k, out, e, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	kir_block_add(k, &line, kir_s_for(k, sv, zero, n, 1, KIR_LOOP_SEQUENTIAL, scan.first));
+	kir_block_add(k, &run, kir_s_for(k, p, zero, kir_e_var(k, lv), 1, KIR_LOOP_PARALLEL, line.first));
+	kir_block_add(k, &body, kir_s_if(k, kir_e_unary(k, KIR_NOT, bad), run.first, NULL));
+	return lk_end(&l, body.first) ? LOWER_OK : LOWER_FAILED;
+}
+
+static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
+	const tbc_value *x = op->inputs[0];
+	tbc_dtype dt = x->type.dtype;
+	int a;
+	if (!op->outputs[0]) return LOWER_OK;
+	if (!tbc_dtype_supported(dt))
+		return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+				   tbc_dtype_name(dt)), LOWER_FAILED;
+	const tbc_tensor *at = tbc_input_const(op, 1);
+	if (!at) return lower_cum_dynamic(cx, op, prod);
+	if (at->numel != 1 || tbc_dtype_is_float(at->dtype) || x->type.rank < 1 ||
+	    !tbc_norm_axis(tbc_load_i64(at->dtype, at->data, 0), x->type.rank, &a))
+		return lower_error(cx, op, "op %s: bad axis", tbc_ops[op->code].onnx_name), LOWER_FAILED;
+	bool exclusive = tbc_attr_int(op, "exclusive", 0) != 0, reverse = tbc_attr_int(op, "reverse", 0) != 0;
+	bool mask[TBC_MAX_RANK] = {0};
+	mask[a] = true;
+	lk l;
+	kir_buffer *out, *xb;
+	rspace s;
+	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	s.reverse = reverse;
+	tbc_dtype ac = cum_acc_type(dt);
+	kir_var *acc = kir_var_new(k, "acc", ac);
+	rs_set(&s, acc, cum_init(k, ac, prod));
+	rs_pass_begin(&s);
+	kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
+	if (exclusive) kir_block_add(k, &s.inner, kir_s_store(k, out, idx, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	kir_expr *v = kir_e_cast(k, ac, kir_e_load(k, xb, idx));
+	rs_set(&s, acc, kir_e_binary(k, prod ? KIR_MUL : KIR_ADD, kir_e_var(k, acc), v));
+	if (!exclusive) kir_block_add(k, &s.inner, kir_s_store(k, out, idx, kir_e_cast(k, dt, kir_e_var(k, acc))));
+	rs_pass_end(&s);
+	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
+ * Max first (NaN sticks), then the sum of exp(x - max) in f64, then the
+ * results; Hardmax marks the first maximum. */
+typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
+
+static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) {
+	const tbc_value *x = op->inputs[0];
+	if (!op->outputs[0]) return LOWER_OK;
+	if (!float_input(cx, op)) return LOWER_FAILED;
+	tbc_dtype dt = x->type.dtype, ct = float_ct(dt);
+	int r = x->type.rank, a = -1;
+	if (r < 0 || (r > 0 && !tbc_norm_axis(tbc_attr_int(op, "axis", -1), r, &a)))
+		return lower_error(cx, op, "op %s: bad axis", tbc_ops[op->code].onnx_name), LOWER_FAILED;
+	bool mask[TBC_MAX_RANK] = {0};
+	if (a >= 0) mask[a] = true;
+	lk l;
+	kir_buffer *out, *xb;
+	rspace s;
+	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
+	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
+	if (best) rs_set(&s, best, kir_e_index(k, 0));
+	rs_pass_begin(&s);
+	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));
+	if (kind == SM_HARD) {
+		kir_expr *m = kir_e_var(k, mx);
+		kir_expr *take = kir_e_binary(k, KIR_AND, kir_e_unary(k, KIR_NOT, kir_e_unary(k, KIR_ISNAN, m)),
+					      kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, m), kir_e_unary(k, KIR_ISNAN, v)));
+		kir_expr *t = rs_local(&s, "take", take);
+		rs_set(&s, best, kir_e_select(k, t, a >= 0 ? s.cur[a] : kir_e_index(k, 0), kir_e_var(k, best)));
+		rs_set(&s, mx, kir_e_select(k, t, v, kir_e_var(k, mx)));
+	} else {
+		rs_set(&s, mx, kir_e_binary(k, KIR_MAX, kir_e_var(k, mx), v));
+	}
+	rs_pass_end(&s);
+	kir_expr *sum = NULL;
+	if (kind != SM_HARD) {
+		/* The f64 sum of f32 (or narrower) terms: its order changes it
+		 * far below f32's rounding, so it may be vectorized. */
+		kir_var *sv = kir_var_new(k, "sum", TBC_DT_F64);
+		sv->reassoc = ct != TBC_DT_F64;
+		rs_set(&s, sv, kir_e_float(k, TBC_DT_F64, 0));
+		rs_pass_begin(&s);
+		v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));
+		kir_expr *e = kir_e_unary(k, KIR_EXP, kir_e_binary(k, KIR_SUB, v, kir_e_var(k, mx)));
+		rs_set(&s, sv, kir_e_binary(k, KIR_ADD, kir_e_var(k, sv), kir_e_cast(k, TBC_DT_F64, e)));
+		rs_pass_end(&s);
+		sum = kind == SM_LOG ? rs_local(&s, "lse", kir_e_cast(k, ct, kir_e_unary(k, KIR_LOG, kir_e_var(k, sv))))
+				     : rs_local(&s, "inv", kir_e_cast(k, ct, kir_e_binary(k, KIR_DIV, kir_e_float(k, TBC_DT_F64, 1),
+											 kir_e_var(k, sv))));
+	}
+	rs_pass_begin(&s);
+	kir_expr *idx = rs_local(&s, "e", rs_linear(&s)), *y;
+	if (kind == SM_HARD) {
+		kir_expr *j = a >= 0 ? s.cur[a] : kir_e_index(k, 0);
+		y = kir_e_select(k, kir_e_cmp(k, KIR_EQ, j, kir_e_var(k, best)), kir_e_float(k, ct, 1), kir_e_float(k, ct, 0));
+	} else {
+		kir_expr *d = kir_e_binary(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), kir_e_var(k, mx));
+		y = kind == SM_LOG ? kir_e_binary(k, KIR_SUB, d, sum) : kir_e_binary(k, KIR_MUL, kir_e_unary(k, KIR_EXP, d), sum);
+	}
+	kir_block_add(k, &s.inner, kir_s_store(k, out, idx, kir_e_cast(k, dt, y)));
+	rs_pass_end(&s);
+	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
+}
+
+lower_result lower_family_reduce(lower_cx *cx, const tbc_op *op) {
+	rkind kind;
+	if (rk_of(op->code, &kind)) return lower_reduce_op(cx, op, kind);
+	switch (op->code) {
+	case TBC_OP_ArgMax: return lower_arg(cx, op, true);
+	case TBC_OP_ArgMin: return lower_arg(cx, op, false);
+	case TBC_OP_CumSum: return lower_cum(cx, op, false);
+	case TBC_OP_CumProd: return lower_cum(cx, op, true);
+	case TBC_OP_Softmax: return lower_softmax(cx, op, SM_SOFT);
+	case TBC_OP_LogSoftmax: return lower_softmax(cx, op, SM_LOG);
+	case TBC_OP_Hardmax: return lower_softmax(cx, op, SM_HARD);
+	default: return LOWER_NOT_MINE;
+	}
+}
