@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "codegen/compile.h"
-#include "codegen/tuning.h"
+#include "codegen/lower/lower.h"
 #include "passes/passes.h"
 #include "tbc/abi.h"
 
@@ -85,16 +85,15 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	if (!tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;
+	tbc_target_desc desc;
 	if (rc == TBC_OK) {
-		kir_tuning tune = tbc_cpu_tuning(o); /* tile sizes for the target's vectors */
-		kir_tuning_set(&tune);
-		rc = kir_lower(work, arena, d, &p);
-		kir_tuning_set(NULL);
+		rc = tbc_target_cpu.describe(o, &desc, d);
+		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
-	if (rc == TBC_OK && info) rc = tbc_target_cpu.emit(p, o, info, d, out_data, out_size);
+	if (rc == TBC_OK && info) rc = tbc_target_cpu.emit(p, &desc, o, info, d, out_data, out_size);
 	double t2 = now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */

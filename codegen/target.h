@@ -7,7 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "codegen/lower/lower.h"
+#include "codegen/host/program.h"
+#include "codegen/target_desc.h"
 #include "tbc/tbc.h"
 
 /* What the artifact writer asks of a target besides the program. */
@@ -21,9 +22,14 @@ typedef struct tbc_emit_info {
 
 typedef struct tbc_target {
 	const char *name;
-	/* Compiles p into an object file (or text IR) in malloc'd memory. */
-	tbc_code (*emit)(const kir_program *p, const tbc_compile_options *o, const tbc_emit_info *info,
-			 tbc_diags *d, void **out_data, size_t *out_size);
+	/* What lowering needs to know of the machine o compiles for
+	 * (codegen/target_desc.h); an error when o names a machine the target
+	 * cannot compile for. */
+	tbc_code (*describe)(const tbc_compile_options *o, tbc_target_desc *out, tbc_diags *d);
+	/* Compiles p, lowered for t, into an object file (or text IR) in
+	 * malloc'd memory. */
+	tbc_code (*emit)(const kir_program *p, const tbc_target_desc *t, const tbc_compile_options *o,
+			 const tbc_emit_info *info, tbc_diags *d, void **out_data, size_t *out_size);
 } tbc_target;
 
 extern const tbc_target tbc_target_cpu;

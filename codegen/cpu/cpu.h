@@ -19,7 +19,7 @@ typedef struct cpu_cx {
 	LLVMTypeRef par_body_t;  /* void (ptr closure, i64 begin, i64 end) */
 	LLVMTypeRef par_for_t;   /* tbc_abi_host.parallel_for */
 	unsigned loop_md_kind;
-	/* The lowering's tuning (codegen/tuning.h): GEMM kernels were tiled for
+	/* The target description's (codegen/target_desc.h): GEMM kernels were tiled for
 	 * vectors this wide, so they ask LLVM for them. */
 	int vector_bytes;
 	int n_messages; /* error messages emitted so far (their globals' names) */

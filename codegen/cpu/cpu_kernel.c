@@ -61,7 +61,7 @@ LLVMTypeRef cpu_type(cpu_cx *c, tbc_dtype t) {
 	case TBC_DT_I2:
 	case TBC_DT_U2: return LLVMIntTypeInContext(c->ctx, 2);
 	default:
-		cpu_fail(c, TBC_ERR_UNSUPPORTED, "%s has no CPU lowering yet", tbc_dtype_name(t));
+		cpu_fail(c, TBC_ERR_UNSUPPORTED, "%s has no CPU code generation yet", tbc_dtype_name(t));
 		return NULL;
 	}
 }

@@ -11,7 +11,6 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cpu/cpu.h"
-#include "codegen/tuning.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -146,26 +145,26 @@ static bool has_feature(const char *features, const char *name) {
 	return false;
 }
 
-static kir_tuning tuning_of(const char *triple, const char *features) {
-	kir_tuning t = kir_tuning_default();
-	if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) t = (kir_tuning){16, 32};
-	else if (has_feature(features, "avx512f")) t = (kir_tuning){64, 32};
-	return t;
+/* The vectors of the machine: AArch64's 16-byte NEON (32 registers),
+ * AVX-512's 64 bytes (32 registers), else AVX2's 32 bytes (16). */
+static void describe_machine(const char *triple, const char *features, tbc_target_desc *t) {
+	*t = tbc_target_desc_cpu_default();
+	if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) t->vector_bytes = 16, t->vector_regs = 32;
+	else if (has_feature(features, "avx512f")) t->vector_bytes = 64, t->vector_regs = 32;
+	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 }
 
-kir_tuning tbc_cpu_tuning(const tbc_compile_options *o) {
-	/* A machine the emitter would refuse gets the defaults; the emitter
-	 * reports why. */
-	tbc_diags *scratch = tbc_diags_create();
+/* The machine o compiles for: the host unless o->target_triple / o->cpu
+ * say otherwise. */
+static tbc_code cpu_describe(const tbc_compile_options *o, tbc_target_desc *out, tbc_diags *d) {
+	*out = tbc_target_desc_cpu_default();
 	machine m;
 	LLVMTargetRef target;
-	kir_tuning t = kir_tuning_default();
-	if (scratch && machine_resolve(o, scratch, &m, &target) == TBC_OK) {
-		t = tuning_of(m.triple, m.features);
-		machine_free(&m);
-	}
-	tbc_diags_destroy(scratch);
-	return t;
+	tbc_code rc = machine_resolve(o, d, &m, &target);
+	if (rc != TBC_OK) return rc;
+	describe_machine(m.triple, m.features, out);
+	machine_free(&m);
+	return TBC_OK;
 }
 
 /* LLVM's remarks and warnings (a loop the vectorizer declined) are not the
@@ -175,8 +174,8 @@ static void quiet_diagnostics(LLVMDiagnosticInfoRef info, void *user) {
 	(void)user;
 }
 
-static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, const tbc_emit_info *info,
-			 tbc_diags *d, void **out_data, size_t *out_size) {
+static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const tbc_compile_options *o,
+			 const tbc_emit_info *info, tbc_diags *d, void **out_data, size_t *out_size) {
 	*out_data = NULL;
 	*out_size = 0;
 	machine m;
@@ -203,7 +202,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	LLVMTypeRef pf_params[5] = {c.ptr, c.ptr, c.ptr, c.i64, c.i64};
 	c.par_for_t = LLVMFunctionType(c.void_t, pf_params, 5, 0);
 	c.loop_md_kind = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
-	c.vector_bytes = tuning_of(m.triple, m.features).vector_bytes;
+	c.vector_bytes = t->vector_bytes; /* the width lowering tiled GEMMs for */
 	LLVMSetTarget(c.mod, m.triple);
 	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m.tm);
 	LLVMSetModuleDataLayout(c.mod, dl);
@@ -276,4 +275,4 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	return first != TBC_OK ? first : TBC_ERR_NO_MEMORY;
 }
 
-const tbc_target tbc_target_cpu = {"cpu", cpu_emit};
+const tbc_target tbc_target_cpu = {.name = "cpu", .describe = cpu_describe, .emit = cpu_emit};

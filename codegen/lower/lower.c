@@ -29,7 +29,7 @@ bool lower_error(lower_cx *cx, const tbc_op *op, const char *fmt, ...) {
 }
 
 bool lower_unsupported(lower_cx *cx, const tbc_op *op) {
-	return lower_error(cx, op, "op %s has no CPU lowering yet", tbc_ops[op->code].onnx_name);
+	return lower_error(cx, op, "op %s has no lowering yet", tbc_ops[op->code].onnx_name);
 }
 
 static bool internal(lower_cx *cx, const char *what) {
@@ -165,7 +165,7 @@ int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id]; /* a graph output */
 	if (!type_is_supported(cx, v)) {
 		tbc_diags_op(cx->d, TBC_ERR_UNSUPPORTED, v->def,
-			     "the shape of its output depends on the data; such ops have no CPU lowering yet");
+			     "the shape of its output depends on the data; such ops have no lowering yet");
 		return -1;
 	}
 	int b = new_pbuf(cx, KIR_BUF_TEMP, &v->type, v->name);
@@ -591,7 +591,7 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 		if (r == LOWER_NOT_MINE && outputs_known) r = LOWER_SHAPED;
 		if (r == LOWER_NOT_MINE)
 			return lower_error(cx, op,
-					   "the shape of its output depends on the data; op %s with such a shape has no CPU lowering yet",
+					   "the shape of its output depends on the data; op %s with such a shape has no lowering yet",
 					   tbc_ops[op->code].onnx_name);
 		if (r != LOWER_SHAPED) return r == LOWER_OK;
 		for (int i = 0; i < op->n_outputs; i++)
@@ -884,14 +884,15 @@ static void mark_lives(lower_cx *cx, const tbc_graph *g, int pos) {
 	}
 }
 
-tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_program **out) {
+tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *arena, tbc_diags *d,
+		   kir_program **out) {
 	*out = NULL;
 	kir_program *p = tbc_arena_alloc(arena, sizeof *p);
 	if (!p) return TBC_ERR_NO_MEMORY;
 	p->arena = arena;
 	p->name = "model";
 	p->syms_buf = -1;
-	lower_cx cx = {.m = m, .p = p, .d = d};
+	lower_cx cx = {.m = m, .target = t, .p = p, .d = d};
 	const tbc_graph *g = m->main;
 	size_t nv = (size_t)m->n_values + 1;
 	cx.buf_of = malloc(nv * sizeof(int));
@@ -938,7 +939,7 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 		if (v->type.rank < 0 || !tbc_dtype_supported(v->type.dtype)) {
 			char name[128];
 			ok = lower_error(&cx, NULL,
-					 "graph output %d '%s' has an unknown rank or a non-numeric dtype; no CPU lowering yet",
+					 "graph output %d '%s' has an unknown rank or a non-numeric dtype; no lowering yet",
 					 i, tbc_value_display_name(v, name, sizeof name));
 			break;
 		}
@@ -960,7 +961,7 @@ tbc_code kir_lower(const tbc_module *m, tbc_arena *arena, tbc_diags *d, kir_prog
 	}
 	for (int i = 0; ok && i < g->n_outputs; i++)
 		if (!type_is_supported(&cx, g->outputs[i]))
-			ok = lower_error(&cx, NULL, "graph output %d has a shape no op computes; no CPU lowering yet", i);
+			ok = lower_error(&cx, NULL, "graph output %d has a shape no op computes; no lowering yet", i);
 	if (ok) mark_dynamic(p);
 	free(copy_from);
 	free(cx.buf_of);

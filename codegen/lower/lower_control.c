@@ -531,7 +531,7 @@ static bool lower_scan(lower_cx *cx, const tbc_op *op) {
 	}
 	for (int k = 0; k < K; k++)
 		if (op->outputs[S + k] && !lower_type_known(cx, &op->outputs[S + k]->type))
-			return lower_error(cx, op, "scan output %d has a shape known only in the body; no CPU lowering yet", k);
+			return lower_error(cx, op, "scan output %d has a shape known only in the body; no lowering yet", k);
 	int r = cx->n_regions++;
 	int i_sym = region_sym(cx, r, "i"), n_sym = region_sym(cx, r, "n");
 	int b_sym = v8 ? region_sym(cx, r, "b") : -1, nb_sym = v8 ? region_sym(cx, r, "nb") : -1;

@@ -62,7 +62,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 
 static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 

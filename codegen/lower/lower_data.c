@@ -285,7 +285,7 @@ static bool lower_slice(lower_cx *cx, const tbc_op *op) {
 		}
 		cnt[i] = tbc_data_const_ints(op, i + 1, v[i], TBC_MAX_RANK);
 		if (cnt[i] < 0)
-			return lower_error(cx, op, "Slice with non-constant starts, ends, axes or steps has no CPU lowering yet");
+			return lower_error(cx, op, "Slice with non-constant starts, ends, axes or steps has no lowering yet");
 	}
 	int n = cnt[0];
 	if (cnt[1] != n || (cnt[2] >= 0 && cnt[2] != n) || (cnt[3] >= 0 && cnt[3] != n) || n > r)
@@ -301,7 +301,7 @@ static bool lower_slice(lower_cx *cx, const tbc_op *op) {
 		if (dim.sym) {
 			/* The shape rule keeps a symbolic dim only for the whole-dim slice. */
 			if (!tbc_dim_eq(dim, y->type.dims[a]) || s != 0 || st != 1)
-				return lower_error(cx, op, "Slice of a symbolic dim has no CPU lowering yet");
+				return lower_error(cx, op, "Slice of a symbolic dim has no lowering yet");
 			continue;
 		}
 		int64_t D = dim.size;
@@ -367,7 +367,7 @@ static bool lower_split(lower_cx *cx, const tbc_op *op) {
 	int r = x->type.rank, ax;
 	if (!tbc_norm_axis(tbc_attr_int(op, "axis", 0), r, &ax)) return lower_error(cx, op, "Split's axis is out of range");
 	for (int i = 0; i < op->n_outputs; i++)
-		if (!op->outputs[i]) return lower_error(cx, op, "Split with an omitted output has no CPU lowering yet");
+		if (!op->outputs[i]) return lower_error(cx, op, "Split with an omitted output has no lowering yet");
 	lk l;
 	if (!begin(&l, cx, op)) return false;
 	kir_buffer *src = data_in(&l, x);
@@ -507,11 +507,11 @@ static bool lower_depth_space(lower_cx *cx, const tbc_op *op) {
 static bool storable(lower_cx *cx, const tbc_op *op) {
 	for (int i = 0; i < op->n_inputs; i++)
 		if (op->inputs[i] && data_storage_type(op->inputs[i]->type.dtype) == TBC_DT_UNDEFINED)
-			return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+			return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 					   tbc_dtype_name(op->inputs[i]->type.dtype));
 	for (int i = 0; i < op->n_outputs; i++)
 		if (op->outputs[i] && data_storage_type(op->outputs[i]->type.dtype) == TBC_DT_UNDEFINED)
-			return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+			return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 					   tbc_dtype_name(op->outputs[i]->type.dtype));
 	return true;
 }
@@ -553,7 +553,7 @@ lower_result lower_family_data(lower_cx *cx, const tbc_op *op) {
 	if (!any_out) return LOWER_OK;
 	for (int i = 0; i < op->n_inputs; i++)
 		if (op->inputs[i] && op->inputs[i]->type.rank < 0) {
-			lower_error(cx, op, "an input of unknown rank has no CPU lowering yet");
+			lower_error(cx, op, "an input of unknown rank has no lowering yet");
 			return LOWER_FAILED;
 		}
 	if (!storable(cx, op)) return LOWER_FAILED;

@@ -43,7 +43,7 @@ bool lower_data_pad(lower_cx *cx, const tbc_op *op) {
 	int np = tbc_data_const_ints(op, 1, pads, 2 * TBC_MAX_RANK);
 	bool has_axes = op->n_inputs > 3 && op->inputs[3];
 	int na = has_axes ? tbc_data_const_ints(op, 3, axes, TBC_MAX_RANK) : r;
-	if (np < 0 || na < 0) return lower_error(cx, op, "Pad with non-constant pads or axes has no CPU lowering yet");
+	if (np < 0 || na < 0) return lower_error(cx, op, "Pad with non-constant pads or axes has no lowering yet");
 	if (np != 2 * na) return lower_error(cx, op, "Pad's pads and axes disagree in length");
 	int64_t begin[TBC_MAX_RANK] = {0}, end[TBC_MAX_RANK] = {0};
 	for (int i = 0; i < na; i++) {
@@ -81,7 +81,7 @@ bool lower_data_pad(lower_cx *cx, const tbc_op *op) {
 				bool always, never;
 				kir_expr *cond = data_nonempty(&l, &op->inputs[2]->type, &always, &never);
 				if (!cb) return false;
-				if (cond) return lower_error(cx, op, "Pad with a constant_value of unknown size has no CPU lowering yet");
+				if (cond) return lower_error(cx, op, "Pad with a constant_value of unknown size has no lowering yet");
 				if (always) cval = kir_e_load(k, cb, kir_e_index(k, 0));
 			}
 		}
@@ -191,7 +191,7 @@ bool lower_data_range(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *yv = op->outputs[0];
 	tbc_dtype dt = yv->type.dtype;
 	if (!(tbc_dtype_is_int(dt) || tbc_dtype_is_float(dt)))
-		return lower_error(cx, op, "Range on %s has no CPU lowering yet", tbc_dtype_name(dt));
+		return lower_error(cx, op, "Range on %s has no lowering yet", tbc_dtype_name(dt));
 	for (int i = 0; i < 3; i++)
 		if (op->inputs[i]->type.rank > 1 || (op->inputs[i]->type.rank == 1 && (op->inputs[i]->type.dims[0].sym ||
 											 op->inputs[i]->type.dims[0].size != 1)))

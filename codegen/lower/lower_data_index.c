@@ -13,7 +13,7 @@
 
 static bool index_dtype_ok(lower_cx *cx, const tbc_op *op, const tbc_value *idx) {
 	if (idx->type.dtype == TBC_DT_I32 || idx->type.dtype == TBC_DT_I64) return true;
-	return lower_error(cx, op, "%s with %s indices has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+	return lower_error(cx, op, "%s with %s indices has no lowering yet", tbc_ops[op->code].onnx_name,
 			   tbc_dtype_name(idx->type.dtype));
 }
 
@@ -118,7 +118,7 @@ static bool parse_red(lower_cx *cx, const tbc_op *op, red *r, tbc_dtype dt) {
 		if (!strcmp(s, names[i])) {
 			*r = (red)i;
 			if (*r != RED_NONE && !(tbc_dtype_is_int(dt) || dt == TBC_DT_BOOL || dt == TBC_DT_F32 || dt == TBC_DT_F64))
-				return lower_error(cx, op, "%s with reduction '%s' on %s has no CPU lowering yet",
+				return lower_error(cx, op, "%s with reduction '%s' on %s has no lowering yet",
 						   tbc_ops[op->code].onnx_name, s, tbc_dtype_name(dt));
 			return true;
 		}
@@ -227,7 +227,7 @@ bool lower_data_gather_nd(lower_cx *cx, const tbc_op *op) {
 	if (q < 1 || r < 1 || bd < 0 || bd >= q || bd >= r) return lower_error(cx, op, "GatherND's ranks are out of range");
 	tbc_dim last = iv->type.dims[q - 1];
 	if (last.sym || last.size > r - bd)
-		return lower_error(cx, op, "GatherND with a symbolic or too long index tuple has no CPU lowering yet");
+		return lower_error(cx, op, "GatherND with a symbolic or too long index tuple has no lowering yet");
 	int b = (int)bd, m = (int)last.size;
 	for (int d = 0; d < b; d++)
 		if (!tbc_dim_eq(xv->type.dims[d], iv->type.dims[d]))
@@ -260,7 +260,7 @@ bool lower_data_scatter_nd(lower_cx *cx, const tbc_op *op) {
 	if (q < 1 || r < 1) return lower_error(cx, op, "ScatterND's ranks are out of range");
 	tbc_dim last = iv->type.dims[q - 1];
 	if (last.sym || last.size > r)
-		return lower_error(cx, op, "ScatterND with a symbolic or too long index tuple has no CPU lowering yet");
+		return lower_error(cx, op, "ScatterND with a symbolic or too long index tuple has no lowering yet");
 	int m = (int)last.size;
 	if (uv->type.rank != q - 1 + r - m) return lower_error(cx, op, "ScatterND's updates have the wrong rank");
 	lk l;
@@ -291,7 +291,7 @@ bool lower_data_onehot(lower_cx *cx, const tbc_op *op) {
 	int r = yv->type.rank, a;
 	tbc_dtype it = iv->type.dtype;
 	if (!(tbc_dtype_is_int(it) || it == TBC_DT_F32 || it == TBC_DT_F64))
-		return lower_error(cx, op, "OneHot with %s indices has no CPU lowering yet", tbc_dtype_name(it));
+		return lower_error(cx, op, "OneHot with %s indices has no lowering yet", tbc_dtype_name(it));
 	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), r, &a)) return lower_error(cx, op, "OneHot's axis is out of range");
 	lk l;
 	if (!lk_begin(&l, cx, "onehot")) return false;

@@ -57,7 +57,7 @@ static int param_len(lower_cx *cx, const tbc_op *op, int input, int max, const c
 	}
 	if (v->type.rank == 0) return 1;
 	if (v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > max) {
-		lower_error(cx, op, "%s of unknown length has no CPU lowering yet", what);
+		lower_error(cx, op, "%s of unknown length has no lowering yet", what);
 		return -1;
 	}
 	return (int)v->type.dims[0].size;
@@ -218,7 +218,7 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0];
 	int r = x->type.rank, n = op->n_outputs, a;
 	if (!tbc_norm_axis(tbc_attr_int(op, "axis", 0), r, &a)) return lower_error(cx, op, "axis is out of range for rank %d", r);
-	if (n > 64) return lower_error(cx, op, "Split into more than 64 parts has no CPU lowering yet");
+	if (n > 64) return lower_error(cx, op, "Split into more than 64 parts has no lowering yet");
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *D = shk_let(&s, "dim", shk_dim_of(&s, x, a));
@@ -318,7 +318,7 @@ static bool lower_pad_dyn(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *cv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	int64_t cn = cv ? tbc_data_static_len(&cv->type) : 0;
 	if (cv && (cn < 0 || cn > 1 || cv->type.rank > 1))
-		return lower_error(cx, op, "Pad with a constant_value of unknown size has no CPU lowering yet");
+		return lower_error(cx, op, "Pad with a constant_value of unknown size has no lowering yet");
 	if (cv && cn == 1 && cv->type.dtype != x->type.dtype) return lower_error(cx, op, "constant_value must have the dtype of data");
 
 	shk s;
@@ -437,10 +437,10 @@ static bool shape_onehot(lower_cx *cx, const tbc_op *op) {
 	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), y->type.rank, &a))
 		return lower_error(cx, op, "axis is out of range for rank %d", y->type.rank);
 	if (tbc_data_static_len(&dv->type) != 1 || dv->type.rank > 1)
-		return lower_error(cx, op, "OneHot's depth of unknown size has no CPU lowering yet");
+		return lower_error(cx, op, "OneHot's depth of unknown size has no lowering yet");
 	tbc_dtype dt = dv->type.dtype;
 	if (!tbc_dtype_is_int(dt) && !tbc_dtype_is_float(dt))
-		return lower_error(cx, op, "OneHot's depth of %s has no CPU lowering yet", tbc_dtype_name(dt));
+		return lower_error(cx, op, "OneHot's depth of %s has no lowering yet", tbc_dtype_name(dt));
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_buffer *b = lk_value(&s.l, dv);
@@ -540,7 +540,7 @@ bool lower_data_topk(lower_cx *cx, const tbc_op *op) {
 	tbc_dtype dt = x->type.dtype;
 	bool is_float = tbc_dtype_is_float(dt);
 	if (!is_float && !tbc_dtype_is_int(dt) && dt != TBC_DT_BOOL)
-		return lower_error(cx, op, "TopK on %s has no CPU lowering yet", tbc_dtype_name(dt));
+		return lower_error(cx, op, "TopK on %s has no lowering yet", tbc_dtype_name(dt));
 	const tbc_value *shape_v = yv ? yv : yi;
 	if (!shape_v) return true;
 	bool largest = tbc_attr_int(op, "largest", 1) != 0;
@@ -719,7 +719,7 @@ bool lower_data_affine_grid(lower_cx *cx, const tbc_op *op) {
 	if (r < 2 || r > 3 || th->type.rank != 3 || y->type.dims[r + 1].sym || y->type.dims[r + 1].size != r ||
 	    !tbc_dim_eq(th->type.dims[1], (tbc_dim){r, NULL}) || !tbc_dim_eq(th->type.dims[2], (tbc_dim){r + 1, NULL}))
 		return lower_error(cx, op, "theta must be (N, %d, %d) for a %d-D size", r, r + 1, r);
-	if (!tbc_dtype_is_float(dt)) return lower_error(cx, op, "AffineGrid on %s has no CPU lowering yet", tbc_dtype_name(dt));
+	if (!tbc_dtype_is_float(dt)) return lower_error(cx, op, "AffineGrid on %s has no lowering yet", tbc_dtype_name(dt));
 	bool align = tbc_attr_int(op, "align_corners", 0) != 0;
 	lk l;
 	if (!lk_begin(&l, cx, "affine_grid")) return false;
@@ -788,13 +788,13 @@ bool lower_data_col2im(lower_cx *cx, const tbc_op *op) {
 	if (nb != nsp || x->type.rank != 3 || y->type.rank != nsp + 2)
 		return lower_error(cx, op, "image_shape and block_shape must be 1-D of the same length");
 	tbc_dtype dt = x->type.dtype;
-	if (!tbc_dtype_is_float(dt) && !tbc_dtype_is_int(dt)) return lower_error(cx, op, "Col2Im on %s has no CPU lowering yet", tbc_dtype_name(dt));
+	if (!tbc_dtype_is_float(dt) && !tbc_dtype_is_int(dt)) return lower_error(cx, op, "Col2Im on %s has no lowering yet", tbc_dtype_name(dt));
 	int64_t ones[CONV_MAX_SPATIAL] = {1, 1, 1, 1, 1, 1};
 	conv_geom g;
 	const char *err = conv_geom_read(&g, op, nsp, ones, true, false);
 	if (err) return lower_error(cx, op, "%s", err);
 	if (g.auto_pad != AUTOPAD_NOTSET && g.auto_pad != AUTOPAD_VALID)
-		return lower_error(cx, op, "Col2Im with auto_pad SAME has no CPU lowering yet");
+		return lower_error(cx, op, "Col2Im with auto_pad SAME has no lowering yet");
 	if (g.auto_pad == AUTOPAD_VALID)
 		for (int i = 0; i < nsp; i++) g.pad_begin[i] = g.pad_end[i] = 0;
 	shk s;
@@ -892,12 +892,12 @@ lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op) {
 	}
 	for (int i = 0; i < op->n_inputs; i++)
 		if (op->inputs[i] && op->inputs[i]->type.rank < 0) {
-			lower_error(cx, op, "an input of unknown rank has no CPU lowering yet");
+			lower_error(cx, op, "an input of unknown rank has no lowering yet");
 			return LOWER_FAILED;
 		}
 	for (int i = 0; i < op->n_outputs; i++)
 		if (op->outputs[i] && (op->outputs[i]->type.rank < 0 || data_storage_type(op->outputs[i]->type.dtype) == TBC_DT_UNDEFINED)) {
-			lower_error(cx, op, "op %s with this output has no CPU lowering yet", tbc_ops[op->code].onnx_name);
+			lower_error(cx, op, "op %s with this output has no lowering yet", tbc_ops[op->code].onnx_name);
 			return LOWER_FAILED;
 		}
 	if (!fn(cx, op)) return LOWER_FAILED;

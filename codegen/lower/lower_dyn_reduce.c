@@ -186,7 +186,7 @@ lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *ax = op->n_inputs > 1 ? op->inputs[1] : NULL;
 	const char *opn = tbc_ops[op->code].onnx_name;
 	if (x->type.rank < 0 || y->type.rank < 0 || !ax || ax->type.rank > 1 || tbc_dtype_is_float(ax->type.dtype))
-		return lower_error(cx, op, "op %s with axes of unknown count has no CPU lowering yet", opn), LOWER_FAILED;
+		return lower_error(cx, op, "op %s with axes of unknown count has no lowering yet", opn), LOWER_FAILED;
 	bool keep = tbc_attr_int(op, "keepdims", 1) != 0;
 	int64_t n_axes = ax->type.rank == 0 ? 1 : ax->type.dims[0].sym ? -1 : ax->type.dims[0].size;
 	if (keep ? y->type.rank != x->type.rank : n_axes < 0 || y->type.rank != x->type.rank - n_axes)

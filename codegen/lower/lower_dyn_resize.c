@@ -235,7 +235,7 @@ static bool plan(rz *r) {
 		else if (A->scale_known) {
 			double f = footprint_f(c, A->scale);
 			if (!(f >= 1 && f <= MAX_TAPS))
-				return lower_error(cx, op, "Resize: an antialias footprint of %g taps has no CPU lowering", f);
+				return lower_error(cx, op, "Resize: an antialias footprint of %g taps has no lowering", f);
 			A->n = (int64_t)f;
 		} else A->n = -1;
 		if (A->resized == -1) {
@@ -749,7 +749,7 @@ static bool data_kernel(rz *r) {
 
 /* ---- Entry ----------------------------------------------------------------------------------*/
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op Resize %s has no CPU lowering yet", why);
+	lower_error(cx, op, "op Resize %s has no lowering yet", why);
 	return LOWER_FAILED;
 }
 

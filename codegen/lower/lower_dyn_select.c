@@ -181,7 +181,7 @@ static tbc_dim own_sym(dk *d, kir_block *b, const char *what, kir_expr *value) {
 
 static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 static bool want(const tbc_op *op, int i) { return op->n_outputs > i && op->outputs[i]; }

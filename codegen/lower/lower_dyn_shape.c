@@ -90,7 +90,7 @@ bool shk_store_sym(shk *s, const char *name, kir_expr *value, tbc_dim *out) {
 int shk_static_len(lower_cx *cx, const tbc_op *op, int input, const char *what) {
 	const tbc_value *v = op->n_inputs > input ? op->inputs[input] : NULL;
 	if (!v || v->type.rank != 1 || v->type.dims[0].sym || v->type.dims[0].size > TBC_MAX_RANK) {
-		lower_error(cx, op, "%s of unknown length has no CPU lowering yet", what);
+		lower_error(cx, op, "%s of unknown length has no lowering yet", what);
 		return -1;
 	}
 	return (int)v->type.dims[0].size;

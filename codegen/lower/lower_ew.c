@@ -182,7 +182,7 @@ static kir_expr *ew_clip(ew *e) {
 static void check_divisor(ew *e, kir_expr *d, const char *what) {
 	if (ct_float(e) || !d || (d->kind == KIR_E_INT && d->i != 0)) return;
 	if (!e->checks) {
-		e->error = "integer division by a divisor that may be zero has no CPU lowering here yet";
+		e->error = "integer division by a divisor that may be zero has no lowering here yet";
 		return;
 	}
 	char msg[256];
@@ -261,7 +261,7 @@ static kir_expr *ew_cast(ew *e) {
 	tbc_dtype to = e->op->outputs[0]->type.dtype;
 	bool nosat = tbc_attr_int(e->op, "saturate", 1) == 0 && tbc_dtype_is_float(to) && tbc_dtype_bits(to) <= 8;
 	if (to == TBC_DT_F8E8M0 && strcmp(tbc_attr_string(e->op, "round_mode", "up"), "up")) {
-		e->error = "Cast to float8e8m0 rounding other than up has no CPU lowering yet";
+		e->error = "Cast to float8e8m0 rounding other than up has no lowering yet";
 		return NULL;
 	}
 	return nosat ? kir_e_cast_nosat(e->k, to, X0) : kir_e_cast(e->k, to, X0);
@@ -350,13 +350,13 @@ static kir_expr *ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr
 	const ew_row *row = &ew_table[op->code];
 	tbc_dtype out = op->outputs[0]->type.dtype;
 	if (!dtype_lowers(out)) {
-		lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(out));
+		lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(out));
 		return NULL;
 	}
 	ew e = {.k = k, .op = op, .n = op->n_inputs, .x = x, .checks = checks};
 	kir_expr *cast[16];
 	if (op->n_inputs > 16) {
-		lower_error(cx, op, "op %s with %d inputs has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+		lower_error(cx, op, "op %s with %d inputs has no lowering yet", tbc_ops[op->code].onnx_name,
 			    op->n_inputs);
 		return NULL;
 	}
@@ -411,7 +411,7 @@ bool lower_elementwise(lower_cx *cx, const tbc_op *op) {
 	if (!outv) return true;
 	for (int i = 0; i < op->n_inputs; i++)
 		if (op->inputs[i] && !dtype_lowers(op->inputs[i]->type.dtype))
-			return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+			return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 					   tbc_dtype_name(op->inputs[i]->type.dtype));
 	int ob = lower_result_buf(cx, outv);
 	char name[64];
@@ -476,11 +476,11 @@ bool lower_fused(lower_cx *cx, const tbc_op *op) {
 	if (!body || body->n_outputs != op->n_outputs) return lower_error(cx, op, "Fused without a body");
 	for (const tbc_op *o = body->first; o; o = o->next) {
 		if (!lower_ew_supported(o) || o->n_outputs != 1 || o->n_inputs > 16)
-			return lower_error(cx, op, "a fused region holding %s has no CPU lowering yet",
+			return lower_error(cx, op, "a fused region holding %s has no lowering yet",
 					   tbc_ops[o->code].onnx_name);
 		for (int i = 0; i < o->n_inputs; i++)
 			if (o->inputs[i] && !dtype_lowers(o->inputs[i]->type.dtype))
-				return lower_error(cx, op, "a fused region over %s has no CPU lowering yet",
+				return lower_error(cx, op, "a fused region over %s has no lowering yet",
 						   tbc_dtype_name(o->inputs[i]->type.dtype));
 	}
 	/* Operand types for merging dims: every op input and body constant. */

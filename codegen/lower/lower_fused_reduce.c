@@ -36,7 +36,7 @@ typedef struct fr {
 } fr;
 
 static bool fail(fr *f, const char *why) {
-	if (!f->failed) lower_error(f->cx, f->op, "a fused reduction %s has no CPU lowering yet", why);
+	if (!f->failed) lower_error(f->cx, f->op, "a fused reduction %s has no lowering yet", why);
 	f->failed = true;
 	return false;
 }

@@ -7,6 +7,7 @@
 
 typedef struct lower_cx {
 	const tbc_module *m;
+	const tbc_target_desc *target; /* sizes and shapes are chosen for it */
 	kir_program *p;
 	tbc_diags *d;
 	int *buf_of; /* value id -> program buffer, -1 when none yet */

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "codegen/lower/lower_gemm.h"
-#include "codegen/tuning.h"
 
 /* ---- Index shorthands --------------------------------------------------------*/
 static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
@@ -133,9 +132,8 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
  * with 5 x 16 on an AVX2 EPYC, docs/performance.md).  A 512-bit unit with
  * 32 registers: f32 8 x 32 (16 accumulators, 8 broadcasts and 2 B vectors
  * live; 12 x 32 spills), f64 8 x 16. */
-static void default_tile(tbc_dtype ct, int *mr, int *nr) {
-	kir_tuning t = kir_tuning_current();
-	bool wide = t.vector_bytes >= 64 && t.vector_regs >= 32;
+static void default_tile(const tbc_target_desc *t, tbc_dtype ct, int *mr, int *nr) {
+	bool wide = t->vector_bytes >= 64 && t->vector_regs >= 32;
 	if (wide && (ct == TBC_DT_F32 || ct == TBC_DT_F64)) {
 		*mr = 8, *nr = ct == TBC_DT_F32 ? 32 : 16;
 		return;
@@ -227,7 +225,7 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	k->contract = true; /* a += x * w: one rounding instead of two */
 	gemm_gen g = {.l = l, .s = s};
 	int mr, nr;
-	default_tile(s->ct, &mr, &nr);
+	default_tile(l->cx->target, s->ct, &mr, &nr);
 	int64_t mc, nc, nbc;
 	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
@@ -373,7 +371,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
 	tbc_dtype ct;
 	if (!compute_type(at->dtype, &ct) || bt->dtype != at->dtype)
-		return lower_error(cx, op, "MatMul on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+		return lower_error(cx, op, "MatMul on %s has no lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
 	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return lower_unsupported(cx, op), LOWER_FAILED;
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
@@ -477,11 +475,11 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	g.beta = tbc_attr_float(op, "beta", 1.0);
 	bool ta = tbc_attr_int(op, "transA", 0) != 0, tb = tbc_attr_int(op, "transB", 0) != 0;
 	if (!compute_type(at->dtype, &g.ct) || at->rank != 2 || bt->rank != 2 || yt->rank != 2)
-		return lower_error(cx, op, "Gemm on %s has no CPU lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
+		return lower_error(cx, op, "Gemm on %s has no lowering yet", tbc_dtype_name(at->dtype)), LOWER_FAILED;
 	if (!tbc_dtype_is_float(g.ct) &&
 	    (g.alpha != (double)(int64_t)g.alpha || g.beta != (double)(int64_t)g.beta || g.alpha > 1e15 || g.beta > 1e15 ||
 	     g.alpha < -1e15 || g.beta < -1e15))
-		return lower_error(cx, op, "integer Gemm with a fractional alpha or beta has no CPU lowering yet"), LOWER_FAILED;
+		return lower_error(cx, op, "integer Gemm with a fractional alpha or beta has no lowering yet"), LOWER_FAILED;
 	if (g.beta == 0) cv = NULL;
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;

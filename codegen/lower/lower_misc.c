@@ -55,7 +55,7 @@ static lower_result lower_bitcast(lower_cx *cx, const tbc_op *op) {
 	tbc_dtype from = x->type.dtype, to = y->type.dtype;
 	if (!tbc_dtype_supported(from) || !tbc_dtype_supported(to) || tbc_dtype_bits(from) != tbc_dtype_bits(to) ||
 	    tbc_dtype_size(from) != tbc_dtype_size(to) || x->type.rank < 0)
-		return lower_error(cx, op, "op BitCast from %s to %s has no CPU lowering yet", tbc_dtype_name(from),
+		return lower_error(cx, op, "op BitCast from %s to %s has no lowering yet", tbc_dtype_name(from),
 				   tbc_dtype_name(to)), LOWER_FAILED;
 	tbc_dtype u = storage_uint(from);
 	int ob = lower_result_buf(cx, y);
@@ -132,7 +132,7 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	tbc_dtype dt = x->type.dtype;
 	if (!y && !mask) return LOWER_OK;
 	if (!tbc_dtype_is_float(dt) || !tbc_dtype_supported(dt) || x->type.rank < 0)
-		return lower_error(cx, op, "Dropout in training mode on %s has no CPU lowering yet", tbc_dtype_name(dt)),
+		return lower_error(cx, op, "Dropout in training mode on %s has no lowering yet", tbc_dtype_name(dt)),
 		       LOWER_FAILED;
 	for (int i = 1; i < 3; i++) {
 		const tbc_value *s = op->inputs[i];
@@ -140,7 +140,7 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 		bool one = s->type.rank >= 0;
 		for (int d = 0; d < s->type.rank; d++) one = one && !s->type.dims[d].sym && s->type.dims[d].size == 1;
 		if (!one || (i == 1 && !tbc_dtype_is_float(s->type.dtype)))
-			return lower_error(cx, op, "Dropout in training mode with a %s that is not one element has no CPU lowering yet",
+			return lower_error(cx, op, "Dropout in training mode with a %s that is not one element has no lowering yet",
 					   i == 1 ? "float ratio" : "training_mode"), LOWER_FAILED;
 	}
 	/* The state: scratch of this op only. */

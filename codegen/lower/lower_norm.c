@@ -21,7 +21,7 @@ static tbc_dtype norm_ct(tbc_dtype dt) { return dt == TBC_DT_F32 ? TBC_DT_F32 : 
 static bool want(const tbc_op *op, int i) { return op->n_outputs > i && op->outputs[i]; }
 
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 

@@ -17,7 +17,7 @@
  * loop nest indexes) or blocked (the axis coordinate divided by block_size).
  * Combinations the interpreter allows but this file does not handle (zero
  * points of the operand's full rank in MatMulInteger, symbolic parameter
- * shapes, float outputs of QLinearMatMul) are refused with "no CPU lowering
+ * shapes, float outputs of QLinearMatMul) are refused with "no lowering
  * yet". */
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +49,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 
 static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "%s: %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "%s: %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 
@@ -332,7 +332,7 @@ static bool vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_
 		*per = true;
 		return true;
 	}
-	lower_error(cx, op, "%s: this shape of %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, what);
+	lower_error(cx, op, "%s: this shape of %s has no lowering yet", tbc_ops[op->code].onnx_name, what);
 	return false;
 }
 

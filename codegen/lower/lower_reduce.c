@@ -261,7 +261,7 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 	bool minmax = kind == RK_MAX || kind == RK_MIN;
 	if (!tbc_dtype_supported(dt) || (!is_f && !is_int && !(dt == TBC_DT_BOOL && minmax)) || dt == TBC_DT_I4 ||
 	    dt == TBC_DT_U4 || (is_f && tbc_dtype_bits(dt) < 16)) {
-		lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(dt));
+		lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name, tbc_dtype_name(dt));
 		return NULL;
 	}
 	bool float_path = is_f || kind == RK_LOGSUM || kind == RK_LOGSUMEXP;
@@ -381,7 +381,7 @@ static tbc_dtype float_ct(tbc_dtype dt) { return dt == TBC_DT_F64 ? TBC_DT_F64 :
 static bool float_input(lower_cx *cx, const tbc_op *op) {
 	tbc_dtype dt = op->inputs[0]->type.dtype;
 	if (tbc_dtype_is_float(dt) && tbc_dtype_bits(dt) >= 16 && tbc_dtype_supported(dt)) return true;
-	return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+	return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 			   tbc_dtype_name(dt));
 }
 
@@ -399,7 +399,7 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	bool is_f = tbc_dtype_is_float(dt);
 	if (!tbc_dtype_supported(dt) || dt == TBC_DT_BOOL || dt == TBC_DT_I4 || dt == TBC_DT_U4 ||
 	    (is_f && tbc_dtype_bits(dt) < 16))
-		return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+		return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 				   tbc_dtype_name(dt)), LOWER_FAILED;
 	tbc_dim n = x->type.dims[a];
 	if (!n.sym && n.size == 0) {
@@ -466,7 +466,7 @@ static lower_result lower_cum_dynamic(lower_cx *cx, const tbc_op *op, bool prod)
 	bool one = ax->type.rank == 0 || (ax->type.rank == 1 && !ax->type.dims[0].sym && ax->type.dims[0].size == 1);
 	bool sym_one = ax->type.rank == 1 && ax->type.dims[0].sym;
 	if (r < 1 || !tbc_dtype_is_int(at) || (!one && !sym_one))
-		return lower_error(cx, op, "op %s with this axis input has no CPU lowering yet", tbc_ops[op->code].onnx_name),
+		return lower_error(cx, op, "op %s with this axis input has no lowering yet", tbc_ops[op->code].onnx_name),
 		       LOWER_FAILED;
 	bool exclusive = tbc_attr_int(op, "exclusive", 0) != 0, reverse = tbc_attr_int(op, "reverse", 0) != 0;
 	lk l;
@@ -543,7 +543,7 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	int a;
 	if (!op->outputs[0]) return LOWER_OK;
 	if (!tbc_dtype_supported(dt))
-		return lower_error(cx, op, "op %s on %s has no CPU lowering yet", tbc_ops[op->code].onnx_name,
+		return lower_error(cx, op, "op %s on %s has no lowering yet", tbc_ops[op->code].onnx_name,
 				   tbc_dtype_name(dt)), LOWER_FAILED;
 	const tbc_tensor *at = tbc_input_const(op, 1);
 	if (!at) return lower_cum_dynamic(cx, op, prod);

@@ -57,7 +57,7 @@ static bool static_dims(const tbc_type *t, int rank, int64_t d0, int64_t d1, int
 }
 
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 

@@ -28,7 +28,7 @@ static bool want(const tbc_op *op, int i) { return op->n_outputs > i && op->outp
 static const tbc_value *in_opt(const tbc_op *op, int i) { return op->n_inputs > i ? op->inputs[i] : NULL; }
 
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no CPU lowering yet", tbc_ops[op->code].onnx_name, why);
+	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 

@@ -144,7 +144,7 @@ static void test_gridsample_symbolic_spatial_dims_are_refused(void **state) {
 	model md = model_new();
 	tbc_value *x = input(&md, TBC_DT_F32, "1,2,H,4"), *g = input(&md, TBC_DT_F32, "1,3,3,2");
 	check_lowering_fails(&md, node(&md, TBC_OP_GridSample, 2, x, g, NULL)->outputs[0], TBC_ERR_UNSUPPORTED,
-			     "no CPU lowering yet");
+			     "no lowering yet");
 }
 
 /* ---- MaxUnpool ------------------------------------------------------------------*/

@@ -249,7 +249,7 @@ static void test_gather_out_of_range_index_is_clamped(void **state) {
 	assert_true(tbc_infer_graph(&cx, md.m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md.m, arena, d, &p), TBC_OK);
+	assert_int_equal(kir_lower(md.m, lower_target(), arena, d, &p), TBC_OK);
 	tbc_tensor *got = NULL, *jit = NULL;
 	assert_int_equal(kir_program_eval(p, md.in, 1, &got, 1, d), TBC_OK);
 	tbc_jit *j = NULL;

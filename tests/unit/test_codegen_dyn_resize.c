@@ -61,7 +61,7 @@ static bool lowers_statically(model *md, tbc_value *out) {
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
+	assert_int_equal(kir_lower(md->m, lower_target(), arena, d, &p), TBC_OK);
 	bool ok = p->syms_buf < 0;
 	for (int i = 0; i < p->n_launches; i++) ok = ok && strncmp(p->launches[i].kernel->name, "shape", 5) != 0;
 	tbc_arena_destroy(arena);

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "codegen/lower/lower.h"
-#include "codegen/tuning.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
@@ -107,12 +106,16 @@ static void test_matmul_symbolic_dims(void **state) {
 	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 }
 
-/* The 512-bit tuning's tiles (f32 8 x 32, f64 8 x 16) in the evaluator
- * (bounds-checked loads and stores): each check installs the tuning for its
- * kir_lower (check_outputs' JIT compile installs the host's own and then
- * the defaults).  Sizes around the tile: M, N, K of 1, below, at and past
+/* The 512-bit tiles (f32 8 x 32, f64 8 x 16) in the evaluator
+ * (bounds-checked loads and stores): the checks lower for an AVX-512
+ * description (check_outputs' JIT compile describes the host).  Sizes around the tile: M, N, K of 1, below, at and past
  * 8 and 32, symbolic batch and rows, N below the tile width. */
-static const kir_tuning wide = {.vector_bytes = 64, .vector_regs = 32};
+static const tbc_target_desc *wide(void) {
+	static tbc_target_desc t;
+	t = tbc_target_desc_cpu_default();
+	t.vector_bytes = 64, t.vector_regs = 32;
+	return &t;
+}
 
 static void test_gemm_wide_tile_edges(void **state) {
 	(void)state;
@@ -121,32 +124,32 @@ static void test_gemm_wide_tile_edges(void **state) {
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		model md = model_new();
 		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
-		kir_tuning_set(&wide);
+		g_target = wide();
 		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 	}
 	static const int64_t syms[] = {1, 5, 31, 40};
 	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
 		model md = model_new();
 		tbc_value *a = input_sym(&md, TBC_DT_F32, "N,9", syms[i], -1, 1), *b = input_sym(&md, TBC_DT_F32, "9,N", syms[i], -1, 1);
-		kir_tuning_set(&wide);
+		g_target = wide();
 		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 		md = model_new();
 		a = input_sym(&md, TBC_DT_F32, "N,10,7", syms[i], -1, 1);
 		b = input(&md, TBC_DT_F32, "7,35");
-		kir_tuning_set(&wide);
+		g_target = wide();
 		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 	}
 	model md = model_new();
 	tbc_value *a = input(&md, TBC_DT_F64, "9,11"), *b = input(&md, TBC_DT_F64, "11,21");
-	kir_tuning_set(&wide);
+	g_target = wide();
 	check(&md, op2(&md, TBC_OP_MatMul, a, b));
 	md = model_new();
 	a = input(&md, TBC_DT_F32, "11,7");
 	b = input(&md, TBC_DT_F32, "37,11");
 	tbc_value *c = input(&md, TBC_DT_F32, "37");
-	kir_tuning_set(&wide);
+	g_target = wide();
 	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 1, 1, 0.5, -2)->outputs[0]}, 1e-4);
-	kir_tuning_set(NULL);
+	g_target = NULL;
 }
 
 /* The 256-bit tiles JIT-compiled: features without AVX-512 give the
@@ -190,9 +193,9 @@ static void test_gemm_k_blocks(void **state) {
 		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
 		md = model_new();
 		a = input(&md, TBC_DT_F32, shapes[i][0]), b = input(&md, TBC_DT_F32, shapes[i][1]);
-		kir_tuning_set(&wide);
+		g_target = wide();
 		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
-		kir_tuning_set(NULL);
+		g_target = NULL;
 	}
 	md = model_new(); /* Gemm's epilogue, transposed operands */
 	a = input(&md, TBC_DT_F32, "700,11");

@@ -93,6 +93,14 @@ void print_diags(tbc_diags *d) {
 bool exact_bits;
 double g_atol = 1e-6;
 int g_fuse;
+const tbc_target_desc *g_target;
+
+const tbc_target_desc *lower_target(void) {
+	static tbc_target_desc cpu;
+	if (g_target) return g_target;
+	cpu = tbc_target_desc_cpu_default();
+	return &cpu;
+}
 bool g_fold;
 
 void compare(const char *what, const tbc_tensor *want, const tbc_tensor *got, double rtol) {
@@ -157,7 +165,7 @@ void check_outputs_with(model *md, int n_out, tbc_value **outs, double rtol, con
 
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	rc = kir_lower(md->m, arena, d, &p);
+	rc = kir_lower(md->m, lower_target(), arena, d, &p);
 	if (rc) print_diags(d);
 	assert_int_equal(rc, TBC_OK);
 	rc = kir_program_eval(p, md->in, (size_t)md->n_in, got, (size_t)n_out, d);
@@ -198,7 +206,7 @@ void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md->m, arena, d, &p), code);
+	assert_int_equal(kir_lower(md->m, lower_target(), arena, d, &p), code);
 	assert_true(tbc_diags_count(d) > 0);
 	const char *msg = tbc_diags_get(d, 0)->message;
 	if (!strstr(msg, text)) fprintf(stderr, "message: %s\n", msg);
@@ -239,7 +247,7 @@ static void runs_fail(model *md, bool interp_fails, const char *interp_text, con
 	if (g_fold) assert_true(tbc_pass_fold(md->m, d));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	assert_int_equal(kir_lower(md->m, arena, d, &p), TBC_OK);
+	assert_int_equal(kir_lower(md->m, lower_target(), arena, d, &p), TBC_OK);
 	seen = tbc_diags_count(d);
 	assert_int_not_equal(kir_program_eval(p, md->in, (size_t)md->n_in, got, n_out, d), TBC_OK);
 	last_holds(d, seen, "evaluator", text);
@@ -273,7 +281,7 @@ char *lowered_text(model *md) {
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_arena *arena = tbc_arena_create();
 	kir_program *p = NULL;
-	tbc_code rc = kir_lower(md->m, arena, d, &p);
+	tbc_code rc = kir_lower(md->m, lower_target(), arena, d, &p);
 	if (rc) print_diags(d);
 	assert_int_equal(rc, TBC_OK);
 	char *text = kir_program_print(p);

@@ -55,6 +55,11 @@ extern double g_atol;
 /* When nonzero, check_outputs runs the fusion pass after the interpreter and
  * wants this many Fused ops before lowering. */
 extern int g_fuse;
+/* The target the checks lower for (kir_lower); NULL: the CPU default
+ * (tbc_target_desc_cpu_default).  JIT compiles describe the host. */
+extern const tbc_target_desc *g_target;
+/* g_target, or the CPU default. */
+const tbc_target_desc *lower_target(void);
 /* When set, check_outputs and check_compiled_run_fails run the fold pass
  * after the interpreter, as compiling does (static ranks, an If with a
  * constant condition inlined), before lowering. */

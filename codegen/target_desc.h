@@ -1,0 +1,59 @@
+/* What a target tells lowering about itself.
+ *
+ * Lowering stays target-neutral: a description only chooses sizes and
+ * shapes (a GEMM's register tile, a work-group's size, whether a tile is
+ * staged in local memory), never instructions, and every choice computes
+ * the same values on every target.  The compile path asks the target for
+ * its description (tbc_target.describe, codegen/target.h) and passes it to
+ * kir_lower explicitly; tests that lower directly pass one of the
+ * descriptions below. */
+#ifndef TBC_CODEGEN_TARGET_DESC_H
+#define TBC_CODEGEN_TARGET_DESC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How a target runs a kernel's parallel loops. */
+typedef enum tbc_parallel_map {
+	/* The outermost parallel loop is split across the host's threads; the
+	 * loops inside run in the thread, innermost ones vectorized (CPUs). */
+	TBC_PAR_HOST_THREADS = 0,
+	/* The parallel loops are the global index space of a grid of
+	 * work-groups (OpenCL NDRange, CUDA grid, HIP grid). */
+	TBC_PAR_GRID = 1,
+} tbc_parallel_map;
+
+typedef struct tbc_target_desc {
+	const char *name;          /* "cpu", "opencl", ... */
+	tbc_parallel_map parallel;
+	/* The widest vector register one thread (work-item) computes in, in
+	 * bytes, and how many it has: 16/32/64 on CPUs; 4 on GPUs, whose lanes
+	 * are work-items. */
+	int vector_bytes;
+	int vector_regs;
+	/* Work-groups: items that share local memory and meet at barriers.
+	 * local_mem_bytes is what one group may use (0: none);
+	 * max_workgroup_size the items in one group; subgroup_size the items
+	 * that run in lockstep (a warp, a wavefront; 1 on CPUs). */
+	bool workgroups;
+	int64_t local_mem_bytes;
+	int max_workgroup_size;
+	int subgroup_size;
+	/* Dtypes the device computes natively; the others are computed in a
+	 * wider type with kir_sem.h's conversions. */
+	bool native_f16, native_bf16, native_f64;
+	bool fma; /* kernels marked contract may fuse a * b + c */
+} tbc_target_desc;
+
+/* x86-64 with AVX2 (32-byte vectors, 16 registers): the CPU target's
+ * description when nothing better is known, and what tests lower for. */
+tbc_target_desc tbc_target_desc_cpu_default(void);
+
+/* An OpenCL 1.2 device about which nothing more is known at compile time:
+ * the 32 KiB of local memory OpenCL 1.2 guarantees every non-custom device,
+ * groups of 64 items (every GPU and CPU driver takes more; the runtime
+ * checks the device's limit when it loads the program), no fp16, and fp64,
+ * which printed kernels use to convert narrow floats (docs/opencl.md). */
+tbc_target_desc tbc_target_desc_opencl_default(void);
+
+#endif
