@@ -570,6 +570,7 @@ static LLVMValueRef expr(fn_cx *f, const kir_expr *e) {
 		break;
 	}
 	case KIR_E_CAST: v = cast(f, e); break;
+	case KIR_E_LOCAL_ID: break; /* grouped kernels are refused (cpu_emit_kernel) */
 	}
 	if (v) memo_put(f, e, v);
 	return v;
@@ -947,6 +948,7 @@ static void stmts(fn_cx *f, const kir_stmt *s) {
 			LLVMPositionBuilderAtEnd(b, join);
 			break;
 		}
+		case KIR_S_BARRIER: break; /* grouped kernels are refused (cpu_emit_kernel) */
 		}
 	}
 	memo_clear(f);
@@ -967,6 +969,10 @@ LLVMValueRef cpu_emit_kernel(cpu_cx *c, const kir_kernel *k, int index) {
 	}
 	for (int i = 0; i < k->n_buffers; i++)
 		if (!mem_type(c, k->buffers[i]->dtype)) goto done;
+	if (kir_kernel_is_grouped(k)) { /* the parallel form is lowered for devices only */
+		cpu_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s has work-groups, which the CPU target does not run", k->name);
+		goto done;
+	}
 	params[0] = c->ptr;
 	for (int i = 0; i < k->n_buffers; i++) params[1 + i] = c->ptr;
 	for (int i = 0; i < k->n_sizes; i++) params[1 + k->n_buffers + i] = c->i64;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/target_desc.h"
+
 /* ---- Builder -------------------------------------------------------------*/
 static void *knew(kir_kernel *k, size_t size) {
 	void *p = tbc_arena_alloc(k->arena, size);
@@ -287,6 +289,65 @@ static bool stmts_can_fail(const kir_stmt *s) {
 
 bool kir_kernel_can_fail(const kir_kernel *k) { return stmts_can_fail(k->body); }
 
+/* ---- The parallel form ---------------------------------------------------*/
+void kir_kernel_set_group(kir_kernel *k, int dims, const int64_t *size) {
+	if (dims < 1 || dims > 3) {
+		k->failed = true;
+		return;
+	}
+	k->group_dims = dims;
+	for (int d = 0; d < 3; d++) k->group[d] = d < dims ? size[d] : 1;
+}
+
+kir_buffer *kir_local_new(kir_kernel *k, const char *name, tbc_dtype dtype, int rank, const int64_t *dims) {
+	if (rank < 1 || rank > TBC_MAX_RANK) return k->failed = true, NULL;
+	kir_buffer *b = knew(k, sizeof *b);
+	if (!b) return NULL;
+	b->id = k->n_locals;
+	b->space = KIR_MEM_LOCAL;
+	b->name = tbc_arena_strdup(k->arena, name ? name : "local");
+	b->dtype = dtype;
+	b->role = KIR_BUF_TEMP;
+	b->rank = rank;
+	for (int i = 0; i < rank; i++)
+		if (!(b->dims[i] = kir_e_index(k, dims[i]))) return NULL;
+	if (!b->name || !push_ptr(k, (void ***)&k->locals, &k->n_locals, b)) return NULL;
+	return b;
+}
+
+kir_expr *kir_e_local_id(kir_kernel *k, int dim) {
+	if (dim < 0 || dim > 2) return k->failed = true, NULL;
+	kir_expr *e = enew(k, KIR_E_LOCAL_ID, KIR_INDEX);
+	if (e) e->size = dim;
+	return e;
+}
+
+kir_stmt *kir_s_barrier(kir_kernel *k) { return snew(k, KIR_S_BARRIER); }
+
+static int64_t static_numel(const kir_buffer *b);
+
+int64_t kir_local_bytes(const kir_kernel *k) {
+	int64_t n = 0;
+	for (int i = 0; i < k->n_locals; i++) {
+		int64_t e = static_numel(k->locals[i]);
+		if (e < 0) return INT64_MAX;
+		n += e * (int64_t)tbc_dtype_size(k->locals[i]->dtype);
+	}
+	return n;
+}
+
+bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
+	if (!kir_kernel_is_grouped(k)) return true;
+	const char *why = NULL;
+	if (!t->workgroups) why = "the target has no work-groups";
+	else if (kir_group_items(k) > t->max_workgroup_size) why = "its work-group is larger than the target's";
+	else if (kir_local_bytes(k) > t->local_mem_bytes) why = "its local buffers exceed the target's local memory";
+	if (why)
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "kernel %s does not fit target %s: %s", k->name,
+			      t->name, why);
+	return !why;
+}
+
 /* ---- Names ---------------------------------------------------------------*/
 const char *kir_type_name(tbc_dtype t) {
 	if (t == KIR_INDEX) return "index";
@@ -323,7 +384,7 @@ static const char *cmp_name(int op) {
 }
 
 static const char *loop_name(kir_loop_kind l) {
-	return l == KIR_LOOP_PARALLEL ? "parallel" : l == KIR_LOOP_VECTOR ? "vector" : "sequential";
+	return l == KIR_LOOP_PARALLEL ? "parallel" : l == KIR_LOOP_VECTOR ? "vector" : l == KIR_LOOP_GRID ? "grid" : "sequential";
 }
 
 static const char *role_name(kir_buffer_role r) {
@@ -468,6 +529,7 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 		print_expr(o, k, e->a, 0);
 		put(o, ")");
 		return;
+	case KIR_E_LOCAL_ID: put(o, "local_id(%d)", e->size); return;
 	}
 	put(o, "?");
 }
@@ -517,6 +579,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			print_expr(o, k, s->cond, 0);
 			put(o, "\n");
 			break;
+		case KIR_S_BARRIER: put(o, "barrier\n"); break;
 		}
 	}
 }
@@ -525,10 +588,13 @@ char *kir_print(const kir_kernel *k) {
 	out o = {0};
 	put(&o, "kernel %s(", k->name);
 	for (int i = 0; i < k->n_sizes; i++) put(&o, "%s$%s", i ? ", " : "", k->size_names[i]);
-	put(&o, ")%s {\n", k->contract ? " contract" : "");
-	for (int i = 0; i < k->n_buffers; i++) {
-		const kir_buffer *b = k->buffers[i];
-		put(&o, "  %s %s: %s[", role_name(b->role), b->name, kir_type_name(b->dtype));
+	put(&o, ")");
+	for (int d = 0; d < k->group_dims; d++) put(&o, "%s%" PRId64, d ? ", " : " group(", k->group[d]);
+	if (k->group_dims) put(&o, ")");
+	put(&o, "%s {\n", k->contract ? " contract" : "");
+	for (int i = 0; i < k->n_buffers + k->n_locals; i++) {
+		const kir_buffer *b = i < k->n_buffers ? k->buffers[i] : k->locals[i - k->n_buffers];
+		put(&o, "  %s %s: %s[", b->space == KIR_MEM_LOCAL ? "local" : role_name(b->role), b->name, kir_type_name(b->dtype));
 		for (int d = 0; d < b->rank; d++) {
 			if (d) put(&o, ", ");
 			print_expr(&o, k, b->dims[d], 0);
@@ -565,6 +631,14 @@ typedef struct verifier {
 	int par_depth;     /* parallel or vector loops around the current statement */
 	bool in_vector;
 	bool *is_loop_var; /* by var id */
+	/* Grouped kernels: the grid loops of the nest (outermost first), whether
+	 * the current statement runs per work-item, whether every item of a
+	 * group reaches it alike, and the variables every item holds alike. */
+	const kir_stmt *grid[3];
+	int n_grid;
+	bool in_group, uniform, has_barrier;
+	int64_t lid_lo[3], lid_hi[3]; /* local_id ranges, narrowed inside `if`s testing them */
+	bool *uniform_var; /* by var id */
 } verifier;
 
 __attribute__((format(printf, 2, 3))) static void verr(verifier *v, const char *fmt, ...) {
@@ -654,8 +728,30 @@ static range expr_range(const verifier *v, const kir_expr *e) {
 		if (!a.known || !b.known) return u;
 		return (range){true, a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
 	}
+	case KIR_E_LOCAL_ID:
+		if (e->size < 0 || e->size >= v->k->group_dims) return u;
+		return (range){true, v->lid_lo[e->size], v->lid_hi[e->size]};
 	default: return u;
 	}
+}
+
+/* Whether every work-item of a group computes the same value: no loads,
+ * no local_id, only variables every item holds alike. */
+static bool is_uniform(const verifier *v, const kir_expr *e) {
+	if (!e) return true;
+	switch (e->kind) {
+	case KIR_E_LOAD:
+	case KIR_E_LOCAL_ID: return false;
+	case KIR_E_VAR: return e->var && e->var->id >= 0 && e->var->id < v->k->n_vars && v->uniform_var[e->var->id];
+	default: return is_uniform(v, e->a) && is_uniform(v, e->b) && is_uniform(v, e->c);
+	}
+}
+
+/* Whether the host computes e from the sizes alone (a grid loop's bounds). */
+static bool is_host_expr(const kir_expr *e) {
+	if (!e) return true;
+	if (e->kind == KIR_E_LOAD || e->kind == KIR_E_LOCAL_ID || e->kind == KIR_E_VAR) return false;
+	return is_host_expr(e->a) && is_host_expr(e->b) && is_host_expr(e->c);
 }
 
 /* Element count of a buffer when its dims are constants, else -1. */
@@ -670,10 +766,13 @@ static int64_t static_numel(const kir_buffer *b) {
 }
 
 static void check_access(verifier *v, const kir_buffer *b, const kir_expr *index, const char *what) {
-	if (!b || b->id < 0 || b->id >= v->k->n_buffers || v->k->buffers[b->id] != b) {
+	bool local = b && b->space == KIR_MEM_LOCAL;
+	if (!b || b->id < 0 || b->id >= (local ? v->k->n_locals : v->k->n_buffers) ||
+	    (local ? v->k->locals : v->k->buffers)[b->id] != b) {
 		verr(v, "%s of a buffer that is not the kernel's", what);
 		return;
 	}
+	if (local && !v->in_group) verr(v, "%s of local buffer %s outside a work-group", what, b->name);
 	if (!index || index->type != KIR_INDEX) {
 		verr(v, "%s of %s: the index is not an index expression", what, b->name);
 		return;
@@ -824,6 +923,12 @@ static void check_expr(verifier *v, const kir_expr *e) {
 		else if (e->op != 0 && e->op != KIR_CAST_NO_SATURATE)
 			verr(v, "cast with unknown mode %d", e->op);
 		return;
+	case KIR_E_LOCAL_ID:
+		need_type(v, e, KIR_INDEX, "local_id");
+		if (!v->in_group) verr(v, "local_id outside a work-group");
+		else if (e->size < 0 || e->size >= v->k->group_dims)
+			verr(v, "local_id(%d) of a group of %d dims", e->size, v->k->group_dims);
+		return;
 	}
 	verr(v, "unknown expression kind %d", (int)e->kind);
 }
@@ -844,18 +949,35 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		if (s->var->type != KIR_INDEX) verr(v, "loop variable %%%s is not an index", s->var->name);
 		if (find_scope(v, s->var)) verr(v, "loop variable %%%s is already defined", s->var->name);
 		if (s->step <= 0) verr(v, "loop over %%%s has step %" PRId64 ", not positive", s->var->name, s->step);
-		if ((unsigned)s->loop > KIR_LOOP_VECTOR) verr(v, "loop over %%%s has an unknown kind", s->var->name);
+		if ((unsigned)s->loop > KIR_LOOP_GRID) verr(v, "loop over %%%s has an unknown kind", s->var->name);
 		if (s->loop == KIR_LOOP_PARALLEL && v->in_vector)
 			verr(v, "parallel loop over %%%s inside a vector loop", s->var->name);
+		bool grid = s->loop == KIR_LOOP_GRID, grid_inner = false;
+		if (grid) {
+			int at = -1;
+			for (int g = 0; g < v->n_grid; g++)
+				if (v->grid[g] == s) at = g;
+			if (at < 0) verr(v, "grid loop over %%%s is not in the kernel's grid nest", s->var->name);
+			else if (!is_host_expr(s->lo) || !is_host_expr(s->hi))
+				verr(v, "grid loop over %%%s: bounds must be computed from the sizes alone", s->var->name);
+			grid_inner = at >= 0 && at == v->n_grid - 1;
+		}
 		range lo = expr_range(v, s->lo), hi = expr_range(v, s->hi);
 		range r = {lo.known && hi.known, lo.lo, hi.hi - 1};
 		if (!push_scope(v, s->var, r)) return;
 		int saved = v->n_scope;
-		bool par = s->loop != KIR_LOOP_SEQUENTIAL, was_vector = v->in_vector;
+		bool par = s->loop == KIR_LOOP_PARALLEL || s->loop == KIR_LOOP_VECTOR, was_vector = v->in_vector;
+		bool was_uniform = v->uniform;
+		if (grid || (v->in_group && !par && v->uniform && is_uniform(v, s->lo) && is_uniform(v, s->hi)))
+			v->uniform_var[s->var->id] = true;
+		else v->uniform = false;
+		if (grid_inner) v->in_group = v->uniform = true;
 		if (par) v->par_depth++;
 		if (s->loop == KIR_LOOP_VECTOR) v->in_vector = true;
 		check_stmts(v, s->body);
 		if (par) v->par_depth--;
+		if (grid_inner) v->in_group = false;
+		v->uniform = was_uniform;
 		v->in_vector = was_vector;
 		v->n_scope = saved - 1;
 		return;
@@ -864,7 +986,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		check_expr(v, s->index);
 		check_expr(v, s->value);
 		check_access(v, s->buf, s->index, "store");
-		if (s->buf && (s->buf->role == KIR_BUF_INPUT || s->buf->role == KIR_BUF_CONST))
+		if (s->buf && s->buf->space == KIR_MEM_GLOBAL && (s->buf->role == KIR_BUF_INPUT || s->buf->role == KIR_BUF_CONST))
 			verr(v, "store to %s, which is read only", s->buf->name);
 		if (s->buf && s->value && s->value->type != s->buf->dtype)
 			verr(v, "store of %s into %s, which holds %s", kir_type_name(s->value->type), s->buf->name,
@@ -891,12 +1013,34 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		check_expr(v, s->cond);
 		need_type(v, s->cond, TBC_DT_BOOL, "the condition of if");
 		int saved = v->n_scope;
+		bool was_uniform = v->uniform;
+		if (!is_uniform(v, s->cond)) v->uniform = false;
+		/* `if lt(local_id(d), n)` / `if eq(local_id(d), n)`: the body's items
+		 * have local_id(d) < n / == n (the tree steps of a reduction). */
+		int64_t lo[3], hi[3];
+		memcpy(lo, v->lid_lo, sizeof lo);
+		memcpy(hi, v->lid_hi, sizeof hi);
+		const kir_expr *c = s->cond;
+		if (c && c->kind == KIR_E_CMP && c->a && c->a->kind == KIR_E_LOCAL_ID && c->a->size >= 0 && c->a->size < 3) {
+			range n = expr_range(v, c->b);
+			int dd = c->a->size;
+			if (n.known && c->op == KIR_LT && n.hi - 1 < v->lid_hi[dd]) v->lid_hi[dd] = n.hi - 1;
+			if (n.known && c->op == KIR_EQ && n.lo == n.hi) v->lid_lo[dd] = v->lid_hi[dd] = n.lo;
+		}
 		check_stmts(v, s->body);
+		memcpy(v->lid_lo, lo, sizeof lo);
+		memcpy(v->lid_hi, hi, sizeof hi);
 		v->n_scope = saved;
 		check_stmts(v, s->orelse);
 		v->n_scope = saved;
+		v->uniform = was_uniform;
 		return;
 	}
+	case KIR_S_BARRIER:
+		v->has_barrier = true;
+		if (!v->in_group) verr(v, "barrier outside a work-group");
+		else if (!v->uniform) verr(v, "barrier where the work-items of a group may not all reach it");
+		return;
 	case KIR_S_ERROR:
 		check_expr(v, s->cond);
 		need_type(v, s->cond, TBC_DT_BOOL, "the condition of error");
@@ -922,6 +1066,39 @@ static void mark_loop_vars(verifier *v, const kir_stmt *s) {
 	}
 }
 
+/* A grouped kernel's body is a nest of 1-3 grid loops and nothing else. */
+static void find_grid_nest(verifier *v) {
+	const kir_kernel *k = v->k;
+	if (!kir_kernel_is_grouped(k)) return;
+	if (k->group_dims > 3) verr(v, "a work-group of %d dims", k->group_dims);
+	for (const kir_stmt *s = k->body; s && s->kind == KIR_S_FOR && s->loop == KIR_LOOP_GRID && !s->next; s = s->body) {
+		if (v->n_grid == 3) {
+			verr(v, "more than 3 grid loops");
+			return;
+		}
+		if (s->step != 1) verr(v, "grid loop over %%%s has step %" PRId64 ", not 1", s->var ? s->var->name : "?", s->step);
+		v->grid[v->n_grid++] = s;
+	}
+	if (!v->n_grid) verr(v, "a grouped kernel's body is not a nest of grid loops");
+}
+
+static void check_locals(verifier *v) {
+	const kir_kernel *k = v->k;
+	if (k->n_locals && !kir_kernel_is_grouped(k)) verr(v, "local buffers in a kernel without work-groups");
+	for (int d = 0; d < k->group_dims && d < 3; d++)
+		if (k->group[d] < 1) verr(v, "work-group dim %d has %" PRId64 " items", d, k->group[d]);
+	for (int i = 0; i < k->n_locals; i++) {
+		const kir_buffer *b = k->locals[i];
+		if (b->id != i || b->space != KIR_MEM_LOCAL) verr(v, "local buffer %s has id %d at position %d", b->name, b->id, i);
+		if (!tbc_dtype_supported(b->dtype)) verr(v, "local buffer %s has an unknown dtype", b->name);
+		if (static_numel(b) < 1) verr(v, "local buffer %s has no static size", b->name);
+		for (int j = 0; j < k->n_buffers; j++)
+			if (!strcmp(k->buffers[j]->name, b->name)) verr(v, "two buffers are named %s", b->name);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(k->locals[j]->name, b->name)) verr(v, "two buffers are named %s", b->name);
+	}
+}
+
 bool kir_verify(const kir_kernel *k, tbc_diags *d) {
 	verifier v = {.k = k, .d = d, .ok = true};
 	if (k->failed) verr(&v, "building ran out of memory");
@@ -936,14 +1113,23 @@ bool kir_verify(const kir_kernel *k, tbc_diags *d) {
 			need_type(&v, b->dims[dd], KIR_INDEX, "a buffer dim");
 		}
 	}
+	check_locals(&v);
+	for (int dd = 0; dd < 3; dd++) v.lid_hi[dd] = dd < k->group_dims ? k->group[dd] - 1 : 0;
 	v.is_loop_var = calloc((size_t)k->n_vars + 1, sizeof(bool));
-	if (!v.is_loop_var) {
+	v.uniform_var = calloc((size_t)k->n_vars + 1, sizeof(bool));
+	if (!v.is_loop_var || !v.uniform_var) {
+		free(v.is_loop_var);
+		free(v.uniform_var);
 		verr(&v, "out of memory");
 		return false;
 	}
 	mark_loop_vars(&v, k->body);
+	find_grid_nest(&v);
 	check_stmts(&v, k->body);
+	if (v.has_barrier && kir_kernel_can_fail(k))
+		verr(&v, "a kernel with barriers has error checks (an item leaving early would never reach them)");
 	free(v.is_loop_var);
+	free(v.uniform_var);
 	free(v.scope);
 	return v.ok;
 }

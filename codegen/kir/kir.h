@@ -17,6 +17,12 @@
  *  - Parallel loops have independent iterations (no two iterations store to
  *    the same element, none reads what another stores).  A reduction is a
  *    sequential loop updating a scalar local inside the parallel nest.
+ *  - The parallel form for devices (a "grouped" kernel, kir_kernel.group):
+ *    the body is a nest of 1-3 `grid` loops, each iteration of the nest one
+ *    work-group; the nest's body runs once per work-item of the group
+ *    (local_id), items sharing `local` buffers and meeting at barriers.
+ *    docs/kernel-ir.md has the rules; the evaluator runs groups one after
+ *    another, their items phase by phase between barriers.
  *  - Everything lives in the kernel's arena: built once, never freed piecemeal.
  */
 #ifndef TBC_CODEGEN_KIR_H
@@ -33,8 +39,17 @@
 typedef enum kir_loop_kind {
 	KIR_LOOP_SEQUENTIAL = 0,
 	KIR_LOOP_PARALLEL = 1, /* iterations independent: threads / grid */
-	KIR_LOOP_VECTOR = 2    /* iterations independent and contiguous: SIMD lanes */
+	KIR_LOOP_VECTOR = 2,   /* iterations independent and contiguous: SIMD lanes */
+	/* The global index space of a grouped kernel: one iteration per
+	 * work-group, iterations independent; loop i of the nest is dim i. */
+	KIR_LOOP_GRID = 3
 } kir_loop_kind;
+
+/* Where a buffer lives.  Global buffers are the kernel's arguments
+ * (kir_kernel.buffers, bound by each launch); local buffers are a
+ * work-group's own memory (kir_kernel.locals): static dims, uninitialised
+ * when the group starts, shared by its items, gone when it ends. */
+typedef enum kir_mem_space { KIR_MEM_GLOBAL = 0, KIR_MEM_LOCAL = 1 } kir_mem_space;
 
 typedef enum kir_buffer_role {
 	KIR_BUF_INPUT,  /* a graph input, read only */
@@ -65,7 +80,8 @@ typedef enum kir_binop {
 typedef enum kir_cmp { KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE } kir_cmp;
 
 typedef struct kir_buffer {
-	int id;
+	int id; /* position in kir_kernel.buffers, or in .locals for a local buffer */
+	kir_mem_space space;
 	const char *name;
 	tbc_dtype dtype;
 	kir_buffer_role role;
@@ -94,7 +110,8 @@ typedef enum kir_expr_kind {
 	KIR_E_BINARY, /* binop(a, b) */
 	KIR_E_CMP,    /* cmp(a, b): bool */
 	KIR_E_SELECT, /* a ? b : c */
-	KIR_E_CAST    /* (type)a, with ONNX Cast semantics (saturate for float8) */
+	KIR_E_CAST,   /* (type)a, with ONNX Cast semantics (saturate for float8) */
+	KIR_E_LOCAL_ID /* index: the work-item's position in its group along dim `size` */
 } kir_expr_kind;
 
 typedef struct kir_expr {
@@ -118,7 +135,11 @@ typedef enum kir_stmt_kind {
 	 * error, e.g. integer division by zero).  What the kernel stores after a
 	 * failed check is unspecified; no later kernel runs.  Backends report it
 	 * through the host's error callback (include/tbc/abi.h). */
-	KIR_S_ERROR
+	KIR_S_ERROR,
+	/* Every work-item of the group reaches it before any goes on; what
+	 * items stored to local buffers before it, every item reads after it.
+	 * Only at group-uniform points (docs/kernel-ir.md). */
+	KIR_S_BARRIER
 } kir_stmt_kind;
 
 typedef struct kir_stmt {
@@ -152,6 +173,13 @@ typedef struct kir_kernel {
 	 * interpreter's (GEMM, convolution), never by kernels that must match it
 	 * bit for bit (casts, quantization). */
 	bool contract;
+	/* A grouped kernel (the parallel form for devices): work-items per
+	 * group along each of group_dims dims (1-3; 0: not grouped), and its
+	 * local buffers. */
+	int group_dims;
+	int64_t group[3];
+	int n_locals;
+	kir_buffer **locals;
 } kir_kernel;
 
 /* Classes of value types every consumer asks about (index is neither). */
@@ -215,6 +243,23 @@ kir_stmt *kir_s_error(kir_kernel *k, kir_expr *cond, const char *message);
 /* Whether the kernel has an error statement (a backend checks after it). */
 bool kir_kernel_can_fail(const kir_kernel *k);
 
+/* ---- The parallel form (grouped kernels) ---------------------------------------
+ * k becomes grouped with work-groups of size[0] x ... x size[dims - 1]
+ * items (dims 1-3); its body is then a nest of KIR_LOOP_GRID loops. */
+void kir_kernel_set_group(kir_kernel *k, int dims, const int64_t *size);
+static inline bool kir_kernel_is_grouped(const kir_kernel *k) { return k->group_dims > 0; }
+static inline int64_t kir_group_items(const kir_kernel *k) {
+	int64_t n = 1;
+	for (int d = 0; d < k->group_dims; d++) n *= k->group[d];
+	return n;
+}
+/* A local buffer of static dims (rank >= 1), in k->locals. */
+kir_buffer *kir_local_new(kir_kernel *k, const char *name, tbc_dtype dtype, int rank, const int64_t *dims);
+kir_expr *kir_e_local_id(kir_kernel *k, int dim);
+kir_stmt *kir_s_barrier(kir_kernel *k);
+/* Bytes of k's local buffers together. */
+int64_t kir_local_bytes(const kir_kernel *k);
+
 /* ---- Printer, verifier (codegen/kir/kir.c), evaluator (codegen/kir/kir_eval.c) ----- */
 /* The text form (docs/kernel-ir.md), malloc'd; NULL when out of memory. */
 char *kir_print(const kir_kernel *k);
@@ -224,10 +269,19 @@ const char *kir_binop_name(kir_binop op);
 /* Checks the rules of docs/kernel-ir.md; reports each broken one to d (may be
  * NULL) as TBC_ERR_INTERNAL. */
 bool kir_verify(const kir_kernel *k, tbc_diags *d);
+/* Whether a grouped kernel fits the target's work-groups: group size at
+ * most max_workgroup_size items, local buffers at most local_mem_bytes.
+ * An ungrouped kernel fits every target. */
+struct tbc_target_desc;
+bool kir_fits_target(const kir_kernel *k, const struct tbc_target_desc *t, tbc_diags *d);
 /* Runs k over host buffers (buffers[i] for k->buffers[i], dense, in the
  * buffer's dtype) with sizes[j] the value of size parameter j.  Every load
  * and store is bounds-checked against the buffer's dims; false (with a
- * message in d) on a violation. */
+ * message in d) on a violation.  A grouped kernel runs its groups in order,
+ * each group's items statement by statement (a barrier is then a point
+ * every item has reached); a barrier reached by some items only, a read of
+ * local memory no item stored, and two items touching one local element
+ * between barriers (one of them storing) are errors. */
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
 /* The value of an index expression over k's sizes alone (a buffer's dim, a
  * loop bound): false when it loads or reads a variable. */

@@ -24,6 +24,14 @@ typedef union val {
 	int64_t i;
 } val;
 
+/* Who touched a local element in which phase (the stretch between two
+ * barriers of a group): a read of what another item stored in the same
+ * phase, or a store to what another item read or stored, is a race. */
+typedef struct touch {
+	int64_t stored_phase, read_phase; /* -1: never */
+	int stored_by, read_by;           /* read_by -2: several items */
+} touch;
+
 typedef struct evaluator {
 	const kir_kernel *k;
 	void *const *bufs;
@@ -32,6 +40,14 @@ typedef struct evaluator {
 	val *vars;
 	tbc_diags *d;
 	bool failed;
+	/* Grouped kernels: each local buffer's memory and touches, the item
+	 * running (-1 outside a group) and the phase. */
+	void **locals;
+	touch **touches;
+	int item;
+	int64_t phase;
+	val *item_vars; /* the group's items' variables: n_items x n_vars */
+	int64_t n_items;
 } evaluator;
 
 __attribute__((format(printf, 2, 3))) static void eerr(evaluator *ev, const char *fmt, ...) {
@@ -61,28 +77,66 @@ static double round_to(tbc_dtype t, double v) { return t == TBC_DT_F32 ? (double
 
 static val eval(evaluator *ev, const kir_expr *e);
 
+static int64_t local_numel(const kir_buffer *b) {
+	int64_t n = 1;
+	for (int d = 0; d < b->rank; d++) n *= b->dims[d]->i; /* constants (kir_verify) */
+	return n;
+}
+
 static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *index, const char *what) {
 	val i = eval(ev, index);
 	if (ev->failed) return -1;
-	if (i.i < 0 || i.i >= ev->numel[b->id]) {
-		eerr(ev, "%s of %s at %" PRId64 ", outside its %" PRId64 " elements", what, b->name, i.i,
-		     ev->numel[b->id]);
+	bool local = b->space == KIR_MEM_LOCAL;
+	if (local && (!ev->locals || ev->item < 0)) {
+		eerr(ev, "%s of local buffer %s outside a work-group", what, b->name);
 		return -1;
+	}
+	int64_t n = local ? local_numel(b) : ev->numel[b->id];
+	if (i.i < 0 || i.i >= n) {
+		eerr(ev, "%s of %s at %" PRId64 ", outside its %" PRId64 " elements", what, b->name, i.i, n);
+		return -1;
+	}
+	if (local) { /* races between the items of a group */
+		touch *t = &ev->touches[b->id][i.i];
+		bool store = what[0] == 's';
+		if (t->stored_phase < 0 && !store) {
+			eerr(ev, "work-item %d reads %s[%" PRId64 "], which no item stored", ev->item, b->name, i.i);
+		} else if (t->stored_phase == ev->phase && t->stored_by != ev->item) {
+			eerr(ev, "work-items %d and %d race on %s[%" PRId64 "] (no barrier between a store and a %s)",
+			     t->stored_by, ev->item, b->name, i.i, what);
+		} else if (store && t->read_phase == ev->phase && t->read_by != ev->item) {
+			eerr(ev, "work-item %d stores %s[%" PRId64 "], which another item read since the last barrier", ev->item,
+			     b->name, i.i);
+		}
+		if (store) {
+			t->stored_phase = ev->phase;
+			t->stored_by = ev->item;
+		} else if (t->read_phase != ev->phase) {
+			t->read_phase = ev->phase;
+			t->read_by = ev->item;
+		} else if (t->read_by != ev->item) {
+			t->read_by = -2;
+		}
 	}
 	return i.i;
 }
 
+static void *memory_of(evaluator *ev, const kir_buffer *b) {
+	return b->space == KIR_MEM_LOCAL ? ev->locals[b->id] : ev->bufs[b->id];
+}
+
 static val load(evaluator *ev, const kir_buffer *b, int64_t i) {
 	val r;
-	if (kir_type_is_narrow_float(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, ev->bufs[b->id], (size_t)i);
-	else if (kir_type_is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, ev->bufs[b->id], (size_t)i);
-	else if (kir_type_is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, ev->bufs[b->id], (size_t)i);
-	else r.i = tbc_load_i64(b->dtype, ev->bufs[b->id], (size_t)i);
+	const void *p = memory_of(ev, b);
+	if (kir_type_is_narrow_float(b->dtype)) r.i = (int64_t)tbc_load_bits(b->dtype, p, (size_t)i);
+	else if (kir_type_is_float(b->dtype)) r.f = tbc_load_f64(b->dtype, p, (size_t)i);
+	else if (kir_type_is_unsigned(b->dtype)) r.i = (int64_t)tbc_load_u64(b->dtype, p, (size_t)i);
+	else r.i = tbc_load_i64(b->dtype, p, (size_t)i);
 	return r;
 }
 
 static void store(evaluator *ev, const kir_buffer *b, int64_t i, val v) {
-	void *p = ev->bufs[b->id];
+	void *p = memory_of(ev, b);
 	if (kir_type_is_narrow_float(b->dtype)) tbc_store_bits(b->dtype, p, (size_t)i, (uint64_t)v.i);
 	else if (kir_type_is_float(b->dtype)) tbc_store_f64(b->dtype, p, (size_t)i, v.f);
 	else tbc_store_i64(b->dtype, p, (size_t)i, v.i);
@@ -248,6 +302,12 @@ static val eval(evaluator *ev, const kir_expr *e) {
 		if (!ev->vars) return eerr(ev, "variable %s outside a kernel body", e->var->name), z;
 		return ev->vars[e->var->id];
 	case KIR_E_SIZE: return (val){.i = ev->sizes[e->size]};
+	case KIR_E_LOCAL_ID: {
+		if (ev->item < 0) return eerr(ev, "local_id outside a work-group"), z;
+		int64_t at = ev->item;
+		for (int d = 0; d < e->size; d++) at /= ev->k->group[d];
+		return (val){.i = at % ev->k->group[e->size]};
+	}
 	case KIR_E_LOAD: {
 		if (!ev->numel) return eerr(ev, "load of %s outside a kernel body", e->buf->name), z;
 		int64_t i = index_of(ev, e->buf, e->a, "load");
@@ -265,14 +325,20 @@ static val eval(evaluator *ev, const kir_expr *e) {
 	return z;
 }
 
-static void run(evaluator *ev, const kir_stmt *s) {
-	for (; s && !ev->failed; s = s->next) {
+static void run_group(evaluator *ev, const kir_stmt *body);
+
+static void run(evaluator *ev, const kir_stmt *s);
+
+static void run_stmt(evaluator *ev, const kir_stmt *s) {
+	{
 		switch (s->kind) {
 		case KIR_S_FOR: {
 			int64_t lo = eval(ev, s->lo).i, hi = eval(ev, s->hi).i;
+			bool group = s->loop == KIR_LOOP_GRID && !(s->body && s->body->kind == KIR_S_FOR && s->body->loop == KIR_LOOP_GRID);
 			for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
 				ev->vars[s->var->id].i = i;
-				run(ev, s->body);
+				if (group) run_group(ev, s->body);
+				else run(ev, s->body);
 			}
 			break;
 		}
@@ -290,12 +356,109 @@ static void run(evaluator *ev, const kir_stmt *s) {
 		case KIR_S_ERROR:
 			if (eval(ev, s->cond).i) eerr(ev, "%s", s->message);
 			break;
+		case KIR_S_BARRIER: /* run_phased handles the barriers it may reach */
+			eerr(ev, "work-item %d reaches a barrier the others may not", ev->item);
+			break;
 		}
 	}
 }
 
+static void run(evaluator *ev, const kir_stmt *s) {
+	for (; s && !ev->failed; s = s->next) run_stmt(ev, s);
+}
+
+/* ---- Work-groups -------------------------------------------------------------
+ * A group's items run statement by statement: a statement holding no
+ * barrier runs for item 0, 1, ... in turn; one holding a barrier (a loop or
+ * an if around it, or the barrier itself) runs once for the group, its
+ * bounds or condition the same for every item (else the items would not
+ * all reach the barrier).  That is one order the device may run them in,
+ * and the race checks (index_of) make sure no other order gives another
+ * result. */
+static bool has_barrier(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_BARRIER || has_barrier(s->body) || has_barrier(s->orelse)) return true;
+	return false;
+}
+
+/* The value of e, which every item must agree on. */
+static int64_t uniform_value(evaluator *ev, const kir_expr *e, const char *what) {
+	int64_t first = 0;
+	for (int64_t it = 0; it < ev->n_items && !ev->failed; it++) {
+		ev->item = (int)it;
+		ev->vars = ev->item_vars + it * ev->k->n_vars;
+		int64_t x = eval(ev, e).i;
+		if (it == 0) first = x;
+		else if (x != first) eerr(ev, "work-items 0 and %" PRId64 " disagree on %s around a barrier", it, what);
+	}
+	return first;
+}
+
+static void run_phased(evaluator *ev, const kir_stmt *s) {
+	for (; s && !ev->failed; s = s->next) {
+		if (!has_barrier(s->body) && !has_barrier(s->orelse) && s->kind != KIR_S_BARRIER) {
+			for (int64_t it = 0; it < ev->n_items && !ev->failed; it++) {
+				ev->item = (int)it;
+				ev->vars = ev->item_vars + it * ev->k->n_vars;
+				run_stmt(ev, s);
+			}
+			continue;
+		}
+		switch (s->kind) {
+		case KIR_S_FOR: {
+			int64_t lo = uniform_value(ev, s->lo, "a loop's bounds"), hi = uniform_value(ev, s->hi, "a loop's bounds");
+			for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
+				for (int64_t it = 0; it < ev->n_items; it++) ev->item_vars[it * ev->k->n_vars + s->var->id].i = i;
+				run_phased(ev, s->body);
+			}
+			break;
+		}
+		case KIR_S_IF:
+			if (uniform_value(ev, s->cond, "an if's condition")) run_phased(ev, s->body);
+			else run_phased(ev, s->orelse);
+			break;
+		case KIR_S_BARRIER: ev->phase++; break;
+		default: /* a parallel or vector loop around a barrier: kir_verify refuses it */
+			eerr(ev, "a barrier in a statement that cannot hold one");
+			break;
+		}
+	}
+}
+
+/* One work-group: every item starts from the group's variables (the grid
+ * loops'), local memory starts unstored. */
+static void run_group(evaluator *ev, const kir_stmt *body) {
+	const kir_kernel *k = ev->k;
+	for (int64_t it = 0; it < ev->n_items; it++) memcpy(ev->item_vars + it * k->n_vars, ev->vars, (size_t)k->n_vars * sizeof(val));
+	for (int b = 0; b < k->n_locals; b++)
+		for (int64_t i = 0; i < local_numel(k->locals[b]); i++)
+			ev->touches[b][i] = (touch){-1, -1, -1, -1};
+	val *group_vars = ev->vars;
+	ev->phase++;
+	run_phased(ev, body);
+	ev->phase++;
+	ev->vars = group_vars;
+	ev->item = -1;
+}
+
+static void start_groups(evaluator *ev) {
+	const kir_kernel *k = ev->k;
+	ev->n_items = kir_group_items(k);
+	ev->item_vars = calloc((size_t)(ev->n_items * k->n_vars) + 1, sizeof(val));
+	ev->locals = calloc((size_t)k->n_locals + 1, sizeof(void *));
+	ev->touches = calloc((size_t)k->n_locals + 1, sizeof(touch *));
+	bool ok = ev->item_vars && ev->locals && ev->touches;
+	for (int b = 0; ok && b < k->n_locals; b++) {
+		size_t n = (size_t)local_numel(k->locals[b]);
+		ev->locals[b] = calloc(n, 8);
+		ev->touches[b] = calloc(n, sizeof(touch));
+		ok = ev->locals[b] && ev->touches[b];
+	}
+	if (!ok) eerr(ev, "out of memory");
+}
+
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
-	evaluator ev = {.k = k, .bufs = buffers, .sizes = sizes, .d = d};
+	evaluator ev = {.k = k, .bufs = buffers, .sizes = sizes, .d = d, .item = -1};
 	ev.numel = calloc((size_t)k->n_buffers + 1, sizeof *ev.numel);
 	ev.vars = calloc((size_t)k->n_vars + 1, sizeof *ev.vars);
 	if (!ev.numel || !ev.vars) {
@@ -310,15 +473,21 @@ bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, t
 			}
 			ev.numel[b] = n;
 		}
-		run(&ev, k->body);
+		if (kir_kernel_is_grouped(k) && !ev.failed) start_groups(&ev);
+		if (!ev.failed) run(&ev, k->body);
 	}
+	for (int b = 0; ev.locals && b < k->n_locals; b++) free(ev.locals[b]);
+	for (int b = 0; ev.touches && b < k->n_locals; b++) free(ev.touches[b]);
+	free(ev.locals);
+	free(ev.touches);
+	free(ev.item_vars);
 	free(ev.numel);
 	free(ev.vars);
 	return !ev.failed;
 }
 
 bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d) {
-	evaluator ev = {.k = k, .sizes = sizes, .d = d};
+	evaluator ev = {.k = k, .sizes = sizes, .d = d, .item = -1};
 	*out = eval(&ev, e).i;
 	return !ev.failed;
 }

@@ -8,9 +8,12 @@
  * kernel computes what the evaluator and the CPU target compute, up to the
  * device's math functions.
  *
- * Mapping: a body that is one top-level parallel loop (after statements that
- * store nothing) becomes a grid-stride loop over the work-items; any other
- * body runs on one work-item. */
+ * Mapping: a grouped kernel (the parallel form) is an NDRange of its
+ * work-groups, each grid loop a group-stride loop over get_group_id(d), its
+ * local buffers __local arrays and its barriers barrier(); otherwise a body
+ * that is one top-level parallel loop (after statements that store nothing)
+ * becomes a grid-stride loop over the work-items, and any other body runs
+ * on one work-item. */
 #include "codegen/opencl/opencl_c.h"
 
 #include <inttypes.h>
@@ -34,6 +37,8 @@ typedef struct printer {
 	const char **messages;
 	bool *stored;
 	const kir_stmt *grid; /* the loop spread over the work-items */
+	const kir_stmt *groups[3]; /* a grouped kernel's grid loops, outermost (dim 0) first */
+	int n_groups;
 } printer;
 
 __attribute__((format(printf, 2, 3))) static void fail(printer *p, const char *fmt, ...) {
@@ -136,7 +141,7 @@ static void load(printer *p, const kir_expr *e) {
 	tbc_dtype t = e->buf->dtype;
 	fprintf(p->f, "((%s)", ctype(t));
 	if (t == TBC_DT_BOOL) fputc('(', p->f);
-	fprintf(p->f, "b%d[", e->buf->id);
+	fprintf(p->f, "%c%d[", e->buf->space == KIR_MEM_LOCAL ? 'l' : 'b', e->buf->id);
 	expr(p, e->a);
 	fputc(']', p->f);
 	if (t == TBC_DT_BOOL) fprintf(p->f, " != 0)");
@@ -371,6 +376,7 @@ static void expr(printer *p, const kir_expr *e) {
 		fputc(')', p->f);
 		return;
 	case KIR_E_CAST: cast(p, e); return;
+	case KIR_E_LOCAL_ID: fprintf(p->f, "((long)get_local_id(%d))", e->size); return;
 	}
 }
 
@@ -392,7 +398,7 @@ static int add_message(printer *p, const char *m) {
 
 static void store_value(printer *p, const kir_stmt *s) {
 	tbc_dtype t = s->buf->dtype;
-	fprintf(p->f, "b%d[", s->buf->id);
+	fprintf(p->f, "%c%d[", s->buf->space == KIR_MEM_LOCAL ? 'l' : 'b', s->buf->id);
 	expr(p, s->index);
 	fprintf(p->f, "] = ");
 	if (t == TBC_DT_BOOL) fprintf(p->f, "(uchar)(");
@@ -406,12 +412,18 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 	for (; s && !p->failed; s = s->next) {
 		indent(p, depth);
 		switch (s->kind) {
-		case KIR_S_FOR:
+		case KIR_S_FOR: {
+			/* the grid loop of dim g: a group-stride loop, so any number of
+			 * groups is correct and the host may launch fewer */
+			int g = -1;
+			for (int i = 0; i < p->n_groups; i++)
+				if (p->groups[i] == s) g = i;
 			fprintf(p->f, "for (");
 			var_name(p, s->var);
 			fprintf(p->f, " = ");
 			expr(p, s->lo);
 			if (s == p->grid) fprintf(p->f, " + (long)get_global_id(0) * %" PRId64, s->step);
+			if (g >= 0) fprintf(p->f, " + (long)get_group_id(%d) * %" PRId64, g, s->step);
 			fprintf(p->f, "; ");
 			var_name(p, s->var);
 			fprintf(p->f, " < ");
@@ -419,13 +431,15 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 			fprintf(p->f, "; ");
 			var_name(p, s->var);
 			if (s == p->grid) fprintf(p->f, " += (long)get_global_size(0) * %" PRId64 ") {\n", s->step);
+			else if (g >= 0) fprintf(p->f, " += (long)get_num_groups(%d) * %" PRId64 ") {\n", g, s->step);
 			else fprintf(p->f, " += %" PRId64 ") {\n", s->step);
 			stmts(p, s->body, depth + 1);
 			indent(p, depth);
 			fprintf(p->f, "}\n");
 			break;
+		}
 		case KIR_S_STORE:
-			p->stored[s->buf->id] = true;
+			if (s->buf->space == KIR_MEM_GLOBAL) p->stored[s->buf->id] = true;
 			store_value(p, s);
 			break;
 		case KIR_S_SET:
@@ -454,6 +468,7 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 			fprintf(p->f, ") { tbc_fail(status, %d); return; }\n", code);
 			break;
 		}
+		case KIR_S_BARRIER: fprintf(p->f, "barrier(CLK_LOCAL_MEM_FENCE);\n"); break;
 		}
 	}
 }
@@ -491,9 +506,17 @@ bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kern
 		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
 		return false;
 	}
-	p->grid = grid_loop(k);
+	bool grouped = kir_kernel_is_grouped(k);
+	if (grouped)
+		for (const kir_stmt *s = k->body; s && s->kind == KIR_S_FOR && s->loop == KIR_LOOP_GRID && p->n_groups < 3; s = s->body)
+			p->groups[p->n_groups++] = s;
+	else p->grid = grid_loop(k);
 	bool can_fail = kir_kernel_can_fail(k);
-	fprintf(p->f, "/* %s */\n__kernel void %s(", k->name, fn_name);
+	fprintf(p->f, "/* %s */\n__kernel ", k->name);
+	if (grouped)
+		fprintf(p->f, "__attribute__((reqd_work_group_size(%" PRId64 ", %" PRId64 ", %" PRId64 "))) ", k->group[0],
+			k->group[1], k->group[2]);
+	fprintf(p->f, "void %s(", fn_name);
 	for (int b = 0; b < k->n_buffers; b++) {
 		const kir_buffer *kb = k->buffers[b];
 		const char *mt = mtype(kb->dtype);
@@ -505,7 +528,13 @@ bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kern
 	if (can_fail) fprintf(p->f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
 	if (!k->n_buffers && !k->n_sizes && !can_fail) fprintf(p->f, "void");
 	fprintf(p->f, ") {\n");
-	if (!p->grid) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
+	if (!p->grid && !grouped) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
+	for (int b = 0; b < k->n_locals; b++) { /* OpenCL C 1.2: __local variables at kernel scope */
+		const kir_buffer *lb = k->locals[b];
+		int64_t n = 1;
+		for (int d = 0; d < lb->rank; d++) n *= lb->dims[d]->i;
+		fprintf(p->f, "\t__local %s l%d[%" PRId64 "]; /* %s */\n", mtype(lb->dtype), b, n, lb->name);
+	}
 	for (int v = 0; v < k->n_vars; v++) {
 		const kir_var *var = k->vars[v];
 		const char *ct = ctype(var->type);
@@ -524,12 +553,19 @@ bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kern
 		return false;
 	}
 	out->source = text;
-	out->shape = p->grid ? TBC_OCL_GRID : TBC_OCL_SINGLE;
+	out->shape = grouped ? TBC_OCL_GROUPS : p->grid ? TBC_OCL_GRID : TBC_OCL_SINGLE;
 	if (p->grid) {
 		out->grid_lo = p->grid->lo;
 		out->grid_hi = p->grid->hi;
 		out->grid_step = p->grid->step;
 	}
+	out->n_groups = p->n_groups;
+	for (int g = 0; g < p->n_groups; g++) {
+		out->group_lo[g] = p->groups[g]->lo;
+		out->group_hi[g] = p->groups[g]->hi;
+		out->group_step[g] = p->groups[g]->step;
+	}
+	for (int d = 0; d < 3; d++) out->local_size[d] = grouped ? k->group[d] : 0;
 	out->has_status = can_fail;
 	out->n_messages = p->n_messages;
 	out->messages = p->messages;
@@ -542,4 +578,41 @@ void tbc_ocl_kernel_free(tbc_ocl_kernel *k) {
 	free(k->messages);
 	free(k->stored);
 	memset(k, 0, sizeof *k);
+}
+
+/* Work-items launched for a trip count: all of them up to a cap (the grid
+ * and group loops stride, so fewer are correct too). */
+#define TBC_OCL_MAX_UNITS 65536
+
+static uint64_t capped(int64_t lo, int64_t hi, int64_t step) {
+	int64_t trips = hi > lo ? (hi - lo + step - 1) / step : 0;
+	return trips < 1 ? 1 : trips > TBC_OCL_MAX_UNITS ? TBC_OCL_MAX_UNITS : (uint64_t)trips;
+}
+
+bool tbc_ocl_launch_geometry(const kir_kernel *k, const tbc_ocl_kernel *pk, const int64_t *sizes, uint32_t *dims,
+			     uint64_t global[3], uint64_t local[3], tbc_diags *d) {
+	*dims = 1;
+	for (int i = 0; i < 3; i++) global[i] = 1, local[i] = 0;
+	int64_t lo = 0, hi = 0;
+	switch (pk->shape) {
+	case TBC_OCL_SINGLE: return true;
+	case TBC_OCL_GRID:
+		if (!kir_eval_index(k, pk->grid_lo, sizes, &lo, d) || !kir_eval_index(k, pk->grid_hi, sizes, &hi, d)) return false;
+		global[0] = capped(lo, hi, pk->grid_step);
+		return true;
+	case TBC_OCL_GROUPS:
+		*dims = (uint32_t)(pk->n_groups > k->group_dims ? pk->n_groups : k->group_dims);
+		for (int g = 0; g < 3; g++) {
+			uint64_t groups = 1;
+			if (g < pk->n_groups) {
+				if (!kir_eval_index(k, pk->group_lo[g], sizes, &lo, d) || !kir_eval_index(k, pk->group_hi[g], sizes, &hi, d))
+					return false;
+				groups = capped(lo, hi, pk->group_step[g]);
+			}
+			local[g] = (uint64_t)pk->local_size[g];
+			global[g] = groups * local[g];
+		}
+		return true;
+	}
+	return false;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/kir/kir.h"
+#include "codegen/target_desc.h"
 
 typedef struct fixture {
 	tbc_arena *arena;
@@ -32,6 +33,14 @@ static fixture make(int64_t n, bool symbolic) {
 static void done(fixture *f) {
 	tbc_diags_destroy(f->d);
 	tbc_arena_destroy(f->arena);
+}
+static void print_diags(const tbc_diags *d) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++) fprintf(stderr, "%s\n", tbc_diags_get(d, i)->message);
+}
+static bool verifies(const kir_kernel *k, tbc_diags *d) {
+	bool ok = kir_verify(k, d);
+	if (!ok) print_diags(d);
+	return ok;
 }
 static bool mentions(const tbc_diags *d, const char *text) {
 	for (size_t i = 0; i < tbc_diags_count(d); i++)
@@ -338,6 +347,115 @@ static void test_cast_without_saturation(void **state) {
 	done(&f);
 }
 
+
+/* ---- The parallel form: work-groups, local buffers, barriers ---------------- */
+
+/* y[r] = sum of row r of x (R x C), one work-group of wg items per row: each
+ * item sums a strided part of the row, then a tree in local memory.  With
+ * racy the tree has no barriers; with divergent its barriers sit inside the
+ * `if` only some items take. */
+static kir_kernel *row_sum(tbc_arena *a, int64_t R, int64_t C, int64_t wg, bool racy, bool divergent) {
+	kir_kernel *k = kir_kernel_new(a, "row_sum");
+	kir_kernel_set_group(k, 1, &wg);
+	kir_expr *xd[2] = {kir_e_index(k, R), kir_e_index(k, C)}, *yd = kir_e_index(k, R);
+	kir_buffer *x = kir_buffer_new(k, "x", TBC_DT_F32, KIR_BUF_INPUT, 2, xd);
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_F32, KIR_BUF_OUTPUT, 1, &yd);
+	kir_buffer *part = kir_local_new(k, "part", TBC_DT_F32, 1, &wg);
+	kir_var *row = kir_var_new(k, "row", KIR_INDEX), *c = kir_var_new(k, "c", KIR_INDEX);
+	kir_var *acc = kir_var_new(k, "acc", TBC_DT_F32);
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_set(k, acc, kir_e_float(k, TBC_DT_F32, 0)));
+	kir_expr *xi = kir_e_add(k, kir_e_mul(k, kir_e_var(k, row), kir_e_index(k, C)), kir_e_var(k, c));
+	kir_block_add(k, &b, kir_s_for(k, c, kir_e_local_id(k, 0), kir_e_index(k, C), wg, KIR_LOOP_SEQUENTIAL,
+				       kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, kir_e_var(k, acc), kir_e_load(k, x, xi)))));
+	kir_block_add(k, &b, kir_s_store(k, part, kir_e_local_id(k, 0), kir_e_var(k, acc)));
+	kir_block_add(k, &b, kir_s_barrier(k));
+	for (int64_t st = wg / 2; st >= 1; st /= 2) {
+		kir_expr *me = kir_e_local_id(k, 0), *other = kir_e_add(k, kir_e_local_id(k, 0), kir_e_index(k, st));
+		kir_stmt *upd = kir_s_store(k, part, me, kir_e_binary(k, KIR_ADD, kir_e_load(k, part, me), kir_e_load(k, part, other)));
+		if (divergent) upd->next = kir_s_barrier(k);
+		kir_block_add(k, &b, kir_s_if(k, kir_e_cmp(k, KIR_LT, kir_e_local_id(k, 0), kir_e_index(k, st)), upd, NULL));
+		if (!racy && !divergent) kir_block_add(k, &b, kir_s_barrier(k));
+	}
+	kir_block_add(k, &b, kir_s_if(k, kir_e_cmp(k, KIR_EQ, kir_e_local_id(k, 0), kir_e_index(k, 0)),
+				      kir_s_store(k, y, kir_e_var(k, row), kir_e_load(k, part, kir_e_index(k, 0))), NULL));
+	k->body = kir_s_for(k, row, kir_e_index(k, 0), kir_e_index(k, R), 1, KIR_LOOP_GRID, b.first);
+	return k;
+}
+
+static void test_group_tree_sum_prints_verifies_and_runs(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = row_sum(a, 3, 100, 8, false, false);
+	assert_true(verifies(k, d));
+	char *text = kir_print(k);
+	assert_non_null(strstr(text, "kernel row_sum() group(8) {"));
+	assert_non_null(strstr(text, "  local part: f32[8]\n"));
+	assert_non_null(strstr(text, "for %row = 0 .. 3 grid {"));
+	assert_non_null(strstr(text, "for %c = local_id(0) .. 100 step 8 sequential {"));
+	assert_non_null(strstr(text, "    barrier\n"));
+	free(text);
+	float x[300], y[3] = {0};
+	for (int i = 0; i < 300; i++) x[i] = (float)(i % 7) - 2.5f;
+	void *bufs[2] = {x, y};
+	assert_true(kir_eval(k, bufs, NULL, d));
+	for (int r = 0; r < 3; r++) {
+		double want = 0;
+		for (int i = 0; i < 100; i++) want += x[r * 100 + i];
+		assert_float_equal(y[r], want, 1e-3);
+	}
+	tbc_target_desc cpu = tbc_target_desc_cpu_default(), dev = tbc_target_desc_opencl_default();
+	assert_false(kir_fits_target(k, &cpu, d));
+	assert_true(kir_fits_target(k, &dev, d));
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+/* Without barriers the tree's items read what others store: the evaluator
+ * reports the race rather than picking one order. */
+static void test_group_race_is_reported(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = row_sum(a, 2, 16, 4, true, false);
+	assert_true(verifies(k, d));
+	float x[32] = {0}, y[2];
+	void *bufs[2] = {x, y};
+	assert_false(kir_eval(k, bufs, NULL, d));
+	assert_true(mentions(d, "race on part["));
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+/* A barrier only some items reach (inside `if local_id < s`) is refused. */
+static void test_verify_barrier_in_divergent_code(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = row_sum(a, 2, 16, 4, false, true);
+	assert_false(kir_verify(k, d));
+	assert_true(mentions(d, "barrier where the work-items of a group may not all reach it"));
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+/* local_id, local buffers and barriers belong to grouped kernels. */
+static void test_verify_group_constructs_need_a_group(void **state) {
+	(void)state;
+	fixture f = make(4, false);
+	kir_kernel *k = f.k;
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_stmt *st = kir_s_store(k, f.y, kir_e_var(k, i), kir_e_cast(k, TBC_DT_F32, kir_e_cast(k, TBC_DT_I32, kir_e_local_id(k, 0))));
+	st->next = kir_s_barrier(k);
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 4), 1, KIR_LOOP_GRID, st);
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "local_id outside a work-group"));
+	assert_true(mentions(f.d, "barrier outside a work-group"));
+	assert_true(mentions(f.d, "not in the kernel's grid nest"));
+	done(&f);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_index_math_folds),
@@ -355,6 +473,10 @@ int main(void) {
 		cmocka_unit_test(test_eval_checks_bounds_at_run_time),
 		cmocka_unit_test(test_error_statement),
 		cmocka_unit_test(test_cast_without_saturation),
+		cmocka_unit_test(test_group_tree_sum_prints_verifies_and_runs),
+		cmocka_unit_test(test_group_race_is_reported),
+		cmocka_unit_test(test_verify_barrier_in_divergent_code),
+		cmocka_unit_test(test_verify_group_constructs_need_a_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

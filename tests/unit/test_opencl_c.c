@@ -286,6 +286,222 @@ static void test_failed_check_reports_its_message(void **state) {
 	done(&f);
 }
 
+
+/* ---- The parallel form: work-groups, local memory, barriers ------------------ */
+
+/* Runs k with the evaluator and on the device over copies of bufs
+ * (bytes[i] each); every output must have the same bytes. */
+static void same_kernel_on_device(const kir_kernel *k, void *const *bufs, const size_t *bytes, const int64_t *sizes, tbc_diags *d) {
+	need_opencl();
+	if (!kir_verify(k, d)) print_diags(d);
+	assert_true(kir_verify(k, d));
+	void *ev[8], *dev[8];
+	assert_true(k->n_buffers <= 8);
+	for (int b = 0; b < k->n_buffers; b++) {
+		ev[b] = malloc(bytes[b]);
+		dev[b] = malloc(bytes[b]);
+		memcpy(ev[b], bufs[b], bytes[b]);
+		memcpy(dev[b], bufs[b], bytes[b]);
+	}
+	bool ok = kir_eval(k, ev, sizes, d);
+	if (!ok) print_diags(d);
+	assert_true(ok);
+	ok = tbc_ocl_eval_kernel(k, dev, sizes, d);
+	if (!ok) print_diags(d);
+	assert_true(ok);
+	for (int b = 0; b < k->n_buffers; b++) {
+		if (k->buffers[b]->role == KIR_BUF_OUTPUT && memcmp(ev[b], dev[b], bytes[b])) {
+			fprintf(stderr, "output %s differs\n", k->buffers[b]->name);
+			fail();
+		}
+		free(ev[b]);
+		free(dev[b]);
+	}
+}
+
+/* y[r] = sum of row r of x ($rows x $cols, f32) as a work-group per row:
+ * each item sums a strided part of the row, then a tree in local memory
+ * (wg / 2, wg / 4, ... items), the same additions in the same order on the
+ * device as in the evaluator. */
+static kir_kernel *row_sum(tbc_arena *a, int64_t wg) {
+	kir_kernel *k = kir_kernel_new(a, "row_sum");
+	kir_kernel_set_group(k, 1, &wg);
+	kir_expr *R = kir_e_size(k, kir_size_param(k, "rows")), *C = kir_e_size(k, kir_size_param(k, "cols"));
+	kir_expr *xd[2] = {R, C};
+	kir_buffer *x = kir_buffer_new(k, "x", TBC_DT_F32, KIR_BUF_INPUT, 2, xd);
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_F32, KIR_BUF_OUTPUT, 1, &R);
+	kir_buffer *part = kir_local_new(k, "part", TBC_DT_F32, 1, &wg);
+	kir_var *row = kir_var_new(k, "row", KIR_INDEX), *c = kir_var_new(k, "c", KIR_INDEX);
+	kir_var *acc = kir_var_new(k, "acc", TBC_DT_F32);
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_set(k, acc, kir_e_float(k, TBC_DT_F32, 0)));
+	kir_expr *xi = kir_e_add(k, kir_e_mul(k, kir_e_var(k, row), C), kir_e_var(k, c));
+	kir_block_add(k, &b, kir_s_for(k, c, lid, C, wg, KIR_LOOP_SEQUENTIAL,
+				       kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, kir_e_var(k, acc), kir_e_load(k, x, xi)))));
+	kir_block_add(k, &b, kir_s_store(k, part, lid, kir_e_var(k, acc)));
+	kir_block_add(k, &b, kir_s_barrier(k));
+	for (int64_t st = wg / 2; st >= 1; st /= 2) {
+		kir_expr *sum = kir_e_binary(k, KIR_ADD, kir_e_load(k, part, lid), kir_e_load(k, part, kir_e_add(k, lid, kir_e_index(k, st))));
+		kir_block_add(k, &b, kir_s_if(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, st)), kir_s_store(k, part, lid, sum), NULL));
+		kir_block_add(k, &b, kir_s_barrier(k));
+	}
+	kir_block_add(k, &b, kir_s_if(k, kir_e_cmp(k, KIR_EQ, lid, kir_e_index(k, 0)),
+				      kir_s_store(k, y, kir_e_var(k, row), kir_e_load(k, part, kir_e_index(k, 0))), NULL));
+	k->body = kir_s_for(k, row, kir_e_index(k, 0), R, 1, KIR_LOOP_GRID, b.first);
+	return k;
+}
+
+static void test_tree_reduction_in_local_memory(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = row_sum(a, 64);
+	tbc_ocl_kernel out;
+	assert_true(tbc_ocl_print_kernel(k, "row_sum", &out, d));
+	assert_int_equal(out.shape, TBC_OCL_GROUPS);
+	assert_non_null(strstr(out.source, "__attribute__((reqd_work_group_size(64, 1, 1))) void row_sum("));
+	assert_non_null(strstr(out.source, "__local float l0[64]; /* part */"));
+	assert_non_null(strstr(out.source, "barrier(CLK_LOCAL_MEM_FENCE);"));
+	assert_non_null(strstr(out.source, "get_group_id(0)"));
+	int64_t sizes[2] = {5, 1000};
+	uint32_t dims;
+	uint64_t global[3], local[3];
+	assert_true(tbc_ocl_launch_geometry(k, &out, sizes, &dims, global, local, d));
+	assert_int_equal(dims, 1);
+	assert_int_equal(global[0], 5 * 64);
+	assert_int_equal(local[0], 64);
+	tbc_ocl_kernel_free(&out);
+	static float x[5 * 1000];
+	float y[5] = {0};
+	for (int i = 0; i < 5 * 1000; i++) x[i] = (float)((i * 37) % 101) * 0.013f - 0.6f;
+	void *bufs[2] = {x, y};
+	size_t bytes[2] = {sizeof x, sizeof y};
+	same_kernel_on_device(k, bufs, bytes, sizes, d);
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+/* c = a ($m x $k) * b ($k x $n), f32: a work-group of gx x gy items per
+ * (gy * wm) x (gx * wn) tile of c, wm x wn outputs per item, tiles of a
+ * and b staged in local memory tk columns / rows at a time, zeros past the
+ * edges.  Each output's sum is taken in k order, as the evaluator does. */
+static kir_kernel *tiled_gemm(tbc_arena *a, int64_t gx, int64_t gy, int wm, int wn, int64_t tk) {
+	kir_kernel *k = kir_kernel_new(a, "gemm");
+	int64_t grp[2] = {gx, gy}, TM = gy * wm, TN = gx * wn, items = gx * gy;
+	kir_kernel_set_group(k, 2, grp);
+	kir_expr *Me = kir_e_size(k, kir_size_param(k, "m")), *Ne = kir_e_size(k, kir_size_param(k, "n")),
+		 *Ke = kir_e_size(k, kir_size_param(k, "k"));
+	kir_expr *ad[2] = {Me, Ke}, *bd[2] = {Ke, Ne}, *cd[2] = {Me, Ne};
+	kir_buffer *A = kir_buffer_new(k, "a", TBC_DT_F32, KIR_BUF_INPUT, 2, ad);
+	kir_buffer *B = kir_buffer_new(k, "b", TBC_DT_F32, KIR_BUF_INPUT, 2, bd);
+	kir_buffer *Cb = kir_buffer_new(k, "c", TBC_DT_F32, KIR_BUF_OUTPUT, 2, cd);
+	int64_t asz = TM * tk, bsz = tk * TN;
+	kir_buffer *As = kir_local_new(k, "as", TBC_DT_F32, 1, &asz), *Bs = kir_local_new(k, "bs", TBC_DT_F32, 1, &bsz);
+	kir_var *bi = kir_var_new(k, "bi", KIR_INDEX), *bj = kir_var_new(k, "bj", KIR_INDEX);
+	kir_var *kt = kir_var_new(k, "kt", KIR_INDEX), *kk = kir_var_new(k, "kk", KIR_INDEX);
+	kir_expr *lx = kir_e_local_id(k, 0), *ly = kir_e_local_id(k, 1);
+	kir_expr *lid = kir_e_add(k, lx, kir_e_mul(k, ly, kir_e_index(k, gx)));
+	kir_expr *i0 = kir_e_mul(k, kir_e_var(k, bi), kir_e_index(k, TM)), *j0 = kir_e_mul(k, kir_e_var(k, bj), kir_e_index(k, TN));
+	kir_expr *k0 = kir_e_mul(k, kir_e_var(k, kt), kir_e_index(k, tk));
+	kir_expr *zero = kir_e_float(k, TBC_DT_F32, 0);
+	kir_block body = {0};
+	kir_var *acc[4][4];
+	for (int r = 0; r < wm; r++)
+		for (int c = 0; c < wn; c++) {
+			acc[r][c] = kir_var_new(k, "acc", TBC_DT_F32);
+			kir_block_add(k, &body, kir_s_set(k, acc[r][c], zero));
+		}
+	kir_block tile = {0};
+	/* Stage the tiles: element e = it * items + lid of each. */
+	for (int w = 0; w < 2; w++) {
+		int64_t n = w == 0 ? asz : bsz, cols = w == 0 ? tk : TN;
+		for (int64_t it = 0; it < n / items; it++) {
+			kir_expr *e = kir_e_add(k, kir_e_index(k, it * items), lid);
+			kir_expr *r = kir_e_binary(k, KIR_FLOORDIV, e, kir_e_index(k, cols)), *c = kir_e_binary(k, KIR_FLOORMOD, e, kir_e_index(k, cols));
+			kir_expr *gr = kir_e_add(k, w == 0 ? i0 : k0, r), *gc = kir_e_add(k, w == 0 ? k0 : j0, c);
+			kir_expr *R = w == 0 ? Me : Ke, *Cn = w == 0 ? Ke : Ne;
+			kir_expr *in = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_LT, gr, R), kir_e_cmp(k, KIR_LT, gc, Cn));
+			kir_expr *one = kir_e_index(k, 1);
+			kir_expr *idx = kir_e_add(k, kir_e_mul(k, kir_e_binary(k, KIR_MIN, gr, kir_e_binary(k, KIR_SUB, R, one)), Cn),
+						  kir_e_binary(k, KIR_MIN, gc, kir_e_binary(k, KIR_SUB, Cn, one)));
+			kir_block_add(k, &tile, kir_s_store(k, w == 0 ? As : Bs, e, kir_e_select(k, in, kir_e_load(k, w == 0 ? A : B, idx), zero)));
+		}
+	}
+	kir_block_add(k, &tile, kir_s_barrier(k));
+	kir_block step = {0};
+	kir_expr *av[4], *bv[4];
+	for (int r = 0; r < wm; r++) {
+		kir_var *v = kir_var_new(k, "a", TBC_DT_F32);
+		kir_expr *row = kir_e_add(k, ly, kir_e_index(k, r * gy));
+		kir_block_add(k, &step, kir_s_set(k, v, kir_e_load(k, As, kir_e_add(k, kir_e_mul(k, row, kir_e_index(k, tk)), kir_e_var(k, kk)))));
+		av[r] = kir_e_var(k, v);
+	}
+	for (int c = 0; c < wn; c++) {
+		kir_var *v = kir_var_new(k, "b", TBC_DT_F32);
+		kir_expr *col = kir_e_add(k, lx, kir_e_index(k, c * gx));
+		kir_block_add(k, &step, kir_s_set(k, v, kir_e_load(k, Bs, kir_e_add(k, kir_e_mul(k, kir_e_var(k, kk), kir_e_index(k, TN)), col))));
+		bv[c] = kir_e_var(k, v);
+	}
+	for (int r = 0; r < wm; r++)
+		for (int c = 0; c < wn; c++)
+			kir_block_add(k, &step, kir_s_set(k, acc[r][c], kir_e_binary(k, KIR_ADD, kir_e_var(k, acc[r][c]), kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
+	kir_block_add(k, &tile, kir_s_for(k, kk, kir_e_index(k, 0), kir_e_index(k, tk), 1, KIR_LOOP_SEQUENTIAL, step.first));
+	kir_block_add(k, &tile, kir_s_barrier(k));
+	kir_expr *KT = kir_e_binary(k, KIR_FLOORDIV, kir_e_add(k, Ke, kir_e_index(k, tk - 1)), kir_e_index(k, tk));
+	kir_block_add(k, &body, kir_s_for(k, kt, kir_e_index(k, 0), KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	for (int r = 0; r < wm; r++)
+		for (int c = 0; c < wn; c++) {
+			kir_expr *row = kir_e_add(k, i0, kir_e_add(k, ly, kir_e_index(k, r * gy)));
+			kir_expr *col = kir_e_add(k, j0, kir_e_add(k, lx, kir_e_index(k, c * gx)));
+			kir_expr *in = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_LT, row, Me), kir_e_cmp(k, KIR_LT, col, Ne));
+			kir_block_add(k, &body, kir_s_if(k, in, kir_s_store(k, Cb, kir_e_add(k, kir_e_mul(k, row, Ne), col), kir_e_var(k, acc[r][c])), NULL));
+		}
+	kir_expr *MT = kir_e_binary(k, KIR_FLOORDIV, kir_e_add(k, Me, kir_e_index(k, TM - 1)), kir_e_index(k, TM));
+	kir_expr *NT = kir_e_binary(k, KIR_FLOORDIV, kir_e_add(k, Ne, kir_e_index(k, TN - 1)), kir_e_index(k, TN));
+	kir_stmt *inner = kir_s_for(k, bj, kir_e_index(k, 0), NT, 1, KIR_LOOP_GRID, body.first);
+	k->body = kir_s_for(k, bi, kir_e_index(k, 0), MT, 1, KIR_LOOP_GRID, inner);
+	return k;
+}
+
+static void test_tiled_gemm_in_local_memory(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = tiled_gemm(a, 4, 4, 2, 3, 8);
+	tbc_ocl_kernel out;
+	assert_true(tbc_ocl_print_kernel(k, "gemm", &out, d));
+	assert_int_equal(out.shape, TBC_OCL_GROUPS);
+	assert_non_null(strstr(out.source, "reqd_work_group_size(4, 4, 1)"));
+	assert_non_null(strstr(out.source, "__local float l1[96]; /* bs */"));
+	enum { GM = 37, GN = 45, GK = 29 };
+	int64_t sizes[3] = {GM, GN, GK};
+	uint32_t dims;
+	uint64_t global[3], local[3];
+	assert_true(tbc_ocl_launch_geometry(k, &out, sizes, &dims, global, local, d));
+	assert_int_equal(dims, 2);
+	assert_int_equal(global[0], (GM + 7) / 8 * 4); /* row tiles of 8 along dim 0 */
+	assert_int_equal(global[1], (GN + 11) / 12 * 4);
+	tbc_ocl_kernel_free(&out);
+	static float A[GM * GK], B[GK * GN], C[GM * GN];
+	for (int i = 0; i < GM * GK; i++) A[i] = (float)((i * 13) % 17) * 0.25f - 1.0f;
+	for (int i = 0; i < GK * GN; i++) B[i] = (float)((i * 7) % 23) * 0.125f - 1.3f;
+	void *bufs[3] = {A, B, C};
+	size_t bytes[3] = {sizeof A, sizeof B, sizeof C};
+	same_kernel_on_device(k, bufs, bytes, sizes, d);
+	/* and against the plain product */
+	void *ev[3] = {A, B, C};
+	assert_true(kir_eval(k, ev, sizes, d));
+	for (int i = 0; i < GM; i++)
+		for (int j = 0; j < GN; j++) {
+			double s = 0;
+			for (int q = 0; q < GK; q++) s += (double)A[i * GK + q] * B[q * GN + j];
+			assert_float_equal(C[i * GN + j], s, 1e-3);
+		}
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
 int main(void) {
 	tbc_pocl_setup();
 	const struct CMUnitTest tests[] = {
@@ -295,6 +511,8 @@ int main(void) {
 		cmocka_unit_test(test_float_min_max_sign_match_the_evaluator),
 		cmocka_unit_test(test_narrow_float_casts_match_the_evaluator),
 		cmocka_unit_test(test_failed_check_reports_its_message),
+		cmocka_unit_test(test_tree_reduction_in_local_memory),
+		cmocka_unit_test(test_tiled_gemm_in_local_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
