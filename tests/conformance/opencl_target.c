@@ -147,15 +147,9 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 		good = st.code == TBCRT_OK;
 		args[a++] = (tbcrt__arg){TBCRT__ARG_BUFFER, status, NULL, 0};
 	}
-	uint64_t global = 1;
-	if (good && pk->shape == TBC_OCL_GRID) {
-		int64_t lo = 0, hi = 0;
-		good = kir_eval_index(k, pk->grid_lo, sizes, &lo, d) && kir_eval_index(k, pk->grid_hi, sizes, &hi, d);
-		int64_t trips = good && hi > lo ? (hi - lo + pk->grid_step - 1) / pk->grid_step : 0;
-		global = trips < 1 ? 1 : trips > 65536 ? 65536 : (uint64_t)trips;
-	}
+	tbcrt__launch_desc l = {.n_args = (uint32_t)a, .args = args};
+	good = good && tbc_ocl_launch_geometry(k, pk, sizes, &l.dims, l.global, l.local, d);
 	if (good) {
-		tbcrt__launch_desc l = {.dims = 1, .global = {global}, .n_args = (uint32_t)a, .args = args};
 		st = tbcrt__launch(ok->kernel, &l);
 		good = st.code == TBCRT_OK;
 	}
