@@ -21,19 +21,11 @@
 
 #include "codegen/lower/lower_conv.h"
 #include "codegen/lower/lower_gemm.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
-static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
-static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
-static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
-static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
-static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
-static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
-static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
-static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
-static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
-static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l, MAX(l, x, I(l, 0)), I(l, hi - 1)); }
+static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l->k, MAX(l->k, x, I(l->k, 0)), I(l->k, hi - 1)); }
 
 static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	if (!e) {
@@ -42,7 +34,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(l->k, name, e->type);
 	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l, v);
+	return V(l->k, v);
 }
 
 static kir_expr *fconst(lk *l, tbc_dtype t, double v) {
@@ -85,9 +77,9 @@ typedef struct conv_cx {
 static kir_expr *conv_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	conv_cx *c = ctx;
 	switch (which) {
-	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg * c->Kg));
-	case 1: return MUL(l, batch, I(l, c->Kg * c->P));
-	default: return MUL(l, batch, I(l, c->Mg * c->P));
+	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
+	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
+	default: return MUL(l->k, batch, I(l->k, c->Mg * c->P));
 	}
 }
 
@@ -95,7 +87,7 @@ static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_
 	(void)col;
 	conv_cx *c = ctx;
 	if (c->bias) {
-		kir_expr *m = c->G == 1 ? row : ADD(l, MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg)), row);
+		kir_expr *m = c->G == 1 ? row : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), row);
 		acc = kir_e_binary(l->k, KIR_ADD, acc, kir_e_cast(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
 	}
 	return kir_e_cast(l->k, c->yt, acc);
@@ -116,8 +108,8 @@ static void interior(int64_t lo, int64_t hi, int64_t s, int64_t in, int64_t OW, 
  * hi = min(K, floor((in - 1 - base) / dil) + 1); set in blk. */
 static void tap_range(lk *l, kir_block *blk, kir_expr *base, int64_t dil, int64_t K, int64_t in, kir_expr **lo,
 		      kir_expr **hi) {
-	*lo = local(l, blk, "lo", MAX(l, I(l, 0), DIV(l, ADD(l, SUB(l, I(l, 0), base), I(l, dil - 1)), I(l, dil))));
-	*hi = local(l, blk, "hi", MIN(l, I(l, K), ADD(l, DIV(l, SUB(l, I(l, in - 1), base), I(l, dil)), I(l, 1))));
+	*lo = local(l, blk, "lo", MAX(l->k, I(l->k, 0), DIV(l->k, ADD(l->k, SUB(l->k, I(l->k, 0), base), I(l->k, dil - 1)), I(l->k, dil))));
+	*hi = local(l, blk, "hi", MIN(l->k, I(l->k, K), ADD(l->k, DIV(l->k, SUB(l->k, I(l->k, in - 1), base), I(l->k, dil)), I(l->k, 1))));
 }
 
 /* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
@@ -141,28 +133,28 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	int64_t OW = g->out[w], sw = g->stride[w], pw = g->pad_begin[w], dw = g->dil[w], inw = g->in[w];
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *rem = local(&l, &body, "rem", MOD(&l, V(&l, r), I(&l, Cg * KR)));
-	kir_expr *ng = DIV(&l, V(&l, r), I(&l, Cg * KR)), *cc = DIV(&l, rem, I(&l, KR));
-	kir_expr *kt = MOD(&l, rem, I(&l, KR));
-	kir_expr *xbase = local(&l, &body, "xbase", MUL(&l, ADD(&l, MUL(&l, ng, I(&l, Cg)), cc), I(&l, in_size)));
+	kir_expr *rem = local(&l, &body, "rem", MOD(l.k, V(l.k, r), I(l.k, Cg * KR)));
+	kir_expr *ng = DIV(l.k, V(l.k, r), I(l.k, Cg * KR)), *cc = DIV(l.k, rem, I(l.k, KR));
+	kir_expr *kt = MOD(l.k, rem, I(l.k, KR));
+	kir_expr *xbase = local(&l, &body, "xbase", MUL(l.k, ADD(l.k, MUL(l.k, ng, I(l.k, Cg)), cc), I(l.k, in_size)));
 	kir_expr *kd[CONV_MAX_SPATIAL];
 	for (int d = w - 1; d >= 0; d--) {
-		kd[d] = local(&l, &body, "kt", MOD(&l, kt, I(&l, g->kernel[d])));
-		kt = DIV(&l, kt, I(&l, g->kernel[d]));
+		kd[d] = local(&l, &body, "kt", MOD(l.k, kt, I(l.k, g->kernel[d])));
+		kt = DIV(l.k, kt, I(l.k, g->kernel[d]));
 	}
 	/* One position of the outer dims: its tap, in the input or not. */
 	kir_block pos = {0};
 	kir_var *o[CONV_MAX_SPATIAL];
-	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = MUL(&l, MUL(&l, V(&l, r), I(&l, KW)), I(&l, P));
+	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = MUL(l.k, MUL(l.k, V(l.k, r), I(l.k, KW)), I(l.k, P));
 	int64_t istride = inw, ostride = OW;
 	for (int d = w - 1; d >= 0; d--) {
 		o[d] = kir_var_new(k, "o", KIR_INDEX);
-		kir_expr *i = ADD(&l, SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])),
-				  MUL(&l, kd[d], I(&l, g->dil[d])));
-		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, g->in[d])));
+		kir_expr *i = ADD(l.k, SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])),
+				  MUL(l.k, kd[d], I(l.k, g->dil[d])));
+		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, g->in[d])));
 		inside = kir_e_binary(k, KIR_AND, ok, inside);
-		xi = ADD(&l, xi, MUL(&l, CLAMP(&l, i, g->in[d]), I(&l, istride)));
-		ci = ADD(&l, ci, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		xi = ADD(l.k, xi, MUL(l.k, CLAMP(&l, i, g->in[d]), I(l.k, istride)));
+		ci = ADD(l.k, ci, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		istride *= g->in[d];
 		ostride *= g->out[d];
 	}
@@ -171,7 +163,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
 	kir_block copy = {0}, zeros = {0};
 	for (int64_t kw = 0; kw < KW; kw++) {
-		kir_expr *cr = ADD(&l, crow, I(&l, kw * P));
+		kir_expr *cr = ADD(l.k, crow, I(l.k, kw * P));
 		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
 		int64_t off = kw * dw - pw, oa, ob;
 		interior(off, off, sw, inw, OW, &oa, &ob);
@@ -179,27 +171,27 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 			int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
 			if (from >= to) continue;
 			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
-			kir_expr *i = ADD(&l, MUL(&l, V(&l, ow), I(&l, sw)), I(&l, off)), *v;
+			kir_expr *i = ADD(l.k, MUL(l.k, V(l.k, ow), I(l.k, sw)), I(l.k, off)), *v;
 			if (part == 1) {
-				v = kir_e_load(k, x, ADD(&l, xrow, i));
+				v = kir_e_load(k, x, ADD(l.k, xrow, i));
 			} else {
-				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(&l, 0)), kir_e_cmp(k, KIR_LT, i, I(&l, inw)));
-				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(&l, xrow, CLAMP(&l, i, inw))), zero);
+				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, inw)));
+				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(l.k, xrow, CLAMP(&l, i, inw))), zero);
 			}
-			kir_stmt *st = kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), v);
-			kir_block_add(k, &copy, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
+			kir_stmt *st = kir_s_store(k, col, ADD(l.k, cr, V(l.k, ow)), v);
+			kir_block_add(k, &copy, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
 		}
 		if (w == 0) continue;
 		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
-		kir_block_add(k, &zeros, kir_s_for(k, ow, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR,
-						  kir_s_store(k, col, ADD(&l, cr, V(&l, ow)), zero)));
+		kir_block_add(k, &zeros, kir_s_for(k, ow, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR,
+						  kir_s_store(k, col, ADD(l.k, cr, V(l.k, ow)), zero)));
 	}
 	kir_block_add(k, &pos, w > 0 ? kir_s_if(k, inside, copy.first, zeros.first) : copy.first);
 	kir_stmt *st = pos.first;
-	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
 	kir_block_add(k, &body, st);
-	kir_expr *rows = MUL(&l, MUL(&l, lk_dim(&l, nd), I(&l, tbc_attr_int(op, "group", 1))), I(&l, Cg * KR));
-	return lk_end(&l, kir_s_for(k, r, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
+	kir_expr *rows = MUL(l.k, MUL(l.k, lk_dim(&l, nd), I(l.k, tbc_attr_int(op, "group", 1))), I(l.k, Cg * KR));
+	return lk_end(&l, kir_s_for(k, r, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
 static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
@@ -250,11 +242,11 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	s.y.buf = lk_buf(&l, yb);
 	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(&l, c.Mg), s.N = I(&l, c.P), s.K = I(&l, c.Kg);
-	s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
-	s.a.rs = I(&l, c.Kg), s.a.cs = I(&l, 1);
-	s.b.rs = I(&l, c.P), s.b.cs = I(&l, 1);
-	s.y.rs = I(&l, c.P), s.y.cs = I(&l, 1);
+	s.M = I(l.k, c.Mg), s.N = I(l.k, c.P), s.K = I(l.k, c.Kg);
+	s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G));
+	s.a.rs = I(l.k, c.Kg), s.a.cs = I(l.k, 1);
+	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
+	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
 	s.ctx = &c;
 	s.base = conv_base;
 	s.epi = conv_epi;
@@ -295,15 +287,15 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
 	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
 	kir_block row = {0}; /* one output row: outer dims at o[0..w) */
-	kir_expr *yrow = MUL(&l, V(&l, pl), I(&l, osz)), *xrow = MUL(&l, V(&l, pl), I(&l, isz));
+	kir_expr *yrow = MUL(l.k, V(l.k, pl), I(l.k, osz)), *xrow = MUL(l.k, V(l.k, pl), I(l.k, isz));
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *empty = kir_e_int(k, TBC_DT_BOOL, 0);
 	int64_t ostride = OW, istride = in;
 	for (int d = w - 1; d >= 0; d--) {
-		kir_expr *base = local(&l, &row, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g->stride[d])), I(&l, g->pad_begin[d])));
+		kir_expr *base = local(&l, &row, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])));
 		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
-		yrow = ADD(&l, yrow, MUL(&l, V(&l, o[d]), I(&l, ostride)));
-		xrow = ADD(&l, xrow, MUL(&l, CLAMP(&l, ADD(&l, base, MUL(&l, V(&l, kv[d]), I(&l, g->dil[d]))), g->in[d]), I(&l, istride)));
+		yrow = ADD(l.k, yrow, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
+		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(&l, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]), I(l.k, istride)));
 		ostride *= g->out[d], istride *= g->in[d];
 	}
 	yrow = local(&l, &row, "yrow", yrow);
@@ -312,8 +304,8 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
 	kir_var *ov = kir_var_new(k, "ow", KIR_INDEX);
 	kir_block set = {0};
-	kir_block_add(k, &set, kir_s_store(k, y, ADD(&l, yrow, V(&l, ov)), kir_e_cast(k, yt->dtype, kir_e_select(k, empty, zero, init))));
-	kir_block_add(k, &row, kir_s_for(k, ov, I(&l, 0), I(&l, OW), 1, KIR_LOOP_VECTOR, set.first));
+	kir_block_add(k, &set, kir_s_store(k, y, ADD(l.k, yrow, V(l.k, ov)), kir_e_cast(k, yt->dtype, kir_e_select(k, empty, zero, init))));
+	kir_block_add(k, &row, kir_s_for(k, ov, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR, set.first));
 
 	/* Each valid tap of the outer dims: the row's three parts. */
 	kir_block taps = {0};
@@ -323,33 +315,33 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 		if (from >= to) continue;
 		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX), *m = kir_var_new(k, "m", ct), *kw = kir_var_new(k, "kw", KIR_INDEX);
 		kir_block body = {0}, tap = {0};
-		kir_expr *at = ADD(&l, yrow, V(&l, ow));
+		kir_expr *at = ADD(l.k, yrow, V(l.k, ow));
 		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, ct, kir_e_load(k, y, at))));
-		kir_expr *base = local(&l, &body, "base", SUB(&l, MUL(&l, V(&l, ow), I(&l, s)), I(&l, pb)));
-		kir_expr *i = ADD(&l, base, MUL(&l, V(&l, kw), I(&l, dil))), *klo = I(&l, 0), *khi = I(&l, KW);
+		kir_expr *base = local(&l, &body, "base", SUB(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, pb)));
+		kir_expr *i = ADD(l.k, base, MUL(l.k, V(l.k, kw), I(l.k, dil))), *klo = I(l.k, 0), *khi = I(l.k, KW);
 		if (part != 1) {
 			tap_range(&l, &body, base, dil, KW, in, &klo, &khi);
 			i = CLAMP(&l, i, in);
 		}
-		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, xr, i))));
-		kir_expr *mv = V(&l, m), *next;
+		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, i))));
+		kir_expr *mv = V(l.k, m), *next;
 		if (is_float)
 			next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
 		else next = kir_e_binary(k, KIR_MAX, mv, v);
 		kir_block_add(k, &tap, kir_s_set(k, m, next));
 		kir_block_add(k, &body, kir_s_for(k, kw, klo, khi, 1, KIR_LOOP_SEQUENTIAL, tap.first));
-		kir_expr *res = V(&l, m);
+		kir_expr *res = V(l.k, m);
 		if (part != 1) res = kir_e_select(k, kir_e_cmp(k, KIR_GE, klo, khi), zero, res); /* empty in the last dim */
 		kir_block_add(k, &body, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
-		kir_block_add(k, &taps, kir_s_for(k, ow, I(&l, from), I(&l, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
+		kir_block_add(k, &taps, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
 	}
 	kir_stmt *st = taps.first;
 	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
 	kir_block_add(k, &row, st);
 	st = row.first;
-	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(&l, 0), I(&l, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
-	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
 }
 
 static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
@@ -390,18 +382,18 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX);
 	kir_block pos = {0}; /* the body at one output position */
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *base[CONV_MAX_SPATIAL];
-	kir_expr *count = I(&l, 1), *empty = kir_e_int(k, TBC_DT_BOOL, 0);
+	kir_expr *count = I(l.k, 1), *empty = kir_e_int(k, TBC_DT_BOOL, 0);
 	for (int d = 0; d < nsp; d++) {
 		int64_t dil = g.dil[d];
-		base[d] = local(&l, &pos, "base", SUB(&l, MUL(&l, V(&l, o[d]), I(&l, g.stride[d])), I(&l, g.pad_begin[d])));
+		base[d] = local(&l, &pos, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])), I(l.k, g.pad_begin[d])));
 		tap_range(&l, &pos, base[d], dil, g.kernel[d], g.in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		kir_expr *n;
 		if (include_pad)
-			n = MAX(&l, I(&l, 0), MIN(&l, I(&l, g.kernel[d]),
-						  ADD(&l, DIV(&l, SUB(&l, I(&l, g.in[d] + g.pad_end[d] - 1), base[d]), I(&l, dil)), I(&l, 1))));
-		else n = MAX(&l, I(&l, 0), SUB(&l, hi[d], lo[d]));
-		count = MUL(&l, count, n);
+			n = MAX(l.k, I(l.k, 0), MIN(l.k, I(l.k, g.kernel[d]),
+						  ADD(l.k, DIV(l.k, SUB(l.k, I(l.k, g.in[d] + g.pad_end[d] - 1), base[d]), I(l.k, dil)), I(l.k, 1))));
+		else n = MAX(l.k, I(l.k, 0), SUB(l.k, hi[d], lo[d]));
+		count = MUL(l.k, count, n);
 	}
 	kir_var *acc = kir_var_new(k, "acc", ct), *best = kir_var_new(k, "best", KIR_INDEX);
 	kir_expr *init;
@@ -409,30 +401,30 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	else if (is_float) init = kir_e_float(k, ct, NAN);
 	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
 	kir_block_add(k, &pos, kir_s_set(k, acc, init));
-	if (kind == POOL_MAX) kir_block_add(k, &pos, kir_s_set(k, best, I(&l, -1)));
+	if (kind == POOL_MAX) kir_block_add(k, &pos, kir_s_set(k, best, I(l.k, -1)));
 	/* The innermost tap. */
-	kir_expr *il = I(&l, 0), *ic = I(&l, 0);
+	kir_expr *il = I(l.k, 0), *ic = I(l.k, 0);
 	int64_t istride = 1, cstride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
 		kv[d] = kir_var_new(k, "k", KIR_INDEX);
-		kir_expr *i = CLAMP(&l, ADD(&l, base[d], MUL(&l, V(&l, kv[d]), I(&l, g.dil[d]))), g.in[d]);
-		il = ADD(&l, il, MUL(&l, i, I(&l, istride)));
+		kir_expr *i = CLAMP(&l, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
+		il = ADD(l.k, il, MUL(l.k, i, I(l.k, istride)));
 		istride *= g.in[d];
 	}
 	for (int d = 0; d < nsp; d++) {
-		kir_expr *i = CLAMP(&l, ADD(&l, base[d], MUL(&l, V(&l, kv[d]), I(&l, g.dil[d]))), g.in[d]);
-		ic = ADD(&l, ic, MUL(&l, i, I(&l, cstride)));
+		kir_expr *i = CLAMP(&l, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
+		ic = ADD(l.k, ic, MUL(l.k, i, I(l.k, cstride)));
 		cstride *= g.in[d];
 	}
 	kir_block tap = {0};
-	kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, MUL(&l, V(&l, pl), I(&l, isz)), il))));
-	kir_expr *a = V(&l, acc);
+	kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, isz)), il))));
+	kir_expr *a = V(l.k, acc);
 	if (kind == POOL_AVG) {
 		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, a, v)));
 	} else if (kind == POOL_LP) {
 		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, a, kir_e_binary(k, KIR_POW, kir_e_unary(k, KIR_ABS, v), fconst(&l, ct, p)))));
 	} else {
-		kir_expr *first = kir_e_cmp(k, KIR_LT, V(&l, best), I(&l, 0));
+		kir_expr *first = kir_e_cmp(k, KIR_LT, V(l.k, best), I(l.k, 0));
 		kir_expr *take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, a), first);
 		if (is_float)
 			take = kir_e_binary(k, KIR_OR, take,
@@ -440,35 +432,35 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 							 kir_e_unary(k, KIR_NOT, kir_e_unary(k, KIR_ISNAN, v))));
 		kir_var *tk = kir_var_new(k, "take", TBC_DT_BOOL);
 		kir_block_add(k, &tap, kir_s_set(k, tk, take));
-		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_select(k, V(&l, tk), v, a)));
+		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_select(k, V(l.k, tk), v, a)));
 		/* Without an Indices output, best only marks the first tap. */
-		kir_expr *at = ix ? (col_major ? ic : il) : I(&l, 0);
-		kir_block_add(k, &tap, kir_s_set(k, best, kir_e_select(k, V(&l, tk), at, V(&l, best))));
+		kir_expr *at = ix ? (col_major ? ic : il) : I(l.k, 0);
+		kir_block_add(k, &tap, kir_s_set(k, best, kir_e_select(k, V(l.k, tk), at, V(l.k, best))));
 	}
 	kir_stmt *taps = tap.first;
 	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, taps);
 	kir_block_add(k, &pos, taps);
 	/* The result. */
-	kir_expr *oi = I(&l, 0);
+	kir_expr *oi = I(l.k, 0);
 	int64_t ostride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
-		oi = ADD(&l, oi, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		oi = ADD(l.k, oi, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		ostride *= g.out[d];
 	}
-	kir_expr *at = ADD(&l, MUL(&l, V(&l, pl), I(&l, osz)), oi);
-	kir_expr *res = V(&l, acc);
+	kir_expr *at = ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, osz)), oi);
+	kir_expr *res = V(l.k, acc);
 	if (kind == POOL_AVG) res = kir_e_binary(k, KIR_DIV, res, kir_e_cast(k, ct, count));
 	else if (kind == POOL_LP) res = kir_e_binary(k, KIR_POW, res, fconst(&l, ct, 1.0 / p));
 	else res = kir_e_select(k, empty, fconst(&l, ct, 0), res);
 	kir_block_add(k, &pos, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
 	if (ix) {
-		kir_expr *bi = V(&l, best);
-		kir_block_add(k, &pos, kir_s_store(k, ix, at, kir_e_cast(k, TBC_DT_I64, kir_e_select(k, kir_e_cmp(k, KIR_LT, bi, I(&l, 0)), I(&l, -1), ADD(&l, MUL(&l, V(&l, pl), I(&l, isz)), bi)))));
+		kir_expr *bi = V(l.k, best);
+		kir_block_add(k, &pos, kir_s_store(k, ix, at, kir_e_cast(k, TBC_DT_I64, kir_e_select(k, kir_e_cmp(k, KIR_LT, bi, I(l.k, 0)), I(l.k, -1), ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, isz)), bi)))));
 	}
 	kir_stmt *s = pos.first;
-	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
-	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, s)));
+	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
+	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, s)));
 }
 
 /* ---- Global pools: one window over every spatial dim --------------------------------*/
@@ -488,26 +480,26 @@ static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind 
 	kir_kernel *k = l.k;
 	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb);
 	if (!x || !y) return LOWER_FAILED;
-	kir_expr *sz = I(&l, 1);
-	for (int d = 2; d < xt->rank; d++) sz = MUL(&l, sz, lk_dim(&l, xt->dims[d]));
+	kir_expr *sz = I(l.k, 1);
+	for (int d = 2; d < xt->rank; d++) sz = MUL(l.k, sz, lk_dim(&l, xt->dims[d]));
 	double p = (double)tbc_attr_int(op, "p", 2);
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *i = kir_var_new(k, "i", KIR_INDEX);
 	kir_var *acc = kir_var_new(k, "acc", ct);
 	kir_block body = {0};
 	kir_block_add(k, &body, kir_s_set(k, acc, kind == POOL_MAX ? kir_e_float(k, ct, -INFINITY) : fconst(&l, ct, 0)));
-	kir_expr *base = local(&l, &body, "base", MUL(&l, V(&l, pl), sz));
-	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, x, ADD(&l, base, V(&l, i))));
-	kir_expr *a = V(&l, acc), *upd;
+	kir_expr *base = local(&l, &body, "base", MUL(l.k, V(l.k, pl), sz));
+	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, base, V(l.k, i))));
+	kir_expr *a = V(l.k, acc), *upd;
 	if (kind == POOL_AVG) upd = kir_e_binary(k, KIR_ADD, a, v);
 	else if (kind == POOL_MAX) upd = kir_e_binary(k, KIR_MAX, a, v);
 	else upd = kir_e_binary(k, KIR_ADD, a, kir_e_binary(k, KIR_POW, kir_e_unary(k, KIR_ABS, v), fconst(&l, ct, p)));
-	kir_block_add(k, &body, kir_s_for(k, i, I(&l, 0), sz, 1, KIR_LOOP_SEQUENTIAL, kir_s_set(k, acc, upd)));
-	kir_expr *res = V(&l, acc);
+	kir_block_add(k, &body, kir_s_for(k, i, I(l.k, 0), sz, 1, KIR_LOOP_SEQUENTIAL, kir_s_set(k, acc, upd)));
+	kir_expr *res = V(l.k, acc);
 	if (kind == POOL_AVG) res = kir_e_binary(k, KIR_DIV, res, kir_e_cast(k, ct, sz));
 	else if (kind == POOL_LP) res = kir_e_binary(k, KIR_POW, res, fconst(&l, ct, 1.0 / p));
-	kir_block_add(k, &body, kir_s_store(k, y, V(&l, pl), kir_e_cast(k, yv->type.dtype, res)));
-	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+	kir_block_add(k, &body, kir_s_store(k, y, V(l.k, pl), kir_e_cast(k, yv->type.dtype, res)));
+	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {

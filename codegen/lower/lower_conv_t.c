@@ -32,23 +32,9 @@
 
 #include "codegen/lower/lower_conv.h"
 #include "codegen/lower/lower_gemm.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/conv_util.h"
 
-static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
-static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
-static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
-static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
-static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
-static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
-static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
-static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
-static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
-static kir_expr *F(lk *l, tbc_dtype t, double v) { return kir_e_float(l->k, t, v); }
-static kir_expr *FB(lk *l, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, op, a, b); }
-static kir_expr *CMP(lk *l, kir_cmp op, kir_expr *a, kir_expr *b) { return kir_e_cmp(l->k, op, a, b); }
-static kir_expr *AND(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_AND, a, b); }
-static kir_expr *SEL(lk *l, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(l->k, c, a, b); }
-static kir_expr *CAST(lk *l, tbc_dtype t, kir_expr *a) { return kir_e_cast(l->k, t, a); }
 
 static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	if (!e) {
@@ -57,7 +43,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(l->k, name, e->type);
 	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l, v);
+	return V(l->k, v);
 }
 
 static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
@@ -94,9 +80,9 @@ typedef struct tconv_cx {
 static kir_expr *tconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	tconv_cx *c = ctx;
 	switch (which) {
-	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Cg * c->MK));
-	case 1: return MUL(l, batch, I(l, c->Cg * c->in_size));
-	default: return MUL(l, batch, I(l, c->MK * c->in_size));
+	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Cg * c->MK));
+	case 1: return MUL(l->k, batch, I(l->k, c->Cg * c->in_size));
+	default: return MUL(l->k, batch, I(l->k, c->MK * c->in_size));
 	}
 }
 
@@ -147,11 +133,11 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 		s.b.buf = lk_buf(&l, xb);
 		s.y.buf = lk_buf(&l, cb);
 		if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-		s.M = I(&l, c.MK), s.N = I(&l, c.in_size), s.K = I(&l, c.Cg);
-		s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
-		s.a.rs = I(&l, 1), s.a.cs = I(&l, c.MK);
-		s.b.rs = I(&l, c.in_size), s.b.cs = I(&l, 1);
-		s.y.rs = I(&l, c.in_size), s.y.cs = I(&l, 1);
+		s.M = I(l.k, c.MK), s.N = I(l.k, c.in_size), s.K = I(l.k, c.Cg);
+		s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G));
+		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, c.MK);
+		s.b.rs = I(l.k, c.in_size), s.b.cs = I(l.k, 1);
+		s.y.rs = I(l.k, c.in_size), s.y.cs = I(l.k, 1);
 		s.ctx = &c;
 		s.base = tconv_base;
 		if (!lk_end(&l, gemm_generate(&l, &s))) return LOWER_FAILED;
@@ -166,9 +152,9 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
 	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
 	kir_block plane = {0}, pos = {0}, tap = {0};
-	kir_expr *b0 = bias ? local(&l, &plane, "b", CAST(&l, ct, kir_e_load(k, bias, MOD(&l, V(&l, pl), I(&l, M)))))
-			    : F(&l, ct, 0);
-	kir_expr *cbase = col ? local(&l, &plane, "cbase", MUL(&l, V(&l, pl), I(&l, KS * c.in_size))) : NULL;
+	kir_expr *b0 = bias ? local(&l, &plane, "b", CAST(l.k, ct, kir_e_load(k, bias, MOD(l.k, V(l.k, pl), I(l.k, M)))))
+			    : F(l.k, ct, 0);
+	kir_expr *cbase = col ? local(&l, &plane, "cbase", MUL(l.k, V(l.k, pl), I(l.k, KS * c.in_size))) : NULL;
 	kir_block_add(k, &pos, kir_s_set(k, acc, b0));
 	/* Per dim: t = o + pb; tap k reads i = (t - k*d) / s, valid when
 	 * 0 <= t - k*d <= (in-1)*s and divisible by s:
@@ -176,46 +162,46 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *num[CONV_MAX_SPATIAL];
 	kir_expr *divisible = NULL;
 	for (int d = 0; d < nsp; d++) {
-		kir_expr *t = local(&l, &pos, "t", ADD(&l, V(&l, o[d]), I(&l, g.pad_begin[d])));
+		kir_expr *t = local(&l, &pos, "t", ADD(l.k, V(l.k, o[d]), I(l.k, g.pad_begin[d])));
 		int64_t span = (g.in[d] - 1) * g.stride[d], dil = g.dil[d];
-		lo[d] = local(&l, &pos, "lo", MAX(&l, I(&l, 0), DIV(&l, ADD(&l, SUB(&l, t, I(&l, span)), I(&l, dil - 1)), I(&l, dil))));
-		hi[d] = local(&l, &pos, "hi", MIN(&l, I(&l, g.kernel[d]), ADD(&l, DIV(&l, t, I(&l, dil)), I(&l, 1))));
-		num[d] = SUB(&l, t, MUL(&l, V(&l, kv[d]), I(&l, dil)));
+		lo[d] = local(&l, &pos, "lo", MAX(l.k, I(l.k, 0), DIV(l.k, ADD(l.k, SUB(l.k, t, I(l.k, span)), I(l.k, dil - 1)), I(l.k, dil))));
+		hi[d] = local(&l, &pos, "hi", MIN(l.k, I(l.k, g.kernel[d]), ADD(l.k, DIV(l.k, t, I(l.k, dil)), I(l.k, 1))));
+		num[d] = SUB(l.k, t, MUL(l.k, V(l.k, kv[d]), I(l.k, dil)));
 	}
-	kir_expr *ci = I(&l, 0), *ki = I(&l, 0);
+	kir_expr *ci = I(l.k, 0), *ki = I(l.k, 0);
 	int64_t istride = 1, kstride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
 		kir_expr *nm = local(&l, &tap, "num", num[d]);
 		if (g.stride[d] > 1) {
-			kir_expr *ok = CMP(&l, KIR_EQ, MOD(&l, nm, I(&l, g.stride[d])), I(&l, 0));
-			divisible = divisible ? AND(&l, divisible, ok) : ok;
+			kir_expr *ok = CMP(l.k, KIR_EQ, MOD(l.k, nm, I(l.k, g.stride[d])), I(l.k, 0));
+			divisible = divisible ? AND(l.k, divisible, ok) : ok;
 		}
-		kir_expr *i = MIN(&l, MAX(&l, DIV(&l, nm, I(&l, g.stride[d])), I(&l, 0)), I(&l, g.in[d] - 1)); /* in range already */
-		ci = ADD(&l, ci, MUL(&l, i, I(&l, istride)));
-		ki = ADD(&l, ki, MUL(&l, MIN(&l, MAX(&l, V(&l, kv[d]), I(&l, 0)), I(&l, g.kernel[d] - 1)), I(&l, kstride)));
+		kir_expr *i = MIN(l.k, MAX(l.k, DIV(l.k, nm, I(l.k, g.stride[d])), I(l.k, 0)), I(l.k, g.in[d] - 1)); /* in range already */
+		ci = ADD(l.k, ci, MUL(l.k, i, I(l.k, istride)));
+		ki = ADD(l.k, ki, MUL(l.k, MIN(l.k, MAX(l.k, V(l.k, kv[d]), I(l.k, 0)), I(l.k, g.kernel[d] - 1)), I(l.k, kstride)));
 		istride *= g.in[d];
 		kstride *= g.kernel[d];
 	}
 	if (col) {
-		kir_expr *at = ADD(&l, cbase, ADD(&l, MUL(&l, ki, I(&l, c.in_size)), ci));
-		kir_stmt *upd = kir_s_set(k, acc, FB(&l, KIR_ADD, V(&l, acc), kir_e_load(k, col, at)));
+		kir_expr *at = ADD(l.k, cbase, ADD(l.k, MUL(l.k, ki, I(l.k, c.in_size)), ci));
+		kir_stmt *upd = kir_s_set(k, acc, BIN(l.k, KIR_ADD, V(l.k, acc), kir_e_load(k, col, at)));
 		kir_block_add(k, &tap, divisible ? kir_s_if(k, divisible, upd, NULL) : upd);
 		kir_stmt *taps = tap.first;
 		for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, taps);
 		kir_block_add(k, &pos, taps);
 	}
-	kir_expr *oi = I(&l, 0);
+	kir_expr *oi = I(l.k, 0);
 	int64_t ostride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
-		oi = ADD(&l, oi, MUL(&l, V(&l, o[d]), I(&l, ostride)));
+		oi = ADD(l.k, oi, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		ostride *= g.out[d];
 	}
-	kir_block_add(k, &pos, kir_s_store(k, y, ADD(&l, MUL(&l, V(&l, pl), I(&l, out_size)), oi), CAST(&l, yt->dtype, V(&l, acc))));
+	kir_block_add(k, &pos, kir_s_store(k, y, ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, out_size)), oi), CAST(l.k, yt->dtype, V(l.k, acc))));
 	kir_stmt *s = pos.first;
-	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
+	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
 	kir_block_add(k, &plane, s);
-	kir_expr *planes = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, M));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, M));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
 /* ---- MaxUnpool -------------------------------------------------------------------*/
@@ -247,30 +233,30 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	kir_kernel *k = l.k;
 	kir_buffer *x = lk_value(&l, xv), *ix = lk_value(&l, iv), *y = lk_buf(&l, yb);
 	if (!x || !ix || !y) return LOWER_FAILED;
-	kir_expr *ysz = I(&l, 1);
-	for (int d = 0; d < r; d++) ysz = MUL(&l, ysz, lk_dim(&l, yt->dims[d]));
+	kir_expr *ysz = I(l.k, 1);
+	for (int d = 0; d < r; d++) ysz = MUL(l.k, ysz, lk_dim(&l, yt->dims[d]));
 	int64_t total = conv_prod(0, r, inner), xsz = 1;
 	for (int d = 0; d < r; d++) xsz *= xt->dims[d].size;
-	kir_expr *zero = tbc_dtype_is_float(yt->dtype) ? CAST(&l, yt->dtype, F(&l, TBC_DT_F64, 0)) : kir_e_int(k, yt->dtype, 0);
+	kir_expr *zero = tbc_dtype_is_float(yt->dtype) ? CAST(l.k, yt->dtype, F(l.k, TBC_DT_F64, 0)) : kir_e_int(k, yt->dtype, 0);
 	if (yt->dtype == TBC_DT_BOOL) zero = kir_e_int(k, TBC_DT_BOOL, 0);
 	kir_var *e = kir_var_new(k, "e", KIR_INDEX), *q = kir_var_new(k, "q", KIR_INDEX);
-	kir_stmt *fill = kir_s_for(k, e, I(&l, 0), ysz, 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(&l, e), zero));
+	kir_stmt *fill = kir_s_for(k, e, I(l.k, 0), ysz, 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(l.k, e), zero));
 	kir_block body = {0};
-	kir_expr *t = local(&l, &body, "t", CAST(&l, KIR_INDEX, kir_e_load(k, ix, V(&l, q))));
-	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, t, I(&l, 0)), CMP(&l, KIR_GE, t, I(&l, total))),
+	kir_expr *t = local(&l, &body, "t", CAST(l.k, KIR_INDEX, kir_e_load(k, ix, V(l.k, q))));
+	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, t, I(l.k, 0)), CMP(l.k, KIR_GE, t, I(l.k, total))),
 					    "MaxUnpool: an index is outside the unpooled tensor"));
-	kir_expr *at = I(&l, 0);
+	kir_expr *at = I(l.k, 0);
 	int64_t is = 1;
-	kir_expr *ys = I(&l, 1);
+	kir_expr *ys = I(l.k, 1);
 	for (int d = r - 1; d >= 0; d--) {
-		at = ADD(&l, at, MUL(&l, MOD(&l, DIV(&l, t, I(&l, is)), I(&l, inner[d])), ys));
+		at = ADD(l.k, at, MUL(l.k, MOD(l.k, DIV(l.k, t, I(l.k, is)), I(l.k, inner[d])), ys));
 		is *= inner[d];
-		ys = MUL(&l, ys, lk_dim(&l, yt->dims[d]));
+		ys = MUL(l.k, ys, lk_dim(&l, yt->dims[d]));
 	}
-	kir_block_add(k, &body, kir_s_store(k, y, MIN(&l, MAX(&l, at, I(&l, 0)), SUB(&l, ysz, I(&l, 1))), kir_e_load(k, x, V(&l, q))));
+	kir_block_add(k, &body, kir_s_store(k, y, MIN(l.k, MAX(l.k, at, I(l.k, 0)), SUB(l.k, ysz, I(l.k, 1))), kir_e_load(k, x, V(l.k, q))));
 	kir_block all = {0};
 	kir_block_add(k, &all, fill);
-	kir_block_add(k, &all, kir_s_for(k, q, I(&l, 0), I(&l, xsz), 1, KIR_LOOP_SEQUENTIAL, body.first));
+	kir_block_add(k, &all, kir_s_for(k, q, I(l.k, 0), I(l.k, xsz), 1, KIR_LOOP_SEQUENTIAL, body.first));
 	return failed(lk_end(&l, all.first));
 }
 
@@ -282,19 +268,19 @@ enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
 static kir_expr *gs_reflect(lk *l, kir_block *b, kir_expr *x, double lo, double hi) {
 	const tbc_dtype D = TBC_DT_F64;
 	double rng = hi - lo;
-	if (!(rng > 0)) return F(l, D, lo);
+	if (!(rng > 0)) return F(l->k, D, lo);
 	x = local(l, b, "rx", x);
-	kir_expr *dxl = local(l, b, "dxl", FB(l, KIR_SUB, F(l, D, lo), x));
-	kir_expr *nl = local(l, b, "nl", kir_e_unary(l->k, KIR_TRUNC, FB(l, KIR_DIV, dxl, F(l, D, rng))));
-	kir_expr *rl = FB(l, KIR_SUB, dxl, FB(l, KIR_MUL, nl, F(l, D, rng)));
-	kir_expr *evl = CMP(l, KIR_EQ, FB(l, KIR_REM, nl, F(l, D, 2)), F(l, D, 0));
-	kir_expr *below = SEL(l, evl, FB(l, KIR_ADD, F(l, D, lo), rl), FB(l, KIR_SUB, F(l, D, hi), rl));
-	kir_expr *dxh = local(l, b, "dxh", FB(l, KIR_SUB, x, F(l, D, hi)));
-	kir_expr *nh = local(l, b, "nh", kir_e_unary(l->k, KIR_TRUNC, FB(l, KIR_DIV, dxh, F(l, D, rng))));
-	kir_expr *rh = FB(l, KIR_SUB, dxh, FB(l, KIR_MUL, nh, F(l, D, rng)));
-	kir_expr *evh = CMP(l, KIR_EQ, FB(l, KIR_REM, nh, F(l, D, 2)), F(l, D, 0));
-	kir_expr *above = SEL(l, evh, FB(l, KIR_SUB, F(l, D, hi), rh), FB(l, KIR_ADD, F(l, D, lo), rh));
-	return local(l, b, "refl", SEL(l, CMP(l, KIR_LT, x, F(l, D, lo)), below, SEL(l, CMP(l, KIR_GT, x, F(l, D, hi)), above, x)));
+	kir_expr *dxl = local(l, b, "dxl", BIN(l->k, KIR_SUB, F(l->k, D, lo), x));
+	kir_expr *nl = local(l, b, "nl", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxl, F(l->k, D, rng))));
+	kir_expr *rl = BIN(l->k, KIR_SUB, dxl, BIN(l->k, KIR_MUL, nl, F(l->k, D, rng)));
+	kir_expr *evl = CMP(l->k, KIR_EQ, BIN(l->k, KIR_REM, nl, F(l->k, D, 2)), F(l->k, D, 0));
+	kir_expr *below = SEL(l->k, evl, BIN(l->k, KIR_ADD, F(l->k, D, lo), rl), BIN(l->k, KIR_SUB, F(l->k, D, hi), rl));
+	kir_expr *dxh = local(l, b, "dxh", BIN(l->k, KIR_SUB, x, F(l->k, D, hi)));
+	kir_expr *nh = local(l, b, "nh", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxh, F(l->k, D, rng))));
+	kir_expr *rh = BIN(l->k, KIR_SUB, dxh, BIN(l->k, KIR_MUL, nh, F(l->k, D, rng)));
+	kir_expr *evh = CMP(l->k, KIR_EQ, BIN(l->k, KIR_REM, nh, F(l->k, D, 2)), F(l->k, D, 0));
+	kir_expr *above = SEL(l->k, evh, BIN(l->k, KIR_SUB, F(l->k, D, hi), rh), BIN(l->k, KIR_ADD, F(l->k, D, lo), rh));
+	return local(l, b, "refl", SEL(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, lo)), below, SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, hi)), above, x)));
 }
 
 /* Index i (index-typed) of a dim of size n after padding: *ok false for a zero. */
@@ -302,13 +288,13 @@ static kir_expr *gs_index(lk *l, kir_block *b, kir_expr *i, int64_t n, int pad, 
 	*ok = NULL;
 	if (pad == GS_ZEROS) {
 		i = local(l, b, "ti", i);
-		*ok = local(l, b, "tok", AND(l, CMP(l, KIR_GE, i, I(l, 0)), CMP(l, KIR_LT, i, I(l, n))));
-		return MIN(l, MAX(l, i, I(l, 0)), I(l, n - 1));
+		*ok = local(l, b, "tok", AND(l->k, CMP(l->k, KIR_GE, i, I(l->k, 0)), CMP(l->k, KIR_LT, i, I(l->k, n))));
+		return MIN(l->k, MAX(l->k, i, I(l->k, 0)), I(l->k, n - 1));
 	}
-	if (pad == GS_BORDER) return local(l, b, "ti", MIN(l, MAX(l, i, I(l, 0)), I(l, n - 1)));
-	kir_expr *r = kir_e_unary(l->k, KIR_TRUNC, gs_reflect(l, b, CAST(l, TBC_DT_F64, CAST(l, TBC_DT_I64, i)), lo, hi));
+	if (pad == GS_BORDER) return local(l, b, "ti", MIN(l->k, MAX(l->k, i, I(l->k, 0)), I(l->k, n - 1)));
+	kir_expr *r = kir_e_unary(l->k, KIR_TRUNC, gs_reflect(l, b, CAST(l->k, TBC_DT_F64, CAST(l->k, TBC_DT_I64, i)), lo, hi));
 	/* r is within [lo, hi] (finite): the cast is safe. */
-	return local(l, b, "ti", MIN(l, MAX(l, CAST(l, KIR_INDEX, CAST(l, TBC_DT_I64, r)), I(l, 0)), I(l, n - 1)));
+	return local(l, b, "ti", MIN(l->k, MAX(l->k, CAST(l->k, KIR_INDEX, CAST(l->k, TBC_DT_I64, r)), I(l->k, 0)), I(l->k, n - 1)));
 }
 
 static kir_expr *cubic_w(lk *l, kir_expr *x, int t) {
@@ -317,16 +303,16 @@ static kir_expr *cubic_w(lk *l, kir_expr *x, int t) {
 	kir_expr *u;
 	switch (t) {
 	case 0:
-		u = FB(l, KIR_ADD, x, F(l, D, 1));
-		return FB(l, KIR_SUB, FB(l, KIR_MUL, FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A), u), F(l, D, 5 * A)), u), F(l, D, 8 * A)), u), F(l, D, 4 * A));
+		u = BIN(l->k, KIR_ADD, x, F(l->k, D, 1));
+		return BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, BIN(l->k, KIR_ADD, BIN(l->k, KIR_MUL, BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, F(l->k, D, A), u), F(l->k, D, 5 * A)), u), F(l->k, D, 8 * A)), u), F(l->k, D, 4 * A));
 	case 1:
-		return FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A + 2), x), F(l, D, A + 3)), x), x), F(l, D, 1));
+		return BIN(l->k, KIR_ADD, BIN(l->k, KIR_MUL, BIN(l->k, KIR_MUL, BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, F(l->k, D, A + 2), x), F(l->k, D, A + 3)), x), x), F(l->k, D, 1));
 	case 2:
-		u = FB(l, KIR_SUB, F(l, D, 1), x);
-		return FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A + 2), u), F(l, D, A + 3)), u), u), F(l, D, 1));
+		u = BIN(l->k, KIR_SUB, F(l->k, D, 1), x);
+		return BIN(l->k, KIR_ADD, BIN(l->k, KIR_MUL, BIN(l->k, KIR_MUL, BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, F(l->k, D, A + 2), u), F(l->k, D, A + 3)), u), u), F(l->k, D, 1));
 	default:
-		u = FB(l, KIR_SUB, F(l, D, 2), x);
-		return FB(l, KIR_SUB, FB(l, KIR_MUL, FB(l, KIR_ADD, FB(l, KIR_MUL, FB(l, KIR_SUB, FB(l, KIR_MUL, F(l, D, A), u), F(l, D, 5 * A)), u), F(l, D, 8 * A)), u), F(l, D, 4 * A));
+		u = BIN(l->k, KIR_SUB, F(l->k, D, 2), x);
+		return BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, BIN(l->k, KIR_ADD, BIN(l->k, KIR_MUL, BIN(l->k, KIR_SUB, BIN(l->k, KIR_MUL, F(l->k, D, A), u), F(l->k, D, 5 * A)), u), F(l->k, D, 8 * A)), u), F(l->k, D, 4 * A));
 	}
 }
 
@@ -368,36 +354,36 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 	for (int d = 0; d < r; d++) {
 		double lo = align ? 0.0 : -0.5, hi = align ? (double)dims[d] - 1.0 : (double)dims[d] - 0.5;
 		float len = (float)dims[d];
-		kir_expr *g = local(&l, &body, "g", CAST(&l, S, kir_e_load(k, grid, ADD(&l, MUL(&l, V(&l, p), I(&l, r)), I(&l, r - 1 - d)))));
-		kir_expr *v = align ? FB(&l, KIR_MUL, FB(&l, KIR_DIV, FB(&l, KIR_ADD, g, F(&l, S, 1)), F(&l, S, 2)), F(&l, S, len - 1.0f))
-				    : FB(&l, KIR_DIV, FB(&l, KIR_SUB, FB(&l, KIR_MUL, FB(&l, KIR_ADD, g, F(&l, S, 1)), F(&l, S, len)), F(&l, S, 1)), F(&l, S, 2));
+		kir_expr *g = local(&l, &body, "g", CAST(l.k, S, kir_e_load(k, grid, ADD(l.k, MUL(l.k, V(l.k, p), I(l.k, r)), I(l.k, r - 1 - d)))));
+		kir_expr *v = align ? BIN(l.k, KIR_MUL, BIN(l.k, KIR_DIV, BIN(l.k, KIR_ADD, g, F(l.k, S, 1)), F(l.k, S, 2)), F(l.k, S, len - 1.0f))
+				    : BIN(l.k, KIR_DIV, BIN(l.k, KIR_SUB, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, g, F(l.k, S, 1)), F(l.k, S, len)), F(l.k, S, 1)), F(l.k, S, 2));
 		if (mode == GS_NEAREST) v = kir_e_unary(k, KIR_ROUND_EVEN, v);
 		v = local(&l, &body, "v", v);
-		kir_expr *outside = kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, v, F(&l, S, (float)lo)), CMP(&l, KIR_GT, v, F(&l, S, (float)hi)));
+		kir_expr *outside = kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, v, F(l.k, S, (float)lo)), CMP(l.k, KIR_GT, v, F(l.k, S, (float)hi)));
 		if (pad == GS_BORDER)
-			v = local(&l, &body, "v", SEL(&l, outside, SEL(&l, CMP(&l, KIR_LT, v, F(&l, S, 0)), F(&l, S, 0), SEL(&l, CMP(&l, KIR_GT, v, F(&l, S, len - 1)), F(&l, S, len - 1), v)), v));
+			v = local(&l, &body, "v", SEL(l.k, outside, SEL(l.k, CMP(l.k, KIR_LT, v, F(l.k, S, 0)), F(l.k, S, 0), SEL(l.k, CMP(l.k, KIR_GT, v, F(l.k, S, len - 1)), F(l.k, S, len - 1), v)), v));
 		else if (pad == GS_REFLECTION)
-			v = local(&l, &body, "v", SEL(&l, outside, CAST(&l, S, gs_reflect(&l, &body, CAST(&l, D, v), lo, hi)), v));
-		kir_expr *pp = local(&l, &body, "pos", CAST(&l, D, v));
-		pp = local(&l, &body, "pos", SEL(&l, AND(&l, CMP(&l, KIR_GT, pp, F(&l, D, -1e15)), CMP(&l, KIR_LT, pp, F(&l, D, 1e15))), pp, F(&l, D, -1e15)));
+			v = local(&l, &body, "v", SEL(l.k, outside, CAST(l.k, S, gs_reflect(&l, &body, CAST(l.k, D, v), lo, hi)), v));
+		kir_expr *pp = local(&l, &body, "pos", CAST(l.k, D, v));
+		pp = local(&l, &body, "pos", SEL(l.k, AND(l.k, CMP(l.k, KIR_GT, pp, F(l.k, D, -1e15)), CMP(l.k, KIR_LT, pp, F(l.k, D, 1e15))), pp, F(l.k, D, -1e15)));
 		if (mode == GS_NEAREST) {
-			kir_expr *i = CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, kir_e_unary(k, KIR_TRUNC, pp)));
+			kir_expr *i = CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, kir_e_unary(k, KIR_TRUNC, pp)));
 			idx[d][0] = gs_index(&l, &body, i, dims[d], pad, lo, hi, &ok[d][0]);
 			wt[d][0] = NULL;
 			continue;
 		}
 		kir_expr *f = local(&l, &body, "fl", kir_e_unary(k, KIR_FLOOR, pp));
-		kir_expr *x0 = local(&l, &body, "x0", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, f)));
-		kir_expr *fr = local(&l, &body, "fr", kir_e_unary(k, KIR_ABS, FB(&l, KIR_SUB, pp, f)));
+		kir_expr *x0 = local(&l, &body, "x0", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
+		kir_expr *fr = local(&l, &body, "fr", kir_e_unary(k, KIR_ABS, BIN(l.k, KIR_SUB, pp, f)));
 		if (mode == GS_LINEAR) {
-			wt[d][0] = local(&l, &body, "w", FB(&l, KIR_SUB, F(&l, D, 1), fr));
+			wt[d][0] = local(&l, &body, "w", BIN(l.k, KIR_SUB, F(l.k, D, 1), fr));
 			wt[d][1] = fr;
-			for (int t = 0; t < 2; t++) idx[d][t] = gs_index(&l, &body, ADD(&l, x0, I(&l, t)), dims[d], pad, lo, hi, &ok[d][t]);
+			for (int t = 0; t < 2; t++) idx[d][t] = gs_index(&l, &body, ADD(l.k, x0, I(l.k, t)), dims[d], pad, lo, hi, &ok[d][t]);
 		} else {
-			kir_expr *fx = local(&l, &body, "fx", FB(&l, KIR_SUB, pp, f));
+			kir_expr *fx = local(&l, &body, "fx", BIN(l.k, KIR_SUB, pp, f));
 			for (int t = 0; t < 4; t++) {
 				wt[d][t] = local(&l, &body, "w", cubic_w(&l, fx, t));
-				idx[d][t] = gs_index(&l, &body, ADD(&l, x0, I(&l, t - 1)), dims[d], pad, lo, hi, &ok[d][t]);
+				idx[d][t] = gs_index(&l, &body, ADD(l.k, x0, I(l.k, t - 1)), dims[d], pad, lo, hi, &ok[d][t]);
 			}
 		}
 	}
@@ -406,14 +392,14 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 	for (int d = 0; d < r; d++) corners *= taps;
 	kir_expr *cw[64], *cok[64], *coff[64];
 	for (int64_t q = 0; q < corners; q++) {
-		kir_expr *w = NULL, *vk = NULL, *off = I(&l, 0);
+		kir_expr *w = NULL, *vk = NULL, *off = I(l.k, 0);
 		int64_t rem = q, stride = 1;
 		for (int d = r - 1; d >= 0; d--) {
 			int t = (int)(rem % taps);
 			rem /= taps;
-			if (wt[d][t]) w = w ? FB(&l, KIR_MUL, w, wt[d][t]) : wt[d][t];
-			if (ok[d][t]) vk = vk ? AND(&l, vk, ok[d][t]) : ok[d][t];
-			off = ADD(&l, off, MUL(&l, idx[d][t], I(&l, stride)));
+			if (wt[d][t]) w = w ? BIN(l.k, KIR_MUL, w, wt[d][t]) : wt[d][t];
+			if (ok[d][t]) vk = vk ? AND(l.k, vk, ok[d][t]) : ok[d][t];
+			off = ADD(l.k, off, MUL(l.k, idx[d][t], I(l.k, stride)));
 			stride *= dims[d];
 		}
 		/* the interpreter multiplies weights from dim r-1 down: w = 1 * w[r-1] * ... */
@@ -422,20 +408,20 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 		coff[q] = local(&l, &body, "coff", off);
 	}
 	kir_block ch = {0};
-	kir_expr *n = DIV(&l, V(&l, p), I(&l, osz)), *ol = MOD(&l, V(&l, p), I(&l, osz));
-	kir_expr *nc = local(&l, &ch, "nc", ADD(&l, MUL(&l, n, I(&l, C)), V(&l, c)));
-	kir_expr *base = local(&l, &ch, "base", MUL(&l, nc, I(&l, isz)));
-	kir_block_add(k, &ch, kir_s_set(k, acc, F(&l, D, 0)));
+	kir_expr *n = DIV(l.k, V(l.k, p), I(l.k, osz)), *ol = MOD(l.k, V(l.k, p), I(l.k, osz));
+	kir_expr *nc = local(&l, &ch, "nc", ADD(l.k, MUL(l.k, n, I(l.k, C)), V(l.k, c)));
+	kir_expr *base = local(&l, &ch, "base", MUL(l.k, nc, I(l.k, isz)));
+	kir_block_add(k, &ch, kir_s_set(k, acc, F(l.k, D, 0)));
 	for (int64_t q = 0; q < corners; q++) {
-		kir_expr *v = CAST(&l, D, kir_e_load(k, x, ADD(&l, base, coff[q])));
-		if (cw[q]) v = FB(&l, KIR_MUL, cw[q], v);
-		kir_expr *sum = FB(&l, KIR_ADD, V(&l, acc), v);
-		kir_block_add(k, &ch, kir_s_set(k, acc, cok[q] ? SEL(&l, cok[q], sum, V(&l, acc)) : sum));
+		kir_expr *v = CAST(l.k, D, kir_e_load(k, x, ADD(l.k, base, coff[q])));
+		if (cw[q]) v = BIN(l.k, KIR_MUL, cw[q], v);
+		kir_expr *sum = BIN(l.k, KIR_ADD, V(l.k, acc), v);
+		kir_block_add(k, &ch, kir_s_set(k, acc, cok[q] ? SEL(l.k, cok[q], sum, V(l.k, acc)) : sum));
 	}
-	kir_block_add(k, &ch, kir_s_store(k, y, ADD(&l, MUL(&l, nc, I(&l, osz)), ol), CAST(&l, yt->dtype, V(&l, acc))));
-	kir_block_add(k, &body, kir_s_for(k, c, I(&l, 0), I(&l, C), 1, KIR_LOOP_SEQUENTIAL, ch.first));
-	kir_expr *pts = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, osz));
-	return failed(lk_end(&l, kir_s_for(k, p, I(&l, 0), pts, 1, KIR_LOOP_PARALLEL, body.first)));
+	kir_block_add(k, &ch, kir_s_store(k, y, ADD(l.k, MUL(l.k, nc, I(l.k, osz)), ol), CAST(l.k, yt->dtype, V(l.k, acc))));
+	kir_block_add(k, &body, kir_s_for(k, c, I(l.k, 0), I(l.k, C), 1, KIR_LOOP_SEQUENTIAL, ch.first));
+	kir_expr *pts = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, osz));
+	return failed(lk_end(&l, kir_s_for(k, p, I(l.k, 0), pts, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- RoiAlign ------------------------------------------------------------------*/
@@ -466,97 +452,97 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 	const tbc_dtype R = rt->dtype == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32, D = TBC_DT_F64;
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *r = local(&l, &body, "r", DIV(&l, V(&l, pl), I(&l, C))), *c = local(&l, &body, "c", MOD(&l, V(&l, pl), I(&l, C)));
-	kir_expr *b = local(&l, &body, "b", CAST(&l, KIR_INDEX, kir_e_load(k, bi, r)));
-	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(&l, KIR_LT, b, I(&l, 0)), CMP(&l, KIR_GE, b, I(&l, N))),
+	kir_expr *r = local(&l, &body, "r", DIV(l.k, V(l.k, pl), I(l.k, C))), *c = local(&l, &body, "c", MOD(l.k, V(l.k, pl), I(l.k, C)));
+	kir_expr *b = local(&l, &body, "b", CAST(l.k, KIR_INDEX, kir_e_load(k, bi, r)));
+	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, b, I(l.k, 0)), CMP(l.k, KIR_GE, b, I(l.k, N))),
 					    "RoiAlign: a batch index is out of range"));
 	kir_expr *co[4];
 	for (int i = 0; i < 4; i++) {
-		kir_expr *v = FB(&l, KIR_MUL, CAST(&l, R, kir_e_load(k, rois, ADD(&l, MUL(&l, r, I(&l, 4)), I(&l, i)))), F(&l, R, scale));
-		co[i] = local(&l, &body, "co", FB(&l, KIR_SUB, v, F(&l, R, half_pixel ? 0.5 : 0.0)));
+		kir_expr *v = BIN(l.k, KIR_MUL, CAST(l.k, R, kir_e_load(k, rois, ADD(l.k, MUL(l.k, r, I(l.k, 4)), I(l.k, i)))), F(l.k, R, scale));
+		co[i] = local(&l, &body, "co", BIN(l.k, KIR_SUB, v, F(l.k, R, half_pixel ? 0.5 : 0.0)));
 	}
 	kir_expr *sw = co[0], *sh = co[1];
-	kir_expr *rw = FB(&l, KIR_SUB, co[2], co[0]), *rh = FB(&l, KIR_SUB, co[3], co[1]);
-	if (!half_pixel) rw = FB(&l, KIR_MAX, rw, F(&l, R, 1)), rh = FB(&l, KIR_MAX, rh, F(&l, R, 1));
+	kir_expr *rw = BIN(l.k, KIR_SUB, co[2], co[0]), *rh = BIN(l.k, KIR_SUB, co[3], co[1]);
+	if (!half_pixel) rw = BIN(l.k, KIR_MAX, rw, F(l.k, R, 1)), rh = BIN(l.k, KIR_MAX, rh, F(l.k, R, 1));
 	rw = local(&l, &body, "rw", rw);
 	rh = local(&l, &body, "rh", rh);
-	kir_expr *bh = local(&l, &body, "bh", FB(&l, KIR_DIV, rh, F(&l, R, (double)PH)));
-	kir_expr *bw = local(&l, &body, "bw", FB(&l, KIR_DIV, rw, F(&l, R, (double)PW)));
+	kir_expr *bh = local(&l, &body, "bh", BIN(l.k, KIR_DIV, rh, F(l.k, R, (double)PH)));
+	kir_expr *bw = local(&l, &body, "bw", BIN(l.k, KIR_DIV, rw, F(l.k, R, (double)PW)));
 	kir_expr *gh, *gw, *ghf, *gwf;
 	if (ratio > 0) {
-		gh = gw = I(&l, ratio);
-		ghf = gwf = F(&l, R, (double)ratio);
+		gh = gw = I(l.k, ratio);
+		ghf = gwf = F(l.k, R, (double)ratio);
 	} else {
-		kir_expr *ghd = local(&l, &body, "ghd", CAST(&l, D, kir_e_unary(k, KIR_CEIL, bh)));
-		kir_expr *gwd = local(&l, &body, "gwd", CAST(&l, D, kir_e_unary(k, KIR_CEIL, bw)));
-		kir_expr *good = AND(&l, AND(&l, CMP(&l, KIR_GE, ghd, F(&l, D, 0)), CMP(&l, KIR_LT, ghd, F(&l, D, 1e6))),
-				     AND(&l, CMP(&l, KIR_GE, gwd, F(&l, D, 0)), CMP(&l, KIR_LT, gwd, F(&l, D, 1e6))));
+		kir_expr *ghd = local(&l, &body, "ghd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bh)));
+		kir_expr *gwd = local(&l, &body, "gwd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bw)));
+		kir_expr *good = AND(l.k, AND(l.k, CMP(l.k, KIR_GE, ghd, F(l.k, D, 0)), CMP(l.k, KIR_LT, ghd, F(l.k, D, 1e6))),
+				     AND(l.k, CMP(l.k, KIR_GE, gwd, F(l.k, D, 0)), CMP(l.k, KIR_LT, gwd, F(l.k, D, 1e6))));
 		kir_block_add(k, &body, kir_s_error(k, kir_e_unary(k, KIR_NOT, good), "RoiAlign: a roi is too large or not finite"));
-		gh = local(&l, &body, "gh", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, SEL(&l, good, ghd, F(&l, D, 0)))));
-		gw = local(&l, &body, "gw", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, SEL(&l, good, gwd, F(&l, D, 0)))));
-		kir_block_add(k, &body, kir_s_error(k, CMP(&l, KIR_GT, MUL(&l, gh, gw), I(&l, (int64_t)1 << 24)),
+		gh = local(&l, &body, "gh", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, ghd, F(l.k, D, 0)))));
+		gw = local(&l, &body, "gw", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, gwd, F(l.k, D, 0)))));
+		kir_block_add(k, &body, kir_s_error(k, CMP(l.k, KIR_GT, MUL(l.k, gh, gw), I(l.k, (int64_t)1 << 24)),
 						    "RoiAlign: a roi needs more than 2^24 samples per bin"));
-		ghf = CAST(&l, R, CAST(&l, TBC_DT_I64, gh));
-		gwf = CAST(&l, R, CAST(&l, TBC_DT_I64, gw));
+		ghf = CAST(l.k, R, CAST(l.k, TBC_DT_I64, gh));
+		gwf = CAST(l.k, R, CAST(l.k, TBC_DT_I64, gw));
 		ghf = local(&l, &body, "ghf", ghf);
 		gwf = local(&l, &body, "gwf", gwf);
 	}
-	kir_expr *count = local(&l, &body, "count", CAST(&l, D, CAST(&l, TBC_DT_I64, MAX(&l, MUL(&l, gh, gw), I(&l, 1)))));
-	kir_expr *plane = local(&l, &body, "plane", MUL(&l, ADD(&l, MUL(&l, b, I(&l, C)), c), I(&l, H * W)));
+	kir_expr *count = local(&l, &body, "count", CAST(l.k, D, CAST(l.k, TBC_DT_I64, MAX(l.k, MUL(l.k, gh, gw), I(l.k, 1)))));
+	kir_expr *plane = local(&l, &body, "plane", MUL(l.k, ADD(l.k, MUL(l.k, b, I(l.k, C)), c), I(l.k, H * W)));
 	kir_var *ph = kir_var_new(k, "ph", KIR_INDEX), *pw = kir_var_new(k, "pw", KIR_INDEX);
 	kir_var *iy = kir_var_new(k, "iy", KIR_INDEX), *ix = kir_var_new(k, "ix", KIR_INDEX);
 	kir_var *acc = kir_var_new(k, "acc", D), *have = kir_var_new(k, "have", TBC_DT_BOOL);
 	kir_block bin = {0}, row = {0}, smp = {0};
-	kir_block_add(k, &bin, kir_s_set(k, acc, F(&l, D, 0)));
+	kir_block_add(k, &bin, kir_s_set(k, acc, F(l.k, D, 0)));
 	kir_block_add(k, &bin, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 0)));
-	kir_expr *ry = FB(&l, KIR_ADD, sh, FB(&l, KIR_MUL, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, ph))), bh));
-	kir_expr *yy = local(&l, &row, "yy", FB(&l, KIR_ADD, ry, FB(&l, KIR_DIV, FB(&l, KIR_MUL, FB(&l, KIR_ADD, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, iy))), F(&l, R, 0.5)), bh), ghf)));
-	kir_expr *rx = FB(&l, KIR_ADD, sw, FB(&l, KIR_MUL, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, pw))), bw));
-	kir_expr *xx = local(&l, &smp, "xx", FB(&l, KIR_ADD, rx, FB(&l, KIR_DIV, FB(&l, KIR_MUL, FB(&l, KIR_ADD, CAST(&l, R, CAST(&l, TBC_DT_I64, V(&l, ix))), F(&l, R, 0.5)), bw), gwf)));
-	kir_expr *inside = local(&l, &smp, "inside", AND(&l, AND(&l, CMP(&l, KIR_GE, yy, F(&l, R, -1)), CMP(&l, KIR_LE, yy, F(&l, R, (double)H))),
-							 AND(&l, CMP(&l, KIR_GE, xx, F(&l, R, -1)), CMP(&l, KIR_LE, xx, F(&l, R, (double)W)))));
+	kir_expr *ry = BIN(l.k, KIR_ADD, sh, BIN(l.k, KIR_MUL, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, ph))), bh));
+	kir_expr *yy = local(&l, &row, "yy", BIN(l.k, KIR_ADD, ry, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, iy))), F(l.k, R, 0.5)), bh), ghf)));
+	kir_expr *rx = BIN(l.k, KIR_ADD, sw, BIN(l.k, KIR_MUL, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, pw))), bw));
+	kir_expr *xx = local(&l, &smp, "xx", BIN(l.k, KIR_ADD, rx, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, ix))), F(l.k, R, 0.5)), bw), gwf)));
+	kir_expr *inside = local(&l, &smp, "inside", AND(l.k, AND(l.k, CMP(l.k, KIR_GE, yy, F(l.k, R, -1)), CMP(l.k, KIR_LE, yy, F(l.k, R, (double)H))),
+							 AND(l.k, CMP(l.k, KIR_GE, xx, F(l.k, R, -1)), CMP(l.k, KIR_LE, xx, F(l.k, R, (double)W)))));
 	kir_expr *lerp[2][4]; /* per axis (y, x): low index, high index, low weight, high weight */
 	kir_expr *pos[2] = {yy, xx};
 	int64_t ext[2] = {H, W};
 	for (int a = 0; a < 2; a++) {
-		kir_expr *v = local(&l, &smp, "pv", SEL(&l, inside, FB(&l, KIR_MAX, pos[a], F(&l, R, 0)), F(&l, R, 0)));
-		kir_expr *lo = local(&l, &smp, "lo", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, v)));
-		kir_expr *edge = local(&l, &smp, "edge", CMP(&l, KIR_GE, lo, I(&l, ext[a] - 1)));
-		kir_expr *lo2 = local(&l, &smp, "lo", SEL(&l, edge, I(&l, ext[a] - 1), lo));
-		kir_expr *hi = SEL(&l, edge, I(&l, ext[a] - 1), ADD(&l, lo, I(&l, 1)));
-		v = SEL(&l, edge, CAST(&l, R, CAST(&l, TBC_DT_I64, lo2)), v);
-		kir_expr *lw = local(&l, &smp, "lw", FB(&l, KIR_SUB, v, CAST(&l, R, CAST(&l, TBC_DT_I64, lo2))));
-		kir_expr *hw = local(&l, &smp, "hw", FB(&l, KIR_SUB, F(&l, R, 1), lw));
-		lerp[a][0] = MIN(&l, MAX(&l, lo2, I(&l, 0)), I(&l, ext[a] - 1));
-		lerp[a][1] = MIN(&l, MAX(&l, hi, I(&l, 0)), I(&l, ext[a] - 1));
-		lerp[a][2] = CAST(&l, D, hw);
-		lerp[a][3] = CAST(&l, D, lw);
+		kir_expr *v = local(&l, &smp, "pv", SEL(l.k, inside, BIN(l.k, KIR_MAX, pos[a], F(l.k, R, 0)), F(l.k, R, 0)));
+		kir_expr *lo = local(&l, &smp, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, v)));
+		kir_expr *edge = local(&l, &smp, "edge", CMP(l.k, KIR_GE, lo, I(l.k, ext[a] - 1)));
+		kir_expr *lo2 = local(&l, &smp, "lo", SEL(l.k, edge, I(l.k, ext[a] - 1), lo));
+		kir_expr *hi = SEL(l.k, edge, I(l.k, ext[a] - 1), ADD(l.k, lo, I(l.k, 1)));
+		v = SEL(l.k, edge, CAST(l.k, R, CAST(l.k, TBC_DT_I64, lo2)), v);
+		kir_expr *lw = local(&l, &smp, "lw", BIN(l.k, KIR_SUB, v, CAST(l.k, R, CAST(l.k, TBC_DT_I64, lo2))));
+		kir_expr *hw = local(&l, &smp, "hw", BIN(l.k, KIR_SUB, F(l.k, R, 1), lw));
+		lerp[a][0] = MIN(l.k, MAX(l.k, lo2, I(l.k, 0)), I(l.k, ext[a] - 1));
+		lerp[a][1] = MIN(l.k, MAX(l.k, hi, I(l.k, 0)), I(l.k, ext[a] - 1));
+		lerp[a][2] = CAST(l.k, D, hw);
+		lerp[a][3] = CAST(l.k, D, lw);
 	}
 	kir_expr *vs[4];
 	for (int q = 0; q < 4; q++) {
 		int qy = q >> 1, qx = q & 1;
-		kir_expr *at = ADD(&l, plane, ADD(&l, MUL(&l, lerp[0][qy], I(&l, W)), lerp[1][qx]));
-		kir_expr *v = FB(&l, KIR_MUL, FB(&l, KIR_MUL, lerp[0][2 + qy], lerp[1][2 + qx]), CAST(&l, D, kir_e_load(k, x, at)));
-		vs[q] = local(&l, &smp, "v", SEL(&l, inside, v, F(&l, D, 0)));
+		kir_expr *at = ADD(l.k, plane, ADD(l.k, MUL(l.k, lerp[0][qy], I(l.k, W)), lerp[1][qx]));
+		kir_expr *v = BIN(l.k, KIR_MUL, BIN(l.k, KIR_MUL, lerp[0][2 + qy], lerp[1][2 + qx]), CAST(l.k, D, kir_e_load(k, x, at)));
+		vs[q] = local(&l, &smp, "v", SEL(l.k, inside, v, F(l.k, D, 0)));
 	}
 	if (!max_mode) {
-		kir_block_add(k, &smp, kir_s_set(k, acc, FB(&l, KIR_ADD, V(&l, acc), FB(&l, KIR_ADD, FB(&l, KIR_ADD, FB(&l, KIR_ADD, vs[0], vs[1]), vs[2]), vs[3]))));
+		kir_block_add(k, &smp, kir_s_set(k, acc, BIN(l.k, KIR_ADD, V(l.k, acc), BIN(l.k, KIR_ADD, BIN(l.k, KIR_ADD, BIN(l.k, KIR_ADD, vs[0], vs[1]), vs[2]), vs[3]))));
 	} else {
-		kir_expr *m = FB(&l, KIR_MAX, FB(&l, KIR_MAX, vs[0], vs[1]), FB(&l, KIR_MAX, vs[2], vs[3]));
+		kir_expr *m = BIN(l.k, KIR_MAX, BIN(l.k, KIR_MAX, vs[0], vs[1]), BIN(l.k, KIR_MAX, vs[2], vs[3]));
 		kir_expr *mv = local(&l, &smp, "m", m);
-		kir_block_add(k, &smp, kir_s_set(k, acc, SEL(&l, V(&l, have), FB(&l, KIR_MAX, V(&l, acc), mv), mv)));
+		kir_block_add(k, &smp, kir_s_set(k, acc, SEL(l.k, V(l.k, have), BIN(l.k, KIR_MAX, V(l.k, acc), mv), mv)));
 		kir_block_add(k, &smp, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 1)));
 	}
-	kir_block_add(k, &row, kir_s_for(k, ix, I(&l, 0), gw, 1, KIR_LOOP_SEQUENTIAL, smp.first));
-	kir_block_add(k, &bin, kir_s_for(k, iy, I(&l, 0), gh, 1, KIR_LOOP_SEQUENTIAL, row.first));
-	kir_expr *res = max_mode ? V(&l, acc) : FB(&l, KIR_DIV, V(&l, acc), count);
-	kir_expr *at = ADD(&l, MUL(&l, ADD(&l, MUL(&l, V(&l, pl), I(&l, PH)), V(&l, ph)), I(&l, PW)), V(&l, pw));
-	kir_block_add(k, &bin, kir_s_store(k, y, at, CAST(&l, yt->dtype, res)));
-	kir_stmt *bins = kir_s_for(k, ph, I(&l, 0), I(&l, PH), 1, KIR_LOOP_SEQUENTIAL,
-				   kir_s_for(k, pw, I(&l, 0), I(&l, PW), 1, KIR_LOOP_SEQUENTIAL, bin.first));
+	kir_block_add(k, &row, kir_s_for(k, ix, I(l.k, 0), gw, 1, KIR_LOOP_SEQUENTIAL, smp.first));
+	kir_block_add(k, &bin, kir_s_for(k, iy, I(l.k, 0), gh, 1, KIR_LOOP_SEQUENTIAL, row.first));
+	kir_expr *res = max_mode ? V(l.k, acc) : BIN(l.k, KIR_DIV, V(l.k, acc), count);
+	kir_expr *at = ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, PH)), V(l.k, ph)), I(l.k, PW)), V(l.k, pw));
+	kir_block_add(k, &bin, kir_s_store(k, y, at, CAST(l.k, yt->dtype, res)));
+	kir_stmt *bins = kir_s_for(k, ph, I(l.k, 0), I(l.k, PH), 1, KIR_LOOP_SEQUENTIAL,
+				   kir_s_for(k, pw, I(l.k, 0), I(l.k, PW), 1, KIR_LOOP_SEQUENTIAL, bin.first));
 	kir_block_add(k, &body, bins);
-	kir_expr *planes = MUL(&l, lk_dim(&l, rt->dims[0]), I(&l, C));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(&l, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+	kir_expr *planes = MUL(l.k, lk_dim(&l, rt->dims[0]), I(l.k, C));
+	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- DeformConv ------------------------------------------------------------------
@@ -573,9 +559,9 @@ typedef struct dconv_cx {
 static kir_expr *dconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	dconv_cx *c = ctx;
 	switch (which) {
-	case 0: return c->G == 1 ? NULL : MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg * c->Kg));
-	case 1: return MUL(l, batch, I(l, c->Kg * c->P));
-	default: return MUL(l, batch, I(l, c->Mg * c->P));
+	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
+	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
+	default: return MUL(l->k, batch, I(l->k, c->Mg * c->P));
 	}
 }
 
@@ -583,10 +569,10 @@ static kir_expr *dconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir
 	(void)col;
 	dconv_cx *c = ctx;
 	if (c->bias) {
-		kir_expr *m = c->G == 1 ? row : ADD(l, MUL(l, MOD(l, batch, I(l, c->G)), I(l, c->Mg)), row);
-		acc = FB(l, KIR_ADD, acc, CAST(l, c->ct, kir_e_load(l->k, c->bias, m)));
+		kir_expr *m = c->G == 1 ? row : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), row);
+		acc = BIN(l->k, KIR_ADD, acc, CAST(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
 	}
-	return CAST(l, c->yt, acc);
+	return CAST(l->k, c->yt, acc);
 }
 
 static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
@@ -639,62 +625,62 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 		const tbc_dtype D = TBC_DT_F64;
 		kir_var *rv = kir_var_new(k, "r", KIR_INDEX), *ol = kir_var_new(k, "ol", KIR_INDEX);
 		kir_block row = {0}, pt = {0};
-		kir_expr *ng = local(&l, &row, "ng", DIV(&l, V(&l, rv), I(&l, c.Kg)));
-		kir_expr *kk = local(&l, &row, "kk", MOD(&l, V(&l, rv), I(&l, c.Kg)));
-		kir_expr *n = local(&l, &row, "n", DIV(&l, ng, I(&l, c.G)));
-		kir_expr *ch = local(&l, &row, "ch", ADD(&l, MUL(&l, MOD(&l, ng, I(&l, c.G)), I(&l, Cg)), DIV(&l, kk, I(&l, KS))));
-		kir_expr *kl = local(&l, &row, "kl", MOD(&l, kk, I(&l, KS)));
-		kir_expr *og = DIV(&l, ch, I(&l, Cog));
-		kir_expr *tap = local(&l, &row, "tap", ADD(&l, MUL(&l, ADD(&l, MUL(&l, n, I(&l, OG)), og), I(&l, KS)), kl));
-		kir_expr *plane = local(&l, &row, "plane", MUL(&l, ADD(&l, MUL(&l, n, I(&l, C)), ch), I(&l, isz)));
+		kir_expr *ng = local(&l, &row, "ng", DIV(l.k, V(l.k, rv), I(l.k, c.Kg)));
+		kir_expr *kk = local(&l, &row, "kk", MOD(l.k, V(l.k, rv), I(l.k, c.Kg)));
+		kir_expr *n = local(&l, &row, "n", DIV(l.k, ng, I(l.k, c.G)));
+		kir_expr *ch = local(&l, &row, "ch", ADD(l.k, MUL(l.k, MOD(l.k, ng, I(l.k, c.G)), I(l.k, Cg)), DIV(l.k, kk, I(l.k, KS))));
+		kir_expr *kl = local(&l, &row, "kl", MOD(l.k, kk, I(l.k, KS)));
+		kir_expr *og = DIV(l.k, ch, I(l.k, Cog));
+		kir_expr *tap = local(&l, &row, "tap", ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, OG)), og), I(l.k, KS)), kl));
+		kir_expr *plane = local(&l, &row, "plane", MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), ch), I(l.k, isz)));
 		kir_expr *kd[CONV_MAX_SPATIAL], *od[CONV_MAX_SPATIAL];
 		kir_expr *rem = kl;
 		for (int d = nsp - 1; d >= 0; d--) {
-			kd[d] = local(&l, &row, "kd", MOD(&l, rem, I(&l, g.kernel[d])));
-			rem = DIV(&l, rem, I(&l, g.kernel[d]));
+			kd[d] = local(&l, &row, "kd", MOD(l.k, rem, I(l.k, g.kernel[d])));
+			rem = DIV(l.k, rem, I(l.k, g.kernel[d]));
 		}
-		rem = V(&l, ol);
+		rem = V(l.k, ol);
 		for (int d = nsp - 1; d >= 0; d--) {
-			od[d] = local(&l, &pt, "od", MOD(&l, rem, I(&l, g.out[d])));
-			rem = DIV(&l, rem, I(&l, g.out[d]));
+			od[d] = local(&l, &pt, "od", MOD(l.k, rem, I(l.k, g.out[d])));
+			rem = DIV(l.k, rem, I(l.k, g.out[d]));
 		}
 		kir_expr *lo[CONV_MAX_SPATIAL], *fr[CONV_MAX_SPATIAL], *near = NULL;
 		for (int d = 0; d < nsp; d++) {
-			kir_expr *base = ADD(&l, SUB(&l, MUL(&l, od[d], I(&l, g.stride[d])), I(&l, g.pad_begin[d])), MUL(&l, kd[d], I(&l, g.dil[d])));
-			kir_expr *at = ADD(&l, MUL(&l, ADD(&l, MUL(&l, tap, I(&l, nsp)), I(&l, d)), I(&l, c.P)), V(&l, ol));
-			kir_expr *pos = local(&l, &pt, "pos", FB(&l, KIR_ADD, CAST(&l, D, CAST(&l, TBC_DT_I64, base)), CAST(&l, D, kir_e_load(k, off, at))));
-			kir_expr *ok = AND(&l, CMP(&l, KIR_GT, pos, F(&l, D, -2.0)), CMP(&l, KIR_LT, pos, F(&l, D, (double)g.in[d] + 1.0)));
-			near = near ? AND(&l, near, ok) : ok;
-			pos = local(&l, &pt, "pos", SEL(&l, ok, pos, F(&l, D, 0))); /* keeps the cast below defined */
+			kir_expr *base = ADD(l.k, SUB(l.k, MUL(l.k, od[d], I(l.k, g.stride[d])), I(l.k, g.pad_begin[d])), MUL(l.k, kd[d], I(l.k, g.dil[d])));
+			kir_expr *at = ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, tap, I(l.k, nsp)), I(l.k, d)), I(l.k, c.P)), V(l.k, ol));
+			kir_expr *pos = local(&l, &pt, "pos", BIN(l.k, KIR_ADD, CAST(l.k, D, CAST(l.k, TBC_DT_I64, base)), CAST(l.k, D, kir_e_load(k, off, at))));
+			kir_expr *ok = AND(l.k, CMP(l.k, KIR_GT, pos, F(l.k, D, -2.0)), CMP(l.k, KIR_LT, pos, F(l.k, D, (double)g.in[d] + 1.0)));
+			near = near ? AND(l.k, near, ok) : ok;
+			pos = local(&l, &pt, "pos", SEL(l.k, ok, pos, F(l.k, D, 0))); /* keeps the cast below defined */
 			kir_expr *f = local(&l, &pt, "f", kir_e_unary(k, KIR_FLOOR, pos));
-			lo[d] = local(&l, &pt, "lo", CAST(&l, KIR_INDEX, CAST(&l, TBC_DT_I64, f)));
-			fr[d] = local(&l, &pt, "fr", FB(&l, KIR_SUB, pos, f));
+			lo[d] = local(&l, &pt, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
+			fr[d] = local(&l, &pt, "fr", BIN(l.k, KIR_SUB, pos, f));
 		}
 		near = local(&l, &pt, "near", near);
 		kir_var *acc = kir_var_new(k, "acc", D);
-		kir_block_add(k, &pt, kir_s_set(k, acc, F(&l, D, 0)));
+		kir_block_add(k, &pt, kir_s_set(k, acc, F(l.k, D, 0)));
 		for (unsigned corner = 0; corner < (1u << nsp); corner++) {
-			kir_expr *w = NULL, *inside = NULL, *il = I(&l, 0);
+			kir_expr *w = NULL, *inside = NULL, *il = I(l.k, 0);
 			for (int d = 0; d < nsp; d++) {
 				unsigned bit = (corner >> (nsp - 1 - d)) & 1u;
-				kir_expr *i = bit ? ADD(&l, lo[d], I(&l, 1)) : lo[d];
-				kir_expr *wd = bit ? fr[d] : FB(&l, KIR_SUB, F(&l, D, 1), fr[d]);
-				w = w ? FB(&l, KIR_MUL, w, wd) : FB(&l, KIR_MUL, F(&l, D, 1), wd);
-				kir_expr *ok = AND(&l, CMP(&l, KIR_GE, i, I(&l, 0)), CMP(&l, KIR_LT, i, I(&l, g.in[d])));
-				inside = inside ? AND(&l, inside, ok) : ok;
-				il = ADD(&l, MUL(&l, il, I(&l, g.in[d])), MIN(&l, MAX(&l, i, I(&l, 0)), I(&l, g.in[d] - 1)));
+				kir_expr *i = bit ? ADD(l.k, lo[d], I(l.k, 1)) : lo[d];
+				kir_expr *wd = bit ? fr[d] : BIN(l.k, KIR_SUB, F(l.k, D, 1), fr[d]);
+				w = w ? BIN(l.k, KIR_MUL, w, wd) : BIN(l.k, KIR_MUL, F(l.k, D, 1), wd);
+				kir_expr *ok = AND(l.k, CMP(l.k, KIR_GE, i, I(l.k, 0)), CMP(l.k, KIR_LT, i, I(l.k, g.in[d])));
+				inside = inside ? AND(l.k, inside, ok) : ok;
+				il = ADD(l.k, MUL(l.k, il, I(l.k, g.in[d])), MIN(l.k, MAX(l.k, i, I(l.k, 0)), I(l.k, g.in[d] - 1)));
 			}
 			kir_expr *wv2 = local(&l, &pt, "w", w);
-			kir_expr *use = AND(&l, AND(&l, near, inside), CMP(&l, KIR_NE, wv2, F(&l, D, 0)));
-			kir_expr *sum = FB(&l, KIR_ADD, V(&l, acc), FB(&l, KIR_MUL, wv2, CAST(&l, D, kir_e_load(k, x, ADD(&l, plane, il)))));
-			kir_block_add(k, &pt, kir_s_set(k, acc, SEL(&l, use, sum, V(&l, acc))));
+			kir_expr *use = AND(l.k, AND(l.k, near, inside), CMP(l.k, KIR_NE, wv2, F(l.k, D, 0)));
+			kir_expr *sum = BIN(l.k, KIR_ADD, V(l.k, acc), BIN(l.k, KIR_MUL, wv2, CAST(l.k, D, kir_e_load(k, x, ADD(l.k, plane, il)))));
+			kir_block_add(k, &pt, kir_s_set(k, acc, SEL(l.k, use, sum, V(l.k, acc))));
 		}
-		kir_expr *v = V(&l, acc);
-		if (mask) v = FB(&l, KIR_MUL, CAST(&l, D, kir_e_load(k, mask, ADD(&l, MUL(&l, tap, I(&l, c.P)), V(&l, ol)))), v);
-		kir_block_add(k, &pt, kir_s_store(k, col, ADD(&l, MUL(&l, V(&l, rv), I(&l, c.P)), V(&l, ol)), CAST(&l, c.ct, v)));
-		kir_block_add(k, &row, kir_s_for(k, ol, I(&l, 0), I(&l, c.P), 1, KIR_LOOP_SEQUENTIAL, pt.first));
-		kir_expr *rows = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G * c.Kg));
-		if (!lk_end(&l, kir_s_for(k, rv, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
+		kir_expr *v = V(l.k, acc);
+		if (mask) v = BIN(l.k, KIR_MUL, CAST(l.k, D, kir_e_load(k, mask, ADD(l.k, MUL(l.k, tap, I(l.k, c.P)), V(l.k, ol)))), v);
+		kir_block_add(k, &pt, kir_s_store(k, col, ADD(l.k, MUL(l.k, V(l.k, rv), I(l.k, c.P)), V(l.k, ol)), CAST(l.k, c.ct, v)));
+		kir_block_add(k, &row, kir_s_for(k, ol, I(l.k, 0), I(l.k, c.P), 1, KIR_LOOP_SEQUENTIAL, pt.first));
+		kir_expr *rows = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G * c.Kg));
+		if (!lk_end(&l, kir_s_for(k, rv, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
 	}
 	lk l;
 	if (!lk_begin(&l, cx, "deformconv")) return LOWER_FAILED;
@@ -704,11 +690,11 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	s.y.buf = lk_buf(&l, yb);
 	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(&l, c.Mg), s.N = I(&l, c.P), s.K = I(&l, c.Kg);
-	s.NB = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, c.G));
-	s.a.rs = I(&l, c.Kg), s.a.cs = I(&l, 1);
-	s.b.rs = I(&l, c.P), s.b.cs = I(&l, 1);
-	s.y.rs = I(&l, c.P), s.y.cs = I(&l, 1);
+	s.M = I(l.k, c.Mg), s.N = I(l.k, c.P), s.K = I(l.k, c.Kg);
+	s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G));
+	s.a.rs = I(l.k, c.Kg), s.a.cs = I(l.k, 1);
+	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
+	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
 	s.ctx = &c;
 	s.base = dconv_base;
 	s.epi = dconv_epi;

@@ -22,20 +22,12 @@
 
 #include "codegen/lower/lower_data.h"
 #include "codegen/lower/lower_dyn.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/conv_util.h"
 #include "ir/kernels/data.h"
 
 /* ---- Shape kernels (codegen/lower/lower_dyn.h) -----------------------------------------*/
-static kir_expr *I(shk *s, int64_t v) { return kir_e_index(s->k, v); }
-static kir_expr *ADD(shk *s, kir_expr *a, kir_expr *b) { return kir_e_add(s->k, a, b); }
-static kir_expr *SUB(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_SUB, a, b); }
-static kir_expr *CMP(shk *s, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(s->k, c, a, b); }
-static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(s->k, c, a, b); }
-static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
-static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
-static kir_expr *MIN(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MIN, a, b); }
-static kir_expr *MAX(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_MAX, a, b); }
-static kir_expr *CLAMP(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi) { return MAX(s, MIN(s, v, hi), lo); }
+static kir_expr *CLAMP(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi) { return MAX(s->k, MIN(s->k, v, hi), lo); }
 
 /* A run-time parameter of the op (>= 0: the runtime takes a negative
  * computed symbol for one never set) as a computed symbol named after the
@@ -68,16 +60,16 @@ static int param_len(lower_cx *cx, const tbc_op *op, int input, int max, const c
 static bool load_axes(shk *s, const tbc_value *axes, int n, int rank, const char *twice, kir_expr **out) {
 	for (int a = 0; a < n; a++) {
 		if (!axes) {
-			out[a] = I(s, a);
+			out[a] = I(s->k, a);
 			continue;
 		}
 		char name[16];
 		snprintf(name, sizeof name, "axis%d", a);
 		kir_expr *v = shk_let(s, name, shk_elem(s, axes, a));
-		shk_fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d",
+		shk_fail_if(s, OR(s->k, CMP(s->k, KIR_LT, v, I(s->k, -rank)), CMP(s->k, KIR_GE, v, I(s->k, rank))), "axes[%d] is out of range for rank %d",
 			a, rank);
-		out[a] = shk_let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
-		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "%s", twice);
+		out[a] = shk_let(s, name, SEL(s->k, CMP(s->k, KIR_LT, v, I(s->k, 0)), ADD(s->k, v, I(s->k, rank)), v));
+		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s->k, KIR_EQ, out[a], out[b]), "%s", twice);
 	}
 	return !s->k->failed;
 }
@@ -141,8 +133,8 @@ static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
 		snprintf(name, sizeof name, "end%d", i);
 		en[i] = shk_let(&s, name, shk_elem(&s, op->inputs[2], i));
 		snprintf(name, sizeof name, "step%d", i);
-		sp[i] = has_steps ? shk_let(&s, name, shk_elem(&s, op->inputs[4], i)) : I(&s, 1);
-		if (has_steps) shk_fail_if(&s, CMP(&s, KIR_EQ, sp[i], I(&s, 0)), "step %d is 0", i);
+		sp[i] = has_steps ? shk_let(&s, name, shk_elem(&s, op->inputs[4], i)) : I(s.k, 1);
+		if (has_steps) shk_fail_if(&s, CMP(s.k, KIR_EQ, sp[i], I(s.k, 0)), "step %d is 0", i);
 	}
 	tbc_dim first[TBC_MAX_RANK], step[TBC_MAX_RANK];
 	bool sliced[TBC_MAX_RANK];
@@ -150,34 +142,34 @@ static bool lower_slice_dyn(lower_cx *cx, const tbc_op *op) {
 		sliced[d] = maybe_axis(op, 3, n, r, d);
 		if (!sliced[d]) continue;
 		/* The parameters naming dim d; an unnamed dim is the whole dim. */
-		kir_expr *D = shk_dim_of(&s, x, d), *S = I(&s, 0), *E = D, *T = I(&s, 1);
+		kir_expr *D = shk_dim_of(&s, x, d), *S = I(s.k, 0), *E = D, *T = I(s.k, 1);
 		for (int i = n - 1; i >= 0; i--) {
-			kir_expr *here = CMP(&s, KIR_EQ, axes[i], I(&s, d));
-			S = SEL(&s, here, st[i], S);
-			E = SEL(&s, here, en[i], E);
-			T = SEL(&s, here, sp[i], T);
+			kir_expr *here = CMP(s.k, KIR_EQ, axes[i], I(s.k, d));
+			S = SEL(s.k, here, st[i], S);
+			E = SEL(s.k, here, en[i], E);
+			T = SEL(s.k, here, sp[i], T);
 		}
 		char name[16];
 		snprintf(name, sizeof name, "D%d", d);
 		D = shk_let(&s, name, D);
-		kir_expr *Dp1 = ADD(&s, D, I(&s, 1)), *zero = I(&s, 0), *m1 = I(&s, -1);
-		T = shk_let(&s, "t", CLAMP(&s, T, SUB(&s, zero, Dp1), Dp1));
-		S = shk_let(&s, "s", SEL(&s, CMP(&s, KIR_LT, S, zero), ADD(&s, S, D), S));
-		E = shk_let(&s, "e", SEL(&s, CMP(&s, KIR_LT, E, zero), ADD(&s, E, D), E));
-		kir_expr *pos = CMP(&s, KIR_GT, T, zero);
-		kir_expr *Dm1 = SUB(&s, D, I(&s, 1));
+		kir_expr *Dp1 = ADD(s.k, D, I(s.k, 1)), *zero = I(s.k, 0), *m1 = I(s.k, -1);
+		T = shk_let(&s, "t", CLAMP(&s, T, SUB(s.k, zero, Dp1), Dp1));
+		S = shk_let(&s, "s", SEL(s.k, CMP(s.k, KIR_LT, S, zero), ADD(s.k, S, D), S));
+		E = shk_let(&s, "e", SEL(s.k, CMP(s.k, KIR_LT, E, zero), ADD(s.k, E, D), E));
+		kir_expr *pos = CMP(s.k, KIR_GT, T, zero);
+		kir_expr *Dm1 = SUB(s.k, D, I(s.k, 1));
 		kir_expr *sp_ = CLAMP(&s, S, zero, D), *ep = CLAMP(&s, E, zero, D);
 		kir_expr *sn = CLAMP(&s, S, zero, Dm1), *enn = CLAMP(&s, E, m1, Dm1);
-		kir_expr *a = shk_let(&s, "a", SEL(&s, pos, sp_, sn)), *b = shk_let(&s, "b", SEL(&s, pos, ep, enn));
+		kir_expr *a = shk_let(&s, "a", SEL(s.k, pos, sp_, sn)), *b = shk_let(&s, "b", SEL(s.k, pos, ep, enn));
 		/* Elements from a towards b (exclusive) by |t|. */
-		kir_expr *gap = SEL(&s, pos, SUB(&s, b, a), SUB(&s, a, b));
-		kir_expr *mag = SEL(&s, pos, T, SUB(&s, zero, T));
-		kir_expr *count = SEL(&s, CMP(&s, KIR_GT, gap, zero),
-				      ADD(&s, kir_e_binary(s.k, KIR_DIV, SUB(&s, gap, I(&s, 1)), mag), I(&s, 1)), zero);
+		kir_expr *gap = SEL(s.k, pos, SUB(s.k, b, a), SUB(s.k, a, b));
+		kir_expr *mag = SEL(s.k, pos, T, SUB(s.k, zero, T));
+		kir_expr *count = SEL(s.k, CMP(s.k, KIR_GT, gap, zero),
+				      ADD(s.k, kir_e_binary(s.k, KIR_DIV, SUB(s.k, gap, I(s.k, 1)), mag), I(s.k, 1)), zero);
 		count = shk_let(&s, "count", count);
 		if (!shk_out_dim(&s, 0, d, count)) return false;
-		if (!param_sym(&s, "first", d, MAX(&s, a, zero), &first[d])) return false;
-		if (!param_sym(&s, "step", d, ADD(&s, T, Dp1), &step[d])) return false;
+		if (!param_sym(&s, "first", d, MAX(s.k, a, zero), &first[d])) return false;
+		if (!param_sym(&s, "step", d, ADD(s.k, T, Dp1), &step[d])) return false;
 	}
 	if (!shk_end(&s)) return false;
 
@@ -227,28 +219,28 @@ static bool lower_split_dyn(lower_cx *cx, const tbc_op *op) {
 		int k = param_len(cx, op, 1, 64, "Split's split");
 		if (k < 0) return false;
 		if (k != n) return lower_error(cx, op, "split must be a 1-D integer tensor of %d values (one per output)", n);
-		kir_expr *sum = I(&s, 0);
+		kir_expr *sum = I(s.k, 0);
 		for (int i = 0; i < n; i++) {
 			char name[16];
 			snprintf(name, sizeof name, "split%d", i);
 			size[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
-			shk_fail_if(&s, CMP(&s, KIR_LT, size[i], I(&s, 0)), "split[%d] is negative", i);
-			sum = shk_let(&s, "sum", ADD(&s, sum, size[i]));
+			shk_fail_if(&s, CMP(s.k, KIR_LT, size[i], I(s.k, 0)), "split[%d] is negative", i);
+			sum = shk_let(&s, "sum", ADD(s.k, sum, size[i]));
 		}
-		shk_fail_if(&s, CMP(&s, KIR_NE, sum, D), "the split sizes do not sum to the dim");
+		shk_fail_if(&s, CMP(s.k, KIR_NE, sum, D), "the split sizes do not sum to the dim");
 	} else {
 		int64_t num = tbc_attr_int(op, "num_outputs", 0);
 		if (num && num != n) return lower_error(cx, op, "num_outputs is %" PRId64 " but the node has %d outputs", num, n);
-		kir_expr *N = I(&s, n);
-		kir_expr *even = CMP(&s, KIR_EQ, kir_e_binary(s.k, KIR_FLOORMOD, D, N), I(&s, 0));
+		kir_expr *N = I(s.k, n);
+		kir_expr *even = CMP(s.k, KIR_EQ, kir_e_binary(s.k, KIR_FLOORMOD, D, N), I(s.k, 0));
 		kir_expr *q = kir_e_binary(s.k, KIR_FLOORDIV, D, N);
 		if (!num) {
 			shk_fail_if(&s, kir_e_unary(s.k, KIR_NOT, even), "the dim does not split into %d equal parts", n);
 			for (int i = 0; i < n; i++) size[i] = q;
 		} else {
-			kir_expr *chunk = shk_let(&s, "chunk", SEL(&s, even, q, ADD(&s, q, I(&s, 1))));
-			kir_expr *last = shk_let(&s, "last", SUB(&s, D, kir_e_mul(s.k, chunk, I(&s, n - 1))));
-			shk_fail_if(&s, CMP(&s, KIR_LT, last, I(&s, 0)), "the dim does not split into %d parts", n);
+			kir_expr *chunk = shk_let(&s, "chunk", SEL(s.k, even, q, ADD(s.k, q, I(s.k, 1))));
+			kir_expr *last = shk_let(&s, "last", SUB(s.k, D, kir_e_mul(s.k, chunk, I(s.k, n - 1))));
+			shk_fail_if(&s, CMP(s.k, KIR_LT, last, I(s.k, 0)), "the dim does not split into %d parts", n);
 			for (int i = 0; i < n; i++) size[i] = i == n - 1 ? last : chunk;
 		}
 	}
@@ -332,29 +324,29 @@ static bool lower_pad_dyn(lower_cx *cx, const tbc_op *op) {
 	}
 	tbc_dim lo[TBC_MAX_RANK], keep[TBC_MAX_RANK], before[TBC_MAX_RANK];
 	bool padded[TBC_MAX_RANK];
-	kir_expr *zero = I(&s, 0);
+	kir_expr *zero = I(s.k, 0);
 	for (int d = 0; d < r; d++) {
 		padded[d] = maybe_axis(op, 3, na, r, d);
 		if (!padded[d]) continue;
 		kir_expr *B = zero, *E = zero;
 		for (int i = na - 1; i >= 0; i--) {
-			kir_expr *here = CMP(&s, KIR_EQ, axes[i], I(&s, d));
-			B = SEL(&s, here, pads[i], B);
-			E = SEL(&s, here, pads[na + i], E);
+			kir_expr *here = CMP(s.k, KIR_EQ, axes[i], I(s.k, d));
+			B = SEL(s.k, here, pads[i], B);
+			E = SEL(s.k, here, pads[na + i], E);
 		}
 		B = shk_let(&s, "begin", B);
 		E = shk_let(&s, "end", E);
 		kir_expr *X = shk_dim_of(&s, x, d);
-		kir_expr *l_ = shk_let(&s, "lo", MAX(&s, SUB(&s, zero, B), zero));
-		kir_expr *n_ = shk_let(&s, "n", SUB(&s, SUB(&s, X, l_), MAX(&s, SUB(&s, zero, E), zero)));
-		kir_expr *o = shk_let(&s, "out", ADD(&s, ADD(&s, X, B), E));
-		shk_fail_if(&s, OR(&s, CMP(&s, KIR_LT, n_, zero), CMP(&s, KIR_LT, o, zero)), "pads shrink dim %d below zero", d);
+		kir_expr *l_ = shk_let(&s, "lo", MAX(s.k, SUB(s.k, zero, B), zero));
+		kir_expr *n_ = shk_let(&s, "n", SUB(s.k, SUB(s.k, X, l_), MAX(s.k, SUB(s.k, zero, E), zero)));
+		kir_expr *o = shk_let(&s, "out", ADD(s.k, ADD(s.k, X, B), E));
+		shk_fail_if(&s, OR(s.k, CMP(s.k, KIR_LT, n_, zero), CMP(s.k, KIR_LT, o, zero)), "pads shrink dim %d below zero", d);
 		if (mode != PAD_CONSTANT)
-			shk_fail_if(&s, AND(&s, CMP(&s, KIR_EQ, n_, zero), CMP(&s, KIR_GT, o, zero)), "cannot pad the empty dim %d in this mode",
+			shk_fail_if(&s, AND(s.k, CMP(s.k, KIR_EQ, n_, zero), CMP(s.k, KIR_GT, o, zero)), "cannot pad the empty dim %d in this mode",
 				d);
 		if (!shk_out_dim(&s, 0, d, o)) return false;
 		if (!param_sym(&s, "lo", d, l_, &lo[d]) || !param_sym(&s, "n", d, n_, &keep[d]) ||
-		    !param_sym(&s, "before", d, MAX(&s, B, zero), &before[d]))
+		    !param_sym(&s, "before", d, MAX(s.k, B, zero), &before[d]))
 			return false;
 	}
 	if (!shk_end(&s)) return false;
@@ -445,19 +437,19 @@ static bool shape_onehot(lower_cx *cx, const tbc_op *op) {
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_buffer *b = lk_value(&s.l, dv);
 	if (!b) return false;
-	kir_expr *v = kir_e_load(s.k, b, I(&s, 0)), *depth;
+	kir_expr *v = kir_e_load(s.k, b, I(s.k, 0)), *depth;
 	const char *bad = "depth must be one positive number";
 	if (tbc_dtype_is_float(dt)) {
 		if (dt != TBC_DT_F64) v = kir_e_cast(s.k, TBC_DT_F64, dt == TBC_DT_F32 ? v : kir_e_cast(s.k, TBC_DT_F32, v));
 		v = shk_let(&s, "depth_f", v);
 		kir_expr *lim = kir_e_float(s.k, TBC_DT_F64, 9e18);
-		kir_expr *ok = AND(&s, CMP(&s, KIR_LT, kir_e_unary(s.k, KIR_ABS, v), lim), kir_e_unary(s.k, KIR_NOT, kir_e_unary(s.k, KIR_ISNAN, v)));
+		kir_expr *ok = AND(s.k, CMP(s.k, KIR_LT, kir_e_unary(s.k, KIR_ABS, v), lim), kir_e_unary(s.k, KIR_NOT, kir_e_unary(s.k, KIR_ISNAN, v)));
 		shk_fail_if(&s, kir_e_unary(s.k, KIR_NOT, ok), "%s", bad);
-		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(&s, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
+		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(s.k, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
 	} else {
 		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, v));
 	}
-	shk_fail_if(&s, CMP(&s, KIR_LE, depth, I(&s, 0)), "%s", bad);
+	shk_fail_if(&s, CMP(s.k, KIR_LE, depth, I(s.k, 0)), "%s", bad);
 	if (!shk_out_dim(&s, 0, a, depth)) return false;
 	return shk_end(&s);
 }
@@ -474,7 +466,7 @@ static bool shape_concat(lower_cx *cx, const tbc_op *op) {
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	const tbc_value *first = NULL;
-	kir_expr *sum = I(&s, 0);
+	kir_expr *sum = I(s.k, 0);
 	for (int i = 0; i < op->n_inputs; i++) {
 		const tbc_value *x = op->inputs[i];
 		if (!x) continue;
@@ -486,7 +478,7 @@ static bool shape_concat(lower_cx *cx, const tbc_op *op) {
 		}
 		for (int d = 0; d < r; d++)
 			if (d != a)
-				shk_fail_if(&s, CMP(&s, KIR_NE, shk_dim_of(&s, x, d), shk_dim_of(&s, first, d)),
+				shk_fail_if(&s, CMP(s.k, KIR_NE, shk_dim_of(&s, x, d), shk_dim_of(&s, first, d)),
 					    "input %d differs from input 0 in dim %d", i, d);
 	}
 	if (!first) return lower_error(cx, op, "Concat needs an input");
@@ -507,7 +499,7 @@ static bool shape_topk(lower_cx *cx, const tbc_op *op) {
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *K = shk_let(&s, "k", shk_elem(&s, kv, 0));
-	shk_fail_if(&s, OR(&s, CMP(&s, KIR_LT, K, I(&s, 0)), CMP(&s, KIR_GT, K, shk_dim_of(&s, x, a))),
+	shk_fail_if(&s, OR(s.k, CMP(s.k, KIR_LT, K, I(s.k, 0)), CMP(s.k, KIR_GT, K, shk_dim_of(&s, x, a))),
 		"K must be in [0, n], the size of the axis");
 	for (int o = 0; o < op->n_outputs; o++)
 		if (op->outputs[o] && !shk_out_dim(&s, o, a, K)) return false;
@@ -642,7 +634,7 @@ static bool shape_center_crop_pad(lower_cx *cx, const tbc_op *op) {
 		if (seen[a]) return lower_error(cx, op, "axis %d is repeated", a);
 		seen[a] = true;
 		kir_expr *v = shk_let(&s, "size", shk_elem(&s, op->inputs[1], i));
-		shk_fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", i);
+		shk_fail_if(&s, CMP(s.k, KIR_LT, v, I(s.k, 0)), "shape[%d] is negative", i);
 		if (!shk_out_dim(&s, 0, a, v)) return false;
 	}
 	return shk_end(&s);
@@ -699,11 +691,11 @@ static bool shape_affine_grid(lower_cx *cx, const tbc_op *op) {
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
 	kir_expr *N = shk_let(&s, "n", shk_elem(&s, sz, 0));
-	shk_fail_if(&s, CMP(&s, KIR_NE, N, shk_dim_of(&s, th, 0)), "theta must be (N, %d, %d) with N = size[0]", r, r + 1);
+	shk_fail_if(&s, CMP(s.k, KIR_NE, N, shk_dim_of(&s, th, 0)), "theta must be (N, %d, %d) with N = size[0]", r, r + 1);
 	if (!shk_out_dim(&s, 0, 0, N)) return false;
 	for (int i = 0; i < r; i++) {
 		kir_expr *v = shk_let(&s, "size", shk_elem(&s, sz, 2 + i));
-		shk_fail_if(&s, CMP(&s, KIR_LE, v, I(&s, 0)), "size values must be positive");
+		shk_fail_if(&s, CMP(s.k, KIR_LE, v, I(s.k, 0)), "size values must be positive");
 		if (!shk_out_dim(&s, 0, 1 + i, v)) return false;
 	}
 	return shk_end(&s);
@@ -799,25 +791,25 @@ bool lower_data_col2im(lower_cx *cx, const tbc_op *op) {
 		for (int i = 0; i < nsp; i++) g.pad_begin[i] = g.pad_end[i] = 0;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
-	kir_expr *img[CONV_MAX_SPATIAL], *blk[CONV_MAX_SPATIAL], *bl = I(&s, 1), *L = I(&s, 1);
+	kir_expr *img[CONV_MAX_SPATIAL], *blk[CONV_MAX_SPATIAL], *bl = I(s.k, 1), *L = I(s.k, 1);
 	tbc_dim kdim[CONV_MAX_SPATIAL], ldim[CONV_MAX_SPATIAL];
 	for (int i = 0; i < nsp; i++) {
 		img[i] = shk_let(&s, "image", shk_elem(&s, op->inputs[1], i));
 		blk[i] = shk_let(&s, "block", shk_elem(&s, op->inputs[2], i));
 	}
-	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(&s, KIR_LE, blk[i], I(&s, 0)), "block_shape values must be positive");
-	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(&s, KIR_LE, img[i], I(&s, 0)), "image_shape values must be positive");
+	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(s.k, KIR_LE, blk[i], I(s.k, 0)), "block_shape values must be positive");
+	for (int i = 0; i < nsp; i++) shk_fail_if(&s, CMP(s.k, KIR_LE, img[i], I(s.k, 0)), "image_shape values must be positive");
 	for (int i = 0; i < nsp; i++) {
-		kir_expr *eff = ADD(&s, kir_e_mul(s.k, SUB(&s, blk[i], I(&s, 1)), I(&s, g.dil[i])), I(&s, 1));
-		kir_expr *num = shk_let(&s, "num", SUB(&s, ADD(&s, img[i], I(&s, g.pad_begin[i] + g.pad_end[i])), eff));
-		shk_fail_if(&s, CMP(&s, KIR_LT, num, I(&s, 0)), "the window (kernel_shape with dilations) is larger than the padded input");
-		kir_expr *li = shk_let(&s, "blocks", ADD(&s, kir_e_binary(s.k, KIR_FLOORDIV, MAX(&s, num, I(&s, 0)), I(&s, g.stride[i])), I(&s, 1)));
+		kir_expr *eff = ADD(s.k, kir_e_mul(s.k, SUB(s.k, blk[i], I(s.k, 1)), I(s.k, g.dil[i])), I(s.k, 1));
+		kir_expr *num = shk_let(&s, "num", SUB(s.k, ADD(s.k, img[i], I(s.k, g.pad_begin[i] + g.pad_end[i])), eff));
+		shk_fail_if(&s, CMP(s.k, KIR_LT, num, I(s.k, 0)), "the window (kernel_shape with dilations) is larger than the padded input");
+		kir_expr *li = shk_let(&s, "blocks", ADD(s.k, kir_e_binary(s.k, KIR_FLOORDIV, MAX(s.k, num, I(s.k, 0)), I(s.k, g.stride[i])), I(s.k, 1)));
 		bl = shk_let(&s, "bl", kir_e_mul(s.k, bl, blk[i]));
 		L = shk_let(&s, "l", kir_e_mul(s.k, L, li));
 		if (!param_sym(&s, "block", i, blk[i], &kdim[i]) || !param_sym(&s, "blocks", i, li, &ldim[i])) return false;
 	}
 	kir_expr *C1 = shk_dim_of(&s, x, 1);
-	shk_fail_if(&s, OR(&s, CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, C1, bl), I(&s, 0)), CMP(&s, KIR_NE, shk_dim_of(&s, x, 2), L)),
+	shk_fail_if(&s, OR(s.k, CMP(s.k, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, C1, bl), I(s.k, 0)), CMP(s.k, KIR_NE, shk_dim_of(&s, x, 2), L)),
 		"input is (N, C, L) but the blocks need (N, C*prod(block_shape), blocks)");
 	if (!shk_out_dim(&s, 0, 0, shk_dim_of(&s, x, 0)) || !shk_out_dim(&s, 0, 1, kir_e_binary(s.k, KIR_FLOORDIV, C1, bl))) return false;
 	for (int i = 0; i < nsp; i++)

@@ -25,6 +25,7 @@
 
 #include "codegen/lower/lower_dyn.h"
 #include "codegen/lower/lower_reduce.h"
+#include "codegen/lower/kir_short.h"
 
 /* The name of the symbol `what`_d of op's lowering (distinct per output value). */
 static const char *sym_name(const tbc_op *op, const char *what, int d, char *buf, size_t size) {
@@ -33,11 +34,6 @@ static const char *sym_name(const tbc_op *op, const char *what, int d, char *buf
 }
 
 /* ---- The shape kernel -----------------------------------------------------*/
-static kir_expr *I(shk *s, int64_t v) { return kir_e_index(s->k, v); }
-static kir_expr *CMP(shk *s, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(s->k, c, a, b); }
-static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(s->k, c, a, b); }
-static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
-static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
 
 static bool shape_kernel(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *x = op->inputs[0], *ax = op->inputs[1], *y = op->outputs[0];
@@ -52,37 +48,37 @@ static bool shape_kernel(lower_cx *cx, const tbc_op *op) {
 
 	/* marked_d: axis d listed so far (0 or 1), over a sequential loop on the
 	 * axes in their order, so the first bad axis gives the run's error. */
-	kir_expr *n = ax->type.rank == 0 ? I(&s, 1) : shk_dim_of(&s, ax, 0);
+	kir_expr *n = ax->type.rank == 0 ? I(s.k, 1) : shk_dim_of(&s, ax, 0);
 	kir_expr *marked[TBC_MAX_RANK];
-	for (int d = 0; d < r; d++) marked[d] = shk_let(&s, "marked", I(&s, 0));
+	for (int d = 0; d < r; d++) marked[d] = shk_let(&s, "marked", I(s.k, 0));
 	kir_block outer = s.b;
 	s.b = (kir_block){0}; /* the loop's body */
 	kir_var *iv = kir_var_new(k, "i", KIR_INDEX);
 	kir_expr *v = shk_let(&s, "v", kir_e_cast(k, KIR_INDEX, kir_e_load(k, ab, kir_e_var(k, iv))));
 	/* The interpreter names the value; a compiled message cannot hold it. */
-	shk_fail_if(&s, OR(&s, CMP(&s, KIR_LT, v, I(&s, -r)), CMP(&s, KIR_GE, v, I(&s, r))), "an axis is out of range for rank %d", r);
-	kir_expr *a = shk_let(&s, "a", SEL(&s, CMP(&s, KIR_LT, v, I(&s, 0)), kir_e_add(k, v, I(&s, r)), v));
+	shk_fail_if(&s, OR(s.k, CMP(s.k, KIR_LT, v, I(s.k, -r)), CMP(s.k, KIR_GE, v, I(s.k, r))), "an axis is out of range for rank %d", r);
+	kir_expr *a = shk_let(&s, "a", SEL(s.k, CMP(s.k, KIR_LT, v, I(s.k, 0)), kir_e_add(k, v, I(s.k, r)), v));
 	for (int d = 0; d < r; d++) {
 		/* In range, a repeated axis is one of 2r values: each its own message. */
-		kir_expr *seen = CMP(&s, KIR_NE, marked[d], I(&s, 0));
-		shk_fail_if(&s, AND(&s, seen, CMP(&s, KIR_EQ, v, I(&s, d))), "axis %d is repeated", d);
-		shk_fail_if(&s, AND(&s, seen, CMP(&s, KIR_EQ, v, I(&s, d - r))), "axis %d is repeated", d - r);
+		kir_expr *seen = CMP(s.k, KIR_NE, marked[d], I(s.k, 0));
+		shk_fail_if(&s, AND(s.k, seen, CMP(s.k, KIR_EQ, v, I(s.k, d))), "axis %d is repeated", d);
+		shk_fail_if(&s, AND(s.k, seen, CMP(s.k, KIR_EQ, v, I(s.k, d - r))), "axis %d is repeated", d - r);
 	}
 	for (int d = 0; d < r; d++)
-		kir_block_add(k, &s.b, kir_s_set(k, marked[d]->var, SEL(&s, CMP(&s, KIR_EQ, a, I(&s, d)), I(&s, 1), marked[d])));
-	kir_stmt *loop = kir_s_for(k, iv, I(&s, 0), n, 1, KIR_LOOP_SEQUENTIAL, s.b.first);
+		kir_block_add(k, &s.b, kir_s_set(k, marked[d]->var, SEL(s.k, CMP(s.k, KIR_EQ, a, I(s.k, d)), I(s.k, 1), marked[d])));
+	kir_stmt *loop = kir_s_for(k, iv, I(s.k, 0), n, 1, KIR_LOOP_SEQUENTIAL, s.b.first);
 	s.b = outer;
 	kir_block_add(k, &s.b, loop);
 
 	/* No axes: every dim reduced, or none with noop_with_empty_axes. */
-	kir_expr *empty = CMP(&s, KIR_EQ, n, I(&s, 0));
+	kir_expr *empty = CMP(s.k, KIR_EQ, n, I(s.k, 0));
 	kir_expr *red[TBC_MAX_RANK], *size[TBC_MAX_RANK];
 	char name[64];
 	for (int d = 0; d < r; d++) {
 		size[d] = shk_dim_of(&s, x, d);
-		red[d] = shk_let(&s, "red", SEL(&s, empty, kir_e_int(k, TBC_DT_BOOL, !noop), CMP(&s, KIR_NE, marked[d], I(&s, 0))));
-		if (!shk_store_sym(&s, sym_name(op, "k", d, name, sizeof name), SEL(&s, red[d], I(&s, 1), size[d]), NULL) ||
-		    !shk_store_sym(&s, sym_name(op, "r", d, name, sizeof name), SEL(&s, red[d], size[d], I(&s, 1)), NULL))
+		red[d] = shk_let(&s, "red", SEL(s.k, empty, kir_e_int(k, TBC_DT_BOOL, !noop), CMP(s.k, KIR_NE, marked[d], I(s.k, 0))));
+		if (!shk_store_sym(&s, sym_name(op, "k", d, name, sizeof name), SEL(s.k, red[d], I(s.k, 1), size[d]), NULL) ||
+		    !shk_store_sym(&s, sym_name(op, "r", d, name, sizeof name), SEL(s.k, red[d], size[d], I(s.k, 1)), NULL))
 			return false;
 	}
 	/* Output dims: each input dim kept, 1 where reduced with keepdims; without
@@ -90,14 +86,14 @@ static bool shape_kernel(lower_cx *cx, const tbc_op *op) {
 	for (int j = 0; j < y->type.rank; j++) {
 		kir_expr *val;
 		if (keep) {
-			val = SEL(&s, red[j], I(&s, 1), size[j]);
+			val = SEL(s.k, red[j], I(s.k, 1), size[j]);
 		} else {
-			val = I(&s, 1);
-			kir_expr *before = I(&s, 0);
+			val = I(s.k, 1);
+			kir_expr *before = I(s.k, 0);
 			for (int d = 0; d < r; d++) {
 				kir_expr *kept = kir_e_unary(k, KIR_NOT, red[d]);
-				val = SEL(&s, AND(&s, kept, CMP(&s, KIR_EQ, before, I(&s, j))), size[d], val);
-				before = kir_e_add(k, before, SEL(&s, kept, I(&s, 1), I(&s, 0)));
+				val = SEL(s.k, AND(s.k, kept, CMP(s.k, KIR_EQ, before, I(s.k, j))), size[d], val);
+				before = kir_e_add(k, before, SEL(s.k, kept, I(s.k, 1), I(s.k, 0)));
 			}
 		}
 		if (!shk_out_dim(&s, 0, j, val)) return false;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_internal.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/conv_util.h"
 
 enum { MODE_NEAREST, MODE_LINEAR, MODE_CUBIC };
@@ -77,29 +78,10 @@ typedef struct rz {
 } rz;
 
 /* ---- Expression shorthands -------------------------------------------------------*/
-static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
-static kir_expr *F(lk *l, double v) { return kir_e_float(l->k, D, v); }
-static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
-static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
-static kir_expr *BIN(lk *l, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, op, a, b); }
-static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_SUB, a, b); }
-static kir_expr *FADD(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_ADD, a, b); }
-static kir_expr *FMUL(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_MUL, a, b); }
-static kir_expr *FDIV(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_DIV, a, b); }
-static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_MIN, a, b); }
-static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_MAX, a, b); }
-static kir_expr *AND(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_AND, a, b); }
-static kir_expr *OR(lk *l, kir_expr *a, kir_expr *b) { return BIN(l, KIR_OR, a, b); }
-static kir_expr *NOT(lk *l, kir_expr *a) { return kir_e_unary(l->k, KIR_NOT, a); }
-static kir_expr *UN(lk *l, kir_unop op, kir_expr *a) { return kir_e_unary(l->k, op, a); }
-static kir_expr *CMP(lk *l, kir_cmp op, kir_expr *a, kir_expr *b) { return kir_e_cmp(l->k, op, a, b); }
-static kir_expr *SEL(lk *l, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(l->k, c, a, b); }
-static kir_expr *CAST(lk *l, tbc_dtype t, kir_expr *a) { return kir_e_cast(l->k, t, a); }
-static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
 /* An index as f64, and a (finite, integral or truncated) f64 as an index. */
-static kir_expr *FIDX(lk *l, kir_expr *i) { return CAST(l, D, CAST(l, TBC_DT_I64, i)); }
-static kir_expr *IDXF(lk *l, kir_expr *f) { return CAST(l, KIR_INDEX, CAST(l, TBC_DT_I64, f)); }
-static kir_expr *LOADF(lk *l, kir_buffer *b, kir_expr *i) { return CAST(l, D, kir_e_load(l->k, b, i)); }
+static kir_expr *FIDX(lk *l, kir_expr *i) { return CAST(l->k, D, CAST(l->k, TBC_DT_I64, i)); }
+static kir_expr *IDXF(lk *l, kir_expr *f) { return CAST(l->k, KIR_INDEX, CAST(l->k, TBC_DT_I64, f)); }
+static kir_expr *LOADF(lk *l, kir_buffer *b, kir_expr *i) { return CAST(l->k, D, kir_e_load(l->k, b, i)); }
 
 static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	if (!e) {
@@ -108,7 +90,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(l->k, name, e->type);
 	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l, v);
+	return V(l->k, v);
 }
 
 static void fail_if(rz *r, lk *l, kir_block *b, kir_expr *cond, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -263,10 +245,10 @@ static bool need_shape_kernel(rz *r) {
 	return false;
 }
 
-static kir_expr *taps_of(lk *l, const rz_axis *A) { return A->n >= 0 ? I(l, A->n) : lk_dim(l, (tbc_dim){0, A->n_sym}); }
+static kir_expr *taps_of(lk *l, const rz_axis *A) { return A->n >= 0 ? I(l->k, A->n) : lk_dim(l, (tbc_dim){0, A->n_sym}); }
 static kir_expr *resized_of(lk *l, const rz_axis *A) {
 	if (A->resized >= 0) return kir_e_int(l->k, TBC_DT_BOOL, A->resized);
-	return CMP(l, KIR_NE, lk_dim(l, (tbc_dim){0, A->r_sym}), I(l, 0));
+	return CMP(l->k, KIR_NE, lk_dim(l, (tbc_dim){0, A->r_sym}), I(l->k, 0));
 }
 
 /* ---- 1. Shape kernel -------------------------------------------------------------------*/
@@ -285,31 +267,31 @@ static bool shape_kernel(rz *r) {
 	if (r->sizes) {
 		kir_expr *ratio[TBC_MAX_RANK];
 		for (int i = 0; i < n; i++) {
-			kir_expr *s = local(&l, &b, "size", CAST(&l, KIR_INDEX, kir_e_load(k, vb, I(&l, i))));
-			fail_if(r, &l, &b, CMP(&l, KIR_LT, s, I(&l, 0)), "sizes must not be negative");
-			fail_if(r, &l, &b, AND(&l, CMP(&l, KIR_EQ, in[i], I(&l, 0)), CMP(&l, KIR_NE, s, I(&l, 0))),
+			kir_expr *s = local(&l, &b, "size", CAST(l.k, KIR_INDEX, kir_e_load(k, vb, I(l.k, i))));
+			fail_if(r, &l, &b, CMP(l.k, KIR_LT, s, I(l.k, 0)), "sizes must not be negative");
+			fail_if(r, &l, &b, AND(l.k, CMP(l.k, KIR_EQ, in[i], I(l.k, 0)), CMP(l.k, KIR_NE, s, I(l.k, 0))),
 				"cannot resize an empty dim");
 			out[i] = s;
-			ratio[i] = local(&l, &b, "ratio", SEL(&l, CMP(&l, KIR_EQ, in[i], I(&l, 0)), F(&l, 1.0), FDIV(&l, FIDX(&l, s), FIDX(&l, in[i]))));
+			ratio[i] = local(&l, &b, "ratio", SEL(l.k, CMP(l.k, KIR_EQ, in[i], I(l.k, 0)), F(l.k, D, 1.0), FDIV(l.k, FIDX(&l, s), FIDX(&l, in[i]))));
 		}
 		if (c->policy == KA_STRETCH) {
 			for (int i = 0; i < n; i++) scale[i] = ratio[i];
 		} else {
-			kir_expr *s = F(&l, c->policy == KA_NOT_LARGER ? INFINITY : -INFINITY);
-			for (int i = 0; i < n; i++) s = local(&l, &b, "keep", BIN(&l, c->policy == KA_NOT_LARGER ? KIR_MIN : KIR_MAX, s, ratio[i]));
+			kir_expr *s = F(l.k, D, c->policy == KA_NOT_LARGER ? INFINITY : -INFINITY);
+			for (int i = 0; i < n; i++) s = local(&l, &b, "keep", BIN(l.k, c->policy == KA_NOT_LARGER ? KIR_MIN : KIR_MAX, s, ratio[i]));
 			for (int i = 0; i < n; i++) {
 				scale[i] = s;
-				out[i] = local(&l, &b, "out", IDXF(&l, FADD(&l, FMUL(&l, s, FIDX(&l, in[i])), F(&l, 0.5))));
+				out[i] = local(&l, &b, "out", IDXF(&l, ADD(l.k, MUL(l.k, s, FIDX(&l, in[i])), F(l.k, D, 0.5))));
 			}
 		}
 	} else {
 		for (int i = 0; i < n; i++) {
-			kir_expr *s = local(&l, &b, "scale", LOADF(&l, vb, I(&l, i)));
-			kir_expr *prod = local(&l, &b, "prod", FMUL(&l, s, FIDX(&l, in[i])));
-			fail_if(r, &l, &b, OR(&l, NOT(&l, CMP(&l, KIR_GT, s, F(&l, 0))), CMP(&l, KIR_GT, prod, F(&l, 9.0e15))),
+			kir_expr *s = local(&l, &b, "scale", LOADF(&l, vb, I(l.k, i)));
+			kir_expr *prod = local(&l, &b, "prod", MUL(l.k, s, FIDX(&l, in[i])));
+			fail_if(r, &l, &b, OR(l.k, NOT(l.k, CMP(l.k, KIR_GT, s, F(l.k, D, 0))), CMP(l.k, KIR_GT, prod, F(l.k, D, 9.0e15))),
 				"scales must be positive and finite");
 			scale[i] = s;
-			out[i] = local(&l, &b, "out", IDXF(&l, UN(&l, KIR_FLOOR, prod)));
+			out[i] = local(&l, &b, "out", IDXF(&l, UN(l.k, KIR_FLOOR, prod)));
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -320,7 +302,7 @@ static bool shape_kernel(rz *r) {
 	if (r->params_buf >= 0) {
 		kir_buffer *pb = lk_buf(&l, r->params_buf);
 		if (!pb) return false;
-		for (int i = 0; i < n; i++) kir_block_add(k, &b, kir_s_store(k, pb, I(&l, i), scale[i]));
+		for (int i = 0; i < n; i++) kir_block_add(k, &b, kir_s_store(k, pb, I(l.k, i), scale[i]));
 	}
 	kir_buffer *roib = r->roi ? lk_value(&l, r->roi) : NULL;
 	if (r->roi && !roib) return false;
@@ -329,32 +311,32 @@ static bool shape_kernel(rz *r) {
 		if (A->resized != -1 && A->n >= 0) continue;
 		kir_expr *id = kir_e_int(k, TBC_DT_BOOL, 1);
 		if (roib) {
-			kir_expr *r0 = LOADF(&l, roib, I(&l, i)), *r1 = LOADF(&l, roib, I(&l, n + i));
-			id = AND(&l, CMP(&l, KIR_LT, UN(&l, KIR_ABS, r0), F(&l, 1e-9)),
-				 CMP(&l, KIR_LT, UN(&l, KIR_ABS, FADD(&l, r1, F(&l, -1.0))), F(&l, 1e-9)));
+			kir_expr *r0 = LOADF(&l, roib, I(l.k, i)), *r1 = LOADF(&l, roib, I(l.k, n + i));
+			id = AND(l.k, CMP(l.k, KIR_LT, UN(l.k, KIR_ABS, r0), F(l.k, D, 1e-9)),
+				 CMP(l.k, KIR_LT, UN(l.k, KIR_ABS, ADD(l.k, r1, F(l.k, D, -1.0))), F(l.k, D, 1e-9)));
 		}
-		kir_expr *same = AND(&l, CMP(&l, KIR_LE, UN(&l, KIR_ABS, FADD(&l, scale[i], F(&l, -1.0))), F(&l, 1e-9)),
-				     AND(&l, CMP(&l, KIR_EQ, out[i], in[i]), id));
-		kir_expr *res = local(&l, &b, "resized", NOT(&l, same));
+		kir_expr *same = AND(l.k, CMP(l.k, KIR_LE, UN(l.k, KIR_ABS, ADD(l.k, scale[i], F(l.k, D, -1.0))), F(l.k, D, 1e-9)),
+				     AND(l.k, CMP(l.k, KIR_EQ, out[i], in[i]), id));
+		kir_expr *res = local(&l, &b, "resized", NOT(l.k, same));
 		kir_buffer *syms = lk_syms(&l);
 		if (!syms) return false;
 		if (A->resized == -1) {
 			int s = lower_sym_computed(r->cx, A->r_sym);
 			if (s < 0) return false;
-			kir_block_add(k, &b, kir_s_store(k, syms, I(&l, s), SEL(&l, res, kir_e_int(k, TBC_DT_I64, 1), kir_e_int(k, TBC_DT_I64, 0))));
+			kir_block_add(k, &b, kir_s_store(k, syms, I(l.k, s), SEL(l.k, res, kir_e_int(k, TBC_DT_I64, 1), kir_e_int(k, TBC_DT_I64, 0))));
 		}
 		if (A->n < 0) {
 			kir_expr *sc = scale[i];
-			kir_expr *s = SEL(&l, CMP(&l, KIR_LT, sc, F(&l, 1.0)), sc, F(&l, 1.0));
-			kir_expr *start = FADD(&l, UN(&l, KIR_FLOOR, FDIV(&l, F(&l, c->mode == MODE_LINEAR ? -1.0 : -2.0), s)), F(&l, 1));
-			kir_expr *nn = local(&l, &b, "taps", FMUL(&l, F(&l, 2), FADD(&l, F(&l, 1), UN(&l, KIR_NEG, start))));
-			kir_expr *used = local(&l, &b, "used", AND(&l, res, CMP(&l, KIR_GT, out[i], I(&l, 0))));
+			kir_expr *s = SEL(l.k, CMP(l.k, KIR_LT, sc, F(l.k, D, 1.0)), sc, F(l.k, D, 1.0));
+			kir_expr *start = ADD(l.k, UN(l.k, KIR_FLOOR, FDIV(l.k, F(l.k, D, c->mode == MODE_LINEAR ? -1.0 : -2.0), s)), F(l.k, D, 1));
+			kir_expr *nn = local(&l, &b, "taps", MUL(l.k, F(l.k, D, 2), ADD(l.k, F(l.k, D, 1), UN(l.k, KIR_NEG, start))));
+			kir_expr *used = local(&l, &b, "used", AND(l.k, res, CMP(l.k, KIR_GT, out[i], I(l.k, 0))));
 			fail_if(r, &l, &b,
-				AND(&l, used, NOT(&l, AND(&l, CMP(&l, KIR_GE, nn, F(&l, 1)), CMP(&l, KIR_LE, nn, F(&l, MAX_TAPS))))),
+				AND(l.k, used, NOT(l.k, AND(l.k, CMP(l.k, KIR_GE, nn, F(l.k, D, 1)), CMP(l.k, KIR_LE, nn, F(l.k, D, MAX_TAPS))))),
 				"out of memory");
 			int si = lower_sym_computed(r->cx, A->n_sym);
 			if (si < 0) return false;
-			kir_block_add(k, &b, kir_s_store(k, syms, I(&l, si), SEL(&l, used, CAST(&l, TBC_DT_I64, nn), kir_e_int(k, TBC_DT_I64, 2))));
+			kir_block_add(k, &b, kir_s_store(k, syms, I(l.k, si), SEL(l.k, used, CAST(l.k, TBC_DT_I64, nn), kir_e_int(k, TBC_DT_I64, 2))));
 		}
 	}
 	return lk_end(&l, b.first);
@@ -363,25 +345,25 @@ static bool shape_kernel(rz *r) {
 /* ---- 2. Map kernel: taps and weights per output coordinate -----------------------------*/
 static kir_expr *scale_of(rz *r, lk *l, int i) {
 	const rz_axis *A = &r->ax[i];
-	if (A->scale_known) return F(l, A->scale);
+	if (A->scale_known) return F(l->k, D, A->scale);
 	kir_buffer *pb = lk_buf(l, r->params_buf);
-	return pb ? kir_e_load(l->k, pb, I(l, i)) : NULL;
+	return pb ? kir_e_load(l->k, pb, I(l->k, i)) : NULL;
 }
 
 /* The cubic kernel of the interpreter (cubic_weight), on |x|. */
 static kir_expr *cubic_weight(lk *l, kir_expr *x, double A) {
-	kir_expr *near = FADD(l, FMUL(l, FMUL(l, FADD(l, FMUL(l, F(l, A + 2), x), F(l, -(A + 3))), x), x), F(l, 1));
-	kir_expr *far = FADD(l, FMUL(l, FADD(l, FMUL(l, FADD(l, FMUL(l, F(l, A), x), F(l, -(5 * A))), x), F(l, 8 * A)), x), F(l, -(4 * A)));
-	return SEL(l, CMP(l, KIR_LE, x, F(l, 1)), near, SEL(l, CMP(l, KIR_LT, x, F(l, 2)), far, F(l, 0)));
+	kir_expr *near = ADD(l->k, MUL(l->k, MUL(l->k, ADD(l->k, MUL(l->k, F(l->k, D, A + 2), x), F(l->k, D, -(A + 3))), x), x), F(l->k, D, 1));
+	kir_expr *far = ADD(l->k, MUL(l->k, ADD(l->k, MUL(l->k, ADD(l->k, MUL(l->k, F(l->k, D, A), x), F(l->k, D, -(5 * A))), x), F(l->k, D, 8 * A)), x), F(l->k, D, -(4 * A)));
+	return SEL(l->k, CMP(l->k, KIR_LE, x, F(l->k, D, 1)), near, SEL(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, 2)), far, F(l->k, D, 0)));
 }
 
 /* ((A * u - 5A) * u + 8A) * u - 4A and ((A + 2) * u - (A + 3)) * u * u + 1,
  * the interpreter's non-antialias cubic weights. */
 static kir_expr *cubic_far(lk *l, kir_expr *u, double A) {
-	return FADD(l, FMUL(l, FADD(l, FMUL(l, FADD(l, FMUL(l, F(l, A), u), F(l, -(5 * A))), u), F(l, 8 * A)), u), F(l, -(4 * A)));
+	return ADD(l->k, MUL(l->k, ADD(l->k, MUL(l->k, ADD(l->k, MUL(l->k, F(l->k, D, A), u), F(l->k, D, -(5 * A))), u), F(l->k, D, 8 * A)), u), F(l->k, D, -(4 * A)));
 }
 static kir_expr *cubic_near(lk *l, kir_expr *u, double A) {
-	return FADD(l, FMUL(l, FMUL(l, FADD(l, FMUL(l, F(l, A + 2), u), F(l, -(A + 3))), u), u), F(l, 1));
+	return ADD(l->k, MUL(l->k, MUL(l->k, ADD(l->k, MUL(l->k, F(l->k, D, A + 2), u), F(l->k, D, -(A + 3))), u), u), F(l->k, D, 1));
 }
 
 /* Appends to b the loop over the output coordinates of axis i filling its
@@ -399,153 +381,153 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 	kir_expr *scale = local(l, b, "scale", scale_of(r, l, i));
 	kir_expr *n = taps_of(l, A);
 	kir_expr *in_f = local(l, b, "in_f", FIDX(l, in_w));
-	kir_expr *out_f = local(l, b, "out_f", FMUL(l, scale, in_f));
-	kir_expr *last_f = local(l, b, "last_f", FIDX(l, ADD(l, in_w, I(l, -1))));
-	kir_expr *r0 = F(l, 0.0), *r1 = F(l, 1.0), *s_aa = NULL, *st_aa = NULL;
+	kir_expr *out_f = local(l, b, "out_f", MUL(l->k, scale, in_f));
+	kir_expr *last_f = local(l, b, "last_f", FIDX(l, ADD(l->k, in_w, I(l->k, -1))));
+	kir_expr *r0 = F(l->k, D, 0.0), *r1 = F(l->k, D, 1.0), *s_aa = NULL, *st_aa = NULL;
 	if (c->ctm == CT_TF_CROP && r->roi) {
 		kir_buffer *roib = lk_value(l, r->roi);
 		if (!roib) return false;
-		r0 = local(l, b, "roi0", LOADF(l, roib, I(l, i)));
-		r1 = local(l, b, "roi1", LOADF(l, roib, I(l, n_axes + i)));
+		r0 = local(l, b, "roi0", LOADF(l, roib, I(l->k, i)));
+		r1 = local(l, b, "roi1", LOADF(l, roib, I(l->k, n_axes + i)));
 	}
 	if (c->antialias) {
-		s_aa = local(l, b, "s", SEL(l, CMP(l, KIR_LT, scale, F(l, 1.0)), scale, F(l, 1.0)));
+		s_aa = local(l, b, "s", SEL(l->k, CMP(l->k, KIR_LT, scale, F(l->k, D, 1.0)), scale, F(l->k, D, 1.0)));
 		st_aa = local(l, b, "first",
-			      ADD(l, IDXF(l, UN(l, KIR_FLOOR, FDIV(l, F(l, c->mode == MODE_LINEAR ? -1.0 : -2.0), s_aa))), I(l, 1)));
+			      ADD(l->k, IDXF(l, UN(l->k, KIR_FLOOR, FDIV(l->k, F(l->k, D, c->mode == MODE_LINEAR ? -1.0 : -2.0), s_aa))), I(l->k, 1)));
 	}
 
 	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *y = local(l, &body, "y", FIDX(l, V(l, j)));
-	kir_expr *yh = FADD(l, y, F(l, 0.5));
+	kir_expr *y = local(l, &body, "y", FIDX(l, V(l->k, j)));
+	kir_expr *yh = ADD(l->k, y, F(l->k, D, 0.5));
 	kir_expr *x;
 	switch (c->ctm) {
 	case CT_ALIGN_CORNERS:
-		x = SEL(l, CMP(l, KIR_EQ, out_f, F(l, 1)), F(l, 0.0), FDIV(l, FMUL(l, y, last_f), FADD(l, out_f, F(l, -1))));
+		x = SEL(l->k, CMP(l->k, KIR_EQ, out_f, F(l->k, D, 1)), F(l->k, D, 0.0), FDIV(l->k, MUL(l->k, y, last_f), ADD(l->k, out_f, F(l->k, D, -1))));
 		break;
-	case CT_ASYMMETRIC: x = FDIV(l, y, scale); break;
+	case CT_ASYMMETRIC: x = FDIV(l->k, y, scale); break;
 	case CT_PYTORCH_HALF_PIXEL:
-		x = SEL(l, CMP(l, KIR_EQ, out_f, F(l, 1)), F(l, -0.5), FADD(l, FDIV(l, yh, scale), F(l, -0.5)));
+		x = SEL(l->k, CMP(l->k, KIR_EQ, out_f, F(l->k, D, 1)), F(l->k, D, -0.5), ADD(l->k, FDIV(l->k, yh, scale), F(l->k, D, -0.5)));
 		break;
 	case CT_HALF_PIXEL_SYMMETRIC: {
-		kir_expr *adj = FDIV(l, FIDX(l, out_w), out_f), *center = FDIV(l, in_f, F(l, 2));
-		x = FADD(l, FADD(l, FMUL(l, center, SUB(l, F(l, 1), adj)), FDIV(l, yh, scale)), F(l, -0.5));
+		kir_expr *adj = FDIV(l->k, FIDX(l, out_w), out_f), *center = FDIV(l->k, in_f, F(l->k, D, 2));
+		x = ADD(l->k, ADD(l->k, MUL(l->k, center, SUB(l->k, F(l->k, D, 1), adj)), FDIV(l->k, yh, scale)), F(l->k, D, -0.5));
 		break;
 	}
 	case CT_TF_CROP: {
-		kir_expr *span = SUB(l, r1, r0), *base;
+		kir_expr *span = SUB(l->k, r1, r0), *base;
 		if (r->roi_f32) {
-			span = CAST(l, D, CAST(l, TBC_DT_F32, span));
-			base = CAST(l, D, FMUL(l, CAST(l, TBC_DT_F32, r0), CAST(l, TBC_DT_F32, CAST(l, TBC_DT_I64, ADD(l, in_w, I(l, -1))))));
+			span = CAST(l->k, D, CAST(l->k, TBC_DT_F32, span));
+			base = CAST(l->k, D, MUL(l->k, CAST(l->k, TBC_DT_F32, r0), CAST(l->k, TBC_DT_F32, CAST(l->k, TBC_DT_I64, ADD(l->k, in_w, I(l->k, -1))))));
 		} else {
-			base = FMUL(l, r0, last_f);
+			base = MUL(l->k, r0, last_f);
 		}
 		span = local(l, b, "span", span);
 		base = local(l, b, "base", base);
-		x = SEL(l, CMP(l, KIR_EQ, out_f, F(l, 1)), FDIV(l, FMUL(l, span, last_f), F(l, 2)),
-			FDIV(l, FMUL(l, FMUL(l, y, span), last_f), FADD(l, out_f, F(l, -1))));
-		x = local(l, &body, "x", FADD(l, x, base));
+		x = SEL(l->k, CMP(l->k, KIR_EQ, out_f, F(l->k, D, 1)), FDIV(l->k, MUL(l->k, span, last_f), F(l->k, D, 2)),
+			FDIV(l->k, MUL(l->k, MUL(l->k, y, span), last_f), ADD(l->k, out_f, F(l->k, D, -1))));
+		x = local(l, &body, "x", ADD(l->k, x, base));
 		break;
 	}
-	default: x = FADD(l, FDIV(l, yh, scale), F(l, -0.5)); break;
+	default: x = ADD(l->k, FDIV(l->k, yh, scale), F(l->k, D, -0.5)); break;
 	}
 	x = local(l, &body, "x", x);
 	if (eb) {
-		kir_expr *ex = OR(l, CMP(l, KIR_LT, x, F(l, 0)), CMP(l, KIR_GT, x, last_f));
-		kir_block_add(k, &body, kir_s_store(k, eb, V(l, j), ex));
+		kir_expr *ex = OR(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, 0)), CMP(l->k, KIR_GT, x, last_f));
+		kir_block_add(k, &body, kir_s_store(k, eb, V(l->k, j), ex));
 	}
-	x = local(l, &body, "x", SEL(l, NOT(l, CMP(l, KIR_GT, x, F(l, -1e15))), F(l, -1e15), x));
-	x = local(l, &body, "x", SEL(l, CMP(l, KIR_GT, x, F(l, 1e15)), F(l, 1e15), x));
-	kir_expr *xf = local(l, &body, "xf", UN(l, KIR_FLOOR, x));
-	kir_expr *ratio = local(l, &body, "ratio", SEL(l, CMP(l, KIR_EQ, x, xf), F(l, 1.0), SUB(l, x, xf)));
+	x = local(l, &body, "x", SEL(l->k, NOT(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, -1e15))), F(l->k, D, -1e15), x));
+	x = local(l, &body, "x", SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, 1e15)), F(l->k, D, 1e15), x));
+	kir_expr *xf = local(l, &body, "xf", UN(l->k, KIR_FLOOR, x));
+	kir_expr *ratio = local(l, &body, "ratio", SEL(l->k, CMP(l->k, KIR_EQ, x, xf), F(l->k, D, 1.0), SUB(l->k, x, xf)));
 
 	/* The first tap: x + pad floored, less n / 2 (or n / 2 - 1 past a whole
 	 * number), less pad; n is even. */
 	int64_t nn = c->mode == MODE_NEAREST ? 2 : A->n;
-	kir_expr *nt = c->mode == MODE_NEAREST ? I(l, 2) : n;
-	kir_expr *pad = nn >= 0 ? I(l, (nn + 1) / 2) : BIN(l, KIR_FLOORDIV, ADD(l, nt, I(l, 1)), I(l, 2));
-	kir_expr *half = nn >= 0 ? I(l, nn / 2) : BIN(l, KIR_FLOORDIV, nt, I(l, 2));
-	kir_expr *xp = local(l, &body, "xp", FADD(l, x, FIDX(l, pad)));
-	kir_expr *pf = local(l, &body, "pf", UN(l, KIR_FLOOR, xp));
-	kir_expr *off = SEL(l, CMP(l, KIR_EQ, SUB(l, xp, pf), F(l, 0)), SUB(l, I(l, 0), half), SUB(l, I(l, 1), half));
-	kir_expr *start = local(l, &body, "start", SUB(l, ADD(l, IDXF(l, pf), off), pad));
-	kir_expr *top = ADD(l, in_w, I(l, -1));
+	kir_expr *nt = c->mode == MODE_NEAREST ? I(l->k, 2) : n;
+	kir_expr *pad = nn >= 0 ? I(l->k, (nn + 1) / 2) : BIN(l->k, KIR_FLOORDIV, ADD(l->k, nt, I(l->k, 1)), I(l->k, 2));
+	kir_expr *half = nn >= 0 ? I(l->k, nn / 2) : BIN(l->k, KIR_FLOORDIV, nt, I(l->k, 2));
+	kir_expr *xp = local(l, &body, "xp", ADD(l->k, x, FIDX(l, pad)));
+	kir_expr *pf = local(l, &body, "pf", UN(l->k, KIR_FLOOR, xp));
+	kir_expr *off = SEL(l->k, CMP(l->k, KIR_EQ, SUB(l->k, xp, pf), F(l->k, D, 0)), SUB(l->k, I(l->k, 0), half), SUB(l->k, I(l->k, 1), half));
+	kir_expr *start = local(l, &body, "start", SUB(l->k, ADD(l->k, IDXF(l, pf), off), pad));
+	kir_expr *top = ADD(l->k, in_w, I(l->k, -1));
 
 	if (c->mode == MODE_NEAREST) {
 		kir_expr *up;
 		switch (c->nearest_mode) {
-		case NM_ROUND_PREFER_FLOOR: up = CMP(l, KIR_GT, ratio, F(l, 0.5)); break;
-		case NM_ROUND_PREFER_CEIL: up = CMP(l, KIR_GE, ratio, F(l, 0.5)); break;
+		case NM_ROUND_PREFER_FLOOR: up = CMP(l->k, KIR_GT, ratio, F(l->k, D, 0.5)); break;
+		case NM_ROUND_PREFER_CEIL: up = CMP(l->k, KIR_GE, ratio, F(l->k, D, 0.5)); break;
 		case NM_FLOOR: up = kir_e_int(k, TBC_DT_BOOL, 0); break;
 		default: up = kir_e_int(k, TBC_DT_BOOL, 1); break;
 		}
-		kir_expr *first = NOT(l, OR(l, CMP(l, KIR_EQ, ratio, F(l, 1.0)), up)); /* w[0] is 1 */
+		kir_expr *first = NOT(l->k, OR(l->k, CMP(l->k, KIR_EQ, ratio, F(l->k, D, 1.0)), up)); /* w[0] is 1 */
 		if (c->exclude_outside)
-			first = AND(l, first, NOT(l, OR(l, CMP(l, KIR_LT, start, I(l, 0)), CMP(l, KIR_GE, start, in_w))));
-		kir_expr *k0 = MIN(l, MAX(l, start, I(l, 0)), top), *k1 = MIN(l, MAX(l, ADD(l, start, I(l, 1)), I(l, 0)), top);
-		kir_block_add(k, &body, kir_s_store(k, ib, V(l, j), CAST(l, TBC_DT_I64, SEL(l, first, k0, k1))));
+			first = AND(l->k, first, NOT(l->k, OR(l->k, CMP(l->k, KIR_LT, start, I(l->k, 0)), CMP(l->k, KIR_GE, start, in_w))));
+		kir_expr *k0 = MIN(l->k, MAX(l->k, start, I(l->k, 0)), top), *k1 = MIN(l->k, MAX(l->k, ADD(l->k, start, I(l->k, 1)), I(l->k, 0)), top);
+		kir_block_add(k, &body, kir_s_store(k, ib, V(l->k, j), CAST(l->k, TBC_DT_I64, SEL(l->k, first, k0, k1))));
 	} else {
-		kir_expr *row = local(l, &body, "row", MUL(l, V(l, j), n));
+		kir_expr *row = local(l, &body, "row", MUL(l->k, V(l->k, j), n));
 		double Ac = c->cubic_a;
 		if (!c->antialias && c->mode == MODE_LINEAR) {
-			kir_block_add(k, &body, kir_s_store(k, wb, row, SUB(l, F(l, 1), ratio)));
-			kir_block_add(k, &body, kir_s_store(k, wb, ADD(l, row, I(l, 1)), ratio));
+			kir_block_add(k, &body, kir_s_store(k, wb, row, SUB(l->k, F(l->k, D, 1), ratio)));
+			kir_block_add(k, &body, kir_s_store(k, wb, ADD(l->k, row, I(l->k, 1)), ratio));
 		} else if (!c->antialias) {
-			kir_expr *om = local(l, &body, "om", SUB(l, F(l, 1), ratio));
-			kir_expr *w[4] = {cubic_far(l, FADD(l, ratio, F(l, 1)), Ac), cubic_near(l, ratio, Ac), cubic_near(l, om, Ac),
-					  cubic_far(l, FADD(l, om, F(l, 1)), Ac)};
-			for (int t = 0; t < 4; t++) kir_block_add(k, &body, kir_s_store(k, wb, ADD(l, row, I(l, t)), w[t]));
+			kir_expr *om = local(l, &body, "om", SUB(l->k, F(l->k, D, 1), ratio));
+			kir_expr *w[4] = {cubic_far(l, ADD(l->k, ratio, F(l->k, D, 1)), Ac), cubic_near(l, ratio, Ac), cubic_near(l, om, Ac),
+					  cubic_far(l, ADD(l->k, om, F(l->k, D, 1)), Ac)};
+			for (int t = 0; t < 4; t++) kir_block_add(k, &body, kir_s_store(k, wb, ADD(l->k, row, I(l->k, t)), w[t]));
 		} else {
 			/* The kernel stretched by 1/scale, normalised to sum 1. */
 			kir_var *sum = kir_var_new(k, "wsum", D), *t = kir_var_new(k, "t", KIR_INDEX);
-			kir_block_add(k, &body, kir_s_set(k, sum, F(l, 0)));
+			kir_block_add(k, &body, kir_s_set(k, sum, F(l->k, D, 0)));
 			kir_block tb = {0};
-			kir_expr *a = local(l, &tb, "a", FMUL(l, SUB(l, FIDX(l, ADD(l, st_aa, V(l, t))), ratio), s_aa));
-			kir_expr *w = c->mode == MODE_LINEAR ? MIN(l, MAX(l, SUB(l, F(l, 1), UN(l, KIR_ABS, a)), F(l, 0)), F(l, 1))
-							     : cubic_weight(l, UN(l, KIR_ABS, a), Ac);
+			kir_expr *a = local(l, &tb, "a", MUL(l->k, SUB(l->k, FIDX(l, ADD(l->k, st_aa, V(l->k, t))), ratio), s_aa));
+			kir_expr *w = c->mode == MODE_LINEAR ? MIN(l->k, MAX(l->k, SUB(l->k, F(l->k, D, 1), UN(l->k, KIR_ABS, a)), F(l->k, D, 0)), F(l->k, D, 1))
+							     : cubic_weight(l, UN(l->k, KIR_ABS, a), Ac);
 			w = local(l, &tb, "w", w);
-			kir_block_add(k, &tb, kir_s_store(k, wb, ADD(l, row, V(l, t)), w));
-			kir_block_add(k, &tb, kir_s_set(k, sum, FADD(l, V(l, sum), w)));
-			kir_block_add(k, &body, kir_s_for(k, t, I(l, 0), n, 1, KIR_LOOP_SEQUENTIAL, tb.first));
+			kir_block_add(k, &tb, kir_s_store(k, wb, ADD(l->k, row, V(l->k, t)), w));
+			kir_block_add(k, &tb, kir_s_set(k, sum, ADD(l->k, V(l->k, sum), w)));
+			kir_block_add(k, &body, kir_s_for(k, t, I(l->k, 0), n, 1, KIR_LOOP_SEQUENTIAL, tb.first));
 			kir_var *t2 = kir_var_new(k, "t", KIR_INDEX);
-			kir_expr *at = ADD(l, row, V(l, t2));
-			kir_stmt *div = kir_s_store(k, wb, at, FDIV(l, kir_e_load(k, wb, at), V(l, sum)));
-			kir_block_add(k, &body, kir_s_for(k, t2, I(l, 0), n, 1, KIR_LOOP_SEQUENTIAL, div));
+			kir_expr *at = ADD(l->k, row, V(l->k, t2));
+			kir_stmt *div = kir_s_store(k, wb, at, FDIV(l->k, kir_e_load(k, wb, at), V(l->k, sum)));
+			kir_block_add(k, &body, kir_s_for(k, t2, I(l->k, 0), n, 1, KIR_LOOP_SEQUENTIAL, div));
 		}
 		/* Indices clamped; exclude_outside zeroes taps outside and renormalises. */
 		kir_var *t = kir_var_new(k, "t", KIR_INDEX), *sum = NULL;
 		kir_block tb = {0};
-		kir_expr *kk = local(l, &tb, "k", ADD(l, start, V(l, t)));
-		kir_expr *at = ADD(l, row, V(l, t));
-		kir_block_add(k, &tb, kir_s_store(k, ib, at, CAST(l, TBC_DT_I64, MIN(l, MAX(l, kk, I(l, 0)), top))));
+		kir_expr *kk = local(l, &tb, "k", ADD(l->k, start, V(l->k, t)));
+		kir_expr *at = ADD(l->k, row, V(l->k, t));
+		kir_block_add(k, &tb, kir_s_store(k, ib, at, CAST(l->k, TBC_DT_I64, MIN(l->k, MAX(l->k, kk, I(l->k, 0)), top))));
 		if (c->exclude_outside) {
 			sum = kir_var_new(k, "esum", D);
-			kir_block_add(k, &body, kir_s_set(k, sum, F(l, 0)));
-			kir_expr *outside = OR(l, CMP(l, KIR_LT, kk, I(l, 0)), CMP(l, KIR_GE, kk, in_w));
-			kir_expr *w = local(l, &tb, "w", SEL(l, outside, F(l, 0), kir_e_load(k, wb, at)));
+			kir_block_add(k, &body, kir_s_set(k, sum, F(l->k, D, 0)));
+			kir_expr *outside = OR(l->k, CMP(l->k, KIR_LT, kk, I(l->k, 0)), CMP(l->k, KIR_GE, kk, in_w));
+			kir_expr *w = local(l, &tb, "w", SEL(l->k, outside, F(l->k, D, 0), kir_e_load(k, wb, at)));
 			kir_block_add(k, &tb, kir_s_store(k, wb, at, w));
-			kir_block_add(k, &tb, kir_s_set(k, sum, FADD(l, V(l, sum), w)));
+			kir_block_add(k, &tb, kir_s_set(k, sum, ADD(l->k, V(l->k, sum), w)));
 		}
-		kir_block_add(k, &body, kir_s_for(k, t, I(l, 0), n, 1, KIR_LOOP_SEQUENTIAL, tb.first));
+		kir_block_add(k, &body, kir_s_for(k, t, I(l->k, 0), n, 1, KIR_LOOP_SEQUENTIAL, tb.first));
 		if (c->exclude_outside) {
 			kir_var *t2 = kir_var_new(k, "t", KIR_INDEX);
-			kir_expr *at2 = ADD(l, row, V(l, t2));
-			kir_expr *den = SEL(l, CMP(l, KIR_EQ, V(l, sum), F(l, 0)), F(l, 1), V(l, sum));
-			kir_stmt *div = kir_s_store(k, wb, at2, FDIV(l, kir_e_load(k, wb, at2), den));
-			kir_block_add(k, &body, kir_s_for(k, t2, I(l, 0), n, 1, KIR_LOOP_SEQUENTIAL, div));
+			kir_expr *at2 = ADD(l->k, row, V(l->k, t2));
+			kir_expr *den = SEL(l->k, CMP(l->k, KIR_EQ, V(l->k, sum), F(l->k, D, 0)), F(l->k, D, 1), V(l->k, sum));
+			kir_stmt *div = kir_s_store(k, wb, at2, FDIV(l->k, kir_e_load(k, wb, at2), den));
+			kir_block_add(k, &body, kir_s_for(k, t2, I(l->k, 0), n, 1, KIR_LOOP_SEQUENTIAL, div));
 		}
 	}
 	kir_stmt *work = body.first;
 	if (A->resized == -1) {
 		/* Not resized after all: the identity, one tap of weight 1. */
 		kir_block id = {0};
-		kir_expr *row = c->mode == MODE_NEAREST ? V(l, j) : MUL(l, V(l, j), n);
-		kir_block_add(k, &id, kir_s_store(k, ib, row, CAST(l, TBC_DT_I64, V(l, j))));
-		if (wb) kir_block_add(k, &id, kir_s_store(k, wb, row, F(l, 1.0)));
-		if (eb) kir_block_add(k, &id, kir_s_store(k, eb, V(l, j), kir_e_int(k, TBC_DT_BOOL, 0)));
+		kir_expr *row = c->mode == MODE_NEAREST ? V(l->k, j) : MUL(l->k, V(l->k, j), n);
+		kir_block_add(k, &id, kir_s_store(k, ib, row, CAST(l->k, TBC_DT_I64, V(l->k, j))));
+		if (wb) kir_block_add(k, &id, kir_s_store(k, wb, row, F(l->k, D, 1.0)));
+		if (eb) kir_block_add(k, &id, kir_s_store(k, eb, V(l->k, j), kir_e_int(k, TBC_DT_BOOL, 0)));
 		work = kir_s_if(k, resized_of(l, A), body.first, id.first);
 	}
-	kir_block_add(k, b, kir_s_for(k, j, I(l, 0), out_w, 1, KIR_LOOP_SEQUENTIAL, work));
+	kir_block_add(k, b, kir_s_for(k, j, I(l->k, 0), out_w, 1, KIR_LOOP_SEQUENTIAL, work));
 	return !k->failed;
 }
 
@@ -569,13 +551,13 @@ static kir_expr *saturate(lk *l, kir_expr *v, tbc_dtype dt) {
 		if (dt == TBC_DT_BOOL) lo = 0, hi = 1;
 		else if (tbc_dtype_is_signed(dt)) lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1) - 1;
 		else lo = 0, hi = ldexp(1.0, bits) - 1;
-		v = UN(l, KIR_ROUND_EVEN, v);
-		v = SEL(l, UN(l, KIR_ISNAN, v), F(l, 0), v);
-		return CAST(l, dt, MIN(l, MAX(l, v, F(l, lo)), F(l, hi)));
+		v = UN(l->k, KIR_ROUND_EVEN, v);
+		v = SEL(l->k, UN(l->k, KIR_ISNAN, v), F(l->k, D, 0), v);
+		return CAST(l->k, dt, MIN(l->k, MAX(l->k, v, F(l->k, D, lo)), F(l->k, D, hi)));
 	}
 	double max = conv_dtype_float_max(dt);
-	if (max > 0) v = MAX(l, MIN(l, v, F(l, max)), F(l, -max));
-	return CAST(l, dt, v);
+	if (max > 0) v = MAX(l->k, MIN(l->k, v, F(l->k, D, max)), F(l->k, D, -max));
+	return CAST(l->k, dt, v);
 }
 
 typedef struct rz_data {
@@ -603,10 +585,10 @@ static bool preload_taps(rz_data *d, int lev, kir_block *b) {
 	const rz_axis *A = &d->r->ax[d->order[lev]];
 	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = lk_buf(l, A->w_buf);
 	if (!ib || !wb) return false;
-	kir_expr *row = local(l, b, "row", MUL(l, d->o[A->a], I(l, A->n)));
+	kir_expr *row = local(l, b, "row", MUL(l->k, d->o[A->a], I(l->k, A->n)));
 	for (int t = 0; t < A->n; t++) {
-		kir_expr *at = ADD(l, row, I(l, t));
-		d->so[lev][t] = local(l, b, "so", MUL(l, CAST(l, KIR_INDEX, kir_e_load(k, ib, at)), d->xs[A->a]));
+		kir_expr *at = ADD(l->k, row, I(l->k, t));
+		d->so[lev][t] = local(l, b, "so", MUL(l->k, CAST(l->k, KIR_INDEX, kir_e_load(k, ib, at)), d->xs[A->a]));
 		d->w[lev][t] = local(l, b, "wt", kir_e_load(k, wb, at));
 	}
 	return !k->failed;
@@ -618,40 +600,40 @@ static bool preload_taps(rz_data *d, int lev, kir_block *b) {
 static kir_expr *level(rz_data *d, int lev, kir_expr *off, kir_block *b) {
 	lk *l = d->l;
 	kir_kernel *k = l->k;
-	if (lev < 0) return CAST(l, D, kir_e_load(k, d->x, off));
+	if (lev < 0) return CAST(l->k, D, kir_e_load(k, d->x, off));
 	rz *r = d->r;
 	const rz_axis *A = &r->ax[d->order[lev]];
 	if (d->unrolled[lev]) {
-		kir_expr *acc = F(l, 0);
+		kir_expr *acc = F(l->k, D, 0);
 		for (int t = 0; t < A->n; t++) {
-			kir_expr *inner = level(d, lev - 1, ADD(l, off, d->so[lev][t]), b);
-			acc = FADD(l, acc, FMUL(l, d->w[lev][t], inner));
+			kir_expr *inner = level(d, lev - 1, ADD(l->k, off, d->so[lev][t]), b);
+			acc = ADD(l->k, acc, MUL(l->k, d->w[lev][t], inner));
 		}
 		if (A->ex_buf >= 0) {
 			kir_buffer *eb = lk_buf(l, A->ex_buf);
 			if (!eb) return NULL;
-			acc = SEL(l, kir_e_load(k, eb, d->o[A->a]), F(l, r->c.extrapolation), acc);
+			acc = SEL(l->k, kir_e_load(k, eb, d->o[A->a]), F(l->k, D, r->c.extrapolation), acc);
 		}
 		return acc;
 	}
 	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = lk_buf(l, A->w_buf);
 	if (!ib || !wb) return NULL;
 	kir_expr *n = taps_of(l, A);
-	kir_expr *taps = A->resized == 1 ? n : SEL(l, resized_of(l, A), n, I(l, 1));
+	kir_expr *taps = A->resized == 1 ? n : SEL(l->k, resized_of(l, A), n, I(l->k, 1));
 	kir_var *acc = kir_var_new(k, "acc", D), *t = kir_var_new(k, "t", KIR_INDEX);
-	kir_block_add(k, b, kir_s_set(k, acc, F(l, 0)));
-	kir_expr *row = local(l, b, "row", MUL(l, d->o[A->a], n));
+	kir_block_add(k, b, kir_s_set(k, acc, F(l->k, D, 0)));
+	kir_expr *row = local(l, b, "row", MUL(l->k, d->o[A->a], n));
 	kir_block tb = {0};
-	kir_expr *at = ADD(l, row, V(l, t));
-	kir_expr *src = CAST(l, KIR_INDEX, kir_e_load(k, ib, at));
-	kir_expr *inner = level(d, lev - 1, ADD(l, off, MUL(l, src, d->xs[A->a])), &tb);
-	kir_block_add(k, &tb, kir_s_set(k, acc, FADD(l, V(l, acc), FMUL(l, kir_e_load(k, wb, at), inner))));
-	kir_block_add(k, b, kir_s_for(k, t, I(l, 0), taps, 1, KIR_LOOP_SEQUENTIAL, tb.first));
-	kir_expr *v = V(l, acc);
+	kir_expr *at = ADD(l->k, row, V(l->k, t));
+	kir_expr *src = CAST(l->k, KIR_INDEX, kir_e_load(k, ib, at));
+	kir_expr *inner = level(d, lev - 1, ADD(l->k, off, MUL(l->k, src, d->xs[A->a])), &tb);
+	kir_block_add(k, &tb, kir_s_set(k, acc, ADD(l->k, V(l->k, acc), MUL(l->k, kir_e_load(k, wb, at), inner))));
+	kir_block_add(k, b, kir_s_for(k, t, I(l->k, 0), taps, 1, KIR_LOOP_SEQUENTIAL, tb.first));
+	kir_expr *v = V(l->k, acc);
 	if (A->ex_buf >= 0) {
 		kir_buffer *eb = lk_buf(l, A->ex_buf);
 		if (!eb) return NULL;
-		v = SEL(l, kir_e_load(k, eb, d->o[A->a]), F(l, r->c.extrapolation), v);
+		v = SEL(l->k, kir_e_load(k, eb, d->o[A->a]), F(l->k, D, r->c.extrapolation), v);
 	}
 	return local(l, b, "v", v);
 }
@@ -674,33 +656,33 @@ static bool data_kernel(rz *r) {
 	for (int a = 0; a < R; a++) pos[a] = -1;
 	for (int i = 0; i < c->n_axes; i++)
 		if (r->ax[i].resized != 0) pos[r->ax[i].a] = i, d.order[d.m++] = i;
-	kir_expr *stride = I(&l, 1);
+	kir_expr *stride = I(l.k, 1);
 	for (int a = R - 1; a >= 0; a--) {
 		d.xs[a] = stride;
-		stride = MUL(&l, stride, lk_dim(&l, xt->dims[a]));
+		stride = MUL(l.k, stride, lk_dim(&l, xt->dims[a]));
 	}
 	/* Rows: every output dim but the last, flattened (parallel); the last
 	 * dim inside. */
 	kir_var *p = kir_var_new(k, "p", KIR_INDEX), *w = kir_var_new(k, "w", KIR_INDEX);
 	kir_block rowb = {0}, body = {0};
-	kir_expr *rows = I(&l, 1);
-	for (int a = 0; a + 1 < R; a++) rows = MUL(&l, rows, lk_dim(&l, yt->dims[a]));
-	kir_expr *width = R ? lk_dim(&l, yt->dims[R - 1]) : I(&l, 1);
-	kir_expr *rem = V(&l, p);
+	kir_expr *rows = I(l.k, 1);
+	for (int a = 0; a + 1 < R; a++) rows = MUL(l.k, rows, lk_dim(&l, yt->dims[a]));
+	kir_expr *width = R ? lk_dim(&l, yt->dims[R - 1]) : I(l.k, 1);
+	kir_expr *rem = V(l.k, p);
 	for (int a = R - 2; a >= 0; a--) {
 		if (a == 0) {
 			d.o[a] = rem;
 			break;
 		}
 		kir_expr *ya = lk_dim(&l, yt->dims[a]);
-		d.o[a] = local(&l, &rowb, "o", BIN(&l, KIR_FLOORMOD, rem, ya));
-		rem = local(&l, &rowb, "q", BIN(&l, KIR_FLOORDIV, rem, ya));
+		d.o[a] = local(&l, &rowb, "o", BIN(l.k, KIR_FLOORMOD, rem, ya));
+		rem = local(&l, &rowb, "q", BIN(l.k, KIR_FLOORDIV, rem, ya));
 	}
-	if (R) d.o[R - 1] = V(&l, w);
+	if (R) d.o[R - 1] = V(l.k, w);
 	/* The part of the source offset (and of the extrapolation test) fixed
 	 * by the row, and the last dim's; linear and cubic add the resized
 	 * axes' taps in level(). */
-	kir_expr *roff = I(&l, 0), *rex = NULL, *loff = I(&l, 0), *ex = NULL;
+	kir_expr *roff = I(l.k, 0), *rex = NULL, *loff = I(l.k, 0), *ex = NULL;
 	bool nearest = c->mode == MODE_NEAREST;
 	for (int a = 0; a < R; a++) {
 		const rz_axis *A = pos[a] >= 0 ? &r->ax[pos[a]] : NULL;
@@ -710,27 +692,27 @@ static bool data_kernel(rz *r) {
 		if (A) {
 			kir_buffer *ib = lk_buf(&l, A->idx_buf);
 			if (!ib) return false;
-			coord = CAST(&l, KIR_INDEX, kir_e_load(k, ib, d.o[a]));
+			coord = CAST(l.k, KIR_INDEX, kir_e_load(k, ib, d.o[a]));
 		}
-		if (last) loff = MUL(&l, coord, d.xs[a]);
-		else roff = ADD(&l, roff, MUL(&l, coord, d.xs[a]));
+		if (last) loff = MUL(l.k, coord, d.xs[a]);
+		else roff = ADD(l.k, roff, MUL(l.k, coord, d.xs[a]));
 		if (A && A->ex_buf >= 0) {
 			kir_buffer *eb = lk_buf(&l, A->ex_buf);
 			if (!eb) return false;
 			kir_expr *e = kir_e_load(k, eb, d.o[a]);
 			if (last) ex = e;
-			else rex = rex ? OR(&l, rex, e) : e;
+			else rex = rex ? OR(l.k, rex, e) : e;
 		}
 	}
 	roff = local(&l, &rowb, "roff", roff);
 	if (rex) rex = local(&l, &rowb, "rex", rex);
-	kir_expr *off = ADD(&l, roff, loff);
-	if (rex) ex = ex ? OR(&l, rex, ex) : rex;
-	kir_expr *yidx = ADD(&l, MUL(&l, V(&l, p), width), V(&l, w));
+	kir_expr *off = ADD(l.k, roff, loff);
+	if (rex) ex = ex ? OR(l.k, rex, ex) : rex;
+	kir_expr *yidx = ADD(l.k, MUL(l.k, V(l.k, p), width), V(l.k, w));
 	kir_expr *value;
 	if (nearest) {
 		value = kir_e_load(k, d.x, off);
-		if (ex) value = SEL(&l, ex, saturate(&l, F(&l, c->extrapolation), yt->dtype), value);
+		if (ex) value = SEL(l.k, ex, saturate(&l, F(l.k, D, c->extrapolation), yt->dtype), value);
 	} else {
 		for (int lev = 0; lev < d.m; lev++) {
 			const rz_axis *A = &r->ax[d.order[lev]];
@@ -742,9 +724,9 @@ static bool data_kernel(rz *r) {
 		value = saturate(&l, v, yt->dtype);
 	}
 	kir_block_add(k, &body, kir_s_store(k, yb, yidx, value));
-	kir_stmt *inner = kir_s_for(k, w, I(&l, 0), width, 1, KIR_LOOP_VECTOR, body.first);
+	kir_stmt *inner = kir_s_for(k, w, I(l.k, 0), width, 1, KIR_LOOP_VECTOR, body.first);
 	kir_block_add(k, &rowb, inner);
-	return lk_end(&l, kir_s_for(k, p, I(&l, 0), rows, 1, KIR_LOOP_PARALLEL, rowb.first));
+	return lk_end(&l, kir_s_for(k, p, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, rowb.first));
 }
 
 /* ---- Entry ----------------------------------------------------------------------------------*/

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_data.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/kernels.h"
 
 #define F64 TBC_DT_F64
@@ -45,27 +46,8 @@ static bool dk_begin(dk *d, lower_cx *cx, const tbc_op *op, const char *what) {
 	return true;
 }
 
-static kir_expr *I(dk *d, int64_t v) { return kir_e_index(d->k, v); }
-static kir_expr *F(dk *d, double v) { return kir_e_float(d->k, F64, v); }
-static kir_expr *B(dk *d, bool v) { return kir_e_int(d->k, TBC_DT_BOOL, v); }
-static kir_expr *V(dk *d, kir_var *v) { return kir_e_var(d->k, v); }
-static kir_expr *ADD(dk *d, kir_expr *a, kir_expr *b) { return kir_e_add(d->k, a, b); }
-static kir_expr *SUB(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_SUB, a, b); }
-static kir_expr *MUL(dk *d, kir_expr *a, kir_expr *b) { return kir_e_mul(d->k, a, b); }
-static kir_expr *BIN(dk *d, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, op, a, b); }
-static kir_expr *DIV(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_FLOORDIV, a, b); }
-static kir_expr *MOD(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_FLOORMOD, a, b); }
-static kir_expr *MIN(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_MIN, a, b); }
-static kir_expr *MAX(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_MAX, a, b); }
-static kir_expr *CMP(dk *d, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(d->k, c, a, b); }
-static kir_expr *AND(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_AND, a, b); }
-static kir_expr *OR(dk *d, kir_expr *a, kir_expr *b) { return kir_e_binary(d->k, KIR_OR, a, b); }
-static kir_expr *NOT(dk *d, kir_expr *a) { return kir_e_unary(d->k, KIR_NOT, a); }
-static kir_expr *UN(dk *d, kir_unop op, kir_expr *a) { return kir_e_unary(d->k, op, a); }
-static kir_expr *SEL(dk *d, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(d->k, c, a, b); }
-static kir_expr *CAST(dk *d, tbc_dtype t, kir_expr *a) { return kir_e_cast(d->k, t, a); }
-static kir_expr *LOAD(dk *d, kir_buffer *b, kir_expr *i) { return kir_e_load(d->k, b, i); }
-static kir_expr *ONE_IF(dk *d, kir_expr *c) { return SEL(d, c, I(d, 1), I(d, 0)); }
+static kir_expr *BOOL(dk *d, bool v) { return kir_e_int(d->k, TBC_DT_BOOL, v); }
+static kir_expr *ONE_IF(dk *d, kir_expr *c) { return SEL(d->k, c, I(d->k, 1), I(d->k, 0)); }
 
 /* A local set to init here (its type: init's). */
 static kir_var *var(dk *d, kir_block *b, const char *name, kir_expr *init) {
@@ -81,7 +63,7 @@ static kir_var *var(dk *d, kir_block *b, const char *name, kir_expr *init) {
 static kir_var *counter(dk *d, kir_block *b, const char *name, int64_t init) {
 	return var(d, b, name, kir_e_index(d->k, init));
 }
-static kir_expr *let(dk *d, kir_block *b, const char *name, kir_expr *e) { return V(d, var(d, b, name, e)); }
+static kir_expr *let(dk *d, kir_block *b, const char *name, kir_expr *e) { return V(d->k, var(d, b, name, e)); }
 static void set(dk *d, kir_block *b, kir_var *v, kir_expr *e) { kir_block_add(d->k, b, kir_s_set(d->k, v, e)); }
 static void store(dk *d, kir_block *b, kir_buffer *buf, kir_expr *i, kir_expr *v) {
 	kir_block_add(d->k, b, kir_s_store(d->k, buf, i, v));
@@ -109,27 +91,27 @@ static void fail_if(dk *d, kir_block *b, kir_expr *cond, const char *fmt, ...) {
 }
 
 static bool dk_end(dk *d, kir_block *b) {
-	if (!b->first) kir_block_add(d->k, b, kir_s_set(d->k, ivar(d, "unused"), I(d, 0)));
+	if (!b->first) kir_block_add(d->k, b, kir_s_set(d->k, ivar(d, "unused"), I(d->k, 0)));
 	return lk_end(&d->l, b->first);
 }
 
 static kir_expr *dim(dk *d, tbc_dim x) { return lk_dim(&d->l, x); }
 static kir_expr *prod(dk *d, const tbc_type *t, int lo, int hi) {
-	kir_expr *p = I(d, 1);
-	for (int i = lo; i < hi; i++) p = MUL(d, p, dim(d, t->dims[i]));
+	kir_expr *p = I(d->k, 1);
+	for (int i = lo; i < hi; i++) p = MUL(d->k, p, dim(d, t->dims[i]));
 	return p;
 }
 
 /* Element i of b as a value to compute with: narrow floats widened to f32,
  * bool as an index (0 or 1). */
 static kir_expr *num(dk *d, kir_buffer *b, kir_expr *i) {
-	kir_expr *e = LOAD(d, b, i);
+	kir_expr *e = LOAD(d->k, b, i);
 	tbc_dtype t = b ? b->dtype : TBC_DT_F32;
-	if (t == TBC_DT_BOOL) return CAST(d, KIR_INDEX, e);
-	if (tbc_dtype_is_float(t) && t != TBC_DT_F32 && t != F64) return CAST(d, TBC_DT_F32, e);
+	if (t == TBC_DT_BOOL) return CAST(d->k, KIR_INDEX, e);
+	if (tbc_dtype_is_float(t) && t != TBC_DT_F32 && t != F64) return CAST(d->k, TBC_DT_F32, e);
 	return e;
 }
-static kir_expr *f64_at(dk *d, kir_buffer *b, kir_expr *i) { return CAST(d, F64, num(d, b, i)); }
+static kir_expr *f64_at(dk *d, kir_buffer *b, kir_expr *i) { return CAST(d->k, F64, num(d, b, i)); }
 static bool is_floaty(const kir_expr *e) { return e && (e->type == TBC_DT_F32 || e->type == F64); }
 
 /* Whether element i is non-zero as the interpreter's is_nonzero: NaN is,
@@ -137,13 +119,13 @@ static bool is_floaty(const kir_expr *e) { return e && (e->type == TBC_DT_F32 ||
 static kir_expr *nonzero(dk *d, kir_buffer *b, kir_expr *i) {
 	kir_expr *v = num(d, b, i);
 	if (!v) return NULL;
-	kir_expr *zero = is_floaty(v) ? kir_e_float(d->k, v->type, 0) : v->type == KIR_INDEX ? I(d, 0) : kir_e_int(d->k, v->type, 0);
-	return CMP(d, KIR_NE, v, zero);
+	kir_expr *zero = is_floaty(v) ? kir_e_float(d->k, v->type, 0) : v->type == KIR_INDEX ? I(d->k, 0) : kir_e_int(d->k, v->type, 0);
+	return CMP(d->k, KIR_NE, v, zero);
 }
 
 /* Element 0 of a tensor input as an index (integers as they are, floats
  * truncated). */
-static kir_expr *scalar(dk *d, const tbc_value *v) { return CAST(d, KIR_INDEX, LOAD(d, lk_value(&d->l, v), I(d, 0))); }
+static kir_expr *scalar(dk *d, const tbc_value *v) { return CAST(d->k, KIR_INDEX, LOAD(d->k, lk_value(&d->l, v), I(d->k, 0))); }
 
 /* Output dims stored by one kernel: a symbol is stored once (a second
  * check in the same kernel would read the size before the store). */
@@ -175,7 +157,7 @@ static tbc_dim own_sym(dk *d, kir_block *b, const char *what, kir_expr *value) {
 		d->k->failed = true;
 		return (tbc_dim){1, NULL};
 	}
-	store(d, b, syms, I(d, s), CAST(d, TBC_DT_I64, value));
+	store(d, b, syms, I(d->k, s), CAST(d->k, TBC_DT_I64, value));
 	return (tbc_dim){-1, d->l.cx->p->sym_names[s]};
 }
 
@@ -211,31 +193,31 @@ static kir_var *merge_sort(dk *d, kir_block *b, kir_buffer *ord, kir_expr *base,
 			   before_fn before, void *ctx) {
 	kir_var *cur = counter(d, b, "cur", 0), *w = counter(d, b, "w", 1);
 	kir_block pass = {0}, runs = {0}, merge = {0}, cmp = {0};
-	kir_expr *src = let(d, &pass, "src", ADD(d, base, MUL(d, V(d, cur), half)));
-	kir_expr *dst = let(d, &pass, "dst", ADD(d, base, MUL(d, SUB(d, I(d, 1), V(d, cur)), half)));
-	kir_expr *w2 = let(d, &pass, "w2", MUL(d, V(d, w), I(d, 2)));
+	kir_expr *src = let(d, &pass, "src", ADD(d->k, base, MUL(d->k, V(d->k, cur), half)));
+	kir_expr *dst = let(d, &pass, "dst", ADD(d->k, base, MUL(d->k, SUB(d->k, I(d->k, 1), V(d->k, cur)), half)));
+	kir_expr *w2 = let(d, &pass, "w2", MUL(d->k, V(d->k, w), I(d->k, 2)));
 	kir_var *s = ivar(d, "s"), *k = ivar(d, "k");
-	kir_expr *lo = let(d, &runs, "lo", MUL(d, V(d, s), w2));
-	kir_expr *mid = let(d, &runs, "mid", MIN(d, ADD(d, lo, V(d, w)), n));
-	kir_expr *hi = let(d, &runs, "hi", MIN(d, ADD(d, lo, w2), n));
+	kir_expr *lo = let(d, &runs, "lo", MUL(d->k, V(d->k, s), w2));
+	kir_expr *mid = let(d, &runs, "mid", MIN(d->k, ADD(d->k, lo, V(d->k, w)), n));
+	kir_expr *hi = let(d, &runs, "hi", MIN(d->k, ADD(d->k, lo, w2), n));
 	kir_var *i = var(d, &runs, "a", lo), *j = var(d, &runs, "b", mid);
-	kir_var *c = var(d, &merge, "c", B(d, false));
-	kir_expr *ai = let(d, &merge, "ia", LOAD(d, ord, ADD(d, src, MIN(d, V(d, i), SUB(d, n, I(d, 1))))));
-	kir_expr *aj = let(d, &merge, "ib", LOAD(d, ord, ADD(d, src, MIN(d, V(d, j), SUB(d, n, I(d, 1))))));
+	kir_var *c = var(d, &merge, "c", BOOL(d, false));
+	kir_expr *ai = let(d, &merge, "ia", LOAD(d->k, ord, ADD(d->k, src, MIN(d->k, V(d->k, i), SUB(d->k, n, I(d->k, 1))))));
+	kir_expr *aj = let(d, &merge, "ib", LOAD(d->k, ord, ADD(d->k, src, MIN(d->k, V(d->k, j), SUB(d->k, n, I(d->k, 1))))));
 	set(d, &cmp, c, before(ctx, d, &cmp, aj, ai));
-	when(d, &merge, AND(d, CMP(d, KIR_LT, V(d, i), mid), CMP(d, KIR_LT, V(d, j), hi)), &cmp, NULL);
+	when(d, &merge, AND(d->k, CMP(d->k, KIR_LT, V(d->k, i), mid), CMP(d->k, KIR_LT, V(d->k, j), hi)), &cmp, NULL);
 	kir_expr *takej = let(d, &merge, "right",
-			      AND(d, CMP(d, KIR_LT, V(d, j), hi), OR(d, CMP(d, KIR_GE, V(d, i), mid), V(d, c))));
-	store(d, &merge, ord, ADD(d, dst, V(d, k)), SEL(d, takej, aj, ai));
-	set(d, &merge, i, ADD(d, V(d, i), SEL(d, takej, I(d, 0), I(d, 1))));
-	set(d, &merge, j, ADD(d, V(d, j), ONE_IF(d, takej)));
+			      AND(d->k, CMP(d->k, KIR_LT, V(d->k, j), hi), OR(d->k, CMP(d->k, KIR_GE, V(d->k, i), mid), V(d->k, c))));
+	store(d, &merge, ord, ADD(d->k, dst, V(d->k, k)), SEL(d->k, takej, aj, ai));
+	set(d, &merge, i, ADD(d->k, V(d->k, i), SEL(d->k, takej, I(d->k, 0), I(d->k, 1))));
+	set(d, &merge, j, ADD(d->k, V(d->k, j), ONE_IF(d, takej)));
 	loop(d, &runs, k, lo, hi, SEQ, &merge);
-	loop(d, &pass, s, I(d, 0), DIV(d, SUB(d, ADD(d, n, w2), I(d, 1)), w2), SEQ, &runs);
-	set(d, &pass, cur, SUB(d, I(d, 1), V(d, cur)));
+	loop(d, &pass, s, I(d->k, 0), DIV(d->k, SUB(d->k, ADD(d->k, n, w2), I(d->k, 1)), w2), SEQ, &runs);
+	set(d, &pass, cur, SUB(d->k, I(d->k, 1), V(d->k, cur)));
 	set(d, &pass, w, w2);
 	kir_block body = {0};
-	when(d, &body, CMP(d, KIR_LT, V(d, w), n), &pass, NULL);
-	loop(d, b, ivar(d, "pass"), I(d, 0), I(d, 63), SEQ, &body);
+	when(d, &body, CMP(d->k, KIR_LT, V(d->k, w), n), &pass, NULL);
+	loop(d, b, ivar(d, "pass"), I(d->k, 0), I(d->k, 63), SEQ, &body);
 	return cur;
 }
 
@@ -253,9 +235,9 @@ static lower_result lower_nonzero(lower_cx *cx, const tbc_op *op) {
 	if (!dk_begin(&d, cx, op, "nonzero_count")) return LOWER_FAILED;
 	kir_buffer *x = lk_value(&d.l, xv);
 	kir_var *n = counter(&d, &b, "n", 0), *i = ivar(&d, "i");
-	set(&d, &body, n, ADD(&d, V(&d, n), ONE_IF(&d, nonzero(&d, x, V(&d, i)))));
-	loop(&d, &b, i, I(&d, 0), prod(&d, xt, 0, r), SEQ, &body);
-	if (!shape_dim(&d, &b, &st, 0, 0, I(&d, R)) || !shape_dim(&d, &b, &st, 0, 1, V(&d, n)) || !dk_end(&d, &b))
+	set(&d, &body, n, ADD(d.k, V(d.k, n), ONE_IF(&d, nonzero(&d, x, V(d.k, i)))));
+	loop(&d, &b, i, I(d.k, 0), prod(&d, xt, 0, r), SEQ, &body);
+	if (!shape_dim(&d, &b, &st, 0, 0, I(d.k, R)) || !shape_dim(&d, &b, &st, 0, 1, V(d.k, n)) || !dk_end(&d, &b))
 		return LOWER_FAILED;
 
 	int yb = lower_result_buf(cx, yv);
@@ -265,19 +247,19 @@ static lower_result lower_nonzero(lower_cx *cx, const tbc_op *op) {
 	kir_expr *count = dim(&d, yv->type.dims[1]);
 	kir_block top = {0}, hit = {0};
 	kir_var *k = counter(&d, &top, "k", 0), *c[TBC_MAX_RANK];
-	kir_expr *lin = I(&d, 0);
+	kir_expr *lin = I(d.k, 0);
 	for (int a = 0; a < r; a++) {
 		c[a] = ivar(&d, "c");
-		lin = ADD(&d, MUL(&d, lin, dim(&d, xt->dims[a])), V(&d, c[a]));
+		lin = ADD(d.k, MUL(d.k, lin, dim(&d, xt->dims[a])), V(d.k, c[a]));
 	}
 	for (int a = 0; a < R; a++)
-		store(&d, &hit, y, ADD(&d, MUL(&d, I(&d, a), count), V(&d, k)), r ? CAST(&d, TBC_DT_I64, V(&d, c[a])) : kir_e_int(d.k, TBC_DT_I64, 0));
-	set(&d, &hit, k, ADD(&d, V(&d, k), I(&d, 1)));
+		store(&d, &hit, y, ADD(d.k, MUL(d.k, I(d.k, a), count), V(d.k, k)), r ? CAST(d.k, TBC_DT_I64, V(d.k, c[a])) : kir_e_int(d.k, TBC_DT_I64, 0));
+	set(&d, &hit, k, ADD(d.k, V(d.k, k), I(d.k, 1)));
 	kir_block nest = {0};
 	when(&d, &nest, nonzero(&d, x, lin), &hit, NULL);
 	for (int a = r - 1; a >= 0; a--) {
 		kir_block outer = {0};
-		loop(&d, &outer, c[a], I(&d, 0), dim(&d, xt->dims[a]), SEQ, &nest);
+		loop(&d, &outer, c[a], I(d.k, 0), dim(&d, xt->dims[a]), SEQ, &nest);
 		nest = outer;
 	}
 	kir_block_add(d.k, &top, nest.first);
@@ -305,27 +287,27 @@ static lower_result lower_compress(lower_cx *cx, const tbc_op *op) {
 	kir_var *kept = counter(&d, &b, "kept", 0), *i = ivar(&d, "i");
 	int64_t ns;
 	if (kir_e_const_index(n, &ns))
-		fail_if(&d, &hit, CMP(&d, KIR_GE, V(&d, i), n), "condition selects an index outside a dim of %lld", (long long)ns);
+		fail_if(&d, &hit, CMP(d.k, KIR_GE, V(d.k, i), n), "condition selects an index outside a dim of %lld", (long long)ns);
 	else
-		fail_if(&d, &hit, CMP(&d, KIR_GE, V(&d, i), n), "condition selects an index outside the dim");
-	store(&d, &hit, sb, V(&d, kept), CAST(&d, TBC_DT_I64, V(&d, i)));
-	set(&d, &hit, kept, ADD(&d, V(&d, kept), I(&d, 1)));
-	when(&d, &body, nonzero(&d, cond, V(&d, i)), &hit, NULL);
-	loop(&d, &b, i, I(&d, 0), dim(&d, cv->type.dims[0]), SEQ, &body);
-	if (!shape_dim(&d, &b, &st, 0, ax ? a : 0, V(&d, kept)) || !dk_end(&d, &b)) return LOWER_FAILED;
+		fail_if(&d, &hit, CMP(d.k, KIR_GE, V(d.k, i), n), "condition selects an index outside the dim");
+	store(&d, &hit, sb, V(d.k, kept), CAST(d.k, TBC_DT_I64, V(d.k, i)));
+	set(&d, &hit, kept, ADD(d.k, V(d.k, kept), I(d.k, 1)));
+	when(&d, &body, nonzero(&d, cond, V(d.k, i)), &hit, NULL);
+	loop(&d, &b, i, I(d.k, 0), dim(&d, cv->type.dims[0]), SEQ, &body);
+	if (!shape_dim(&d, &b, &st, 0, ax ? a : 0, V(d.k, kept)) || !dk_end(&d, &b)) return LOWER_FAILED;
 
 	if (!dk_begin(&d, cx, op, "compress")) return LOWER_FAILED;
 	kir_buffer *x = data_in(&d.l, xv), *y = data_out(&d.l, yv);
 	sb = lk_buf(&d.l, sel);
 	if (!x || !y || !sb) return LOWER_FAILED;
 	n = ax ? dim(&d, xt->dims[a]) : prod(&d, xt, 0, r);
-	kir_expr *outer = ax ? prod(&d, xt, 0, a) : I(&d, 1), *inner = ax ? prod(&d, xt, a + 1, r) : I(&d, 1);
+	kir_expr *outer = ax ? prod(&d, xt, 0, a) : I(d.k, 1), *inner = ax ? prod(&d, xt, a + 1, r) : I(d.k, 1);
 	kir_expr *m = dim(&d, yv->type.dims[ax ? a : 0]);
 	dloops lp = {0};
 	kir_expr *o = dl_add(&d.l, &lp, outer, false), *j = dl_add(&d.l, &lp, m, false), *e = dl_add(&d.l, &lp, inner, false);
-	kir_expr *src = CAST(&d, KIR_INDEX, LOAD(&d, sb, j));
-	kir_stmt *copy = kir_s_store(d.k, y, ADD(&d, MUL(&d, ADD(&d, MUL(&d, o, m), j), inner), e),
-				     LOAD(&d, x, ADD(&d, MUL(&d, ADD(&d, MUL(&d, o, n), src), inner), e)));
+	kir_expr *src = CAST(d.k, KIR_INDEX, LOAD(d.k, sb, j));
+	kir_stmt *copy = kir_s_store(d.k, y, ADD(d.k, MUL(d.k, ADD(d.k, MUL(d.k, o, m), j), inner), e),
+				     LOAD(d.k, x, ADD(d.k, MUL(d.k, ADD(d.k, MUL(d.k, o, n), src), inner), e)));
 	kir_block all = {0};
 	kir_block_add(d.k, &all, dl_wrap(&d.l, &lp, copy));
 	return done(dk_end(&d, &all));
@@ -342,7 +324,7 @@ static lower_result lower_window(lower_cx *cx, const tbc_op *op, double a0, doub
 	stored st = {0};
 	if (!dk_begin(&d, cx, op, "window_size")) return LOWER_FAILED;
 	kir_expr *n = let(&d, &b, "n", scalar(&d, sv));
-	fail_if(&d, &b, CMP(&d, KIR_LT, n, I(&d, 0)), "size must not be negative");
+	fail_if(&d, &b, CMP(d.k, KIR_LT, n, I(d.k, 0)), "size must not be negative");
 	if (!shape_dim(&d, &b, &st, 0, 0, n) || !dk_end(&d, &b)) return LOWER_FAILED;
 
 	int yb = lower_result_buf(cx, yv);
@@ -351,15 +333,15 @@ static lower_result lower_window(lower_cx *cx, const tbc_op *op, double a0, doub
 	bool periodic = tbc_attr_int(op, "periodic", 1) != 0;
 	kir_block top = {0}, body = {0};
 	kir_expr *len = dim(&d, yv->type.dims[0]);
-	kir_expr *N = let(&d, &top, "N", periodic ? CAST(&d, F64, len) : BIN(&d, KIR_SUB, CAST(&d, F64, len), F(&d, 1)));
+	kir_expr *N = let(&d, &top, "N", periodic ? CAST(d.k, F64, len) : BIN(d.k, KIR_SUB, CAST(d.k, F64, len), F(d.k, F64, 1)));
 	kir_var *i = ivar(&d, "i");
-	kir_expr *fi = CAST(&d, F64, V(&d, i));
-	kir_expr *c1 = UN(&d, KIR_COS, BIN(&d, KIR_DIV, BIN(&d, KIR_MUL, F(&d, 2 * M_PI), fi), N));
-	kir_expr *c2 = UN(&d, KIR_COS, BIN(&d, KIR_DIV, BIN(&d, KIR_MUL, F(&d, 4 * M_PI), fi), N));
-	kir_expr *v = BIN(&d, KIR_ADD, BIN(&d, KIR_SUB, F(&d, a0), BIN(&d, KIR_MUL, F(&d, a1), c1)), BIN(&d, KIR_MUL, F(&d, a2), c2));
-	v = SEL(&d, CMP(&d, KIR_EQ, N, F(&d, 0)), F(&d, a0 - a1 + a2), v);
-	store(&d, &body, y, V(&d, i), CAST(&d, yv->type.dtype, v));
-	loop(&d, &top, i, I(&d, 0), len, PAR, &body);
+	kir_expr *fi = CAST(d.k, F64, V(d.k, i));
+	kir_expr *c1 = UN(d.k, KIR_COS, BIN(d.k, KIR_DIV, BIN(d.k, KIR_MUL, F(d.k, F64, 2 * M_PI), fi), N));
+	kir_expr *c2 = UN(d.k, KIR_COS, BIN(d.k, KIR_DIV, BIN(d.k, KIR_MUL, F(d.k, F64, 4 * M_PI), fi), N));
+	kir_expr *v = BIN(d.k, KIR_ADD, BIN(d.k, KIR_SUB, F(d.k, F64, a0), BIN(d.k, KIR_MUL, F(d.k, F64, a1), c1)), BIN(d.k, KIR_MUL, F(d.k, F64, a2), c2));
+	v = SEL(d.k, CMP(d.k, KIR_EQ, N, F(d.k, F64, 0)), F(d.k, F64, a0 - a1 + a2), v);
+	store(&d, &body, y, V(d.k, i), CAST(d.k, yv->type.dtype, v));
+	loop(&d, &top, i, I(d.k, 0), len, PAR, &body);
 	return done(dk_end(&d, &top));
 }
 
@@ -377,23 +359,23 @@ static mel mel_setup(dk *d, kir_block *b, const tbc_op *op) {
 	m.rate = let(d, b, "rate", scalar(d, op->inputs[2]));
 	kir_expr *edge[2];
 	for (int e = 0; e < 2; e++) {
-		kir_expr *hz = CAST(d, TBC_DT_F32, num(d, lk_value(&d->l, op->inputs[3 + e]), I(d, 0)));
-		kir_expr *l1p = UN(d, KIR_LOG1P, BIN(d, KIR_DIV, hz, kir_e_float(d->k, TBC_DT_F32, 700.0)));
+		kir_expr *hz = CAST(d->k, TBC_DT_F32, num(d, lk_value(&d->l, op->inputs[3 + e]), I(d->k, 0)));
+		kir_expr *l1p = UN(d->k, KIR_LOG1P, BIN(d->k, KIR_DIV, hz, kir_e_float(d->k, TBC_DT_F32, 700.0)));
 		edge[e] = let(d, b, e ? "hi_mel" : "lo_mel",
-			      BIN(d, KIR_DIV, CAST(d, F64, BIN(d, KIR_MUL, kir_e_float(d->k, TBC_DT_F32, 2595.0), l1p)), F(d, log(10.0))));
+			      BIN(d->k, KIR_DIV, CAST(d->k, F64, BIN(d->k, KIR_MUL, kir_e_float(d->k, TBC_DT_F32, 2595.0), l1p)), F(d->k, F64, log(10.0))));
 	}
 	m.lo_mel = edge[0];
-	m.step = let(d, b, "step", BIN(d, KIR_DIV, BIN(d, KIR_SUB, edge[1], edge[0]), CAST(d, F64, ADD(d, bins, I(d, 2)))));
+	m.step = let(d, b, "step", BIN(d->k, KIR_DIV, BIN(d->k, KIR_SUB, edge[1], edge[0]), CAST(d->k, F64, ADD(d->k, bins, I(d->k, 2)))));
 	return m;
 }
 
 /* floor((len + 1) * hz / rate) of mel point i. */
 static kir_expr *mel_bin(dk *d, const mel *m, kir_expr *i) {
-	kir_expr *t = BIN(d, KIR_MUL, BIN(d, KIR_DIV, BIN(d, KIR_ADD, BIN(d, KIR_MUL, CAST(d, F64, i), m->step), m->lo_mel), F(d, 2595.0)),
-			  F(d, log(10.0)));
-	kir_expr *hz = BIN(d, KIR_MUL, F(d, 700.0), UN(d, KIR_EXPM1, t));
-	kir_expr *q = BIN(d, KIR_DIV, BIN(d, KIR_MUL, CAST(d, F64, ADD(d, m->len, I(d, 1))), hz), CAST(d, F64, m->rate));
-	return CAST(d, KIR_INDEX, UN(d, KIR_FLOOR, q));
+	kir_expr *t = BIN(d->k, KIR_MUL, BIN(d->k, KIR_DIV, BIN(d->k, KIR_ADD, BIN(d->k, KIR_MUL, CAST(d->k, F64, i), m->step), m->lo_mel), F(d->k, F64, 2595.0)),
+			  F(d->k, F64, log(10.0)));
+	kir_expr *hz = BIN(d->k, KIR_MUL, F(d->k, F64, 700.0), UN(d->k, KIR_EXPM1, t));
+	kir_expr *q = BIN(d->k, KIR_DIV, BIN(d->k, KIR_MUL, CAST(d->k, F64, ADD(d->k, m->len, I(d->k, 1))), hz), CAST(d->k, F64, m->rate));
+	return CAST(d->k, KIR_INDEX, UN(d->k, KIR_FLOOR, q));
 }
 
 static lower_result lower_mel(lower_cx *cx, const tbc_op *op) {
@@ -406,21 +388,21 @@ static lower_result lower_mel(lower_cx *cx, const tbc_op *op) {
 	if (!dk_begin(&d, cx, op, "mel_shape")) return LOWER_FAILED;
 	mel m = mel_setup(&d, &b, op);
 	kir_expr *bins = scalar(&d, op->inputs[0]);
-	kir_expr *lo = f64_at(&d, lk_value(&d.l, op->inputs[3]), I(&d, 0)), *hi = f64_at(&d, lk_value(&d.l, op->inputs[4]), I(&d, 0));
-	kir_expr *bad = OR(&d, OR(&d, CMP(&d, KIR_LE, bins, I(&d, 0)), CMP(&d, KIR_LE, m.len, I(&d, 0))), CMP(&d, KIR_LE, m.rate, I(&d, 0)));
-	bad = OR(&d, bad, OR(&d, CMP(&d, KIR_LT, lo, F(&d, 0)), CMP(&d, KIR_LT, hi, lo)));
-	bad = OR(&d, bad, CMP(&d, KIR_GT, hi, BIN(&d, KIR_ADD, BIN(&d, KIR_DIV, CAST(&d, F64, m.rate), F(&d, 2.0)), F(&d, 1e-9))));
+	kir_expr *lo = f64_at(&d, lk_value(&d.l, op->inputs[3]), I(d.k, 0)), *hi = f64_at(&d, lk_value(&d.l, op->inputs[4]), I(d.k, 0));
+	kir_expr *bad = OR(d.k, OR(d.k, CMP(d.k, KIR_LE, bins, I(d.k, 0)), CMP(d.k, KIR_LE, m.len, I(d.k, 0))), CMP(d.k, KIR_LE, m.rate, I(d.k, 0)));
+	bad = OR(d.k, bad, OR(d.k, CMP(d.k, KIR_LT, lo, F(d.k, F64, 0)), CMP(d.k, KIR_LT, hi, lo)));
+	bad = OR(d.k, bad, CMP(d.k, KIR_GT, hi, BIN(d.k, KIR_ADD, BIN(d.k, KIR_DIV, CAST(d.k, F64, m.rate), F(d.k, F64, 2.0)), F(d.k, F64, 1e-9))));
 	fail_if(&d, &b, bad,
 		"need num_mel_bins, dft_length, sample_rate > 0 and 0 <= lower_edge_hertz <= upper_edge_hertz <= sample_rate/2");
-	kir_expr *spec = let(&d, &b, "spec", ADD(&d, DIV(&d, m.len, I(&d, 2)), I(&d, 1)));
+	kir_expr *spec = let(&d, &b, "spec", ADD(d.k, DIV(d.k, m.len, I(d.k, 2)), I(d.k, 1)));
 	kir_var *i = ivar(&d, "i");
-	kir_expr *l = let(&d, &chk, "l", mel_bin(&d, &m, V(&d, i)));
-	kir_expr *c = let(&d, &chk, "c", mel_bin(&d, &m, ADD(&d, V(&d, i), I(&d, 1))));
-	kir_expr *r = let(&d, &chk, "r", mel_bin(&d, &m, ADD(&d, V(&d, i), I(&d, 2))));
-	kir_expr *out = OR(&d, OR(&d, CMP(&d, KIR_LT, l, I(&d, 0)), CMP(&d, KIR_GE, r, ADD(&d, spec, I(&d, 1)))), CMP(&d, KIR_GE, c, spec));
-	out = OR(&d, out, OR(&d, CMP(&d, KIR_GT, l, c), CMP(&d, KIR_GT, c, r)));
+	kir_expr *l = let(&d, &chk, "l", mel_bin(&d, &m, V(d.k, i)));
+	kir_expr *c = let(&d, &chk, "c", mel_bin(&d, &m, ADD(d.k, V(d.k, i), I(d.k, 1))));
+	kir_expr *r = let(&d, &chk, "r", mel_bin(&d, &m, ADD(d.k, V(d.k, i), I(d.k, 2))));
+	kir_expr *out = OR(d.k, OR(d.k, CMP(d.k, KIR_LT, l, I(d.k, 0)), CMP(d.k, KIR_GE, r, ADD(d.k, spec, I(d.k, 1)))), CMP(d.k, KIR_GE, c, spec));
+	out = OR(d.k, out, OR(d.k, CMP(d.k, KIR_GT, l, c), CMP(d.k, KIR_GT, c, r)));
 	fail_if(&d, &chk, out, "a mel bin falls outside the spectrum");
-	loop(&d, &b, i, I(&d, 0), bins, SEQ, &chk);
+	loop(&d, &b, i, I(d.k, 0), bins, SEQ, &chk);
 	if (!shape_dim(&d, &b, &st, 0, 0, spec) || !shape_dim(&d, &b, &st, 0, 1, bins) || !dk_end(&d, &b)) return LOWER_FAILED;
 
 	int yb = lower_result_buf(cx, yv);
@@ -431,26 +413,26 @@ static lower_result lower_mel(lower_cx *cx, const tbc_op *op) {
 	m = mel_setup(&d, &top, op);
 	kir_expr *nb = dim(&d, yv->type.dims[1]);
 	kir_var *e = ivar(&d, "e");
-	store(&d, &zero, y, V(&d, e), CAST(&d, dt, F(&d, 0)));
-	loop(&d, &top, e, I(&d, 0), MUL(&d, dim(&d, yv->type.dims[0]), nb), PAR, &zero);
+	store(&d, &zero, y, V(d.k, e), CAST(d.k, dt, F(d.k, F64, 0)));
+	loop(&d, &top, e, I(d.k, 0), MUL(d.k, dim(&d, yv->type.dims[0]), nb), PAR, &zero);
 	i = ivar(&d, "i");
-	l = let(&d, &per, "l", mel_bin(&d, &m, V(&d, i)));
-	c = let(&d, &per, "c", mel_bin(&d, &m, ADD(&d, V(&d, i), I(&d, 1))));
-	r = let(&d, &per, "r", mel_bin(&d, &m, ADD(&d, V(&d, i), I(&d, 2))));
-	store(&d, &flat, y, ADD(&d, MUL(&d, c, nb), V(&d, i)), CAST(&d, dt, F(&d, 1)));
+	l = let(&d, &per, "l", mel_bin(&d, &m, V(d.k, i)));
+	c = let(&d, &per, "c", mel_bin(&d, &m, ADD(d.k, V(d.k, i), I(d.k, 1))));
+	r = let(&d, &per, "r", mel_bin(&d, &m, ADD(d.k, V(d.k, i), I(d.k, 2))));
+	store(&d, &flat, y, ADD(d.k, MUL(d.k, c, nb), V(d.k, i)), CAST(d.k, dt, F(d.k, F64, 1)));
 	kir_var *j = ivar(&d, "j");
 	kir_block rise = {0};
-	store(&d, &rise, y, ADD(&d, MUL(&d, V(&d, j), nb), V(&d, i)),
-	      CAST(&d, dt, BIN(&d, KIR_DIV, CAST(&d, F64, SUB(&d, V(&d, j), l)), CAST(&d, F64, SUB(&d, c, l)))));
-	loop(&d, &up, j, l, ADD(&d, c, I(&d, 1)), SEQ, &rise);
-	when(&d, &per, CMP(&d, KIR_EQ, c, l), &flat, &up);
+	store(&d, &rise, y, ADD(d.k, MUL(d.k, V(d.k, j), nb), V(d.k, i)),
+	      CAST(d.k, dt, BIN(d.k, KIR_DIV, CAST(d.k, F64, SUB(d.k, V(d.k, j), l)), CAST(d.k, F64, SUB(d.k, c, l)))));
+	loop(&d, &up, j, l, ADD(d.k, c, I(d.k, 1)), SEQ, &rise);
+	when(&d, &per, CMP(d.k, KIR_EQ, c, l), &flat, &up);
 	kir_var *j2 = ivar(&d, "j");
 	kir_block fall = {0};
-	store(&d, &fall, y, ADD(&d, MUL(&d, V(&d, j2), nb), V(&d, i)),
-	      CAST(&d, dt, BIN(&d, KIR_DIV, CAST(&d, F64, SUB(&d, r, V(&d, j2))), CAST(&d, F64, SUB(&d, r, c)))));
+	store(&d, &fall, y, ADD(d.k, MUL(d.k, V(d.k, j2), nb), V(d.k, i)),
+	      CAST(d.k, dt, BIN(d.k, KIR_DIV, CAST(d.k, F64, SUB(d.k, r, V(d.k, j2))), CAST(d.k, F64, SUB(d.k, r, c)))));
 	loop(&d, &down, j2, c, r, SEQ, &fall);
 	kir_block_add(d.k, &per, down.first);
-	loop(&d, &top, i, I(&d, 0), nb, PAR, &per);
+	loop(&d, &top, i, I(d.k, 0), nb, PAR, &per);
 	return done(dk_end(&d, &top));
 }
 
@@ -477,19 +459,19 @@ static lower_result lower_stft(lower_cx *cx, const tbc_op *op) {
 	kir_expr *L = dim(&d, xt->dims[1]);
 	kir_expr *step = let(&d, &b, "step", scalar(&d, sv));
 	kir_expr *flen = let(&d, &b, "flen", fv ? scalar(&d, fv) : wv ? dim(&d, wv->type.dims[0]) : L);
-	if (wv) fail_if(&d, &b, CMP(&d, KIR_NE, dim(&d, wv->type.dims[0]), flen), "window must be 1-D of frame_length elements");
-	fail_if(&d, &b, OR(&d, OR(&d, CMP(&d, KIR_LE, step, I(&d, 0)), CMP(&d, KIR_LE, flen, I(&d, 0))), CMP(&d, KIR_GT, flen, L)),
+	if (wv) fail_if(&d, &b, CMP(d.k, KIR_NE, dim(&d, wv->type.dims[0]), flen), "window must be 1-D of frame_length elements");
+	fail_if(&d, &b, OR(d.k, OR(d.k, CMP(d.k, KIR_LE, step, I(d.k, 0)), CMP(d.k, KIR_LE, flen, I(d.k, 0))), CMP(d.k, KIR_GT, flen, L)),
 		"bad frame_step or frame_length");
-	if (onesided && comp == 2) fail_if(&d, &b, B(&d, true), "onesided needs a real signal");
-	kir_expr *frames = ADD(&d, I(&d, 1), DIV(&d, SUB(&d, L, flen), SEL(&d, CMP(&d, KIR_GT, step, I(&d, 0)), step, I(&d, 1))));
-	kir_expr *bins = onesided ? ADD(&d, DIV(&d, flen, I(&d, 2)), I(&d, 1)) : flen;
+	if (onesided && comp == 2) fail_if(&d, &b, BOOL(&d, true), "onesided needs a real signal");
+	kir_expr *frames = ADD(d.k, I(d.k, 1), DIV(d.k, SUB(d.k, L, flen), SEL(d.k, CMP(d.k, KIR_GT, step, I(d.k, 0)), step, I(d.k, 1))));
+	kir_expr *bins = onesided ? ADD(d.k, DIV(d.k, flen, I(d.k, 2)), I(d.k, 1)) : flen;
 	tbc_dim step_d = sc ? (tbc_dim){tbc_load_i64(sc->dtype, sc->data, 0), NULL} : own_sym(&d, &b, "step", step);
 	tbc_dim flen_d = fc ? (tbc_dim){tbc_load_i64(fc->dtype, fc->data, 0), NULL}
 		       : fv ? own_sym(&d, &b, "flen", flen)
 		       : wv ? wv->type.dims[0]
 			    : xt->dims[1];
 	if (!shape_dim(&d, &b, &st, 0, 0, dim(&d, xt->dims[0])) || !shape_dim(&d, &b, &st, 0, 1, frames) ||
-	    !shape_dim(&d, &b, &st, 0, 2, bins) || !shape_dim(&d, &b, &st, 0, 3, I(&d, 2)) || !dk_end(&d, &b))
+	    !shape_dim(&d, &b, &st, 0, 2, bins) || !shape_dim(&d, &b, &st, 0, 3, I(d.k, 2)) || !dk_end(&d, &b))
 		return LOWER_FAILED;
 	if (flen_d.size <= 0 && !flen_d.sym) return LOWER_OK; /* the shape kernel fails the run */
 
@@ -502,10 +484,10 @@ static lower_result lower_stft(lower_cx *cx, const tbc_op *op) {
 	kir_block top = {0}, body = {0};
 	kir_expr *n = dim(&d, flen_d);
 	kir_var *mv = ivar(&d, "m");
-	kir_expr *ang = let(&d, &body, "ang", BIN(&d, KIR_DIV, BIN(&d, KIR_MUL, F(&d, -1.0 * 2.0 * M_PI), CAST(&d, F64, V(&d, mv))), CAST(&d, F64, n)));
-	store(&d, &body, twb, V(&d, mv), UN(&d, KIR_COS, ang));
-	store(&d, &body, twb, ADD(&d, n, V(&d, mv)), UN(&d, KIR_SIN, ang));
-	loop(&d, &top, mv, I(&d, 0), n, PAR, &body);
+	kir_expr *ang = let(&d, &body, "ang", BIN(d.k, KIR_DIV, BIN(d.k, KIR_MUL, F(d.k, F64, -1.0 * 2.0 * M_PI), CAST(d.k, F64, V(d.k, mv))), CAST(d.k, F64, n)));
+	store(&d, &body, twb, V(d.k, mv), UN(d.k, KIR_COS, ang));
+	store(&d, &body, twb, ADD(d.k, n, V(d.k, mv)), UN(d.k, KIR_SIN, ang));
+	loop(&d, &top, mv, I(d.k, 0), n, PAR, &body);
 	if (!dk_end(&d, &top)) return LOWER_FAILED;
 
 	int yb = lower_result_buf(cx, yv);
@@ -519,28 +501,28 @@ static lower_result lower_stft(lower_cx *cx, const tbc_op *op) {
 	bins = dim(&d, yv->type.dims[2]);
 	kir_block all = {0}, pt = {0}, term = {0};
 	kir_var *t = ivar(&d, "t"), *j = ivar(&d, "j");
-	kir_expr *kk = let(&d, &pt, "bin", MOD(&d, V(&d, t), bins));
-	kir_expr *bf = let(&d, &pt, "bf", DIV(&d, V(&d, t), bins));
-	kir_expr *f = let(&d, &pt, "f", MOD(&d, bf, frames)), *bb = let(&d, &pt, "b", DIV(&d, bf, frames));
-	kir_var *sr = var(&d, &pt, "sr", F(&d, 0)), *si = var(&d, &pt, "si", F(&d, 0)), *m = counter(&d, &pt, "m", 0);
-	kir_expr *xi = let(&d, &term, "xi", MUL(&d, ADD(&d, MUL(&d, bb, L), ADD(&d, MUL(&d, f, step), V(&d, j))), I(&d, comp)));
-	kir_expr *wj = w ? let(&d, &term, "w", f64_at(&d, w, V(&d, j))) : NULL;
-	kir_expr *xr = f64_at(&d, x, xi), *xim = comp == 2 ? f64_at(&d, x, ADD(&d, xi, I(&d, 1))) : F(&d, 0);
+	kir_expr *kk = let(&d, &pt, "bin", MOD(d.k, V(d.k, t), bins));
+	kir_expr *bf = let(&d, &pt, "bf", DIV(d.k, V(d.k, t), bins));
+	kir_expr *f = let(&d, &pt, "f", MOD(d.k, bf, frames)), *bb = let(&d, &pt, "b", DIV(d.k, bf, frames));
+	kir_var *sr = var(&d, &pt, "sr", F(d.k, F64, 0)), *si = var(&d, &pt, "si", F(d.k, F64, 0)), *m = counter(&d, &pt, "m", 0);
+	kir_expr *xi = let(&d, &term, "xi", MUL(d.k, ADD(d.k, MUL(d.k, bb, L), ADD(d.k, MUL(d.k, f, step), V(d.k, j))), I(d.k, comp)));
+	kir_expr *wj = w ? let(&d, &term, "w", f64_at(&d, w, V(d.k, j))) : NULL;
+	kir_expr *xr = f64_at(&d, x, xi), *xim = comp == 2 ? f64_at(&d, x, ADD(d.k, xi, I(d.k, 1))) : F(d.k, F64, 0);
 	if (wj) {
-		xr = BIN(&d, KIR_MUL, xr, wj);
-		if (comp == 2) xim = BIN(&d, KIR_MUL, xim, wj);
+		xr = BIN(d.k, KIR_MUL, xr, wj);
+		if (comp == 2) xim = BIN(d.k, KIR_MUL, xim, wj);
 	}
 	xr = let(&d, &term, "xr", xr);
 	xim = let(&d, &term, "xim", xim);
-	kir_expr *cr = let(&d, &term, "cr", LOAD(&d, twb, V(&d, m))), *ci = let(&d, &term, "ci", LOAD(&d, twb, ADD(&d, n, V(&d, m))));
-	set(&d, &term, sr, BIN(&d, KIR_ADD, V(&d, sr), BIN(&d, KIR_SUB, BIN(&d, KIR_MUL, xr, cr), BIN(&d, KIR_MUL, xim, ci))));
-	set(&d, &term, si, BIN(&d, KIR_ADD, V(&d, si), BIN(&d, KIR_ADD, BIN(&d, KIR_MUL, xr, ci), BIN(&d, KIR_MUL, xim, cr))));
-	kir_expr *next = let(&d, &term, "mn", ADD(&d, V(&d, m), kk));
-	set(&d, &term, m, SEL(&d, CMP(&d, KIR_GE, next, n), SUB(&d, next, n), next));
-	loop(&d, &pt, j, I(&d, 0), n, SEQ, &term);
-	store(&d, &pt, y, MUL(&d, V(&d, t), I(&d, 2)), CAST(&d, yv->type.dtype, V(&d, sr)));
-	store(&d, &pt, y, ADD(&d, MUL(&d, V(&d, t), I(&d, 2)), I(&d, 1)), CAST(&d, yv->type.dtype, V(&d, si)));
-	loop(&d, &all, t, I(&d, 0), MUL(&d, MUL(&d, dim(&d, xt->dims[0]), frames), bins), PAR, &pt);
+	kir_expr *cr = let(&d, &term, "cr", LOAD(d.k, twb, V(d.k, m))), *ci = let(&d, &term, "ci", LOAD(d.k, twb, ADD(d.k, n, V(d.k, m))));
+	set(&d, &term, sr, BIN(d.k, KIR_ADD, V(d.k, sr), BIN(d.k, KIR_SUB, BIN(d.k, KIR_MUL, xr, cr), BIN(d.k, KIR_MUL, xim, ci))));
+	set(&d, &term, si, BIN(d.k, KIR_ADD, V(d.k, si), BIN(d.k, KIR_ADD, BIN(d.k, KIR_MUL, xr, ci), BIN(d.k, KIR_MUL, xim, cr))));
+	kir_expr *next = let(&d, &term, "mn", ADD(d.k, V(d.k, m), kk));
+	set(&d, &term, m, SEL(d.k, CMP(d.k, KIR_GE, next, n), SUB(d.k, next, n), next));
+	loop(&d, &pt, j, I(d.k, 0), n, SEQ, &term);
+	store(&d, &pt, y, MUL(d.k, V(d.k, t), I(d.k, 2)), CAST(d.k, yv->type.dtype, V(d.k, sr)));
+	store(&d, &pt, y, ADD(d.k, MUL(d.k, V(d.k, t), I(d.k, 2)), I(d.k, 1)), CAST(d.k, yv->type.dtype, V(d.k, si)));
+	loop(&d, &all, t, I(d.k, 0), MUL(d.k, MUL(d.k, dim(&d, xt->dims[0]), frames), bins), PAR, &pt);
 	return done(dk_end(&d, &all));
 }
 
@@ -561,7 +543,7 @@ typedef struct unique_cx {
 static void unique_geom(dk *d, const unique_cx *u, kir_expr **outer, kir_expr **n, kir_expr **inner) {
 	int r = u->xt->rank;
 	if (u->a < 0) {
-		*outer = I(d, 1), *n = prod(d, u->xt, 0, r), *inner = I(d, 1);
+		*outer = I(d->k, 1), *n = prod(d, u->xt, 0, r), *inner = I(d->k, 1);
 	} else {
 		*outer = prod(d, u->xt, 0, u->a), *n = dim(d, u->xt->dims[u->a]), *inner = prod(d, u->xt, u->a + 1, r);
 	}
@@ -569,10 +551,10 @@ static void unique_geom(dk *d, const unique_cx *u, kir_expr **outer, kir_expr **
 
 /* -1, 0 or 1 as the interpreter's cmp_elem (NaN sorts last). */
 static kir_expr *cmp_elem(dk *d, kir_expr *p, kir_expr *q) {
-	kir_expr *ord = SUB(d, ONE_IF(d, CMP(d, KIR_GT, p, q)), ONE_IF(d, CMP(d, KIR_LT, p, q)));
+	kir_expr *ord = SUB(d->k, ONE_IF(d, CMP(d->k, KIR_GT, p, q)), ONE_IF(d, CMP(d->k, KIR_LT, p, q)));
 	if (!is_floaty(p)) return ord;
-	kir_expr *np = UN(d, KIR_ISNAN, p), *nq = UN(d, KIR_ISNAN, q);
-	return SEL(d, OR(d, np, nq), SUB(d, ONE_IF(d, np), ONE_IF(d, nq)), ord);
+	kir_expr *np = UN(d->k, KIR_ISNAN, p), *nq = UN(d->k, KIR_ISNAN, q);
+	return SEL(d->k, OR(d->k, np, nq), SUB(d->k, ONE_IF(d, np), ONE_IF(d, nq)), ord);
 }
 
 /* A loop over the elements of units c and a (outer, inner), calling body. */
@@ -588,41 +570,41 @@ static void walk_begin(dk *d, const unique_cx *u, unit_walk *w, kir_expr *c, kir
 	unique_geom(d, u, &outer, &n, &inner);
 	w->o = ivar(d, "o");
 	w->e = ivar(d, "e");
-	kir_expr *row = MUL(d, V(d, w->o), n);
-	w->pc = num(d, u->x, ADD(d, MUL(d, ADD(d, row, c), inner), V(d, w->e)));
-	w->pa = num(d, u->x, ADD(d, MUL(d, ADD(d, row, a), inner), V(d, w->e)));
+	kir_expr *row = MUL(d->k, V(d->k, w->o), n);
+	w->pc = num(d, u->x, ADD(d->k, MUL(d->k, ADD(d->k, row, c), inner), V(d->k, w->e)));
+	w->pa = num(d, u->x, ADD(d->k, MUL(d->k, ADD(d->k, row, a), inner), V(d->k, w->e)));
 }
 
 static void walk_end(dk *d, const unique_cx *u, unit_walk *w, kir_block *b) {
 	kir_expr *outer, *n, *inner;
 	unique_geom(d, u, &outer, &n, &inner);
-	loop(d, &w->outer, w->e, I(d, 0), inner, SEQ, &w->inner);
-	loop(d, b, w->o, I(d, 0), outer, SEQ, &w->outer);
+	loop(d, &w->outer, w->e, I(d->k, 0), inner, SEQ, &w->inner);
+	loop(d, b, w->o, I(d->k, 0), outer, SEQ, &w->outer);
 }
 
 static kir_expr *unit_before(void *ctx, dk *d, kir_block *b, kir_expr *c, kir_expr *a) {
 	const unique_cx *u = ctx;
-	c = let(d, b, "uc", CAST(d, KIR_INDEX, c));
-	a = let(d, b, "ua", CAST(d, KIR_INDEX, a));
-	kir_var *r = var(d, b, "ord", I(d, 0));
+	c = let(d, b, "uc", CAST(d->k, KIR_INDEX, c));
+	a = let(d, b, "ua", CAST(d->k, KIR_INDEX, a));
+	kir_var *r = var(d, b, "ord", I(d->k, 0));
 	unit_walk w;
 	walk_begin(d, u, &w, c, a);
 	kir_block then = {0};
 	set(d, &then, r, cmp_elem(d, w.pc, w.pa));
-	when(d, &w.inner, CMP(d, KIR_EQ, V(d, r), I(d, 0)), &then, NULL);
+	when(d, &w.inner, CMP(d->k, KIR_EQ, V(d->k, r), I(d->k, 0)), &then, NULL);
 	walk_end(d, u, &w, b);
-	return CMP(d, KIR_LT, V(d, r), I(d, 0));
+	return CMP(d->k, KIR_LT, V(d->k, r), I(d->k, 0));
 }
 
 static kir_expr *units_equal(dk *d, const unique_cx *u, kir_block *b, kir_expr *c, kir_expr *a) {
-	kir_var *eq = var(d, b, "same", B(d, true));
+	kir_var *eq = var(d, b, "same", BOOL(d, true));
 	unit_walk w;
 	walk_begin(d, u, &w, c, a);
-	kir_expr *e = CMP(d, KIR_EQ, w.pc, w.pa);
-	if (is_floaty(w.pc)) e = OR(d, e, AND(d, UN(d, KIR_ISNAN, w.pc), UN(d, KIR_ISNAN, w.pa)));
-	set(d, &w.inner, eq, AND(d, V(d, eq), e));
+	kir_expr *e = CMP(d->k, KIR_EQ, w.pc, w.pa);
+	if (is_floaty(w.pc)) e = OR(d->k, e, AND(d->k, UN(d->k, KIR_ISNAN, w.pc), UN(d->k, KIR_ISNAN, w.pa)));
+	set(d, &w.inner, eq, AND(d->k, V(d->k, eq), e));
 	walk_end(d, u, &w, b);
-	return V(d, eq);
+	return V(d->k, eq);
 }
 
 enum { U_FIRST, U_INV, U_CNT, U_SLOT };
@@ -649,52 +631,52 @@ static lower_result lower_unique(lower_cx *cx, const tbc_op *op) {
 	unique_geom(&d, &u, &outer, &n, &inner);
 	n = let(&d, &b, "n", n);
 	u.n = n;
-#define G(part, i) ADD(&d, MUL(&d, I(&d, part), n), (i))
+#define G(part, i) ADD(d.k, MUL(d.k, I(d.k, part), n), (i))
 	kir_block init = {0};
 	kir_var *i = ivar(&d, "i");
-	store(&d, &init, ob, V(&d, i), CAST(&d, TBC_DT_I64, V(&d, i)));
-	loop(&d, &b, i, I(&d, 0), n, SEQ, &init);
-	kir_var *cur = merge_sort(&d, &b, ob, I(&d, 0), n, n, unit_before, &u);
+	store(&d, &init, ob, V(d.k, i), CAST(d.k, TBC_DT_I64, V(d.k, i)));
+	loop(&d, &b, i, I(d.k, 0), n, SEQ, &init);
+	kir_var *cur = merge_sort(&d, &b, ob, I(d.k, 0), n, n, unit_before, &u);
 	/* Group equal neighbours: the stable sort puts each group's first
 	 * occurrence first. */
 	kir_var *m = counter(&d, &b, "m", 0), *k = ivar(&d, "k");
 	kir_block grp = {0}, fresh = {0};
-	kir_expr *run = MUL(&d, V(&d, cur), n);
-	kir_expr *uk = let(&d, &grp, "u", CAST(&d, KIR_INDEX, LOAD(&d, ob, ADD(&d, run, V(&d, k)))));
-	kir_expr *prev = let(&d, &grp, "prev", CAST(&d, KIR_INDEX, LOAD(&d, ob, ADD(&d, run, MAX(&d, SUB(&d, V(&d, k), I(&d, 1)), I(&d, 0))))));
-	kir_expr *same = let(&d, &grp, "dup", AND(&d, CMP(&d, KIR_GT, V(&d, k), I(&d, 0)), units_equal(&d, &u, &grp, prev, uk)));
-	store(&d, &fresh, gb, G(U_FIRST, V(&d, m)), CAST(&d, TBC_DT_I64, uk));
-	store(&d, &fresh, gb, G(U_CNT, V(&d, m)), kir_e_int(d.k, TBC_DT_I64, 0));
-	set(&d, &fresh, m, ADD(&d, V(&d, m), I(&d, 1)));
-	when(&d, &grp, NOT(&d, same), &fresh, NULL);
-	kir_expr *g = SUB(&d, V(&d, m), I(&d, 1));
-	store(&d, &grp, gb, G(U_INV, uk), CAST(&d, TBC_DT_I64, g));
-	store(&d, &grp, gb, G(U_CNT, g), BIN(&d, KIR_ADD, LOAD(&d, gb, G(U_CNT, g)), kir_e_int(d.k, TBC_DT_I64, 1)));
-	loop(&d, &b, k, I(&d, 0), n, SEQ, &grp);
+	kir_expr *run = MUL(d.k, V(d.k, cur), n);
+	kir_expr *uk = let(&d, &grp, "u", CAST(d.k, KIR_INDEX, LOAD(d.k, ob, ADD(d.k, run, V(d.k, k)))));
+	kir_expr *prev = let(&d, &grp, "prev", CAST(d.k, KIR_INDEX, LOAD(d.k, ob, ADD(d.k, run, MAX(d.k, SUB(d.k, V(d.k, k), I(d.k, 1)), I(d.k, 0))))));
+	kir_expr *same = let(&d, &grp, "dup", AND(d.k, CMP(d.k, KIR_GT, V(d.k, k), I(d.k, 0)), units_equal(&d, &u, &grp, prev, uk)));
+	store(&d, &fresh, gb, G(U_FIRST, V(d.k, m)), CAST(d.k, TBC_DT_I64, uk));
+	store(&d, &fresh, gb, G(U_CNT, V(d.k, m)), kir_e_int(d.k, TBC_DT_I64, 0));
+	set(&d, &fresh, m, ADD(d.k, V(d.k, m), I(d.k, 1)));
+	when(&d, &grp, NOT(d.k, same), &fresh, NULL);
+	kir_expr *g = SUB(d.k, V(d.k, m), I(d.k, 1));
+	store(&d, &grp, gb, G(U_INV, uk), CAST(d.k, TBC_DT_I64, g));
+	store(&d, &grp, gb, G(U_CNT, g), BIN(d.k, KIR_ADD, LOAD(d.k, gb, G(U_CNT, g)), kir_e_int(d.k, TBC_DT_I64, 1)));
+	loop(&d, &b, k, I(d.k, 0), n, SEQ, &grp);
 	if (!sorted) {
 		/* Renumber groups in order of first occurrence (the order buffer,
 		 * free now, holds the new first and count lists). */
 		kir_block clear = {0}, scan = {0}, first_seen = {0}, back = {0};
 		kir_var *q = ivar(&d, "g");
-		store(&d, &clear, gb, G(U_SLOT, V(&d, q)), kir_e_int(d.k, TBC_DT_I64, -1));
-		loop(&d, &b, q, I(&d, 0), V(&d, m), SEQ, &clear);
+		store(&d, &clear, gb, G(U_SLOT, V(d.k, q)), kir_e_int(d.k, TBC_DT_I64, -1));
+		loop(&d, &b, q, I(d.k, 0), V(d.k, m), SEQ, &clear);
 		kir_var *next = counter(&d, &b, "next", 0), *e = ivar(&d, "i");
-		kir_expr *gi = let(&d, &scan, "grp", CAST(&d, KIR_INDEX, LOAD(&d, gb, G(U_INV, V(&d, e)))));
-		store(&d, &first_seen, gb, G(U_SLOT, gi), CAST(&d, TBC_DT_I64, V(&d, next)));
-		store(&d, &first_seen, ob, V(&d, next), LOAD(&d, gb, G(U_FIRST, gi)));
-		store(&d, &first_seen, ob, ADD(&d, n, V(&d, next)), LOAD(&d, gb, G(U_CNT, gi)));
-		set(&d, &first_seen, next, ADD(&d, V(&d, next), I(&d, 1)));
-		when(&d, &scan, CMP(&d, KIR_LT, LOAD(&d, gb, G(U_SLOT, gi)), kir_e_int(d.k, TBC_DT_I64, 0)), &first_seen, NULL);
-		store(&d, &scan, gb, G(U_INV, V(&d, e)), LOAD(&d, gb, G(U_SLOT, gi)));
-		loop(&d, &b, e, I(&d, 0), n, SEQ, &scan);
+		kir_expr *gi = let(&d, &scan, "grp", CAST(d.k, KIR_INDEX, LOAD(d.k, gb, G(U_INV, V(d.k, e)))));
+		store(&d, &first_seen, gb, G(U_SLOT, gi), CAST(d.k, TBC_DT_I64, V(d.k, next)));
+		store(&d, &first_seen, ob, V(d.k, next), LOAD(d.k, gb, G(U_FIRST, gi)));
+		store(&d, &first_seen, ob, ADD(d.k, n, V(d.k, next)), LOAD(d.k, gb, G(U_CNT, gi)));
+		set(&d, &first_seen, next, ADD(d.k, V(d.k, next), I(d.k, 1)));
+		when(&d, &scan, CMP(d.k, KIR_LT, LOAD(d.k, gb, G(U_SLOT, gi)), kir_e_int(d.k, TBC_DT_I64, 0)), &first_seen, NULL);
+		store(&d, &scan, gb, G(U_INV, V(d.k, e)), LOAD(d.k, gb, G(U_SLOT, gi)));
+		loop(&d, &b, e, I(d.k, 0), n, SEQ, &scan);
 		q = ivar(&d, "g");
-		store(&d, &back, gb, G(U_FIRST, V(&d, q)), LOAD(&d, ob, V(&d, q)));
-		store(&d, &back, gb, G(U_CNT, V(&d, q)), LOAD(&d, ob, ADD(&d, n, V(&d, q))));
-		loop(&d, &b, q, I(&d, 0), V(&d, m), SEQ, &back);
+		store(&d, &back, gb, G(U_FIRST, V(d.k, q)), LOAD(d.k, ob, V(d.k, q)));
+		store(&d, &back, gb, G(U_CNT, V(d.k, q)), LOAD(d.k, ob, ADD(d.k, n, V(d.k, q))));
+		loop(&d, &b, q, I(d.k, 0), V(d.k, m), SEQ, &back);
 	}
-	if (!shape_dim(&d, &b, &st, 0, a < 0 ? 0 : a, V(&d, m))) return LOWER_FAILED;
+	if (!shape_dim(&d, &b, &st, 0, a < 0 ? 0 : a, V(d.k, m))) return LOWER_FAILED;
 	for (int o = 1; o < 4; o++)
-		if (want(op, o) && !shape_dim(&d, &b, &st, o, 0, o == 2 ? n : V(&d, m))) return LOWER_FAILED;
+		if (want(op, o) && !shape_dim(&d, &b, &st, o, 0, o == 2 ? n : V(d.k, m))) return LOWER_FAILED;
 	if (!dk_end(&d, &b)) return LOWER_FAILED;
 #undef G
 
@@ -708,14 +690,14 @@ static lower_result lower_unique(lower_cx *cx, const tbc_op *op) {
 	kir_block all = {0};
 	kir_expr *mm = dim(&d, want(op, 1) ? op->outputs[1]->type.dims[0] : want(op, 3) ? op->outputs[3]->type.dims[0]
 									       : op->outputs[0]->type.dims[a < 0 ? 0 : a]);
-#define G(part, i) ADD(&d, MUL(&d, I(&d, part), n), (i))
+#define G(part, i) ADD(d.k, MUL(d.k, I(d.k, part), n), (i))
 	if (out[0] >= 0) {
 		kir_buffer *x = data_in(&d.l, xv), *y = data_out(&d.l, op->outputs[0]);
 		dloops lp = {0};
 		kir_expr *o = dl_add(&d.l, &lp, outer, false), *gg = dl_add(&d.l, &lp, mm, false), *e = dl_add(&d.l, &lp, inner, false);
-		kir_expr *src = CAST(&d, KIR_INDEX, LOAD(&d, gb, G(U_FIRST, gg)));
-		kir_stmt *copy = kir_s_store(d.k, y, ADD(&d, MUL(&d, ADD(&d, MUL(&d, o, mm), gg), inner), e),
-					     LOAD(&d, x, ADD(&d, MUL(&d, ADD(&d, MUL(&d, o, n), src), inner), e)));
+		kir_expr *src = CAST(d.k, KIR_INDEX, LOAD(d.k, gb, G(U_FIRST, gg)));
+		kir_stmt *copy = kir_s_store(d.k, y, ADD(d.k, MUL(d.k, ADD(d.k, MUL(d.k, o, mm), gg), inner), e),
+					     LOAD(d.k, x, ADD(d.k, MUL(d.k, ADD(d.k, MUL(d.k, o, n), src), inner), e)));
 		kir_block_add(d.k, &all, dl_wrap(&d.l, &lp, copy));
 	}
 	static const int part[4] = {0, U_FIRST, U_INV, U_CNT};
@@ -724,8 +706,8 @@ static lower_result lower_unique(lower_cx *cx, const tbc_op *op) {
 		kir_buffer *y = lk_buf(&d.l, out[o]);
 		kir_block body = {0};
 		kir_var *q = ivar(&d, "q");
-		store(&d, &body, y, V(&d, q), LOAD(&d, gb, G(part[o], V(&d, q))));
-		loop(&d, &all, q, I(&d, 0), o == 2 ? n : mm, PAR, &body);
+		store(&d, &body, y, V(d.k, q), LOAD(d.k, gb, G(part[o], V(d.k, q))));
+		loop(&d, &all, q, I(d.k, 0), o == 2 ? n : mm, PAR, &body);
 	}
 #undef G
 	return done(dk_end(&d, &all));
@@ -745,17 +727,17 @@ typedef struct nms_cx {
 static kir_expr *score_before(void *ctx, dk *d, kir_block *b, kir_expr *c, kir_expr *a) {
 	const nms_cx *s = ctx;
 	(void)b;
-	kir_expr *sc = f64_at(d, s->scores, ADD(d, s->row, CAST(d, KIR_INDEX, c)));
-	kir_expr *sa = f64_at(d, s->scores, ADD(d, s->row, CAST(d, KIR_INDEX, a)));
-	return CMP(d, KIR_GT, sc, sa);
+	kir_expr *sc = f64_at(d, s->scores, ADD(d->k, s->row, CAST(d->k, KIR_INDEX, c)));
+	kir_expr *sa = f64_at(d, s->scores, ADD(d->k, s->row, CAST(d->k, KIR_INDEX, a)));
+	return CMP(d->k, KIR_GT, sc, sa);
 }
 
 /* C's fmin / fmax: a NaN operand gives the other. */
 static kir_expr *fmin_(dk *d, kir_expr *a, kir_expr *b) {
-	return SEL(d, OR(d, UN(d, KIR_ISNAN, b), CMP(d, KIR_LT, a, b)), a, b);
+	return SEL(d->k, OR(d->k, UN(d->k, KIR_ISNAN, b), CMP(d->k, KIR_LT, a, b)), a, b);
 }
 static kir_expr *fmax_(dk *d, kir_expr *a, kir_expr *b) {
-	return SEL(d, OR(d, UN(d, KIR_ISNAN, b), CMP(d, KIR_GT, a, b)), a, b);
+	return SEL(d->k, OR(d->k, UN(d->k, KIR_ISNAN, b), CMP(d->k, KIR_GT, a, b)), a, b);
 }
 
 /* Corners (ymin, xmin, ymax, xmax) of box i as nms_corners. */
@@ -764,13 +746,13 @@ static void nms_corners(dk *d, kir_block *blk, kir_buffer *boxes, kir_expr *at, 
 	char nm[16];
 	for (int t = 0; t < 4; t++) {
 		snprintf(nm, sizeof nm, "%s%d", name, t);
-		v[t] = let(d, blk, nm, f64_at(d, boxes, ADD(d, at, I(d, t))));
+		v[t] = let(d, blk, nm, f64_at(d, boxes, ADD(d->k, at, I(d->k, t))));
 	}
 	kir_expr *c0, *c1, *c2, *c3;
 	if (center) {
-		kir_expr *h = BIN(d, KIR_DIV, v[3], F(d, 2)), *w = BIN(d, KIR_DIV, v[2], F(d, 2));
-		c0 = BIN(d, KIR_SUB, v[1], h), c2 = BIN(d, KIR_ADD, v[1], h);
-		c1 = BIN(d, KIR_SUB, v[0], w), c3 = BIN(d, KIR_ADD, v[0], w);
+		kir_expr *h = BIN(d->k, KIR_DIV, v[3], F(d->k, F64, 2)), *w = BIN(d->k, KIR_DIV, v[2], F(d->k, F64, 2));
+		c0 = BIN(d->k, KIR_SUB, v[1], h), c2 = BIN(d->k, KIR_ADD, v[1], h);
+		c1 = BIN(d->k, KIR_SUB, v[0], w), c3 = BIN(d->k, KIR_ADD, v[0], w);
 	} else {
 		c0 = fmin_(d, v[0], v[2]), c2 = fmax_(d, v[0], v[2]);
 		c1 = fmin_(d, v[1], v[3]), c3 = fmax_(d, v[1], v[3]);
@@ -807,11 +789,11 @@ static lower_result lower_nms(lower_cx *cx, const tbc_op *op) {
 	dk d;
 	kir_block b = {0};
 	if (!dk_begin(&d, cx, op, "nms_check")) return LOWER_FAILED;
-	kir_expr *bad = OR(&d, CMP(&d, KIR_NE, dim(&d, bt->dims[2]), I(&d, 4)), CMP(&d, KIR_NE, dim(&d, stt->dims[0]), dim(&d, Bd)));
-	bad = OR(&d, bad, CMP(&d, KIR_NE, dim(&d, stt->dims[2]), dim(&d, Nd)));
+	kir_expr *bad = OR(d.k, CMP(d.k, KIR_NE, dim(&d, bt->dims[2]), I(d.k, 4)), CMP(d.k, KIR_NE, dim(&d, stt->dims[0]), dim(&d, Bd)));
+	bad = OR(d.k, bad, CMP(d.k, KIR_NE, dim(&d, stt->dims[2]), dim(&d, Nd)));
 	fail_if(&d, &b, bad, "boxes must be [batch, boxes, 4] and scores [batch, classes, boxes]");
-	kir_expr *thr = has_iou ? f64_at(&d, lk_value(&d.l, iou), I(&d, 0)) : F(&d, 0);
-	fail_if(&d, &b, OR(&d, CMP(&d, KIR_LT, thr, F(&d, 0)), CMP(&d, KIR_GT, thr, F(&d, 1))), "iou_threshold must be in [0, 1]");
+	kir_expr *thr = has_iou ? f64_at(&d, lk_value(&d.l, iou), I(d.k, 0)) : F(d.k, F64, 0);
+	fail_if(&d, &b, OR(d.k, CMP(d.k, KIR_LT, thr, F(d.k, F64, 0)), CMP(d.k, KIR_GT, thr, F(d.k, F64, 1))), "iou_threshold must be in [0, 1]");
 	if (!dk_end(&d, &b)) return LOWER_FAILED;
 
 	if (!dk_begin(&d, cx, op, "nms_select")) return LOWER_FAILED;
@@ -819,52 +801,52 @@ static lower_result lower_nms(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *ob = lk_buf(&d.l, ord), *kb = lk_buf(&d.l, kept), *cb = lk_buf(&d.l, cnt);
 	kir_block top = {0}, per = {0};
 	kir_expr *N = dim(&d, Nd), *C = dim(&d, Cd);
-	kir_expr *total = let(&d, &top, "bcn", MUL(&d, MUL(&d, dim(&d, Bd), C), N));
-	kir_expr *max_out = let(&d, &top, "max_out", has_mo ? MAX(&d, scalar(&d, mo), I(&d, 0)) : I(&d, 0));
-	thr = let(&d, &top, "thr", has_iou ? f64_at(&d, lk_value(&d.l, iou), I(&d, 0)) : F(&d, 0));
-	kir_expr *sthr = has_st ? let(&d, &top, "sthr", f64_at(&d, lk_value(&d.l, sth), I(&d, 0))) : NULL;
+	kir_expr *total = let(&d, &top, "bcn", MUL(d.k, MUL(d.k, dim(&d, Bd), C), N));
+	kir_expr *max_out = let(&d, &top, "max_out", has_mo ? MAX(d.k, scalar(&d, mo), I(d.k, 0)) : I(d.k, 0));
+	thr = let(&d, &top, "thr", has_iou ? f64_at(&d, lk_value(&d.l, iou), I(d.k, 0)) : F(d.k, F64, 0));
+	kir_expr *sthr = has_st ? let(&d, &top, "sthr", f64_at(&d, lk_value(&d.l, sth), I(d.k, 0))) : NULL;
 	kir_var *bc = ivar(&d, "bc");
-	kir_expr *row = let(&d, &per, "row", MUL(&d, V(&d, bc), N));
-	kir_expr *brow = let(&d, &per, "brow", MUL(&d, DIV(&d, V(&d, bc), C), N)); /* b * N */
+	kir_expr *row = let(&d, &per, "row", MUL(d.k, V(d.k, bc), N));
+	kir_expr *brow = let(&d, &per, "brow", MUL(d.k, DIV(d.k, V(d.k, bc), C), N)); /* b * N */
 	kir_var *nc = counter(&d, &per, "nc", 0), *i = ivar(&d, "i");
 	kir_block cand = {0}, add = {0};
-	kir_expr *s = f64_at(&d, scores, ADD(&d, row, V(&d, i)));
-	store(&d, &add, ob, ADD(&d, row, V(&d, nc)), CAST(&d, TBC_DT_I64, V(&d, i)));
-	set(&d, &add, nc, ADD(&d, V(&d, nc), I(&d, 1)));
-	if (has_st) when(&d, &cand, CMP(&d, KIR_GT, s, sthr), &add, NULL);
+	kir_expr *s = f64_at(&d, scores, ADD(d.k, row, V(d.k, i)));
+	store(&d, &add, ob, ADD(d.k, row, V(d.k, nc)), CAST(d.k, TBC_DT_I64, V(d.k, i)));
+	set(&d, &add, nc, ADD(d.k, V(d.k, nc), I(d.k, 1)));
+	if (has_st) when(&d, &cand, CMP(d.k, KIR_GT, s, sthr), &add, NULL);
 	else kir_block_add(d.k, &cand, add.first);
-	loop(&d, &per, i, I(&d, 0), N, SEQ, &cand);
+	loop(&d, &per, i, I(d.k, 0), N, SEQ, &cand);
 	nms_cx sc = {scores, row};
-	kir_var *cur = merge_sort(&d, &per, ob, row, total, V(&d, nc), score_before, &sc);
+	kir_var *cur = merge_sort(&d, &per, ob, row, total, V(d.k, nc), score_before, &sc);
 	kir_var *nk = counter(&d, &per, "nk", 0), *k = ivar(&d, "k");
 	kir_block each = {0}, vs = {0}, test = {0}, keep_it = {0};
-	kir_expr *ci = let(&d, &each, "cand", CAST(&d, KIR_INDEX, LOAD(&d, ob, ADD(&d, ADD(&d, row, MUL(&d, V(&d, cur), total)), V(&d, k)))));
-	kir_var *keep = var(&d, &each, "keep", CMP(&d, KIR_LT, V(&d, nk), max_out));
+	kir_expr *ci = let(&d, &each, "cand", CAST(d.k, KIR_INDEX, LOAD(d.k, ob, ADD(d.k, ADD(d.k, row, MUL(d.k, V(d.k, cur), total)), V(d.k, k)))));
+	kir_var *keep = var(&d, &each, "keep", CMP(d.k, KIR_LT, V(d.k, nk), max_out));
 	kir_expr *ca[4], *cb4[4];
-	nms_corners(&d, &each, boxes, MUL(&d, ADD(&d, brow, ci), I(&d, 4)), center, ca, "a");
+	nms_corners(&d, &each, boxes, MUL(d.k, ADD(d.k, brow, ci), I(d.k, 4)), center, ca, "a");
 	kir_var *q = ivar(&d, "q");
-	kir_expr *other = let(&d, &test, "other", CAST(&d, KIR_INDEX, LOAD(&d, kb, ADD(&d, row, V(&d, q)))));
-	nms_corners(&d, &test, boxes, MUL(&d, ADD(&d, brow, other), I(&d, 4)), center, cb4, "b");
+	kir_expr *other = let(&d, &test, "other", CAST(d.k, KIR_INDEX, LOAD(d.k, kb, ADD(d.k, row, V(d.k, q)))));
+	nms_corners(&d, &test, boxes, MUL(d.k, ADD(d.k, brow, other), I(d.k, 4)), center, cb4, "b");
 	kir_expr *ix0 = let(&d, &test, "ix0", fmax_(&d, ca[1], cb4[1])), *ix1 = let(&d, &test, "ix1", fmin_(&d, ca[3], cb4[3]));
 	kir_expr *iy0 = let(&d, &test, "iy0", fmax_(&d, ca[0], cb4[0])), *iy1 = let(&d, &test, "iy1", fmin_(&d, ca[2], cb4[2]));
-	kir_expr *inter = let(&d, &test, "inter", BIN(&d, KIR_MUL, BIN(&d, KIR_SUB, ix1, ix0), BIN(&d, KIR_SUB, iy1, iy0)));
-	kir_expr *area1 = let(&d, &test, "area1", BIN(&d, KIR_MUL, BIN(&d, KIR_SUB, ca[3], ca[1]), BIN(&d, KIR_SUB, ca[2], ca[0])));
-	kir_expr *area2 = let(&d, &test, "area2", BIN(&d, KIR_MUL, BIN(&d, KIR_SUB, cb4[3], cb4[1]), BIN(&d, KIR_SUB, cb4[2], cb4[0])));
-	kir_expr *uni = let(&d, &test, "uni", BIN(&d, KIR_SUB, BIN(&d, KIR_ADD, area1, area2), inter));
-	kir_expr *zero = F(&d, 0);
-	kir_expr *apart = OR(&d, CMP(&d, KIR_LE, ix1, ix0), CMP(&d, KIR_LE, iy1, iy0));
-	kir_expr *degenerate = OR(&d, OR(&d, CMP(&d, KIR_LE, inter, zero), CMP(&d, KIR_LE, area1, zero)),
-				  OR(&d, CMP(&d, KIR_LE, area2, zero), CMP(&d, KIR_LE, uni, zero)));
-	kir_expr *suppress = AND(&d, NOT(&d, OR(&d, apart, degenerate)), CMP(&d, KIR_GT, BIN(&d, KIR_DIV, inter, uni), thr));
-	set(&d, &test, keep, NOT(&d, suppress));
-	when(&d, &vs, V(&d, keep), &test, NULL);
-	loop(&d, &each, q, I(&d, 0), V(&d, nk), SEQ, &vs);
-	store(&d, &keep_it, kb, ADD(&d, row, V(&d, nk)), CAST(&d, TBC_DT_I64, ci));
-	set(&d, &keep_it, nk, ADD(&d, V(&d, nk), I(&d, 1)));
-	when(&d, &each, V(&d, keep), &keep_it, NULL);
-	loop(&d, &per, k, I(&d, 0), V(&d, nc), SEQ, &each);
-	store(&d, &per, cb, V(&d, bc), CAST(&d, TBC_DT_I64, V(&d, nk)));
-	loop(&d, &top, bc, I(&d, 0), MUL(&d, dim(&d, Bd), C), PAR, &per);
+	kir_expr *inter = let(&d, &test, "inter", BIN(d.k, KIR_MUL, BIN(d.k, KIR_SUB, ix1, ix0), BIN(d.k, KIR_SUB, iy1, iy0)));
+	kir_expr *area1 = let(&d, &test, "area1", BIN(d.k, KIR_MUL, BIN(d.k, KIR_SUB, ca[3], ca[1]), BIN(d.k, KIR_SUB, ca[2], ca[0])));
+	kir_expr *area2 = let(&d, &test, "area2", BIN(d.k, KIR_MUL, BIN(d.k, KIR_SUB, cb4[3], cb4[1]), BIN(d.k, KIR_SUB, cb4[2], cb4[0])));
+	kir_expr *uni = let(&d, &test, "uni", BIN(d.k, KIR_SUB, BIN(d.k, KIR_ADD, area1, area2), inter));
+	kir_expr *zero = F(d.k, F64, 0);
+	kir_expr *apart = OR(d.k, CMP(d.k, KIR_LE, ix1, ix0), CMP(d.k, KIR_LE, iy1, iy0));
+	kir_expr *degenerate = OR(d.k, OR(d.k, CMP(d.k, KIR_LE, inter, zero), CMP(d.k, KIR_LE, area1, zero)),
+				  OR(d.k, CMP(d.k, KIR_LE, area2, zero), CMP(d.k, KIR_LE, uni, zero)));
+	kir_expr *suppress = AND(d.k, NOT(d.k, OR(d.k, apart, degenerate)), CMP(d.k, KIR_GT, BIN(d.k, KIR_DIV, inter, uni), thr));
+	set(&d, &test, keep, NOT(d.k, suppress));
+	when(&d, &vs, V(d.k, keep), &test, NULL);
+	loop(&d, &each, q, I(d.k, 0), V(d.k, nk), SEQ, &vs);
+	store(&d, &keep_it, kb, ADD(d.k, row, V(d.k, nk)), CAST(d.k, TBC_DT_I64, ci));
+	set(&d, &keep_it, nk, ADD(d.k, V(d.k, nk), I(d.k, 1)));
+	when(&d, &each, V(d.k, keep), &keep_it, NULL);
+	loop(&d, &per, k, I(d.k, 0), V(d.k, nc), SEQ, &each);
+	store(&d, &per, cb, V(d.k, bc), CAST(d.k, TBC_DT_I64, V(d.k, nk)));
+	loop(&d, &top, bc, I(d.k, 0), MUL(d.k, dim(&d, Bd), C), PAR, &per);
 	if (!dk_end(&d, &top)) return LOWER_FAILED;
 
 	stored st = {0};
@@ -873,10 +855,10 @@ static lower_result lower_nms(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *fb = lk_buf(&d.l, off);
 	kir_block tb = {0}, sum = {0};
 	kir_var *acc = counter(&d, &tb, "total", 0), *g = ivar(&d, "bc");
-	store(&d, &sum, fb, V(&d, g), CAST(&d, TBC_DT_I64, V(&d, acc)));
-	set(&d, &sum, acc, ADD(&d, V(&d, acc), CAST(&d, KIR_INDEX, LOAD(&d, cb, V(&d, g)))));
-	loop(&d, &tb, g, I(&d, 0), MUL(&d, dim(&d, Bd), dim(&d, Cd)), SEQ, &sum);
-	if (!shape_dim(&d, &tb, &st, 0, 0, V(&d, acc)) || !shape_dim(&d, &tb, &st, 0, 1, I(&d, 3)) || !dk_end(&d, &tb))
+	store(&d, &sum, fb, V(d.k, g), CAST(d.k, TBC_DT_I64, V(d.k, acc)));
+	set(&d, &sum, acc, ADD(d.k, V(d.k, acc), CAST(d.k, KIR_INDEX, LOAD(d.k, cb, V(d.k, g)))));
+	loop(&d, &tb, g, I(d.k, 0), MUL(d.k, dim(&d, Bd), dim(&d, Cd)), SEQ, &sum);
+	if (!shape_dim(&d, &tb, &st, 0, 0, V(d.k, acc)) || !shape_dim(&d, &tb, &st, 0, 1, I(d.k, 3)) || !dk_end(&d, &tb))
 		return LOWER_FAILED;
 
 	int yb = lower_result_buf(cx, yv);
@@ -887,15 +869,15 @@ static lower_result lower_nms(lower_cx *cx, const tbc_op *op) {
 	kir_block ct = {0}, pbc = {0}, tri = {0};
 	g = ivar(&d, "bc");
 	q = ivar(&d, "q");
-	kir_expr *base = let(&d, &pbc, "at", CAST(&d, KIR_INDEX, LOAD(&d, fb, V(&d, g))));
-	kir_expr *bi = let(&d, &pbc, "b", CAST(&d, TBC_DT_I64, DIV(&d, V(&d, g), C)));
-	kir_expr *cl = let(&d, &pbc, "c", CAST(&d, TBC_DT_I64, MOD(&d, V(&d, g), C)));
-	kir_expr *at = let(&d, &tri, "o", MUL(&d, ADD(&d, base, V(&d, q)), I(&d, 3)));
+	kir_expr *base = let(&d, &pbc, "at", CAST(d.k, KIR_INDEX, LOAD(d.k, fb, V(d.k, g))));
+	kir_expr *bi = let(&d, &pbc, "b", CAST(d.k, TBC_DT_I64, DIV(d.k, V(d.k, g), C)));
+	kir_expr *cl = let(&d, &pbc, "c", CAST(d.k, TBC_DT_I64, MOD(d.k, V(d.k, g), C)));
+	kir_expr *at = let(&d, &tri, "o", MUL(d.k, ADD(d.k, base, V(d.k, q)), I(d.k, 3)));
 	store(&d, &tri, y, at, bi);
-	store(&d, &tri, y, ADD(&d, at, I(&d, 1)), cl);
-	store(&d, &tri, y, ADD(&d, at, I(&d, 2)), LOAD(&d, kb, ADD(&d, MUL(&d, V(&d, g), N), V(&d, q))));
-	loop(&d, &pbc, q, I(&d, 0), CAST(&d, KIR_INDEX, LOAD(&d, cb, V(&d, g))), SEQ, &tri);
-	loop(&d, &ct, g, I(&d, 0), MUL(&d, dim(&d, Bd), C), PAR, &pbc);
+	store(&d, &tri, y, ADD(d.k, at, I(d.k, 1)), cl);
+	store(&d, &tri, y, ADD(d.k, at, I(d.k, 2)), LOAD(d.k, kb, ADD(d.k, MUL(d.k, V(d.k, g), N), V(d.k, q))));
+	loop(&d, &pbc, q, I(d.k, 0), CAST(d.k, KIR_INDEX, LOAD(d.k, cb, V(d.k, g))), SEQ, &tri);
+	loop(&d, &ct, g, I(d.k, 0), MUL(d.k, dim(&d, Bd), C), PAR, &pbc);
 	return done(dk_end(&d, &ct));
 }
 
@@ -925,8 +907,8 @@ static lower_result shape_max_unpool(lower_cx *cx, const tbc_op *op) {
 	for (int i = 0; i < r; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "d%d", i);
-		kir_expr *v = let(&d, &b, name, CAST(&d, KIR_INDEX, LOAD(&d, ob, I(&d, i))));
-		fail_if(&d, &b, CMP(&d, KIR_LT, v, I(&d, inner[i])), "output_shape dim %d is smaller than the unpooled size %lld", i,
+		kir_expr *v = let(&d, &b, name, CAST(d.k, KIR_INDEX, LOAD(d.k, ob, I(d.k, i))));
+		fail_if(&d, &b, CMP(d.k, KIR_LT, v, I(d.k, inner[i])), "output_shape dim %d is smaller than the unpooled size %lld", i,
 			(long long)inner[i]);
 		if (!shape_dim(&d, &b, &st, 0, i, v)) return LOWER_FAILED;
 	}

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "codegen/lower/lower_dyn.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/kernels.h"
 
 bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
@@ -28,13 +29,6 @@ bool shk_begin(shk *s, lower_cx *cx, const tbc_op *op) {
 	return true;
 }
 
-static kir_expr *I(shk *s, int64_t v) { return kir_e_index(s->k, v); }
-static kir_expr *ADD(shk *s, kir_expr *a, kir_expr *b) { return kir_e_add(s->k, a, b); }
-static kir_expr *MUL(shk *s, kir_expr *a, kir_expr *b) { return kir_e_mul(s->k, a, b); }
-static kir_expr *CMP(shk *s, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(s->k, c, a, b); }
-static kir_expr *SEL(shk *s, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(s->k, c, a, b); }
-static kir_expr *OR(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_OR, a, b); }
-static kir_expr *AND(shk *s, kir_expr *a, kir_expr *b) { return kir_e_binary(s->k, KIR_AND, a, b); }
 
 void shk_fail_if(shk *s, kir_expr *cond, const char *fmt, ...) {
 	char msg[256], full[448];
@@ -54,7 +48,7 @@ kir_expr *shk_let(shk *s, const char *name, kir_expr *value) {
 
 kir_expr *shk_elem(shk *s, const tbc_value *v, int64_t i) {
 	kir_buffer *b = lk_value(&s->l, v);
-	return b ? kir_e_cast(s->k, KIR_INDEX, kir_e_load(s->k, b, I(s, i))) : NULL;
+	return b ? kir_e_cast(s->k, KIR_INDEX, kir_e_load(s->k, b, I(s->k, i))) : NULL;
 }
 
 kir_expr *shk_dim_of(shk *s, const tbc_value *v, int d) { return lk_dim(&s->l, v->type.dims[d]); }
@@ -73,7 +67,7 @@ bool shk_out_dim(shk *s, int o, int d, kir_expr *value) {
 }
 
 bool shk_end(shk *s) {
-	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s, 0)));
+	if (!s->b.first) kir_block_add(s->k, &s->b, kir_s_set(s->k, kir_var_new(s->k, "unused", KIR_INDEX), I(s->k, 0)));
 	return lk_end(&s->l, s->b.first);
 }
 
@@ -82,7 +76,7 @@ bool shk_store_sym(shk *s, const char *name, kir_expr *value, tbc_dim *out) {
 	int idx = lower_sym_computed(cx, name);
 	kir_buffer *syms = idx >= 0 ? lk_syms(&s->l) : NULL;
 	if (!syms) return false;
-	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
+	kir_block_add(s->k, &s->b, kir_s_store(s->k, syms, I(s->k, idx), kir_e_cast(s->k, TBC_DT_I64, value)));
 	if (out) *out = (tbc_dim){-1, cx->p->sym_names[idx]};
 	return !s->k->failed;
 }
@@ -98,9 +92,9 @@ int shk_static_len(lower_cx *cx, const tbc_op *op, int input, const char *what) 
 
 /* dims[idx] for a run-time idx in [0, n): a chain of selects. */
 static kir_expr *pick(shk *s, kir_expr *const *dims, int n, kir_expr *idx) {
-	if (n == 0) return I(s, 1);
+	if (n == 0) return I(s->k, 1);
 	kir_expr *r = dims[n - 1];
-	for (int i = n - 2; i >= 0; i--) r = SEL(s, CMP(s, KIR_EQ, idx, I(s, i)), dims[i], r);
+	for (int i = n - 2; i >= 0; i--) r = SEL(s->k, CMP(s->k, KIR_EQ, idx, I(s->k, i)), dims[i], r);
 	return r;
 }
 
@@ -111,42 +105,42 @@ static bool shape_reshape(lower_cx *cx, const tbc_op *op) {
 	bool allowzero = tbc_attr_int(op, "allowzero", 0) != 0;
 	shk s;
 	if (!shk_begin(&s, cx, op)) return false;
-	kir_expr *total = I(&s, 1);
-	for (int d = 0; d < r; d++) total = MUL(&s, total, shk_dim_of(&s, x, d));
+	kir_expr *total = I(s.k, 1);
+	for (int d = 0; d < r; d++) total = MUL(s.k, total, shk_dim_of(&s, x, d));
 	total = shk_let(&s, "total", total);
-	kir_expr *v[TBC_MAX_RANK], *known = I(&s, 1), *minus = I(&s, 0), *zero = I(&s, 0);
+	kir_expr *v[TBC_MAX_RANK], *known = I(s.k, 1), *minus = I(s.k, 0), *zero = I(s.k, 0);
 	for (int i = 0; i < n; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "s%d", i);
 		v[i] = shk_let(&s, name, shk_elem(&s, op->inputs[1], i));
-		shk_fail_if(&s, CMP(&s, KIR_LT, v[i], I(&s, -1)), "shape[%d] is below -1", i);
+		shk_fail_if(&s, CMP(s.k, KIR_LT, v[i], I(s.k, -1)), "shape[%d] is below -1", i);
 		if (!allowzero) {
-			if (i >= r) shk_fail_if(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), "shape[%d] is 0 (copy) but the input has rank %d", i, r);
-			else v[i] = shk_let(&s, name, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), shk_dim_of(&s, x, i), v[i]));
+			if (i >= r) shk_fail_if(&s, CMP(s.k, KIR_EQ, v[i], I(s.k, 0)), "shape[%d] is 0 (copy) but the input has rank %d", i, r);
+			else v[i] = shk_let(&s, name, SEL(s.k, CMP(s.k, KIR_EQ, v[i], I(s.k, 0)), shk_dim_of(&s, x, i), v[i]));
 		} else {
-			zero = ADD(&s, zero, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, 0)), I(&s, 1), I(&s, 0)));
+			zero = ADD(s.k, zero, SEL(s.k, CMP(s.k, KIR_EQ, v[i], I(s.k, 0)), I(s.k, 1), I(s.k, 0)));
 		}
-		kir_expr *is_minus = CMP(&s, KIR_EQ, v[i], I(&s, -1));
-		minus = ADD(&s, minus, SEL(&s, is_minus, I(&s, 1), I(&s, 0)));
-		known = MUL(&s, known, SEL(&s, is_minus, I(&s, 1), v[i]));
+		kir_expr *is_minus = CMP(s.k, KIR_EQ, v[i], I(s.k, -1));
+		minus = ADD(s.k, minus, SEL(s.k, is_minus, I(s.k, 1), I(s.k, 0)));
+		known = MUL(s.k, known, SEL(s.k, is_minus, I(s.k, 1), v[i]));
 	}
 	minus = shk_let(&s, "minus", minus);
 	known = shk_let(&s, "known", known);
-	shk_fail_if(&s, CMP(&s, KIR_GT, minus, I(&s, 1)), "the shape has more than one -1");
+	shk_fail_if(&s, CMP(s.k, KIR_GT, minus, I(s.k, 1)), "the shape has more than one -1");
 	if (allowzero)
-		shk_fail_if(&s, AND(&s, CMP(&s, KIR_GT, zero, I(&s, 0)), CMP(&s, KIR_GT, minus, I(&s, 0))),
+		shk_fail_if(&s, AND(s.k, CMP(s.k, KIR_GT, zero, I(s.k, 0)), CMP(s.k, KIR_GT, minus, I(s.k, 0))),
 			"with allowzero, the shape cannot hold both 0 and -1");
-	kir_expr *has_minus = CMP(&s, KIR_EQ, minus, I(&s, 1));
+	kir_expr *has_minus = CMP(s.k, KIR_EQ, minus, I(s.k, 1));
 	shk_fail_if(&s,
-		SEL(&s, has_minus,
-		    OR(&s, CMP(&s, KIR_EQ, known, I(&s, 0)),
-		       CMP(&s, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, total, SEL(&s, CMP(&s, KIR_EQ, known, I(&s, 0)), I(&s, 1), known)),
-			   I(&s, 0))),
-		    CMP(&s, KIR_NE, known, total)),
+		SEL(s.k, has_minus,
+		    OR(s.k, CMP(s.k, KIR_EQ, known, I(s.k, 0)),
+		       CMP(s.k, KIR_NE, kir_e_binary(s.k, KIR_FLOORMOD, total, SEL(s.k, CMP(s.k, KIR_EQ, known, I(s.k, 0)), I(s.k, 1), known)),
+			   I(s.k, 0))),
+		    CMP(s.k, KIR_NE, known, total)),
 		"cannot view the input's elements as the shape given");
-	kir_expr *inferred = kir_e_binary(s.k, KIR_FLOORDIV, total, SEL(&s, CMP(&s, KIR_EQ, known, I(&s, 0)), I(&s, 1), known));
+	kir_expr *inferred = kir_e_binary(s.k, KIR_FLOORDIV, total, SEL(s.k, CMP(s.k, KIR_EQ, known, I(s.k, 0)), I(s.k, 1), known));
 	for (int i = 0; i < n; i++)
-		if (!shk_out_dim(&s, 0, i, SEL(&s, CMP(&s, KIR_EQ, v[i], I(&s, -1)), inferred, v[i]))) return false;
+		if (!shk_out_dim(&s, 0, i, SEL(s.k, CMP(s.k, KIR_EQ, v[i], I(s.k, -1)), inferred, v[i]))) return false;
 	return shk_end(&s);
 }
 
@@ -158,10 +152,10 @@ static bool load_axes(shk *s, const tbc_value *axes, int k, int rank, kir_expr *
 		snprintf(name, sizeof name, "axis%d", a);
 		kir_expr *v = shk_elem(s, axes, a);
 		if (!v) return false;
-		shk_fail_if(s, OR(s, CMP(s, KIR_LT, v, I(s, -rank)), CMP(s, KIR_GE, v, I(s, rank))), "axes[%d] is out of range for rank %d", a,
+		shk_fail_if(s, OR(s->k, CMP(s->k, KIR_LT, v, I(s->k, -rank)), CMP(s->k, KIR_GE, v, I(s->k, rank))), "axes[%d] is out of range for rank %d", a,
 			rank);
-		out[a] = shk_let(s, name, SEL(s, CMP(s, KIR_LT, v, I(s, 0)), ADD(s, v, I(s, rank)), v));
-		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s, KIR_EQ, out[a], out[b]), "axes repeat an axis");
+		out[a] = shk_let(s, name, SEL(s->k, CMP(s->k, KIR_LT, v, I(s->k, 0)), ADD(s->k, v, I(s->k, rank)), v));
+		for (int b = 0; b < a; b++) shk_fail_if(s, CMP(s->k, KIR_EQ, out[a], out[b]), "axes repeat an axis");
 	}
 	return true;
 }
@@ -169,7 +163,7 @@ static bool load_axes(shk *s, const tbc_value *axes, int k, int rank, kir_expr *
 /* Whether a run-time axis list holds position p. */
 static kir_expr *holds(shk *s, kir_expr *const *axes, int k, int p) {
 	kir_expr *h = kir_e_int(s->k, TBC_DT_BOOL, 0);
-	for (int a = 0; a < k; a++) h = OR(s, h, CMP(s, KIR_EQ, axes[a], I(s, p)));
+	for (int a = 0; a < k; a++) h = OR(s->k, h, CMP(s->k, KIR_EQ, axes[a], I(s->k, p)));
 	return h;
 }
 
@@ -184,10 +178,10 @@ static bool shape_unsqueeze(lower_cx *cx, const tbc_op *op) {
 	if (!load_axes(&s, op->inputs[1], k, R, axes)) return false;
 	for (int d = 0; d < r; d++) in[d] = shk_dim_of(&s, x, d);
 	for (int j = 0; j < R; j++) {
-		kir_expr *before = I(&s, 0); /* inserted positions before j */
-		for (int a = 0; a < k; a++) before = ADD(&s, before, SEL(&s, CMP(&s, KIR_LT, axes[a], I(&s, j)), I(&s, 1), I(&s, 0)));
-		kir_expr *src = kir_e_binary(s.k, KIR_MAX, I(&s, 0), kir_e_binary(s.k, KIR_SUB, I(&s, j), before));
-		if (!shk_out_dim(&s, 0, j, SEL(&s, holds(&s, axes, k, j), I(&s, 1), pick(&s, in, r, src)))) return false;
+		kir_expr *before = I(s.k, 0); /* inserted positions before j */
+		for (int a = 0; a < k; a++) before = ADD(s.k, before, SEL(s.k, CMP(s.k, KIR_LT, axes[a], I(s.k, j)), I(s.k, 1), I(s.k, 0)));
+		kir_expr *src = kir_e_binary(s.k, KIR_MAX, I(s.k, 0), kir_e_binary(s.k, KIR_SUB, I(s.k, j), before));
+		if (!shk_out_dim(&s, 0, j, SEL(s.k, holds(&s, axes, k, j), I(s.k, 1), pick(&s, in, r, src)))) return false;
 	}
 	return shk_end(&s);
 }
@@ -206,7 +200,7 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 		if (y->type.rank != r - k) return lower_error(cx, op, "Squeeze's output rank does not fit its axes");
 		for (int d = 0; d < r; d++) {
 			gone[d] = holds(&s, axes, k, d);
-			shk_fail_if(&s, AND(&s, gone[d], CMP(&s, KIR_NE, in[d], I(&s, 1))), "cannot squeeze dim %d: it is not 1", d);
+			shk_fail_if(&s, AND(s.k, gone[d], CMP(s.k, KIR_NE, in[d], I(s.k, 1))), "cannot squeeze dim %d: it is not 1", d);
 		}
 	} else {
 		/* Without axes every dim of size 1 goes.  Compiled code fixed the
@@ -218,7 +212,7 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 		for (int d = 0; d < r; d++) {
 			gone[d] = kir_e_int(s.k, TBC_DT_BOOL, !x->type.dims[d].sym && x->type.dims[d].size == 1);
 			if (x->type.dims[d].sym)
-				shk_fail_if(&s, CMP(&s, KIR_EQ, in[d], I(&s, 1)),
+				shk_fail_if(&s, CMP(s.k, KIR_EQ, in[d], I(s.k, 1)),
 					    "input dim %d is 1 while running: Squeeze without axes drops it, but the "
 					    "compiled code fixed the output's rank at %d, assuming a dim known only "
 					    "while running is not 1",
@@ -227,11 +221,11 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 	}
 	/* Output dim j is the input dim d that is kept and has j kept dims before it. */
 	for (int j = 0; j < y->type.rank; j++) {
-		kir_expr *v = I(&s, 1), *kept_before = I(&s, 0);
+		kir_expr *v = I(s.k, 1), *kept_before = I(s.k, 0);
 		for (int d = 0; d < r; d++) {
-			kir_expr *here = AND(&s, kir_e_unary(s.k, KIR_NOT, gone[d]), CMP(&s, KIR_EQ, kept_before, I(&s, j)));
-			v = SEL(&s, here, in[d], v);
-			kept_before = ADD(&s, kept_before, SEL(&s, gone[d], I(&s, 0), I(&s, 1)));
+			kir_expr *here = AND(s.k, kir_e_unary(s.k, KIR_NOT, gone[d]), CMP(s.k, KIR_EQ, kept_before, I(s.k, j)));
+			v = SEL(s.k, here, in[d], v);
+			kept_before = ADD(s.k, kept_before, SEL(s.k, gone[d], I(s.k, 0), I(s.k, 1)));
 		}
 		if (!shk_out_dim(&s, 0, j, v)) return false;
 	}
@@ -244,9 +238,9 @@ static bool shape_squeeze(lower_cx *cx, const tbc_op *op) {
 static kir_expr *bcast(shk *s, kir_expr *a, kir_expr *b, int j) {
 	if (!a) return b;
 	if (!b) return a;
-	shk_fail_if(s, AND(s, CMP(s, KIR_NE, a, b), AND(s, CMP(s, KIR_NE, a, I(s, 1)), CMP(s, KIR_NE, b, I(s, 1)))),
+	shk_fail_if(s, AND(s->k, CMP(s->k, KIR_NE, a, b), AND(s->k, CMP(s->k, KIR_NE, a, I(s->k, 1)), CMP(s->k, KIR_NE, b, I(s->k, 1)))),
 		"dim %d does not broadcast", j);
-	return SEL(s, CMP(s, KIR_EQ, a, I(s, 1)), b, a);
+	return SEL(s->k, CMP(s->k, KIR_EQ, a, I(s->k, 1)), b, a);
 }
 
 static bool shape_expand(lower_cx *cx, const tbc_op *op) {
@@ -261,7 +255,7 @@ static bool shape_expand(lower_cx *cx, const tbc_op *op) {
 		kir_expr *a = dx >= 0 ? shk_dim_of(&s, x, dx) : NULL, *b = NULL;
 		if (ds >= 0) {
 			b = shk_elem(&s, op->inputs[1], ds);
-			shk_fail_if(&s, CMP(&s, KIR_LT, b, I(&s, 0)), "shape[%d] is negative", ds);
+			shk_fail_if(&s, CMP(s.k, KIR_LT, b, I(s.k, 0)), "shape[%d] is negative", ds);
 		}
 		if (!shk_out_dim(&s, 0, j, bcast(&s, a, b, j))) return false;
 	}
@@ -282,7 +276,7 @@ static bool shape_broadcast(lower_cx *cx, const tbc_op *op) {
 			int d = j - (R - x->type.rank);
 			if (d >= 0) v = bcast(&s, v, shk_dim_of(&s, x, d), j);
 		}
-		if (!shk_out_dim(&s, 0, j, v ? v : I(&s, 1))) return false;
+		if (!shk_out_dim(&s, 0, j, v ? v : I(s.k, 1))) return false;
 	}
 	for (int o = 1; o < op->n_outputs; o++) /* ops with more outputs of the same shape */
 		for (int j = 0; op->outputs[o] && j < R && j < op->outputs[o]->type.rank; j++)
@@ -299,8 +293,8 @@ static bool shape_tile(lower_cx *cx, const tbc_op *op) {
 	if (!shk_begin(&s, cx, op)) return false;
 	for (int d = 0; d < r; d++) {
 		kir_expr *rep = shk_elem(&s, op->inputs[1], d);
-		shk_fail_if(&s, CMP(&s, KIR_LT, rep, I(&s, 0)), "repeats[%d] is negative", d);
-		if (!shk_out_dim(&s, 0, d, MUL(&s, shk_dim_of(&s, x, d), rep))) return false;
+		shk_fail_if(&s, CMP(s.k, KIR_LT, rep, I(s.k, 0)), "repeats[%d] is negative", d);
+		if (!shk_out_dim(&s, 0, d, MUL(s.k, shk_dim_of(&s, x, d), rep))) return false;
 	}
 	return shk_end(&s);
 }
@@ -312,7 +306,7 @@ static bool shape_constant_of_shape(lower_cx *cx, const tbc_op *op) {
 	if (!shk_begin(&s, cx, op)) return false;
 	for (int d = 0; d < n; d++) {
 		kir_expr *v = shk_elem(&s, op->inputs[0], d);
-		shk_fail_if(&s, CMP(&s, KIR_LT, v, I(&s, 0)), "shape[%d] is negative", d);
+		shk_fail_if(&s, CMP(s.k, KIR_LT, v, I(s.k, 0)), "shape[%d] is negative", d);
 		if (!shk_out_dim(&s, 0, d, v)) return false;
 	}
 	return shk_end(&s);
@@ -337,34 +331,34 @@ static bool shape_range(lower_cx *cx, const tbc_op *op) {
 		kir_expr *v[3];
 		kir_expr *finite = kir_e_int(k, TBC_DT_BOOL, 1);
 		for (int i = 0; i < 3; i++) {
-			kir_expr *x = kir_e_load(k, b[i], I(&s, 0));
+			kir_expr *x = kir_e_load(k, b[i], I(s.k, 0));
 			if (dt != TBC_DT_F32 && dt != TBC_DT_F64) x = kir_e_cast(k, TBC_DT_F32, x);
 			v[i] = shk_let(&s, i == 0 ? "start" : i == 1 ? "limit" : "delta", kir_e_cast(k, TBC_DT_F64, x));
-			finite = AND(&s, finite,
-				     kir_e_unary(k, KIR_NOT, OR(&s, kir_e_unary(k, KIR_ISNAN, v[i]), kir_e_unary(k, KIR_ISINF, v[i]))));
+			finite = AND(s.k, finite,
+				     kir_e_unary(k, KIR_NOT, OR(s.k, kir_e_unary(k, KIR_ISNAN, v[i]), kir_e_unary(k, KIR_ISINF, v[i]))));
 		}
 		kir_expr *zero = kir_e_float(k, TBC_DT_F64, 0);
-		shk_fail_if(&s, OR(&s, kir_e_unary(k, KIR_NOT, finite), CMP(&s, KIR_EQ, v[2], zero)), "%s", bad);
+		shk_fail_if(&s, OR(s.k, kir_e_unary(k, KIR_NOT, finite), CMP(s.k, KIR_EQ, v[2], zero)), "%s", bad);
 		kir_expr *q = shk_let(&s, "q", kir_e_unary(k, KIR_CEIL, kir_e_binary(k, KIR_DIV, kir_e_binary(k, KIR_SUB, v[1], v[0]), v[2])));
-		shk_fail_if(&s, CMP(&s, KIR_GT, q, kir_e_float(k, TBC_DT_F64, (double)TBC_MAX_TENSOR_BYTES)), "%s", bad);
-		n = SEL(&s, CMP(&s, KIR_GT, q, zero), kir_e_cast(k, KIR_INDEX, q), I(&s, 0));
+		shk_fail_if(&s, CMP(s.k, KIR_GT, q, kir_e_float(k, TBC_DT_F64, (double)TBC_MAX_TENSOR_BYTES)), "%s", bad);
+		n = SEL(s.k, CMP(s.k, KIR_GT, q, zero), kir_e_cast(k, KIR_INDEX, q), I(s.k, 0));
 	} else {
-		kir_expr *a = shk_let(&s, "start", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[0], I(&s, 0))));
-		kir_expr *l = shk_let(&s, "limit", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[1], I(&s, 0))));
-		kir_expr *c = shk_let(&s, "delta", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[2], I(&s, 0))));
-		shk_fail_if(&s, CMP(&s, KIR_EQ, c, I(&s, 0)), "%s", bad);
+		kir_expr *a = shk_let(&s, "start", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[0], I(s.k, 0))));
+		kir_expr *l = shk_let(&s, "limit", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[1], I(s.k, 0))));
+		kir_expr *c = shk_let(&s, "delta", kir_e_cast(k, KIR_INDEX, kir_e_load(k, b[2], I(s.k, 0))));
+		shk_fail_if(&s, CMP(s.k, KIR_EQ, c, I(s.k, 0)), "%s", bad);
 		/* limit - start in 64 bits: its overflow makes a range longer than any tensor. */
 		kir_expr *diff = shk_let(&s, "diff", kir_e_binary(k, KIR_SUB, l, a));
-		kir_expr *ovf = CMP(&s, KIR_LT,
-				    kir_e_binary(k, KIR_AND, kir_e_binary(k, KIR_XOR, l, a), kir_e_binary(k, KIR_XOR, l, diff)), I(&s, 0));
+		kir_expr *ovf = CMP(s.k, KIR_LT,
+				    kir_e_binary(k, KIR_AND, kir_e_binary(k, KIR_XOR, l, a), kir_e_binary(k, KIR_XOR, l, diff)), I(s.k, 0));
 		shk_fail_if(&s, ovf, "%s", bad);
-		kir_expr *safe_c = SEL(&s, CMP(&s, KIR_EQ, c, I(&s, 0)), I(&s, 1), c);
+		kir_expr *safe_c = SEL(s.k, CMP(s.k, KIR_EQ, c, I(s.k, 0)), I(s.k, 1), c);
 		kir_expr *q = kir_e_binary(k, KIR_DIV, diff, safe_c); /* truncating */
-		kir_expr *exact = CMP(&s, KIR_EQ, MUL(&s, q, safe_c), diff);
-		kir_expr *same_sign = CMP(&s, KIR_EQ, CMP(&s, KIR_GT, diff, I(&s, 0)), CMP(&s, KIR_GT, safe_c, I(&s, 0)));
-		q = shk_let(&s, "q", ADD(&s, q, SEL(&s, AND(&s, kir_e_unary(k, KIR_NOT, exact), same_sign), I(&s, 1), I(&s, 0))));
-		shk_fail_if(&s, CMP(&s, KIR_GT, q, I(&s, TBC_MAX_TENSOR_BYTES)), "%s", bad);
-		n = SEL(&s, CMP(&s, KIR_GT, q, I(&s, 0)), q, I(&s, 0));
+		kir_expr *exact = CMP(s.k, KIR_EQ, MUL(s.k, q, safe_c), diff);
+		kir_expr *same_sign = CMP(s.k, KIR_EQ, CMP(s.k, KIR_GT, diff, I(s.k, 0)), CMP(s.k, KIR_GT, safe_c, I(s.k, 0)));
+		q = shk_let(&s, "q", ADD(s.k, q, SEL(s.k, AND(s.k, kir_e_unary(k, KIR_NOT, exact), same_sign), I(s.k, 1), I(s.k, 0))));
+		shk_fail_if(&s, CMP(s.k, KIR_GT, q, I(s.k, TBC_MAX_TENSOR_BYTES)), "%s", bad);
+		n = SEL(s.k, CMP(s.k, KIR_GT, q, I(s.k, 0)), q, I(s.k, 0));
 	}
 	if (!shk_out_dim(&s, 0, 0, n)) return false;
 	return shk_end(&s);

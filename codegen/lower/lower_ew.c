@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_internal.h"
+#include "codegen/lower/kir_short.h"
 
 typedef struct ew {
 	kir_kernel *k;
@@ -45,26 +46,18 @@ static bool ct_unsigned(const ew *e) { return tbc_dtype_is_unsigned(e->ct); }
 static kir_expr *C(ew *e, double v) {
 	return ct_float(e) ? kir_e_float(e->k, e->ct, v) : kir_e_int(e->k, e->ct, (int64_t)v);
 }
-static kir_expr *U(ew *e, kir_unop op, kir_expr *a) { return kir_e_unary(e->k, op, a); }
-static kir_expr *B(ew *e, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(e->k, op, a, b); }
-static kir_expr *CMP(ew *e, kir_cmp op, kir_expr *a, kir_expr *b) { return kir_e_cmp(e->k, op, a, b); }
-static kir_expr *SEL(ew *e, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(e->k, c, a, b); }
-static kir_expr *ADD(ew *e, kir_expr *a, kir_expr *b) { return B(e, KIR_ADD, a, b); }
-static kir_expr *SUB(ew *e, kir_expr *a, kir_expr *b) { return B(e, KIR_SUB, a, b); }
-static kir_expr *MUL(ew *e, kir_expr *a, kir_expr *b) { return B(e, KIR_MUL, a, b); }
-static kir_expr *DIV(ew *e, kir_expr *a, kir_expr *b) { return B(e, KIR_DIV, a, b); }
 static double attr_f(ew *e, const char *name, double dflt) { return tbc_attr_float(e->op, name, dflt); }
 #define X0 (e->x[0])
 #define X1 (e->x[1])
 
 /* ---- Unary math --------------------------------------------------------------*/
-static kir_expr *ew_abs(ew *e) { return ct_unsigned(e) ? X0 : U(e, KIR_ABS, X0); }
-static kir_expr *ew_neg(ew *e) { return U(e, KIR_NEG, X0); }
-static kir_expr *ew_sign(ew *e) { return U(e, KIR_SIGN, X0); }
-static kir_expr *ew_not(ew *e) { return U(e, KIR_NOT, X0); }
-static kir_expr *ew_reciprocal(ew *e) { return DIV(e, C(e, 1), X0); }
+static kir_expr *ew_abs(ew *e) { return ct_unsigned(e) ? X0 : UN(e->k, KIR_ABS, X0); }
+static kir_expr *ew_neg(ew *e) { return UN(e->k, KIR_NEG, X0); }
+static kir_expr *ew_sign(ew *e) { return UN(e->k, KIR_SIGN, X0); }
+static kir_expr *ew_not(ew *e) { return UN(e->k, KIR_NOT, X0); }
+static kir_expr *ew_reciprocal(ew *e) { return FDIV(e->k, C(e, 1), X0); }
 #define EW_UNOP(name, kop) \
-	static kir_expr *ew_##name(ew *e) { return U(e, kop, X0); }
+	static kir_expr *ew_##name(ew *e) { return UN(e->k, kop, X0); }
 EW_UNOP(acos, KIR_ACOS)
 EW_UNOP(acosh, KIR_ACOSH)
 EW_UNOP(asin, KIR_ASIN)
@@ -88,19 +81,19 @@ EW_UNOP(isnan, KIR_ISNAN)
 
 static kir_expr *ew_isinf(ew *e) {
 	bool neg = tbc_attr_int(e->op, "detect_negative", 1) != 0, pos = tbc_attr_int(e->op, "detect_positive", 1) != 0;
-	kir_expr *inf = U(e, KIR_ISINF, X0);
+	kir_expr *inf = UN(e->k, KIR_ISINF, X0);
 	if (neg && pos) return inf;
 	if (!neg && !pos) return kir_e_int(e->k, TBC_DT_BOOL, 0);
-	return B(e, KIR_AND, inf, CMP(e, neg ? KIR_LT : KIR_GT, X0, C(e, 0)));
+	return BIN(e->k, KIR_AND, inf, CMP(e->k, neg ? KIR_LT : KIR_GT, X0, C(e, 0)));
 }
 
 /* ---- Activations -------------------------------------------------------------*/
-static kir_expr *ew_relu(ew *e) { return ct_unsigned(e) ? X0 : SEL(e, CMP(e, KIR_LT, X0, C(e, 0)), C(e, 0), X0); }
+static kir_expr *ew_relu(ew *e) { return ct_unsigned(e) ? X0 : SEL(e->k, CMP(e->k, KIR_LT, X0, C(e, 0)), C(e, 0), X0); }
 static kir_expr *ew_leaky_relu(ew *e) {
-	return SEL(e, CMP(e, KIR_LT, X0, C(e, 0)), MUL(e, C(e, attr_f(e, "alpha", 0.01)), X0), X0);
+	return SEL(e->k, CMP(e->k, KIR_LT, X0, C(e, 0)), MUL(e->k, C(e, attr_f(e, "alpha", 0.01)), X0), X0);
 }
-static kir_expr *elu_neg(ew *e, double alpha) { return MUL(e, C(e, alpha), U(e, KIR_EXPM1, X0)); }
-static kir_expr *ew_elu(ew *e) { return SEL(e, CMP(e, KIR_GT, X0, C(e, 0)), X0, elu_neg(e, attr_f(e, "alpha", 1.0))); }
+static kir_expr *elu_neg(ew *e, double alpha) { return MUL(e->k, C(e, alpha), UN(e->k, KIR_EXPM1, X0)); }
+static kir_expr *ew_elu(ew *e) { return SEL(e->k, CMP(e->k, KIR_GT, X0, C(e, 0)), X0, elu_neg(e, attr_f(e, "alpha", 1.0))); }
 /* fmax(0, x) + fmin(0, alpha * expm1(x / alpha)): fmax and fmin ignore NaN. */
 static kir_expr *ew_celu(ew *e) {
 	double alpha = attr_f(e, "alpha", 1.0);
@@ -108,71 +101,71 @@ static kir_expr *ew_celu(ew *e) {
 		e->error = "Celu's alpha must not be 0";
 		return NULL;
 	}
-	kir_expr *t = MUL(e, C(e, alpha), U(e, KIR_EXPM1, DIV(e, X0, C(e, alpha))));
-	return ADD(e, SEL(e, CMP(e, KIR_GT, X0, C(e, 0)), X0, C(e, 0)), SEL(e, CMP(e, KIR_LT, t, C(e, 0)), t, C(e, 0)));
+	kir_expr *t = MUL(e->k, C(e, alpha), UN(e->k, KIR_EXPM1, FDIV(e->k, X0, C(e, alpha))));
+	return ADD(e->k, SEL(e->k, CMP(e->k, KIR_GT, X0, C(e, 0)), X0, C(e, 0)), SEL(e->k, CMP(e->k, KIR_LT, t, C(e, 0)), t, C(e, 0)));
 }
 static kir_expr *ew_selu(ew *e) {
 	double alpha = attr_f(e, "alpha", 1.67326319217681884765625), gamma = attr_f(e, "gamma", 1.05070102214813232421875);
-	return MUL(e, C(e, gamma), SEL(e, CMP(e, KIR_GT, X0, C(e, 0)), X0, elu_neg(e, alpha)));
+	return MUL(e->k, C(e, gamma), SEL(e->k, CMP(e->k, KIR_GT, X0, C(e, 0)), X0, elu_neg(e, alpha)));
 }
 static kir_expr *ew_thresholded_relu(ew *e) {
-	return SEL(e, CMP(e, KIR_GT, X0, C(e, attr_f(e, "alpha", 1.0))), X0, C(e, 0));
+	return SEL(e->k, CMP(e->k, KIR_GT, X0, C(e, attr_f(e, "alpha", 1.0))), X0, C(e, 0));
 }
 /* 1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: neither overflows. */
 static kir_expr *sigmoid(ew *e, kir_expr *x) {
-	kir_expr *t = U(e, KIR_EXP, U(e, KIR_NEG, U(e, KIR_ABS, x)));
-	kir_expr *den = ADD(e, C(e, 1), t);
-	return SEL(e, CMP(e, KIR_GE, x, C(e, 0)), DIV(e, C(e, 1), den), DIV(e, t, den));
+	kir_expr *t = UN(e->k, KIR_EXP, UN(e->k, KIR_NEG, UN(e->k, KIR_ABS, x)));
+	kir_expr *den = ADD(e->k, C(e, 1), t);
+	return SEL(e->k, CMP(e->k, KIR_GE, x, C(e, 0)), FDIV(e->k, C(e, 1), den), FDIV(e->k, t, den));
 }
 /* fmax(0, fmin(1, t)) with fmin/fmax's NaN rule: NaN gives 1. */
 static kir_expr *clamp01(ew *e, kir_expr *t) {
-	kir_expr *u = SEL(e, CMP(e, KIR_LT, t, C(e, 1)), t, C(e, 1));
-	return SEL(e, CMP(e, KIR_GT, u, C(e, 0)), u, C(e, 0));
+	kir_expr *u = SEL(e->k, CMP(e->k, KIR_LT, t, C(e, 1)), t, C(e, 1));
+	return SEL(e->k, CMP(e->k, KIR_GT, u, C(e, 0)), u, C(e, 0));
 }
 static kir_expr *softplus(ew *e, kir_expr *x) {
-	return SEL(e, CMP(e, KIR_GT, x, C(e, 0)), ADD(e, x, U(e, KIR_LOG1P, U(e, KIR_EXP, U(e, KIR_NEG, x)))),
-		   U(e, KIR_LOG1P, U(e, KIR_EXP, x)));
+	return SEL(e->k, CMP(e->k, KIR_GT, x, C(e, 0)), ADD(e->k, x, UN(e->k, KIR_LOG1P, UN(e->k, KIR_EXP, UN(e->k, KIR_NEG, x)))),
+		   UN(e->k, KIR_LOG1P, UN(e->k, KIR_EXP, x)));
 }
 static kir_expr *ew_sigmoid(ew *e) { return sigmoid(e, X0); }
 static kir_expr *ew_hard_sigmoid(ew *e) {
-	return clamp01(e, ADD(e, MUL(e, C(e, attr_f(e, "alpha", 0.2)), X0), C(e, attr_f(e, "beta", 0.5))));
+	return clamp01(e, ADD(e->k, MUL(e->k, C(e, attr_f(e, "alpha", 0.2)), X0), C(e, attr_f(e, "beta", 0.5))));
 }
-static kir_expr *ew_hard_swish(ew *e) { return MUL(e, X0, clamp01(e, ADD(e, DIV(e, X0, C(e, 6)), C(e, 0.5)))); }
+static kir_expr *ew_hard_swish(ew *e) { return MUL(e->k, X0, clamp01(e, ADD(e->k, FDIV(e->k, X0, C(e, 6)), C(e, 0.5)))); }
 static kir_expr *ew_softplus(ew *e) { return softplus(e, X0); }
-static kir_expr *ew_softsign(ew *e) { return DIV(e, X0, ADD(e, C(e, 1), U(e, KIR_ABS, X0))); }
-static kir_expr *ew_mish(ew *e) { return MUL(e, X0, U(e, KIR_TANH, softplus(e, X0))); }
+static kir_expr *ew_softsign(ew *e) { return FDIV(e->k, X0, ADD(e->k, C(e, 1), UN(e->k, KIR_ABS, X0))); }
+static kir_expr *ew_mish(ew *e) { return MUL(e->k, X0, UN(e->k, KIR_TANH, softplus(e, X0))); }
 static kir_expr *ew_gelu(ew *e) {
 	const char *mode = tbc_attr_string(e->op, "approximate", "none");
-	kir_expr *half_x = MUL(e, C(e, 0.5), X0);
+	kir_expr *half_x = MUL(e->k, C(e, 0.5), X0);
 	if (!strcmp(mode, "tanh")) {
-		kir_expr *cube = MUL(e, MUL(e, X0, X0), X0);
-		kir_expr *inner = MUL(e, C(e, sqrt(2.0 / M_PI)), ADD(e, X0, MUL(e, C(e, 0.044715), cube)));
-		return MUL(e, half_x, ADD(e, C(e, 1), U(e, KIR_TANH, inner)));
+		kir_expr *cube = MUL(e->k, MUL(e->k, X0, X0), X0);
+		kir_expr *inner = MUL(e->k, C(e, sqrt(2.0 / M_PI)), ADD(e->k, X0, MUL(e->k, C(e, 0.044715), cube)));
+		return MUL(e->k, half_x, ADD(e->k, C(e, 1), UN(e->k, KIR_TANH, inner)));
 	}
 	if (strcmp(mode, "none")) {
 		e->error = "Gelu's approximate must be \"none\" or \"tanh\"";
 		return NULL;
 	}
-	return MUL(e, half_x, ADD(e, C(e, 1), U(e, KIR_ERF, DIV(e, X0, C(e, sqrt(2.0))))));
+	return MUL(e->k, half_x, ADD(e->k, C(e, 1), UN(e->k, KIR_ERF, FDIV(e->k, X0, C(e, sqrt(2.0))))));
 }
-static kir_expr *ew_swish(ew *e) { return MUL(e, X0, sigmoid(e, MUL(e, C(e, attr_f(e, "alpha", 1.0)), X0))); }
+static kir_expr *ew_swish(ew *e) { return MUL(e->k, X0, sigmoid(e, MUL(e->k, C(e, attr_f(e, "alpha", 1.0)), X0))); }
 static kir_expr *ew_swiglu(ew *e) {
-	return MUL(e, MUL(e, X0, sigmoid(e, MUL(e, C(e, attr_f(e, "alpha", 1.0)), X0))), X1);
+	return MUL(e->k, MUL(e->k, X0, sigmoid(e, MUL(e->k, C(e, attr_f(e, "alpha", 1.0)), X0))), X1);
 }
 static kir_expr *ew_shrink(ew *e) {
 	double bias = attr_f(e, "bias", 0.0), lambd = attr_f(e, "lambd", 0.5);
-	return SEL(e, CMP(e, KIR_LT, X0, C(e, -lambd)), ADD(e, X0, C(e, bias)),
-		   SEL(e, CMP(e, KIR_GT, X0, C(e, lambd)), SUB(e, X0, C(e, bias)), C(e, 0)));
+	return SEL(e->k, CMP(e->k, KIR_LT, X0, C(e, -lambd)), ADD(e->k, X0, C(e, bias)),
+		   SEL(e->k, CMP(e->k, KIR_GT, X0, C(e, lambd)), SUB(e->k, X0, C(e, bias)), C(e, 0)));
 }
 static kir_expr *ew_prelu(ew *e) {
 	if (ct_unsigned(e)) return X0;
-	return SEL(e, CMP(e, KIR_LT, X0, C(e, 0)), MUL(e, X1, X0), X0);
+	return SEL(e->k, CMP(e->k, KIR_LT, X0, C(e, 0)), MUL(e->k, X1, X0), X0);
 }
 /* np.clip: min first, then max, so min > max gives max; NaN stays. */
 static kir_expr *ew_clip(ew *e) {
 	kir_expr *v = X0;
-	if (e->n > 1 && e->x[1]) v = SEL(e, CMP(e, KIR_LT, v, e->x[1]), e->x[1], v);
-	if (e->n > 2 && e->x[2]) v = SEL(e, CMP(e, KIR_GT, v, e->x[2]), e->x[2], v);
+	if (e->n > 1 && e->x[1]) v = SEL(e->k, CMP(e->k, KIR_LT, v, e->x[1]), e->x[1], v);
+	if (e->n > 2 && e->x[2]) v = SEL(e->k, CMP(e->k, KIR_GT, v, e->x[2]), e->x[2], v);
 	return v;
 }
 
@@ -188,15 +181,15 @@ static void check_divisor(ew *e, kir_expr *d, const char *what) {
 	char msg[256];
 	snprintf(msg, sizeof msg, "node '%s' (%s): %s", e->op->name ? e->op->name : "", tbc_ops[e->op->code].onnx_name,
 		 what);
-	kir_block_add(e->k, e->checks, kir_s_error(e->k, CMP(e, KIR_EQ, d, C(e, 0)), msg));
+	kir_block_add(e->k, e->checks, kir_s_error(e->k, CMP(e->k, KIR_EQ, d, C(e, 0)), msg));
 }
 
-static kir_expr *ew_add(ew *e) { return ADD(e, X0, X1); }
-static kir_expr *ew_sub(ew *e) { return SUB(e, X0, X1); }
-static kir_expr *ew_mul(ew *e) { return MUL(e, X0, X1); }
+static kir_expr *ew_add(ew *e) { return ADD(e->k, X0, X1); }
+static kir_expr *ew_sub(ew *e) { return SUB(e->k, X0, X1); }
+static kir_expr *ew_mul(ew *e) { return MUL(e->k, X0, X1); }
 static kir_expr *ew_div(ew *e) {
 	check_divisor(e, X1, "integer division by zero");
-	return DIV(e, X0, X1);
+	return FDIV(e->k, X0, X1);
 }
 
 /* Mod: fmod=1 is C's fmod / %; fmod=0 takes the sign of the divisor (and a
@@ -204,14 +197,14 @@ static kir_expr *ew_div(ew *e) {
 static kir_expr *ew_mod(ew *e) {
 	int64_t fmod_attr = tbc_attr_int(e->op, "fmod", 0);
 	check_divisor(e, X1, "integer modulo by zero");
-	kir_expr *r = B(e, KIR_REM, X0, X1);
+	kir_expr *r = BIN(e->k, KIR_REM, X0, X1);
 	if (fmod_attr || ct_unsigned(e)) return r;
-	kir_expr *fix = B(e, KIR_AND, CMP(e, KIR_NE, r, C(e, 0)),
-			  CMP(e, KIR_NE, CMP(e, KIR_LT, r, C(e, 0)), CMP(e, KIR_LT, X1, C(e, 0))));
-	kir_expr *v = SEL(e, fix, ADD(e, r, X1), r);
+	kir_expr *fix = BIN(e->k, KIR_AND, CMP(e->k, KIR_NE, r, C(e, 0)),
+			  CMP(e->k, KIR_NE, CMP(e->k, KIR_LT, r, C(e, 0)), CMP(e->k, KIR_LT, X1, C(e, 0))));
+	kir_expr *v = SEL(e->k, fix, ADD(e->k, r, X1), r);
 	if (!ct_float(e)) return v;
-	kir_expr *zero = SEL(e, CMP(e, KIR_LT, X1, C(e, 0)), C(e, -0.0), C(e, 0.0));
-	return SEL(e, CMP(e, KIR_EQ, r, C(e, 0)), zero, v);
+	kir_expr *zero = SEL(e->k, CMP(e->k, KIR_LT, X1, C(e, 0)), C(e, -0.0), C(e, 0.0));
+	return SEL(e->k, CMP(e->k, KIR_EQ, r, C(e, 0)), zero, v);
 }
 
 /* Pow: the result has the base's type.  Integer base and exponent: exact
@@ -225,7 +218,7 @@ static kir_expr *ew_pow(ew *e) {
 	else if (tbc_dtype_is_float(bt)) ct = bt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
 	else ct = TBC_DT_F64;
 	kir_expr *b = kir_e_cast(e->k, ct, X0), *x = kir_e_cast(e->k, ct, X1);
-	return kir_e_cast(e->k, out, B(e, KIR_POW, b, x));
+	return kir_e_cast(e->k, out, BIN(e->k, KIR_POW, b, x));
 }
 
 static kir_expr *ew_bitshift(ew *e) {
@@ -234,29 +227,29 @@ static kir_expr *ew_bitshift(ew *e) {
 		e->error = "BitShift's direction must be \"LEFT\" or \"RIGHT\"";
 		return NULL;
 	}
-	return B(e, !strcmp(d, "LEFT") ? KIR_SHL : KIR_SHR, X0, X1);
+	return BIN(e->k, !strcmp(d, "LEFT") ? KIR_SHL : KIR_SHR, X0, X1);
 }
-static kir_expr *ew_and(ew *e) { return B(e, KIR_AND, X0, X1); }
-static kir_expr *ew_or(ew *e) { return B(e, KIR_OR, X0, X1); }
-static kir_expr *ew_xor(ew *e) { return B(e, KIR_XOR, X0, X1); }
-static kir_expr *ew_equal(ew *e) { return CMP(e, KIR_EQ, X0, X1); }
-static kir_expr *ew_greater(ew *e) { return CMP(e, KIR_GT, X0, X1); }
-static kir_expr *ew_greater_equal(ew *e) { return CMP(e, KIR_GE, X0, X1); }
-static kir_expr *ew_less(ew *e) { return CMP(e, KIR_LT, X0, X1); }
-static kir_expr *ew_less_equal(ew *e) { return CMP(e, KIR_LE, X0, X1); }
+static kir_expr *ew_and(ew *e) { return BIN(e->k, KIR_AND, X0, X1); }
+static kir_expr *ew_or(ew *e) { return BIN(e->k, KIR_OR, X0, X1); }
+static kir_expr *ew_xor(ew *e) { return BIN(e->k, KIR_XOR, X0, X1); }
+static kir_expr *ew_equal(ew *e) { return CMP(e->k, KIR_EQ, X0, X1); }
+static kir_expr *ew_greater(ew *e) { return CMP(e->k, KIR_GT, X0, X1); }
+static kir_expr *ew_greater_equal(ew *e) { return CMP(e->k, KIR_GE, X0, X1); }
+static kir_expr *ew_less(ew *e) { return CMP(e->k, KIR_LT, X0, X1); }
+static kir_expr *ew_less_equal(ew *e) { return CMP(e->k, KIR_LE, X0, X1); }
 
 static kir_expr *fold(ew *e, kir_binop op) {
 	kir_expr *r = X0;
-	for (int i = 1; i < e->n; i++) r = B(e, op, r, e->x[i]);
+	for (int i = 1; i < e->n; i++) r = BIN(e->k, op, r, e->x[i]);
 	return r;
 }
 static kir_expr *ew_max(ew *e) { return fold(e, KIR_MAX); }
 static kir_expr *ew_min(ew *e) { return fold(e, KIR_MIN); }
 static kir_expr *ew_sum(ew *e) { return fold(e, KIR_ADD); }
-static kir_expr *ew_mean(ew *e) { return DIV(e, fold(e, KIR_ADD), C(e, e->n)); }
+static kir_expr *ew_mean(ew *e) { return FDIV(e->k, fold(e, KIR_ADD), C(e, e->n)); }
 
 /* ---- Raw: inputs in their own types ------------------------------------------*/
-static kir_expr *ew_where(ew *e) { return SEL(e, X0, X1, e->x[2]); }
+static kir_expr *ew_where(ew *e) { return SEL(e->k, X0, X1, e->x[2]); }
 static kir_expr *ew_cast(ew *e) {
 	tbc_dtype to = e->op->outputs[0]->type.dtype;
 	bool nosat = tbc_attr_int(e->op, "saturate", 1) == 0 && tbc_dtype_is_float(to) && tbc_dtype_bits(to) <= 8;

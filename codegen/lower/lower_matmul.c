@@ -15,17 +15,9 @@
 #include <string.h>
 
 #include "codegen/lower/lower_gemm.h"
+#include "codegen/lower/kir_short.h"
 
 /* ---- Index shorthands --------------------------------------------------------*/
-static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
-static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
-static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
-static kir_expr *SUB(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_SUB, a, b); }
-static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
-static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
-static kir_expr *MIN(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MIN, a, b); }
-static kir_expr *MAX(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_MAX, a, b); }
-static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
 
 /* A scalar local set to e in block b; returns its value. */
 static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
@@ -35,7 +27,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(l->k, name, e->type);
 	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l, v);
+	return V(l->k, v);
 }
 
 static kir_expr *zero(lk *l, tbc_dtype t) {
@@ -63,13 +55,13 @@ typedef struct gemm_gen {
 
 static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
 	lk *l = g->l;
-	kir_expr *idx = ADD(l, ADD(l, base, MUL(l, r, o->rs)), MUL(l, c, o->cs));
+	kir_expr *idx = ADD(l->k, ADD(l->k, base, MUL(l->k, r, o->rs)), MUL(l->k, c, o->cs));
 	return kir_e_cast(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
 }
 
 static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {
 	lk *l = g->l;
-	return ADD(l, ADD(l, g->base[2], MUL(l, row, g->s->y.rs)), MUL(l, col, g->s->y.cs));
+	return ADD(l->k, ADD(l->k, g->base[2], MUL(l->k, row, g->s->y.rs)), MUL(l->k, col, g->s->y.cs));
 }
 
 /* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
@@ -94,13 +86,13 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
 		kir_block kb = {0};
 		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
-		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l, kv)));
-		for (int c = 0; c < nc; c++) bv[c] = local(l, &kb, "b", load_ct(g, &s->b, g->base[1], V(l, kv), cols[c]));
+		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l->k, kv)));
+		for (int c = 0; c < nc; c++) bv[c] = local(l, &kb, "b", load_ct(g, &s->b, g->base[1], V(l->k, kv), cols[c]));
 		for (int r = 0; r < g->mr; r++)
 			for (int c = 0; c < nc; c++)
 				kir_block_add(k, &kb,
 					      kir_s_set(k, acc[r][c],
-							kir_e_binary(k, KIR_ADD, V(l, acc[r][c]),
+							kir_e_binary(k, KIR_ADD, V(l->k, acc[r][c]),
 								     kir_e_binary(k, KIR_MUL, av[r], bv[c]))));
 		kir_block_add(k, blk, kir_s_for(k, kv, g->klo, g->khi, 1, KIR_LOOP_SEQUENTIAL, kb.first));
 	}
@@ -114,9 +106,9 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	kir_expr *val[GEMM_MAX_MR][GEMM_MAX_NR];
 	for (int r = 0; r < g->mr; r++)
 		for (int c = g->skip; c < nc; c++) {
-			kir_expr *v = V(l, acc[r][c]);
+			kir_expr *v = V(l->k, acc[r][c]);
 			v = s->epi ? s->epi(s->ctx, l, v, g->batch, g->rows[r], cols[c]) : kir_e_cast(k, s->y.buf->dtype, v);
-			if (g->klast) v = kir_e_select(k, g->klast, v, V(l, acc[r][c]));
+			if (g->klast) v = kir_e_select(k, g->klast, v, V(l->k, acc[r][c]));
 			val[r][c] = local(l, blk, "v", v);
 		}
 	for (int r = 0; r < g->mr; r++)
@@ -155,21 +147,21 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	kir_kernel *k = l->k;
 	const gemm_spec *s = g->s;
 	kir_block blk = {0};
-	g->i0 = local(l, &blk, "i0", MUL(l, rt, I(l, g->mr)));
-	kir_expr *mlast = SUB(l, s->M, I(l, 1));
+	g->i0 = local(l, &blk, "i0", MUL(l->k, rt, I(l->k, g->mr)));
+	kir_expr *mlast = SUB(l->k, s->M, I(l->k, 1));
 	for (int r = 0; r < g->mr; r++)
-		g->rows[r] = local(l, &blk, "row", MIN(l, ADD(l, g->i0, I(l, r)), mlast));
+		g->rows[r] = local(l, &blk, "row", MIN(l->k, ADD(l->k, g->i0, I(l->k, r)), mlast));
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
-	kir_expr *j0 = local(l, &tile, "j0", MUL(l, V(l, jt), I(l, nr)));
+	kir_expr *j0 = local(l, &tile, "j0", MUL(l->k, V(l->k, jt), I(l->k, nr)));
 	kir_expr *cols[GEMM_MAX_NR] = {0};
-	for (int c = 0; c < nr; c++) cols[c] = ADD(l, j0, I(l, c));
+	for (int c = 0; c < nr; c++) cols[c] = ADD(l->k, j0, I(l->k, c));
 	micro_tile(g, &tile, nr, cols);
 	kir_block_add(k, &blk, kir_s_for(k, jt, jlo, jhi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
 	if (last) {
 		kir_block tail = {0};
-		kir_expr *jl = local(l, &tail, "jl", SUB(l, s->N, I(l, nr)));
-		for (int c = 0; c < nr; c++) cols[c] = ADD(l, jl, I(l, c));
+		kir_expr *jl = local(l, &tail, "jl", SUB(l->k, s->N, I(l->k, nr)));
+		for (int c = 0; c < nr; c++) cols[c] = ADD(l->k, jl, I(l->k, c));
 		/* Resuming from y, columns the tile before stored in this K block
 		 * would be counted twice: those stay the earlier tile's.  (K
 		 * blocking needs a static N, so their count is known.) */
@@ -209,7 +201,7 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
 	if (!buf) return false;
 	o->buf = buf;
-	o->rs = I(l, pitch), o->cs = I(l, 1);
+	o->rs = I(l->k, pitch), o->cs = I(l->k, 1);
 	return true;
 }
 
@@ -231,8 +223,8 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
 	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
 	g.mr = mr;
-	kir_expr *RT = DIV(l, ADD(l, s->M, I(l, mr - 1)), I(l, mr));
-	kir_expr *NT = DIV(l, s->N, I(l, nr));
+	kir_expr *RT = DIV(l->k, ADD(l->k, s->M, I(l->k, mr - 1)), I(l->k, mr));
+	kir_expr *NT = DIV(l->k, s->N, I(l->k, nr));
 	int64_t tb = 16, rg = 1, kc = 0;
 	if (m_static && n_static) {
 		/* A batch known only while running (a dynamic batch) counts as
@@ -246,34 +238,34 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 		rg = (rtc + groups - 1) / groups;
 		kc = k_block(s, tb * nr);
 	}
-	kir_expr *TB = I(l, tb), *RG = I(l, rg);
-	kir_expr *CB = MAX(l, DIV(l, ADD(l, NT, I(l, tb - 1)), TB), I(l, 1));
-	kir_expr *RGN = DIV(l, ADD(l, RT, I(l, rg - 1)), RG);
+	kir_expr *TB = I(l->k, tb), *RG = I(l->k, rg);
+	kir_expr *CB = MAX(l->k, DIV(l->k, ADD(l->k, NT, I(l->k, tb - 1)), TB), I(l->k, 1));
+	kir_expr *RGN = DIV(l->k, ADD(l->k, RT, I(l->k, rg - 1)), RG);
 
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *cb = local(l, &body, "cb", MOD(l, V(l, t), CB));
-	kir_expr *rest = DIV(l, V(l, t), CB);
-	kir_expr *rgi = local(l, &body, "rg", MOD(l, rest, RGN));
-	g.batch = local(l, &body, "batch", DIV(l, rest, RGN));
+	kir_expr *cb = local(l, &body, "cb", MOD(l->k, V(l->k, t), CB));
+	kir_expr *rest = DIV(l->k, V(l->k, t), CB);
+	kir_expr *rgi = local(l, &body, "rg", MOD(l->k, rest, RGN));
+	g.batch = local(l, &body, "batch", DIV(l->k, rest, RGN));
 	for (int w = 0; w < 3; w++) {
 		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
-		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l, 0);
+		g.base[w] = b ? local(l, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(l->k, 0);
 	}
 	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
-	kir_expr *rlo = MUL(l, rgi, RG), *rhi = MIN(l, ADD(l, rlo, RG), RT);
+	kir_expr *rlo = MUL(l->k, rgi, RG), *rhi = MIN(l->k, ADD(l->k, rlo, RG), RT);
 
 	/* K blocks: the chunk's tiles pass over K in blocks of kc, so the
 	 * kc x TB NR block of B stays in L1 while the row tiles reuse it.
 	 * Every block but the last stores its sums as they are, the last the
 	 * epilogue's value: a select, computed with every other stored value
 	 * before the first store (see micro_tile). */
-	g.klo = I(l, 0), g.khi = s->K;
+	g.klo = I(l->k, 0), g.khi = s->K;
 
 	/* Whole NR tiles of this column block, and the overlapping last tile. */
-	kir_expr *jlo = MUL(l, cb, TB), *jhi = MIN(l, ADD(l, jlo, TB), NT);
-	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l, CB, I(l, 1))),
-				      kir_e_cmp(k, KIR_NE, MOD(l, s->N, I(l, nr)), I(l, 0)));
+	kir_expr *jlo = MUL(l->k, cb, TB), *jhi = MIN(l->k, ADD(l->k, jlo, TB), NT);
+	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l->k, CB, I(l->k, 1))),
+				      kir_e_cmp(k, KIR_NE, MOD(l->k, s->N, I(l->k, nr)), I(l->k, 0)));
 	if (n_static && nc % nr == 0) last = NULL;
 	kir_stmt *tiles;
 	if (kc) {
@@ -281,13 +273,13 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 		kir_e_const_index(s->K, &K);
 		int64_t KB = (K + kc - 1) / kc;
 		kir_var *kb = kir_var_new(k, "kb", KIR_INDEX);
-		g.klo = MUL(l, V(l, kb), I(l, kc)), g.khi = MIN(l, ADD(l, g.klo, I(l, kc)), s->K);
-		g.kresume = kir_e_cmp(k, KIR_GT, V(l, kb), I(l, 0));
-		g.klast = kir_e_cmp(k, KIR_EQ, V(l, kb), I(l, KB - 1));
-		kir_stmt *rows = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
-		tiles = kir_s_for(k, kb, I(l, 0), I(l, KB), 1, KIR_LOOP_SEQUENTIAL, rows);
+		g.klo = MUL(l->k, V(l->k, kb), I(l->k, kc)), g.khi = MIN(l->k, ADD(l->k, g.klo, I(l->k, kc)), s->K);
+		g.kresume = kir_e_cmp(k, KIR_GT, V(l->k, kb), I(l->k, 0));
+		g.klast = kir_e_cmp(k, KIR_EQ, V(l->k, kb), I(l->k, KB - 1));
+		kir_stmt *rows = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l->k, rt), nr, jlo, jhi, last));
+		tiles = kir_s_for(k, kb, I(l->k, 0), I(l->k, KB), 1, KIR_LOOP_SEQUENTIAL, rows);
 	} else {
-		tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l, rt), nr, jlo, jhi, last));
+		tiles = kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, row_tile(&g, V(l->k, rt), nr, jlo, jhi, last));
 	}
 
 	/* Fewer columns than NR (only when N is symbolic): one at a time. */
@@ -295,20 +287,20 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	if (!n_static) {
 		kir_var *rt1 = kir_var_new(k, "rt", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
 		kir_block one = {0};
-		g.i0 = local(l, &one, "i0", MUL(l, V(l, rt1), I(l, mr)));
-		kir_expr *mlast = SUB(l, s->M, I(l, 1));
+		g.i0 = local(l, &one, "i0", MUL(l->k, V(l->k, rt1), I(l->k, mr)));
+		kir_expr *mlast = SUB(l->k, s->M, I(l->k, 1));
 		for (int r = 0; r < mr; r++)
-			g.rows[r] = r == 0 ? g.i0 : local(l, &one, "row", MIN(l, ADD(l, g.i0, I(l, r)), mlast));
+			g.rows[r] = r == 0 ? g.i0 : local(l, &one, "row", MIN(l->k, ADD(l->k, g.i0, I(l->k, r)), mlast));
 		kir_block cols = {0};
-		kir_expr *jcol = V(l, j);
+		kir_expr *jcol = V(l->k, j);
 		micro_tile(&g, &cols, 1, &jcol);
-		kir_block_add(k, &one, kir_s_for(k, j, I(l, 0), s->N, 1, KIR_LOOP_SEQUENTIAL, cols.first));
+		kir_block_add(k, &one, kir_s_for(k, j, I(l->k, 0), s->N, 1, KIR_LOOP_SEQUENTIAL, cols.first));
 		narrow = kir_s_for(k, rt1, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, one.first);
 	}
-	if (narrow) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_GT, NT, I(l, 0)), tiles, narrow));
+	if (narrow) kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_GT, NT, I(l->k, 0)), tiles, narrow));
 	else kir_block_add(k, &body, tiles);
-	kir_expr *total = MUL(l, MUL(l, s->NB, RGN), CB);
-	return kir_s_for(k, t, I(l, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
+	kir_expr *total = MUL(l->k, MUL(l->k, s->NB, RGN), CB);
+	return kir_s_for(k, t, I(l->k, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
 }
 
 /* ---- Shared checks -----------------------------------------------------------*/
@@ -354,14 +346,14 @@ typedef struct mm_cx {
 
 static kir_expr *mm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	mm_cx *m = ctx;
-	if (which == 2) return MUL(l, batch, m->ystride);
+	if (which == 2) return MUL(l->k, batch, m->ystride);
 	if (m->batch_rank == 0) return NULL;
-	if (m->contiguous[which]) return MUL(l, batch, m->mat[which]);
-	kir_expr *off = I(l, 0), *rest = batch;
+	if (m->contiguous[which]) return MUL(l->k, batch, m->mat[which]);
+	kir_expr *off = I(l->k, 0), *rest = batch;
 	for (int d = m->batch_rank - 1; d >= 0; d--) {
-		kir_expr *idx = d == 0 ? rest : MOD(l, rest, m->bdims[d]);
-		off = ADD(l, off, MUL(l, idx, m->bstride[which][d]));
-		if (d > 0) rest = DIV(l, rest, m->bdims[d]);
+		kir_expr *idx = d == 0 ? rest : MOD(l->k, rest, m->bdims[d]);
+		off = ADD(l->k, off, MUL(l->k, idx, m->bstride[which][d]));
+		if (d > 0) rest = DIV(l->k, rest, m->bdims[d]);
 	}
 	return off;
 }
@@ -380,13 +372,13 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
 	gemm_spec s = {.ct = ct};
 	int ra = at->rank, rb = bt->rank;
-	kir_expr *M = ra == 1 ? I(&l, 1) : lk_dim(&l, at->dims[ra - 2]);
+	kir_expr *M = ra == 1 ? I(l.k, 1) : lk_dim(&l, at->dims[ra - 2]);
 	kir_expr *K = lk_dim(&l, at->dims[ra - 1]);
-	kir_expr *N = rb == 1 ? I(&l, 1) : lk_dim(&l, bt->dims[rb - 1]);
+	kir_expr *N = rb == 1 ? I(l.k, 1) : lk_dim(&l, bt->dims[rb - 1]);
 	s.M = M, s.N = N, s.K = K;
-	s.a.rs = K, s.a.cs = I(&l, 1);
-	s.b.rs = N, s.b.cs = I(&l, 1);
-	s.y.rs = N, s.y.cs = I(&l, 1);
+	s.a.rs = K, s.a.cs = I(l.k, 1);
+	s.b.rs = N, s.b.cs = I(l.k, 1);
+	s.y.rs = N, s.y.cs = I(l.k, 1);
 	/* A constant B (weights) laid out for the kernel. */
 	if (rb == 2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
 	s.a.buf = lk_value(&l, av);
@@ -396,13 +388,13 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	mm_cx m;
 	memset(&m, 0, sizeof m);
 	m.batch_rank = yt->rank - (ra > 1) - (rb > 1);
-	m.mat[0] = MUL(&l, M, K);
-	m.mat[1] = MUL(&l, K, N);
-	m.ystride = MUL(&l, M, N);
-	s.NB = I(&l, 1);
+	m.mat[0] = MUL(l.k, M, K);
+	m.mat[1] = MUL(l.k, K, N);
+	m.ystride = MUL(l.k, M, N);
+	s.NB = I(l.k, 1);
 	for (int d = 0; d < m.batch_rank; d++) {
 		m.bdims[d] = lk_dim(&l, yt->dims[d]);
-		s.NB = MUL(&l, s.NB, m.bdims[d]);
+		s.NB = MUL(l.k, s.NB, m.bdims[d]);
 	}
 	for (int w = 0; w < 2; w++) {
 		const tbc_type *t = w ? bt : at;
@@ -412,22 +404,22 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 		for (int d = m.batch_rank - 1; d >= 0; d--) {
 			int od = d - (m.batch_rank - obr);
 			if (od < 0) {
-				m.bstride[w][d] = I(&l, 0);
+				m.bstride[w][d] = I(l.k, 0);
 				m.contiguous[w] = false;
 				continue;
 			}
 			tbc_dim td = t->dims[od], ydim = yt->dims[d];
 			kir_expr *dim = lk_dim(&l, td);
 			if (!td.sym && td.size == 1 && !(!ydim.sym && ydim.size == 1)) {
-				m.bstride[w][d] = I(&l, 0);
+				m.bstride[w][d] = I(l.k, 0);
 				m.contiguous[w] = false;
 			} else if (td.sym && !tbc_dim_eq(td, ydim)) {
-				m.bstride[w][d] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, I(&l, 1)), I(&l, 0), stride);
+				m.bstride[w][d] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, I(l.k, 1)), I(l.k, 0), stride);
 				m.contiguous[w] = false;
 			} else {
 				m.bstride[w][d] = stride;
 			}
-			stride = MUL(&l, stride, dim);
+			stride = MUL(l.k, stride, dim);
 		}
 	}
 	s.ctx = &m;
@@ -457,7 +449,7 @@ static kir_expr *gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_
 	if (g->alpha != 1.0)
 		v = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->alpha) : kir_e_int(k, g->ct, (int64_t)g->alpha), v);
 	if (g->c) {
-		kir_expr *cv = kir_e_cast(k, g->ct, kir_e_load(k, g->c, ADD(l, MUL(l, row, g->cs[0]), MUL(l, col, g->cs[1]))));
+		kir_expr *cv = kir_e_cast(k, g->ct, kir_e_load(k, g->c, ADD(l->k, MUL(l->k, row, g->cs[0]), MUL(l->k, col, g->cs[1]))));
 		if (g->beta != 1.0)
 			cv = kir_e_binary(k, KIR_MUL, fl ? kir_e_float(k, g->ct, g->beta) : kir_e_int(k, g->ct, (int64_t)g->beta),
 					  cv);
@@ -490,8 +482,8 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	s.M = lk_dim(&l, yt->dims[0]);
 	s.N = lk_dim(&l, yt->dims[1]);
 	s.K = lk_dim(&l, at->dims[ta ? 0 : 1]);
-	s.NB = I(&l, 1);
-	kir_expr *one = I(&l, 1);
+	s.NB = I(l.k, 1);
+	kir_expr *one = I(l.k, 1);
 	/* A is (M, K), or (K, M) transposed; B is (K, N), or (N, K). */
 	s.a.rs = ta ? one : s.K, s.a.cs = ta ? s.M : one;
 	s.b.rs = tb ? one : s.N, s.b.cs = tb ? s.K : one;
@@ -508,17 +500,17 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 		if (t->rank > 2) return lower_unsupported(cx, op), LOWER_FAILED;
 		g.c = lk_value(&l, cv);
 		if (!g.c) return LOWER_FAILED;
-		g.cs[0] = g.cs[1] = I(&l, 0);
+		g.cs[0] = g.cs[1] = I(l.k, 0);
 		kir_expr *stride = one;
 		for (int d = t->rank - 1; d >= 0; d--) {
 			int yd = 2 - t->rank + d;
 			tbc_dim td = t->dims[d];
 			kir_expr *dim = lk_dim(&l, td);
-			if (!td.sym && td.size == 1) g.cs[yd] = I(&l, 0);
+			if (!td.sym && td.size == 1) g.cs[yd] = I(l.k, 0);
 			else if (td.sym && !tbc_dim_eq(td, yt->dims[yd]))
-				g.cs[yd] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, one), I(&l, 0), stride);
+				g.cs[yd] = kir_e_select(l.k, kir_e_cmp(l.k, KIR_EQ, dim, one), I(l.k, 0), stride);
 			else g.cs[yd] = stride;
-			stride = MUL(&l, stride, dim);
+			stride = MUL(l.k, stride, dim);
 		}
 	}
 	s.ctx = &g;

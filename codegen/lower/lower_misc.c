@@ -5,15 +5,13 @@
 #include <string.h>
 
 #include "codegen/lower/lower_internal.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/kernels.h"
 
 #define F64 TBC_DT_F64
 #define U32 TBC_DT_U32
 
-static kir_expr *I(kir_kernel *k, int64_t v) { return kir_e_index(k, v); }
-static kir_expr *B(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(k, op, a, b); }
 static kir_expr *W(kir_kernel *k, uint32_t v) { return kir_e_int(k, U32, v); }
-static kir_expr *V(kir_kernel *k, kir_var *v) { return kir_e_var(k, v); }
 
 /* The message of a run-time error, prefixed as the interpreter's are. */
 static const char *node_msg(const tbc_op *op, char *buf, size_t size, const char *what) {
@@ -72,7 +70,7 @@ static lower_result lower_bitcast(lower_cx *cx, const tbc_op *op) {
 	kir_expr *idx = n.rank ? n.linear : I(k, 0);
 	kir_expr *bits = kir_e_cast(k, u, kir_e_load(k, xb, idx));
 	int nb = tbc_dtype_bits(from);
-	if (nb < 8) bits = B(k, KIR_AND, bits, kir_e_int(k, u, (1 << nb) - 1));
+	if (nb < 8) bits = BIN(k, KIR_AND, bits, kir_e_int(k, u, (1 << nb) - 1));
 	kir_stmt *st = kir_s_store(k, yb, idx, y_view ? bits : kir_e_cast(k, to, bits));
 	if (!n.rank) return lk_end(&l, st) ? LOWER_OK : LOWER_FAILED;
 	kir_block_add(k, &n.body, st);
@@ -100,18 +98,18 @@ static kir_stmt *mt_twist(kir_kernel *k, kir_buffer *st, int lo, int hi) {
 	bool last = hi == MT_N; /* the last word alone: i = 623 reads words 0 and 396 */
 	kir_var *i = last ? NULL : kir_var_new(k, "w", KIR_INDEX);
 	kir_expr *iv = last ? I(k, MT_N - 1) : V(k, i);
-	kir_expr *next = last ? I(k, 0) : B(k, KIR_ADD, iv, I(k, 1));
+	kir_expr *next = last ? I(k, 0) : BIN(k, KIR_ADD, iv, I(k, 1));
 	kir_expr *far = last ? I(k, MT_M - 1)
-		      : lo + MT_M >= MT_N ? B(k, KIR_SUB, iv, I(k, MT_N - MT_M))
-					  : B(k, KIR_ADD, iv, I(k, MT_M));
-	kir_expr *y = B(k, KIR_OR, B(k, KIR_AND, kir_e_load(k, st, iv), W(k, 0x80000000u)),
-			B(k, KIR_AND, kir_e_load(k, st, next), W(k, 0x7fffffffu)));
+		      : lo + MT_M >= MT_N ? BIN(k, KIR_SUB, iv, I(k, MT_N - MT_M))
+					  : BIN(k, KIR_ADD, iv, I(k, MT_M));
+	kir_expr *y = BIN(k, KIR_OR, BIN(k, KIR_AND, kir_e_load(k, st, iv), W(k, 0x80000000u)),
+			BIN(k, KIR_AND, kir_e_load(k, st, next), W(k, 0x7fffffffu)));
 	kir_block b = {0};
 	kir_var *yv = kir_var_new(k, "y", U32);
 	kir_block_add(k, &b, kir_s_set(k, yv, y));
 	y = V(k, yv);
-	kir_expr *odd = kir_e_cmp(k, KIR_NE, B(k, KIR_AND, y, W(k, 1)), W(k, 0));
-	kir_expr *v = B(k, KIR_XOR, B(k, KIR_XOR, kir_e_load(k, st, far), B(k, KIR_SHR, y, W(k, 1))),
+	kir_expr *odd = kir_e_cmp(k, KIR_NE, BIN(k, KIR_AND, y, W(k, 1)), W(k, 0));
+	kir_expr *v = BIN(k, KIR_XOR, BIN(k, KIR_XOR, kir_e_load(k, st, far), BIN(k, KIR_SHR, y, W(k, 1))),
 			kir_e_select(k, odd, W(k, 0x9908b0dfu), W(k, 0)));
 	kir_block_add(k, &b, kir_s_store(k, st, iv, v));
 	if (last) return b.first; /* a list of two statements */
@@ -119,10 +117,10 @@ static kir_stmt *mt_twist(kir_kernel *k, kir_buffer *st, int lo, int hi) {
 }
 
 static kir_expr *mt_temper(kir_kernel *k, kir_expr *y) {
-	y = B(k, KIR_XOR, y, B(k, KIR_SHR, y, W(k, 11)));
-	y = B(k, KIR_XOR, y, B(k, KIR_AND, B(k, KIR_SHL, y, W(k, 7)), W(k, 0x9d2c5680u)));
-	y = B(k, KIR_XOR, y, B(k, KIR_AND, B(k, KIR_SHL, y, W(k, 15)), W(k, 0xefc60000u)));
-	return B(k, KIR_XOR, y, B(k, KIR_SHR, y, W(k, 18)));
+	y = BIN(k, KIR_XOR, y, BIN(k, KIR_SHR, y, W(k, 11)));
+	y = BIN(k, KIR_XOR, y, BIN(k, KIR_AND, BIN(k, KIR_SHL, y, W(k, 7)), W(k, 0x9d2c5680u)));
+	y = BIN(k, KIR_XOR, y, BIN(k, KIR_AND, BIN(k, KIR_SHL, y, W(k, 15)), W(k, 0xefc60000u)));
+	return BIN(k, KIR_XOR, y, BIN(k, KIR_SHR, y, W(k, 18)));
 }
 
 static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
@@ -165,20 +163,20 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	kir_block_add(k, &body, kir_s_set(k, rv, rk ? kir_e_cast(k, F64, kir_e_load(k, rk, zero)) : kir_e_float(k, F64, 0.5)));
 	kir_block_add(k, &body, kir_s_set(k, tv, kir_e_cast(k, TBC_DT_BOOL, kir_e_load(k, tk, zero))));
 	kir_expr *r = V(k, rv);
-	kir_expr *r_ok = B(k, KIR_AND, kir_e_cmp(k, KIR_GE, r, kir_e_float(k, F64, 0)), kir_e_cmp(k, KIR_LT, r, kir_e_float(k, F64, 1)));
+	kir_expr *r_ok = BIN(k, KIR_AND, kir_e_cmp(k, KIR_GE, r, kir_e_float(k, F64, 0)), kir_e_cmp(k, KIR_LT, r, kir_e_float(k, F64, 1)));
 	char msg[256];
-	kir_block_add(k, &body, kir_s_error(k, B(k, KIR_AND, V(k, tv), kir_e_unary(k, KIR_NOT, r_ok)),
+	kir_block_add(k, &body, kir_s_error(k, BIN(k, KIR_AND, V(k, tv), kir_e_unary(k, KIR_NOT, r_ok)),
 					    node_msg(op, msg, sizeof msg, "ratio must be in [0, 1)")));
-	kir_expr *go = B(k, KIR_AND, B(k, KIR_AND, V(k, tv), r_ok), kir_e_cmp(k, KIR_NE, r, kir_e_float(k, F64, 0)));
+	kir_expr *go = BIN(k, KIR_AND, BIN(k, KIR_AND, V(k, tv), r_ok), kir_e_cmp(k, KIR_NE, r, kir_e_float(k, F64, 0)));
 
 	/* Training: seed, then block by block. */
 	kir_block tr = {0};
 	kir_expr *one = kir_e_float(k, F64, 1);
-	kir_expr *scale = B(k, KIR_DIV, one, B(k, KIR_SUB, one, r));
+	kir_expr *scale = BIN(k, KIR_DIV, one, BIN(k, KIR_SUB, one, r));
 	if (ratio) {
 		tbc_dtype rt = ratio->type.dtype;
-		kir_expr *keep = kir_e_cast(k, F64, kir_e_cast(k, rt, B(k, KIR_SUB, one, r)));
-		scale = kir_e_cast(k, F64, kir_e_cast(k, rt, B(k, KIR_DIV, one, keep)));
+		kir_expr *keep = kir_e_cast(k, F64, kir_e_cast(k, rt, BIN(k, KIR_SUB, one, r)));
+		scale = kir_e_cast(k, F64, kir_e_cast(k, rt, BIN(k, KIR_DIV, one, keep)));
 	}
 	kir_var *sv = kir_var_new(k, "scale", F64);
 	kir_block_add(k, &tr, kir_s_set(k, sv, scale));
@@ -186,8 +184,8 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	kir_block_add(k, &tr, kir_s_store(k, st, zero, W(k, seed)));
 	{
 		kir_var *i = kir_var_new(k, "s", KIR_INDEX);
-		kir_expr *prev = kir_e_load(k, st, B(k, KIR_SUB, V(k, i), I(k, 1)));
-		kir_expr *v = B(k, KIR_ADD, B(k, KIR_MUL, W(k, 1812433253u), B(k, KIR_XOR, prev, B(k, KIR_SHR, prev, W(k, 30)))),
+		kir_expr *prev = kir_e_load(k, st, BIN(k, KIR_SUB, V(k, i), I(k, 1)));
+		kir_expr *v = BIN(k, KIR_ADD, BIN(k, KIR_MUL, W(k, 1812433253u), BIN(k, KIR_XOR, prev, BIN(k, KIR_SHR, prev, W(k, 30)))),
 				kir_e_cast(k, U32, V(k, i)));
 		kir_block_add(k, &tr, kir_s_for(k, i, I(k, 1), I(k, MT_N), 1, KIR_LOOP_SEQUENTIAL, kir_s_store(k, st, V(k, i), v)));
 	}
@@ -205,14 +203,14 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	kir_expr *t = V(k, tvar);
 	kir_block eb = {0};
 	/* Clamped so the verifier can prove it in bounds; t < count keeps it exact. */
-	kir_expr *e = B(k, KIR_MIN, kir_e_add(k, base, t), B(k, KIR_SUB, n, I(k, 1)));
+	kir_expr *e = BIN(k, KIR_MIN, kir_e_add(k, base, t), BIN(k, KIR_SUB, n, I(k, 1)));
 	kir_var *ev = kir_var_new(k, "e", KIR_INDEX);
 	kir_block_add(k, &eb, kir_s_set(k, ev, e));
 	e = V(k, ev);
 	kir_expr *two_t = kir_e_mul(k, t, I(k, 2));
-	kir_expr *a = B(k, KIR_SHR, mt_temper(k, kir_e_load(k, st, two_t)), W(k, 5));
-	kir_expr *b2 = B(k, KIR_SHR, mt_temper(k, kir_e_load(k, st, kir_e_add(k, two_t, I(k, 1)))), W(k, 6));
-	kir_expr *u = B(k, KIR_DIV, B(k, KIR_ADD, B(k, KIR_MUL, kir_e_cast(k, F64, a), kir_e_float(k, F64, 67108864.0)),
+	kir_expr *a = BIN(k, KIR_SHR, mt_temper(k, kir_e_load(k, st, two_t)), W(k, 5));
+	kir_expr *b2 = BIN(k, KIR_SHR, mt_temper(k, kir_e_load(k, st, kir_e_add(k, two_t, I(k, 1)))), W(k, 6));
+	kir_expr *u = BIN(k, KIR_DIV, BIN(k, KIR_ADD, BIN(k, KIR_MUL, kir_e_cast(k, F64, a), kir_e_float(k, F64, 67108864.0)),
 				      kir_e_cast(k, F64, b2)),
 			kir_e_float(k, F64, 9007199254740992.0));
 	kir_var *kv = kir_var_new(k, "keep", TBC_DT_BOOL);
@@ -220,11 +218,11 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	if (yk) {
 		/* numpy multiplies by the mask (0 * -x = -0, 0 * inf = NaN), then scales. */
 		kir_expr *m = kir_e_select(k, V(k, kv), one, kir_e_float(k, F64, 0));
-		kir_expr *v = B(k, KIR_MUL, B(k, KIR_MUL, kir_e_cast(k, F64, kir_e_load(k, xk, e)), m), V(k, sv));
+		kir_expr *v = BIN(k, KIR_MUL, BIN(k, KIR_MUL, kir_e_cast(k, F64, kir_e_load(k, xk, e)), m), V(k, sv));
 		kir_block_add(k, &eb, kir_s_store(k, yk, e, kir_e_cast(k, dt, v)));
 	}
 	if (mk) kir_block_add(k, &eb, kir_s_store(k, mk, e, V(k, kv)));
-	kir_expr *count = B(k, KIR_MIN, I(k, MT_N / 2), B(k, KIR_SUB, n, base));
+	kir_expr *count = BIN(k, KIR_MIN, I(k, MT_N / 2), BIN(k, KIR_SUB, n, base));
 	kir_block_add(k, &bb, kir_s_for(k, tvar, zero, count, 1, KIR_LOOP_VECTOR, eb.first));
 	kir_expr *blocks = kir_e_binary(k, KIR_FLOORDIV, kir_e_add(k, n, I(k, MT_N / 2 - 1)), I(k, MT_N / 2));
 	kir_block_add(k, &tr, kir_s_for(k, blk, zero, blocks, 1, KIR_LOOP_SEQUENTIAL, bb.first));

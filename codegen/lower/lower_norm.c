@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_reduce.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/kernels.h"
 
 #define F64 TBC_DT_F64
@@ -36,9 +37,6 @@ typedef struct kb {
 	kir_kernel *k;
 } kb;
 
-static kir_expr *F(kir_kernel *k, double v) { return kir_e_float(k, F64, v); }
-static kir_expr *B(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(k, op, a, b); }
-static kir_expr *X64(kir_kernel *k, kir_buffer *b, kir_expr *idx) { return kir_e_cast(k, F64, kir_e_load(k, b, idx)); }
 
 /* Adds mean (when centred) and inv = 1 / sqrt(var + eps) of the reduced
  * dims of x (read at rs_linear) to the point body. */
@@ -48,21 +46,21 @@ static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_exp
 	*mean = NULL;
 	if (centred) {
 		kir_var *sum = kir_var_new(k, "sum", F64);
-		rs_set(s, sum, F(k, 0));
+		rs_set(s, sum, F(k, F64, 0));
 		rs_pass_begin(s);
-		rs_set(s, sum, B(k, KIR_ADD, kir_e_var(k, sum), X64(k, xb, rs_linear(s))));
+		rs_set(s, sum, BIN(k, KIR_ADD, kir_e_var(k, sum), LOAD_F64(k, xb, rs_linear(s))));
 		rs_pass_end(s);
-		*mean = rs_local(s, "mean", B(k, KIR_DIV, kir_e_var(k, sum), n));
+		*mean = rs_local(s, "mean", BIN(k, KIR_DIV, kir_e_var(k, sum), n));
 	}
 	kir_var *q = kir_var_new(k, "q", F64);
-	rs_set(s, q, F(k, 0));
+	rs_set(s, q, F(k, F64, 0));
 	rs_pass_begin(s);
-	kir_expr *d = X64(k, xb, rs_linear(s));
-	if (centred) d = rs_local(s, "d", B(k, KIR_SUB, d, *mean));
-	rs_set(s, q, B(k, KIR_ADD, kir_e_var(k, q), B(k, KIR_MUL, d, d)));
+	kir_expr *d = LOAD_F64(k, xb, rs_linear(s));
+	if (centred) d = rs_local(s, "d", BIN(k, KIR_SUB, d, *mean));
+	rs_set(s, q, BIN(k, KIR_ADD, kir_e_var(k, q), BIN(k, KIR_MUL, d, d)));
 	rs_pass_end(s);
-	kir_expr *var = B(k, KIR_DIV, kir_e_var(k, q), n);
-	*inv = rs_local(s, "inv", B(k, KIR_DIV, F(k, 1), kir_e_unary(k, KIR_SQRT, B(k, KIR_ADD, var, F(k, eps)))));
+	kir_expr *var = BIN(k, KIR_DIV, kir_e_var(k, q), n);
+	*inv = rs_local(s, "inv", BIN(k, KIR_DIV, F(k, F64, 1), kir_e_unary(k, KIR_SQRT, BIN(k, KIR_ADD, var, F(k, F64, eps)))));
 }
 
 /* ---- LayerNormalization / RMSNormalization -----------------------------------*/
@@ -96,9 +94,9 @@ static lower_result lower_trailing(lower_cx *cx, const tbc_op *op, bool rms) {
 		rs_pass_begin(&s);
 		kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
 		kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, xb, idx));
-		if (m) v = B(k, KIR_SUB, v, m);
-		v = B(k, KIR_MUL, B(k, KIR_MUL, v, iv), kir_e_cast(k, ct, kir_e_load(k, sb, rs_index(&s, &sc->type))));
-		if (bb) v = B(k, KIR_ADD, v, kir_e_cast(k, ct, kir_e_load(k, bb, rs_index(&s, &bi->type))));
+		if (m) v = BIN(k, KIR_SUB, v, m);
+		v = BIN(k, KIR_MUL, BIN(k, KIR_MUL, v, iv), kir_e_cast(k, ct, kir_e_load(k, sb, rs_index(&s, &sc->type))));
+		if (bb) v = BIN(k, KIR_ADD, v, kir_e_cast(k, ct, kir_e_load(k, bb, rs_index(&s, &bi->type))));
 		kir_block_add(k, &s.inner, kir_s_store(k, yb, idx, kir_e_cast(k, dt, v)));
 		rs_pass_end(&s);
 	}
@@ -161,34 +159,34 @@ static lower_result lower_batchnorm_training(lower_cx *cx, const tbc_op *op) {
 	kir_s_for(k, bv[j], kir_e_index(k, 0), N, 1, KIR_LOOP_SEQUENTIAL,                                        \
 		  kir_s_for(k, iv[j], kir_e_index(k, 0), S, 1, kind, stmts))
 	kir_var *sum = kir_var_new(k, "sum", F64), *q = kir_var_new(k, "q", F64);
-	kir_block_add(k, &point, kir_s_set(k, sum, F(k, 0)));
-	kir_block_add(k, &point, PASS(0, kir_s_set(k, sum, B(k, KIR_ADD, kir_e_var(k, sum), X64(k, xb, e[0]))),
+	kir_block_add(k, &point, kir_s_set(k, sum, F(k, F64, 0)));
+	kir_block_add(k, &point, PASS(0, kir_s_set(k, sum, BIN(k, KIR_ADD, kir_e_var(k, sum), LOAD_F64(k, xb, e[0]))),
 				      KIR_LOOP_SEQUENTIAL));
 	kir_var *mean = kir_var_new(k, "mean", F64);
-	kir_block_add(k, &point, kir_s_set(k, mean, B(k, KIR_DIV, kir_e_var(k, sum), kir_e_var(k, cnt))));
-	kir_block_add(k, &point, kir_s_set(k, q, F(k, 0)));
-	kir_expr *d = B(k, KIR_SUB, X64(k, xb, e[1]), kir_e_var(k, mean));
+	kir_block_add(k, &point, kir_s_set(k, mean, BIN(k, KIR_DIV, kir_e_var(k, sum), kir_e_var(k, cnt))));
+	kir_block_add(k, &point, kir_s_set(k, q, F(k, F64, 0)));
+	kir_expr *d = BIN(k, KIR_SUB, LOAD_F64(k, xb, e[1]), kir_e_var(k, mean));
 	kir_var *dv = kir_var_new(k, "d", F64);
 	kir_block qb = {0};
 	kir_block_add(k, &qb, kir_s_set(k, dv, d));
-	kir_block_add(k, &qb, kir_s_set(k, q, B(k, KIR_ADD, kir_e_var(k, q), B(k, KIR_MUL, kir_e_var(k, dv), kir_e_var(k, dv)))));
+	kir_block_add(k, &qb, kir_s_set(k, q, BIN(k, KIR_ADD, kir_e_var(k, q), BIN(k, KIR_MUL, kir_e_var(k, dv), kir_e_var(k, dv)))));
 	kir_block_add(k, &point, PASS(1, qb.first, KIR_LOOP_SEQUENTIAL));
 	kir_var *var = kir_var_new(k, "var", F64);
-	kir_block_add(k, &point, kir_s_set(k, var, B(k, KIR_DIV, kir_e_var(k, q), kir_e_var(k, cnt))));
-	kir_expr *keep = F(k, mom), *take = F(k, 1 - mom);
+	kir_block_add(k, &point, kir_s_set(k, var, BIN(k, KIR_DIV, kir_e_var(k, q), kir_e_var(k, cnt))));
+	kir_expr *keep = F(k, F64, mom), *take = F(k, F64, 1 - mom);
 	for (int i = 1; i < 3; i++) {
 		if (!o[i]) continue;
-		kir_expr *run = B(k, KIR_ADD, B(k, KIR_MUL, X64(k, p[i + 2], c), keep),
-				  B(k, KIR_MUL, kir_e_var(k, i == 1 ? mean : var), take));
+		kir_expr *run = BIN(k, KIR_ADD, BIN(k, KIR_MUL, LOAD_F64(k, p[i + 2], c), keep),
+				  BIN(k, KIR_MUL, kir_e_var(k, i == 1 ? mean : var), take));
 		kir_block_add(k, &point, kir_s_store(k, o[i], c, kir_e_cast(k, o[i]->dtype, run)));
 	}
 	if (o[0]) {
 		kir_var *sc = kir_var_new(k, "scale", F64), *bi = kir_var_new(k, "bias", F64), *inv = kir_var_new(k, "inv", F64);
-		kir_block_add(k, &point, kir_s_set(k, sc, X64(k, p[1], c)));
-		kir_block_add(k, &point, kir_s_set(k, bi, X64(k, p[2], c)));
-		kir_block_add(k, &point, kir_s_set(k, inv, B(k, KIR_DIV, F(k, 1), kir_e_unary(k, KIR_SQRT, B(k, KIR_ADD, kir_e_var(k, var), F(k, eps))))));
-		kir_expr *v = B(k, KIR_MUL, kir_e_var(k, sc), B(k, KIR_SUB, X64(k, xb, e[2]), kir_e_var(k, mean)));
-		v = B(k, KIR_ADD, B(k, KIR_MUL, v, kir_e_var(k, inv)), kir_e_var(k, bi));
+		kir_block_add(k, &point, kir_s_set(k, sc, LOAD_F64(k, p[1], c)));
+		kir_block_add(k, &point, kir_s_set(k, bi, LOAD_F64(k, p[2], c)));
+		kir_block_add(k, &point, kir_s_set(k, inv, BIN(k, KIR_DIV, F(k, F64, 1), kir_e_unary(k, KIR_SQRT, BIN(k, KIR_ADD, kir_e_var(k, var), F(k, F64, eps))))));
+		kir_expr *v = BIN(k, KIR_MUL, kir_e_var(k, sc), BIN(k, KIR_SUB, LOAD_F64(k, xb, e[2]), kir_e_var(k, mean)));
+		v = BIN(k, KIR_ADD, BIN(k, KIR_MUL, v, kir_e_var(k, inv)), kir_e_var(k, bi));
 		kir_block_add(k, &point, PASS(2, kir_s_store(k, o[0], e[2], kir_e_cast(k, dt, v)), KIR_LOOP_VECTOR));
 	}
 #undef PASS
@@ -230,17 +228,17 @@ static lower_result lower_batchnorm(lower_cx *cx, const tbc_op *op) {
 		kir_expr *pv[5];
 		for (int i = 1; i < 5; i++) {
 			kir_var *v = kir_var_new(k, names[i], F64);
-			kir_block_add(k, &outer, kir_s_set(k, v, X64(k, p[i], c)));
+			kir_block_add(k, &outer, kir_s_set(k, v, LOAD_F64(k, p[i], c)));
 			pv[i] = kir_e_var(k, v);
 		}
-		kir_expr *inv = B(k, KIR_DIV, F(k, 1), kir_e_unary(k, KIR_SQRT, B(k, KIR_ADD, pv[4], F(k, eps))));
+		kir_expr *inv = BIN(k, KIR_DIV, F(k, F64, 1), kir_e_unary(k, KIR_SQRT, BIN(k, KIR_ADD, pv[4], F(k, F64, eps))));
 		kir_var *mul = kir_var_new(k, "mul", ct), *mean = kir_var_new(k, "m", ct), *bias = kir_var_new(k, "b", ct);
-		kir_block_add(k, &outer, kir_s_set(k, mul, kir_e_cast(k, ct, B(k, KIR_MUL, pv[1], inv))));
+		kir_block_add(k, &outer, kir_s_set(k, mul, kir_e_cast(k, ct, BIN(k, KIR_MUL, pv[1], inv))));
 		kir_block_add(k, &outer, kir_s_set(k, mean, kir_e_cast(k, ct, pv[3])));
 		kir_block_add(k, &outer, kir_s_set(k, bias, kir_e_cast(k, ct, pv[2])));
 		kir_expr *idx = kir_e_add(k, kir_e_mul(k, kir_e_var(k, nc), S), kir_e_var(k, sv));
-		kir_expr *v = B(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), kir_e_var(k, mean));
-		v = B(k, KIR_ADD, B(k, KIR_MUL, v, kir_e_var(k, mul)), kir_e_var(k, bias));
+		kir_expr *v = BIN(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), kir_e_var(k, mean));
+		v = BIN(k, KIR_ADD, BIN(k, KIR_MUL, v, kir_e_var(k, mul)), kir_e_var(k, bias));
 		kir_block_add(k, &inner, kir_s_store(k, yb, idx, kir_e_cast(k, dt, v)));
 		kir_block_add(k, &outer, kir_s_for(k, sv, kir_e_index(k, 0), S, 1, KIR_LOOP_VECTOR, inner.first));
 		if (!lk_end(&l, kir_s_for(k, nc, kir_e_index(k, 0), NC, 1, KIR_LOOP_PARALLEL, outer.first)))
@@ -297,9 +295,9 @@ static lower_result lower_channel_norm(lower_cx *cx, const tbc_op *op, int64_t g
 	kir_expr *g = s.cur[1] ? s.cur[1] : kir_e_index(k, 0);
 	kir_expr *ch = kir_e_add(k, kir_e_mul(k, g, sizes[2]), s.cur[2]);
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
-	kir_expr *v = B(k, KIR_MUL, B(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), m), iv);
-	v = B(k, KIR_MUL, v, kir_e_cast(k, ct, kir_e_load(k, sb, per_group[1] ? g : ch)));
-	v = B(k, KIR_ADD, v, kir_e_cast(k, ct, kir_e_load(k, bb, per_group[2] ? g : ch)));
+	kir_expr *v = BIN(k, KIR_MUL, BIN(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), m), iv);
+	v = BIN(k, KIR_MUL, v, kir_e_cast(k, ct, kir_e_load(k, sb, per_group[1] ? g : ch)));
+	v = BIN(k, KIR_ADD, v, kir_e_cast(k, ct, kir_e_load(k, bb, per_group[2] ? g : ch)));
 	kir_block_add(k, &s.inner, kir_s_store(k, yb, idx, kir_e_cast(k, dt, v)));
 	rs_pass_end(&s);
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
@@ -324,10 +322,10 @@ static lower_result lower_lp(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *yb = lk_buf(&l, ob), *xb = lk_value(&l, x);
 	if (!yb || !xb || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_var *acc = kir_var_new(k, "norm", F64);
-	rs_set(&s, acc, F(k, 0));
+	rs_set(&s, acc, F(k, F64, 0));
 	rs_pass_begin(&s);
-	kir_expr *v = X64(k, xb, rs_linear(&s));
-	rs_set(&s, acc, B(k, KIR_ADD, kir_e_var(k, acc), p == 1 ? kir_e_unary(k, KIR_ABS, v) : B(k, KIR_MUL, v, v)));
+	kir_expr *v = LOAD_F64(k, xb, rs_linear(&s));
+	rs_set(&s, acc, BIN(k, KIR_ADD, kir_e_var(k, acc), p == 1 ? kir_e_unary(k, KIR_ABS, v) : BIN(k, KIR_MUL, v, v)));
 	rs_pass_end(&s);
 	kir_expr *norm = kir_e_var(k, acc);
 	if (p == 2) norm = kir_e_unary(k, KIR_SQRT, norm);
@@ -335,7 +333,7 @@ static lower_result lower_lp(lower_cx *cx, const tbc_op *op) {
 	kir_expr *zero = rs_local(&s, "z", kir_e_cmp(k, KIR_EQ, norm, kir_e_float(k, ct, 0)));
 	rs_pass_begin(&s);
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
-	kir_expr *y = kir_e_select(k, zero, kir_e_float(k, ct, 0), B(k, KIR_DIV, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), norm));
+	kir_expr *y = kir_e_select(k, zero, kir_e_float(k, ct, 0), BIN(k, KIR_DIV, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), norm));
 	kir_block_add(k, &s.inner, kir_s_store(k, yb, idx, kir_e_cast(k, dt, y)));
 	rs_pass_end(&s);
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
@@ -366,11 +364,11 @@ static lower_result lower_mvn(lower_cx *cx, const tbc_op *op) {
 	kir_expr *mean, *inv;
 	moments(&s, xb, true, 0, &mean, &inv);
 	/* (x - mean) / (sqrt(var) + 1e-9): inv is 1 / sqrt(var) here. */
-	kir_expr *den = rs_local(&s, "den", kir_e_cast(k, ct, B(k, KIR_ADD, B(k, KIR_DIV, F(k, 1), inv), F(k, 1e-9))));
+	kir_expr *den = rs_local(&s, "den", kir_e_cast(k, ct, BIN(k, KIR_ADD, BIN(k, KIR_DIV, F(k, F64, 1), inv), F(k, F64, 1e-9))));
 	kir_expr *m = rs_local(&s, "m", kir_e_cast(k, ct, mean));
 	rs_pass_begin(&s);
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s));
-	kir_expr *y = B(k, KIR_DIV, B(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), m), den);
+	kir_expr *y = BIN(k, KIR_DIV, BIN(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), m), den);
 	kir_block_add(k, &s.inner, kir_s_store(k, yb, idx, kir_e_cast(k, dt, y)));
 	rs_pass_end(&s);
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
@@ -400,19 +398,19 @@ static lower_result lower_lrn(lower_cx *cx, const tbc_op *op) {
 	kir_expr *zero = kir_e_index(k, 0);
 	kir_expr *n = s.cur[0] ? s.cur[0] : zero, *c = s.cur[1] ? s.cur[1] : zero, *sp = s.cur[2] ? s.cur[2] : zero;
 	int64_t before = (size - 1) / 2, after = size / 2;
-	kir_expr *lo = B(k, KIR_MAX, zero, B(k, KIR_SUB, c, kir_e_index(k, before)));
-	kir_expr *hi = B(k, KIR_MIN, sizes[1], kir_e_add(k, c, kir_e_index(k, after + 1)));
+	kir_expr *lo = BIN(k, KIR_MAX, zero, BIN(k, KIR_SUB, c, kir_e_index(k, before)));
+	kir_expr *hi = BIN(k, KIR_MIN, sizes[1], kir_e_add(k, c, kir_e_index(k, after + 1)));
 	kir_var *sq = kir_var_new(k, "sq", F64), *j = kir_var_new(k, "w", KIR_INDEX);
-	rs_set(&s, sq, F(k, 0));
+	rs_set(&s, sq, F(k, F64, 0));
 	kir_expr *at = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, n, sizes[1]), kir_e_var(k, j)), sizes[2]), sp);
-	kir_expr *v = X64(k, xb, at);
-	kir_stmt *upd = kir_s_set(k, sq, B(k, KIR_ADD, kir_e_var(k, sq), B(k, KIR_MUL, v, v)));
+	kir_expr *v = LOAD_F64(k, xb, at);
+	kir_stmt *upd = kir_s_set(k, sq, BIN(k, KIR_ADD, kir_e_var(k, sq), BIN(k, KIR_MUL, v, v)));
 	kir_block_add(k, &s.point, kir_s_for(k, j, lo, hi, 1, KIR_LOOP_SEQUENTIAL, upd));
 	s.point_has_loops = true;
 	kir_expr *idx = rs_linear(&s);
-	kir_expr *den = B(k, KIR_POW, B(k, KIR_ADD, F(k, bias), B(k, KIR_MUL, F(k, alpha / (double)size), kir_e_var(k, sq))),
-			  F(k, beta));
-	kir_block_add(k, &s.point, kir_s_store(k, yb, idx, kir_e_cast(k, dt, B(k, KIR_DIV, X64(k, xb, idx), den))));
+	kir_expr *den = BIN(k, KIR_POW, BIN(k, KIR_ADD, F(k, F64, bias), BIN(k, KIR_MUL, F(k, F64, alpha / (double)size), kir_e_var(k, sq))),
+			  F(k, F64, beta));
+	kir_block_add(k, &s.point, kir_s_store(k, yb, idx, kir_e_cast(k, dt, BIN(k, KIR_DIV, LOAD_F64(k, xb, idx), den))));
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 

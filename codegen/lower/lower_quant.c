@@ -24,18 +24,10 @@
 #include <string.h>
 
 #include "codegen/lower/lower_gemm.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
-static kir_expr *I(lk *l, int64_t v) { return kir_e_index(l->k, v); }
-static kir_expr *ADD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_add(l->k, a, b); }
-static kir_expr *MUL(lk *l, kir_expr *a, kir_expr *b) { return kir_e_mul(l->k, a, b); }
-static kir_expr *DIV(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORDIV, a, b); }
-static kir_expr *MOD(lk *l, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, KIR_FLOORMOD, a, b); }
-static kir_expr *V(lk *l, kir_var *v) { return kir_e_var(l->k, v); }
-static kir_expr *F(lk *l, tbc_dtype t, double v) { return kir_e_float(l->k, t, v); }
-static kir_expr *CAST(lk *l, tbc_dtype t, kir_expr *e) { return kir_e_cast(l->k, t, e); }
-static kir_expr *BIN(lk *l, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(l->k, op, a, b); }
 
 static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	if (!e) {
@@ -44,7 +36,7 @@ static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(l->k, name, e->type);
 	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l, v);
+	return V(l->k, v);
 }
 
 static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
@@ -89,15 +81,15 @@ static int64_t static_numel(const tbc_type *t) {
  * the two differ: arithmetic in a narrower precision. */
 static kir_expr *narrow(lk *l, tbc_dtype pdt, kir_expr *e) {
 	if (!e || pdt == e->type) return e;
-	return CAST(l, e->type, CAST(l, pdt, e));
+	return CAST(l->k, e->type, CAST(l->k, pdt, e));
 }
 
 /* select(isnan(v), 0, clamp(v, lo, hi)) in v's float type. */
 static kir_expr *clamp_nan0(lk *l, kir_expr *v, double lo, double hi) {
 	if (!v) return NULL;
 	tbc_dtype t = v->type;
-	kir_expr *c = BIN(l, KIR_MIN, BIN(l, KIR_MAX, v, F(l, t, lo)), F(l, t, hi));
-	return kir_e_select(l->k, kir_e_unary(l->k, KIR_ISNAN, v), F(l, t, 0.0), c);
+	kir_expr *c = BIN(l->k, KIR_MIN, BIN(l->k, KIR_MAX, v, F(l->k, t, lo)), F(l->k, t, hi));
+	return kir_e_select(l->k, kir_e_unary(l->k, KIR_ISNAN, v), F(l->k, t, 0.0), c);
 }
 
 /* ---- Where an element finds its scale / zero point ---------------------------*/
@@ -144,11 +136,11 @@ static void qmap_types(const tbc_type *x, const qmap *m, tbc_type *axis_t, tbc_t
 /* The index into the parameter at the nest's current point. */
 static kir_expr *qmap_index(lk *l, const nest *n, const tbc_type *x, const qmap *m, const tbc_type *axis_t,
 			    const tbc_type *rest_t) {
-	if (m->kind == 0) return I(l, 0);
+	if (m->kind == 0) return I(l->k, 0);
 	if (m->kind == 1) return nest_index(l, n, axis_t);
 	/* Blocked: the axis coordinate a, and the rest (outer * inner + in). */
 	kir_expr *a = NULL;
-	if (!x->dims[m->axis].sym && x->dims[m->axis].size == 1) a = I(l, 0);
+	if (!x->dims[m->axis].sym && x->dims[m->axis].size == 1) a = I(l->k, 0);
 	for (int g = 0; g < n->rank && !a; g++) {
 		if (n->first[g] > m->axis || n->first[g + 1] <= m->axis) continue;
 		/* The axis's loop: its variable is the axis coordinate when every
@@ -156,14 +148,14 @@ static kir_expr *qmap_index(lk *l, const nest *n, const tbc_type *x, const qmap 
 		bool alone = true;
 		for (int d = n->first[g]; d < n->first[g + 1]; d++)
 			if (d != m->axis && (x->dims[d].sym || x->dims[d].size != 1)) alone = false;
-		if (alone) a = V(l, n->vars[g]);
+		if (alone) a = V(l->k, n->vars[g]);
 	}
 	if (!a) return NULL; /* the caller refuses */
-	kir_expr *inner = I(l, 1);
-	for (int d = m->axis + 1; d < x->rank; d++) inner = MUL(l, inner, lk_dim(l, x->dims[d]));
+	kir_expr *inner = I(l->k, 1);
+	for (int d = m->axis + 1; d < x->rank; d++) inner = MUL(l->k, inner, lk_dim(l, x->dims[d]));
 	kir_expr *rest = nest_index(l, n, rest_t);
-	kir_expr *outer = DIV(l, rest, inner), *in = MOD(l, rest, inner);
-	return ADD(l, ADD(l, MUL(l, outer, MUL(l, I(l, m->nb), inner)), MUL(l, DIV(l, a, I(l, m->block)), inner)), in);
+	kir_expr *outer = DIV(l->k, rest, inner), *in = MOD(l->k, rest, inner);
+	return ADD(l->k, ADD(l->k, MUL(l->k, outer, MUL(l->k, I(l->k, m->nb), inner)), MUL(l->k, DIV(l->k, a, I(l->k, m->block)), inner)), in);
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------*/
@@ -200,7 +192,7 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	if (zv && mz.kind == 2) ops[n_ops++] = &ts[3];
 	nest n;
 	if (!out || !xb || !sb || (zv && !zb) || !nest_build(&l, &n, &yv->type, n_ops, ops)) return LOWER_FAILED;
-	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
+	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
 	kir_expr *sidx = qmap_index(&l, &n, x, &ms, &ts[0], &ts[1]);
 	kir_expr *zidx = zv ? qmap_index(&l, &n, x, &mz, &ts[2], &ts[3]) : NULL;
 	if (!sidx || (zv && !zidx)) return refuse(cx, op, "this blocked layout");
@@ -215,20 +207,20 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 			return LOWER_FAILED;
 		}
 		tbc_dtype ct = pdt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
-		kir_expr *xq = CAST(&l, ct, CAST(&l, pdt, xl)), *sq = CAST(&l, ct, CAST(&l, pdt, sl));
-		kir_expr *q = narrow(&l, pdt, BIN(&l, KIR_DIV, xq, sq));
+		kir_expr *xq = CAST(l.k, ct, CAST(l.k, pdt, xl)), *sq = CAST(l.k, ct, CAST(l.k, pdt, sl));
+		kir_expr *q = narrow(&l, pdt, BIN(l.k, KIR_DIV, xq, sq));
 		if (is_int) {
 			q = kir_e_unary(k, KIR_ROUND_EVEN, q);
-			if (zl) q = BIN(&l, KIR_ADD, q, CAST(&l, ct, zl));
-			v = CAST(&l, dt, clamp_nan0(&l, q, lo, hi));
+			if (zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
+			v = CAST(l.k, dt, clamp_nan0(&l, q, lo, hi));
 		} else {
 			double fm = conv_dtype_float_max(dt);
-			if (dt == TBC_DT_F4E2M1 && zl) q = BIN(&l, KIR_ADD, q, CAST(&l, ct, zl));
+			if (dt == TBC_DT_F4E2M1 && zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
 			bool saturate = tbc_attr_int(op, "saturate", 1) != 0 || dt == TBC_DT_F4E2M1;
 			if (saturate) {
-				kir_expr *c = BIN(&l, KIR_MIN, BIN(&l, KIR_MAX, q, F(&l, ct, -fm)), F(&l, ct, fm));
+				kir_expr *c = BIN(l.k, KIR_MIN, BIN(l.k, KIR_MAX, q, F(l.k, ct, -fm)), F(l.k, ct, fm));
 				q = kir_e_select(k, kir_e_unary(k, KIR_ISNAN, q), q, c);
-				v = CAST(&l, dt, q);
+				v = CAST(l.k, dt, q);
 			} else {
 				v = kir_e_cast_nosat(k, dt, q);
 			}
@@ -238,11 +230,11 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 		bool use_zp = zl && !is_float8(x->dtype) && x->dtype != TBC_DT_F4E2M1;
 		if (zl && is_float8(x->dtype))
 			kir_block_add(k, &n.body,
-				      kir_s_error(k, kir_e_cmp(k, KIR_NE, CAST(&l, TBC_DT_F32, zl), F(&l, TBC_DT_F32, 0.0)),
+				      kir_s_error(k, kir_e_cmp(k, KIR_NE, CAST(l.k, TBC_DT_F32, zl), F(l.k, TBC_DT_F32, 0.0)),
 						  "a float8 zero point must be 0"));
-		kir_expr *xd = CAST(&l, ct, xl);
-		if (use_zp) xd = BIN(&l, KIR_SUB, xd, CAST(&l, ct, zl));
-		v = CAST(&l, dt, BIN(&l, KIR_MUL, xd, CAST(&l, ct, sl)));
+		kir_expr *xd = CAST(l.k, ct, xl);
+		if (use_zp) xd = BIN(l.k, KIR_SUB, xd, CAST(l.k, ct, zl));
+		v = CAST(l.k, dt, BIN(l.k, KIR_MUL, xd, CAST(l.k, ct, sl)));
 	}
 	kir_block_add(k, &n.body, kir_s_store(k, out, lin, v));
 	kir_stmt *body = nest_finish(&l, &n);
@@ -274,26 +266,26 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *xb = lk_value(&l, xv), *sb = lk_buf(&l, sbuf), *zb = lk_buf(&l, zbuf);
 	if (!xb || !sb || !zb) return LOWER_FAILED;
 	const tbc_dtype f = TBC_DT_F32;
-	kir_expr *numel = I(&l, 1);
-	for (int d = 0; d < x->rank; d++) numel = MUL(&l, numel, lk_dim(&l, x->dims[d]));
+	kir_expr *numel = I(l.k, 1);
+	for (int d = 0; d < x->rank; d++) numel = MUL(l.k, numel, lk_dim(&l, x->dims[d]));
 	kir_block blk = {0};
 	kir_var *mx = kir_var_new(k, "maxx", f), *mn = kir_var_new(k, "minx", f), *e = kir_var_new(k, "e", KIR_INDEX);
-	kir_block_add(k, &blk, kir_s_set(k, mx, F(&l, f, 0.0)));
-	kir_block_add(k, &blk, kir_s_set(k, mn, F(&l, f, 0.0)));
+	kir_block_add(k, &blk, kir_s_set(k, mx, F(l.k, f, 0.0)));
+	kir_block_add(k, &blk, kir_s_set(k, mn, F(l.k, f, 0.0)));
 	kir_block lb = {0};
-	kir_expr *xe = local(&l, &lb, "x", kir_e_load(k, xb, V(&l, e)));
-	kir_block_add(k, &lb, kir_s_set(k, mx, kir_e_select(k, kir_e_cmp(k, KIR_GT, xe, V(&l, mx)), xe, V(&l, mx))));
-	kir_block_add(k, &lb, kir_s_set(k, mn, kir_e_select(k, kir_e_cmp(k, KIR_LT, xe, V(&l, mn)), xe, V(&l, mn))));
-	kir_block_add(k, &blk, kir_s_for(k, e, I(&l, 0), numel, 1, KIR_LOOP_SEQUENTIAL, lb.first));
-	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(&l, mx), V(&l, mn)), F(&l, f, 1.0),
-				       BIN(&l, KIR_SUB, V(&l, mx), V(&l, mn)));
-	kir_expr *scale = local(&l, &blk, "scale", BIN(&l, KIR_DIV, range, F(&l, f, 255.0)));
-	kir_expr *zp = local(&l, &blk, "zp", BIN(&l, KIR_SUB, F(&l, f, 0.0), BIN(&l, KIR_DIV, V(&l, mn), scale)));
-	zp = kir_e_select(k, kir_e_cmp(k, KIR_LT, zp, F(&l, f, 0.0)), F(&l, f, 0.0),
-			  kir_e_select(k, kir_e_cmp(k, KIR_GT, zp, F(&l, f, 255.0)), F(&l, f, 255.0), zp));
+	kir_expr *xe = local(&l, &lb, "x", kir_e_load(k, xb, V(l.k, e)));
+	kir_block_add(k, &lb, kir_s_set(k, mx, kir_e_select(k, kir_e_cmp(k, KIR_GT, xe, V(l.k, mx)), xe, V(l.k, mx))));
+	kir_block_add(k, &lb, kir_s_set(k, mn, kir_e_select(k, kir_e_cmp(k, KIR_LT, xe, V(l.k, mn)), xe, V(l.k, mn))));
+	kir_block_add(k, &blk, kir_s_for(k, e, I(l.k, 0), numel, 1, KIR_LOOP_SEQUENTIAL, lb.first));
+	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(l.k, mx), V(l.k, mn)), F(l.k, f, 1.0),
+				       BIN(l.k, KIR_SUB, V(l.k, mx), V(l.k, mn)));
+	kir_expr *scale = local(&l, &blk, "scale", BIN(l.k, KIR_DIV, range, F(l.k, f, 255.0)));
+	kir_expr *zp = local(&l, &blk, "zp", BIN(l.k, KIR_SUB, F(l.k, f, 0.0), BIN(l.k, KIR_DIV, V(l.k, mn), scale)));
+	zp = kir_e_select(k, kir_e_cmp(k, KIR_LT, zp, F(l.k, f, 0.0)), F(l.k, f, 0.0),
+			  kir_e_select(k, kir_e_cmp(k, KIR_GT, zp, F(l.k, f, 255.0)), F(l.k, f, 255.0), zp));
 	kir_expr *zpi = kir_e_unary(k, KIR_ROUND_EVEN, zp);
-	kir_block_add(k, &blk, kir_s_store(k, sb, I(&l, 0), scale));
-	kir_block_add(k, &blk, kir_s_store(k, zb, I(&l, 0), CAST(&l, TBC_DT_U8, zpi)));
+	kir_block_add(k, &blk, kir_s_store(k, sb, I(l.k, 0), scale));
+	kir_block_add(k, &blk, kir_s_store(k, zb, I(l.k, 0), CAST(l.k, TBC_DT_U8, zpi)));
 	if (!lk_end(&l, blk.first)) return LOWER_FAILED;
 
 	/* The quantization. */
@@ -307,10 +299,10 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	nest n;
 	const tbc_type *ops[1] = {x};
 	if (!out || !xb || !sb || !zb || !nest_build(&l, &n, &yv->type, 1, ops)) return LOWER_FAILED;
-	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
-	kir_expr *q = kir_e_unary(k, KIR_ROUND_EVEN, BIN(&l, KIR_DIV, kir_e_load(k, xb, lin), kir_e_load(k, sb, I(&l, 0))));
-	q = BIN(&l, KIR_ADD, q, CAST(&l, f, kir_e_load(k, zb, I(&l, 0))));
-	kir_block_add(k, &n.body, kir_s_store(k, out, lin, CAST(&l, TBC_DT_U8, clamp_nan0(&l, q, 0, 255))));
+	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
+	kir_expr *q = kir_e_unary(k, KIR_ROUND_EVEN, BIN(l.k, KIR_DIV, kir_e_load(k, xb, lin), kir_e_load(k, sb, I(l.k, 0))));
+	q = BIN(l.k, KIR_ADD, q, CAST(l.k, f, kir_e_load(k, zb, I(l.k, 0))));
+	kir_block_add(k, &n.body, kir_s_store(k, out, lin, CAST(l.k, TBC_DT_U8, clamp_nan0(&l, q, 0, 255))));
 	kir_stmt *body = nest_finish(&l, &n);
 	if (!body) body = n.body.first;
 	return done(lk_end(&l, body));
@@ -372,10 +364,10 @@ static int shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, con
 	const tbc_type *ops[2] = {&v->type, &zt};
 	nest n;
 	if (!dst || !src || !zb || !nest_build(&l, &n, &v->type, per ? 2 : 1, ops)) return -1;
-	kir_expr *lin = n.linear ? n.linear : I(&l, 0);
-	kir_expr *zi = per ? nest_index(&l, &n, &zt) : I(&l, 0);
-	kir_expr *val = BIN(&l, KIR_SUB, CAST(&l, TBC_DT_I16, kir_e_load(l.k, src, lin)),
-			    CAST(&l, TBC_DT_I16, kir_e_load(l.k, zb, zi)));
+	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
+	kir_expr *zi = per ? nest_index(&l, &n, &zt) : I(l.k, 0);
+	kir_expr *val = BIN(l.k, KIR_SUB, CAST(l.k, TBC_DT_I16, kir_e_load(l.k, src, lin)),
+			    CAST(l.k, TBC_DT_I16, kir_e_load(l.k, zb, zi)));
 	kir_block_add(l.k, &n.body, kir_s_store(l.k, dst, lin, val));
 	kir_stmt *body = nest_finish(&l, &n);
 	if (!body) body = n.body.first;
@@ -394,12 +386,12 @@ typedef struct qmm_cx {
 
 static kir_expr *qmm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	qmm_cx *m = ctx;
-	if (which == 2) return MUL(l, batch, m->ymat);
-	kir_expr *off = I(l, 0), *rest = batch;
+	if (which == 2) return MUL(l->k, batch, m->ymat);
+	kir_expr *off = I(l->k, 0), *rest = batch;
 	for (int d = m->nbatch - 1; d >= 0; d--) {
-		kir_expr *c = d == 0 ? rest : MOD(l, rest, m->bdims[d]);
-		off = ADD(l, off, MUL(l, c, m->str[which][d]));
-		if (d > 0) rest = DIV(l, rest, m->bdims[d]);
+		kir_expr *c = d == 0 ? rest : MOD(l->k, rest, m->bdims[d]);
+		off = ADD(l->k, off, MUL(l->k, c, m->str[which][d]));
+		if (d > 0) rest = DIV(l->k, rest, m->bdims[d]);
 	}
 	return off;
 }
@@ -411,14 +403,14 @@ static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_e
 	kir_kernel *k = l->k;
 	tbc_dtype ad = m->as->dtype, bd = m->bs->dtype, yd = m->ys->dtype;
 	tbc_dtype ct = ad == TBC_DT_F64 || bd == TBC_DT_F64 || yd == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
-	kir_expr *as = CAST(l, ct, kir_e_load(k, m->as, m->as_row ? row : I(l, 0)));
-	kir_expr *bs = CAST(l, ct, kir_e_load(k, m->bs, m->bs_col ? col : I(l, 0)));
-	kir_expr *ys = CAST(l, ct, kir_e_load(k, m->ys, m->ys_col ? col : I(l, 0)));
-	kir_expr *mult = narrow(l, yd, BIN(l, KIR_DIV, narrow(l, ad, BIN(l, KIR_MUL, as, bs)), ys));
+	kir_expr *as = CAST(l->k, ct, kir_e_load(k, m->as, m->as_row ? row : I(l->k, 0)));
+	kir_expr *bs = CAST(l->k, ct, kir_e_load(k, m->bs, m->bs_col ? col : I(l->k, 0)));
+	kir_expr *ys = CAST(l->k, ct, kir_e_load(k, m->ys, m->ys_col ? col : I(l->k, 0)));
+	kir_expr *mult = narrow(l, yd, BIN(l->k, KIR_DIV, narrow(l, ad, BIN(l->k, KIR_MUL, as, bs)), ys));
 	const tbc_dtype d = TBC_DT_F64;
-	kir_expr *r = BIN(l, KIR_MUL, CAST(l, d, acc), CAST(l, d, mult));
-	if (m->yz) r = BIN(l, KIR_ADD, r, CAST(l, d, kir_e_load(k, m->yz, m->yz_col ? col : I(l, 0))));
-	return CAST(l, m->ydt, clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
+	kir_expr *r = BIN(l->k, KIR_MUL, CAST(l->k, d, acc), CAST(l->k, d, mult));
+	if (m->yz) r = BIN(l->k, KIR_ADD, r, CAST(l->k, d, kir_e_load(k, m->yz, m->yz_col ? col : I(l->k, 0))));
+	return CAST(l->k, m->ydt, clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
 }
 
 static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) {
@@ -483,25 +475,25 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		m.lo = lo, m.hi = hi, m.ydt = yt->dtype;
 	}
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	kir_expr *Me = I(&l, M.size), *Ne = I(&l, N.size), *Ke = lk_dim(&l, K);
+	kir_expr *Me = I(l.k, M.size), *Ne = I(l.k, N.size), *Ke = lk_dim(&l, K);
 	s.M = Me, s.N = Ne, s.K = Ke;
-	s.a.rs = Ke, s.a.cs = I(&l, 1);
-	s.b.rs = Ne, s.b.cs = I(&l, 1);
-	s.y.rs = Ne, s.y.cs = I(&l, 1);
+	s.a.rs = Ke, s.a.cs = I(l.k, 1);
+	s.b.rs = Ne, s.b.cs = I(l.k, 1);
+	s.y.rs = Ne, s.y.cs = I(l.k, 1);
 	m.nbatch = nbatch;
-	m.ymat = MUL(&l, Me, Ne);
-	s.NB = I(&l, 1);
-	kir_expr *str[2] = {MUL(&l, Me, Ke), MUL(&l, Ke, Ne)};
+	m.ymat = MUL(l.k, Me, Ne);
+	s.NB = I(l.k, 1);
+	kir_expr *str[2] = {MUL(l.k, Me, Ke), MUL(l.k, Ke, Ne)};
 	for (int d = nbatch - 1; d >= 0; d--) {
 		m.bdims[d] = lk_dim(&l, yt->dims[d]);
-		s.NB = MUL(&l, s.NB, m.bdims[d]);
+		s.NB = MUL(l.k, s.NB, m.bdims[d]);
 		for (int w = 0; w < 2; w++) {
 			const tbc_type *t = w ? bt : at;
 			int od = d - (nbatch - (t->rank - 2));
-			m.str[w][d] = I(&l, 0);
+			m.str[w][d] = I(l.k, 0);
 			if (od < 0) continue;
 			if (t->dims[od].sym || t->dims[od].size != 1) m.str[w][d] = str[w];
-			str[w] = MUL(&l, str[w], lk_dim(&l, t->dims[od]));
+			str[w] = MUL(l.k, str[w], lk_dim(&l, t->dims[od]));
 		}
 	}
 	s.ctx = &m;
@@ -566,23 +558,23 @@ static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *m = local(&l, &body, "m", MOD(&l, V(&l, t), I(&l, M)));
-	kir_expr *n = local(&l, &body, "n", DIV(&l, V(&l, t), I(&l, M)));
+	kir_expr *m = local(&l, &body, "m", MOD(l.k, V(l.k, t), I(l.k, M)));
+	kir_expr *n = local(&l, &body, "n", DIV(l.k, V(l.k, t), I(l.k, M)));
 	kir_expr *xbase = local(&l, &body, "xbase",
-				MUL(&l, ADD(&l, MUL(&l, n, I(&l, C)), MUL(&l, DIV(&l, m, I(&l, Mg)), I(&l, Cg))), I(&l, in_size)));
-	kir_expr *wbase = local(&l, &body, "wbase", MUL(&l, m, I(&l, Cg * k_size)));
-	kir_expr *ybase = local(&l, &body, "ybase", MUL(&l, V(&l, t), I(&l, out_size)));
-	kir_expr *zx = xzb ? local(&l, &body, "zx", CAST(&l, it, kir_e_load(k, xzb, I(&l, 0)))) : NULL;
-	kir_expr *zw = wzb ? local(&l, &body, "zw", CAST(&l, it, kir_e_load(k, wzb, wz_per ? m : I(&l, 0)))) : NULL;
-	kir_expr *bias = bb ? local(&l, &body, "bias", CAST(&l, it, kir_e_load(k, bb, m))) : NULL;
+				MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), MUL(l.k, DIV(l.k, m, I(l.k, Mg)), I(l.k, Cg))), I(l.k, in_size)));
+	kir_expr *wbase = local(&l, &body, "wbase", MUL(l.k, m, I(l.k, Cg * k_size)));
+	kir_expr *ybase = local(&l, &body, "ybase", MUL(l.k, V(l.k, t), I(l.k, out_size)));
+	kir_expr *zx = xzb ? local(&l, &body, "zx", CAST(l.k, it, kir_e_load(k, xzb, I(l.k, 0)))) : NULL;
+	kir_expr *zw = wzb ? local(&l, &body, "zw", CAST(l.k, it, kir_e_load(k, wzb, wz_per ? m : I(l.k, 0)))) : NULL;
+	kir_expr *bias = bb ? local(&l, &body, "bias", CAST(l.k, it, kir_e_load(k, bb, m))) : NULL;
 	kir_expr *mult = NULL;
 	if (qlinear) {
 		const tbc_dtype f = TBC_DT_F32;
-		kir_expr *xs = CAST(&l, f, kir_e_load(k, xsb, I(&l, 0))), *ws = CAST(&l, f, kir_e_load(k, wsb, ws_per ? m : I(&l, 0)));
-		kir_expr *ys = CAST(&l, f, kir_e_load(k, ysb, I(&l, 0)));
-		mult = local(&l, &body, "mult", CAST(&l, TBC_DT_F64, BIN(&l, KIR_DIV, BIN(&l, KIR_MUL, xs, ws), ys)));
+		kir_expr *xs = CAST(l.k, f, kir_e_load(k, xsb, I(l.k, 0))), *ws = CAST(l.k, f, kir_e_load(k, wsb, ws_per ? m : I(l.k, 0)));
+		kir_expr *ys = CAST(l.k, f, kir_e_load(k, ysb, I(l.k, 0)));
+		mult = local(&l, &body, "mult", CAST(l.k, TBC_DT_F64, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, xs, ws), ys)));
 	}
-	kir_expr *yz = yzb ? local(&l, &body, "yz", CAST(&l, TBC_DT_F64, kir_e_load(k, yzb, I(&l, 0)))) : NULL;
+	kir_expr *yz = yzb ? local(&l, &body, "yz", CAST(l.k, TBC_DT_F64, kir_e_load(k, yzb, I(l.k, 0)))) : NULL;
 
 	/* Output positions: one loop per spatial dim. */
 	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
@@ -592,45 +584,45 @@ static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	kir_block_add(k, &ob_, kir_s_set(k, acc, bias ? bias : kir_e_int(k, it, 0)));
 	/* The taps: x index, w index and whether inside. */
 	kir_block tb = {0};
-	kir_expr *xi = I(&l, 0), *wi = I(&l, 0), *inside = NULL;
+	kir_expr *xi = I(l.k, 0), *wi = I(l.k, 0), *inside = NULL;
 	for (int d = 0; d < nsp; d++) {
-		kir_expr *ih = ADD(&l, MUL(&l, V(&l, o[d]), I(&l, g.stride[d])),
-				   ADD(&l, MUL(&l, V(&l, kv[d]), I(&l, g.dil[d])), I(&l, -g.pad_begin[d])));
+		kir_expr *ih = ADD(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])),
+				   ADD(l.k, MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d])), I(l.k, -g.pad_begin[d])));
 		ih = local(&l, &tb, "ih", ih);
-		kir_expr *in_d = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(&l, 0)), kir_e_cmp(k, KIR_LT, ih, I(&l, g.in[d])));
+		kir_expr *in_d = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(l.k, 0)), kir_e_cmp(k, KIR_LT, ih, I(l.k, g.in[d])));
 		inside = inside ? kir_e_binary(k, KIR_AND, inside, in_d) : in_d;
-		kir_expr *ihc = BIN(&l, KIR_MIN, BIN(&l, KIR_MAX, ih, I(&l, 0)), I(&l, g.in[d] - 1));
-		xi = ADD(&l, MUL(&l, xi, I(&l, g.in[d])), ihc);
-		wi = ADD(&l, MUL(&l, wi, I(&l, g.kernel[d])), V(&l, kv[d]));
+		kir_expr *ihc = BIN(l.k, KIR_MIN, BIN(l.k, KIR_MAX, ih, I(l.k, 0)), I(l.k, g.in[d] - 1));
+		xi = ADD(l.k, MUL(l.k, xi, I(l.k, g.in[d])), ihc);
+		wi = ADD(l.k, MUL(l.k, wi, I(l.k, g.kernel[d])), V(l.k, kv[d]));
 	}
 	kir_expr *ok = local(&l, &tb, "inside", inside);
-	xi = local(&l, &tb, "xi", ADD(&l, xbase, xi));
-	wi = local(&l, &tb, "wi", ADD(&l, wbase, wi));
+	xi = local(&l, &tb, "xi", ADD(l.k, xbase, xi));
+	wi = local(&l, &tb, "wi", ADD(l.k, wbase, wi));
 	kir_block cb = {0};
-	kir_expr *xe = CAST(&l, it, kir_e_load(k, xb, ADD(&l, xi, MUL(&l, V(&l, c), I(&l, in_size)))));
-	kir_expr *we = CAST(&l, it, kir_e_load(k, wb, ADD(&l, wi, MUL(&l, V(&l, c), I(&l, k_size)))));
-	if (zx) xe = BIN(&l, KIR_SUB, xe, zx);
-	if (zw) we = BIN(&l, KIR_SUB, we, zw);
-	kir_expr *prod = kir_e_select(k, ok, BIN(&l, KIR_MUL, xe, we), kir_e_int(k, it, 0));
-	kir_block_add(k, &cb, kir_s_set(k, acc, BIN(&l, KIR_ADD, V(&l, acc), prod)));
-	kir_block_add(k, &tb, kir_s_for(k, c, I(&l, 0), I(&l, Cg), 1, KIR_LOOP_SEQUENTIAL, cb.first));
+	kir_expr *xe = CAST(l.k, it, kir_e_load(k, xb, ADD(l.k, xi, MUL(l.k, V(l.k, c), I(l.k, in_size)))));
+	kir_expr *we = CAST(l.k, it, kir_e_load(k, wb, ADD(l.k, wi, MUL(l.k, V(l.k, c), I(l.k, k_size)))));
+	if (zx) xe = BIN(l.k, KIR_SUB, xe, zx);
+	if (zw) we = BIN(l.k, KIR_SUB, we, zw);
+	kir_expr *prod = kir_e_select(k, ok, BIN(l.k, KIR_MUL, xe, we), kir_e_int(k, it, 0));
+	kir_block_add(k, &cb, kir_s_set(k, acc, BIN(l.k, KIR_ADD, V(l.k, acc), prod)));
+	kir_block_add(k, &tb, kir_s_for(k, c, I(l.k, 0), I(l.k, Cg), 1, KIR_LOOP_SEQUENTIAL, cb.first));
 	kir_stmt *taps = tb.first;
-	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], I(&l, 0), I(&l, g.kernel[d]), 1, KIR_LOOP_SEQUENTIAL, taps);
+	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], I(l.k, 0), I(l.k, g.kernel[d]), 1, KIR_LOOP_SEQUENTIAL, taps);
 	kir_block_add(k, &ob_, taps);
-	kir_expr *yi = I(&l, 0);
-	for (int d = 0; d < nsp; d++) yi = ADD(&l, MUL(&l, yi, I(&l, g.out[d])), V(&l, o[d]));
-	kir_expr *v = V(&l, acc);
+	kir_expr *yi = I(l.k, 0);
+	for (int d = 0; d < nsp; d++) yi = ADD(l.k, MUL(l.k, yi, I(l.k, g.out[d])), V(l.k, o[d]));
+	kir_expr *v = V(l.k, acc);
 	if (qlinear) {
-		kir_expr *r = BIN(&l, KIR_MUL, CAST(&l, TBC_DT_F64, v), mult);
-		if (yz) r = BIN(&l, KIR_ADD, r, yz);
-		v = CAST(&l, yt->dtype, clamp_nan0(&l, kir_e_unary(k, KIR_ROUND_EVEN, r), lo, hi));
+		kir_expr *r = BIN(l.k, KIR_MUL, CAST(l.k, TBC_DT_F64, v), mult);
+		if (yz) r = BIN(l.k, KIR_ADD, r, yz);
+		v = CAST(l.k, yt->dtype, clamp_nan0(&l, kir_e_unary(k, KIR_ROUND_EVEN, r), lo, hi));
 	}
-	kir_block_add(k, &ob_, kir_s_store(k, out, ADD(&l, ybase, yi), v));
+	kir_block_add(k, &ob_, kir_s_store(k, out, ADD(l.k, ybase, yi), v));
 	kir_stmt *outs = ob_.first;
-	for (int d = nsp - 1; d >= 0; d--) outs = kir_s_for(k, o[d], I(&l, 0), I(&l, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, outs);
+	for (int d = nsp - 1; d >= 0; d--) outs = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, outs);
 	kir_block_add(k, &body, outs);
-	kir_expr *NM = MUL(&l, lk_dim(&l, xt->dims[0]), I(&l, M));
-	return done(lk_end(&l, kir_s_for(k, t, I(&l, 0), NM, 1, KIR_LOOP_PARALLEL, body.first)));
+	kir_expr *NM = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, M));
+	return done(lk_end(&l, kir_s_for(k, t, I(l.k, 0), NM, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- Entry ------------------------------------------------------------------*/

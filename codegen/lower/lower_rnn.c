@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_internal.h"
+#include "codegen/lower/kir_short.h"
 #include "ir/kernels/rnn_acts.h"
 
 #define F64 TBC_DT_F64
@@ -137,16 +138,9 @@ typedef struct gen {
 	kir_expr *hb, *cb, *rb, *tb;
 } gen;
 
-static kir_expr *I(gen *g, int64_t v) { return kir_e_index(g->k, v); }
-static kir_expr *ADD(gen *g, kir_expr *a, kir_expr *b) { return kir_e_add(g->k, a, b); }
-static kir_expr *MUL(gen *g, kir_expr *a, kir_expr *b) { return kir_e_mul(g->k, a, b); }
-static kir_expr *SUB(gen *g, kir_expr *a, kir_expr *b) { return kir_e_binary(g->k, KIR_SUB, a, b); }
-static kir_expr *F(gen *g, double v) { return kir_e_float(g->k, F64, v); }
-static kir_expr *FB(gen *g, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(g->k, op, a, b); }
-static kir_expr *V(gen *g, kir_var *v) { return kir_e_var(g->k, v); }
-static kir_expr *LD(gen *g, kir_buffer *b, kir_expr *i) { return kir_e_cast(g->k, F64, kir_e_load(g->k, b, i)); }
 static kir_expr *ST(gen *g, kir_expr *i) { return kir_e_load(g->k, g->st, i); } /* the state scratch is f64 */
-static kir_expr *SEL(gen *g, kir_cmp c, kir_expr *a, kir_expr *b, kir_expr *t, kir_expr *f) {
+/* t when a c b, else f. */
+static kir_expr *WHEN(gen *g, kir_cmp c, kir_expr *a, kir_expr *b, kir_expr *t, kir_expr *f) {
 	return kir_e_select(g->k, kir_e_cmp(g->k, c, a, b), t, f);
 }
 
@@ -157,7 +151,7 @@ static kir_expr *local(gen *g, kir_block *b, const char *name, kir_expr *e) {
 	}
 	kir_var *v = kir_var_new(g->k, name, e->type);
 	kir_block_add(g->k, b, kir_s_set(g->k, v, e));
-	return V(g, v);
+	return V(g->k, v);
 }
 
 /* A loop under construction: loop_begin returns its variable, the caller
@@ -172,7 +166,7 @@ static kir_expr *loop_begin(gen *g, loop *lp, const char *name, kir_expr *lo, ki
 	lp->v = kir_var_new(g->k, name, KIR_INDEX);
 	lp->lo = lo, lp->hi = hi;
 	lp->body = (kir_block){0};
-	return V(g, lp->v);
+	return V(g->k, lp->v);
 }
 static void loop_end(gen *g, kir_block *outer, loop *lp, kir_loop_kind kind) {
 	kir_block_add(g->k, outer, kir_s_for(g->k, lp->v, lp->lo, lp->hi, 1, kind, lp->body.first));
@@ -193,24 +187,24 @@ static void axpy_rows(gen *g, kir_block *blk, kir_buffer *acc, kir_expr *a0, kir
 		      kir_buffer *src, kir_expr *src0, int64_t n, kir_buffer *T, kir_expr *t0, int64_t count) {
 	int64_t GH = g->s->G * g->s->H, n4 = n / AXPY_UNROLL * AXPY_UNROLL;
 	loop lg;
-	kir_expr *gv = loop_begin(g, &lg, "g", I(g, 0), I(g, count));
-	store(g, &lg.body, acc, ADD(g, a0, gv), bias ? LD(g, bias, ADD(g, b0, gv)) : F(g, 0));
+	kir_expr *gv = loop_begin(g, &lg, "g", I(g->k, 0), I(g->k, count));
+	store(g, &lg.body, acc, ADD(g->k, a0, gv), bias ? LOAD_F64(g->k, bias, ADD(g->k, b0, gv)) : F(g->k, F64, 0));
 	loop_end(g, blk, &lg, KIR_LOOP_VECTOR);
 	for (int part = 0; part < 2; part++) {
 		int64_t lo = part ? n4 : 0, hi = part ? n : n4, m = part ? 1 : AXPY_UNROLL;
 		if (hi <= lo) continue;
 		/* i = lo + q * m + u (a loop over q keeps the verifier's ranges exact) */
 		loop li;
-		kir_expr *q = loop_begin(g, &li, "i", I(g, 0), I(g, (hi - lo) / m));
+		kir_expr *q = loop_begin(g, &li, "i", I(g->k, 0), I(g->k, (hi - lo) / m));
 		kir_expr *xi[AXPY_UNROLL], *trow[AXPY_UNROLL];
 		for (int u = 0; u < m; u++) {
-			kir_expr *i = ADD(g, ADD(g, I(g, lo), MUL(g, q, I(g, m))), I(g, u));
-			xi[u] = local(g, &li.body, "v", LD(g, src, ADD(g, src0, i)));
-			trow[u] = local(g, &li.body, "tr", ADD(g, t0, MUL(g, i, I(g, GH))));
+			kir_expr *i = ADD(g->k, ADD(g->k, I(g->k, lo), MUL(g->k, q, I(g->k, m))), I(g->k, u));
+			xi[u] = local(g, &li.body, "v", LOAD_F64(g->k, src, ADD(g->k, src0, i)));
+			trow[u] = local(g, &li.body, "tr", ADD(g->k, t0, MUL(g->k, i, I(g->k, GH))));
 		}
-		gv = loop_begin(g, &lg, "g", I(g, 0), I(g, count));
-		kir_expr *ai = ADD(g, a0, gv), *sum = kir_e_load(g->k, acc, ai);
-		for (int u = 0; u < m; u++) sum = FB(g, KIR_ADD, sum, FB(g, KIR_MUL, xi[u], kir_e_load(g->k, T, ADD(g, trow[u], gv))));
+		gv = loop_begin(g, &lg, "g", I(g->k, 0), I(g->k, count));
+		kir_expr *ai = ADD(g->k, a0, gv), *sum = kir_e_load(g->k, acc, ai);
+		for (int u = 0; u < m; u++) sum = BIN(g->k, KIR_ADD, sum, BIN(g->k, KIR_MUL, xi[u], kir_e_load(g->k, T, ADD(g->k, trow[u], gv))));
 		store(g, &lg.body, acc, ai, sum);
 		loop_end(g, &li.body, &lg, KIR_LOOP_VECTOR);
 		loop_end(g, blk, &li, KIR_LOOP_SEQUENTIAL);
@@ -229,14 +223,14 @@ static bool transpose_kernel(gen *g, const tbc_value *m, int64_t cols, int dst) 
 	kir_buffer *src = lk_value(&g->l, m), *t = lk_buf(&g->l, dst);
 	if (!src || !t) return false;
 	loop lb, li, lg;
-	kir_expr *db = loop_begin(g, &lb, "db", I(g, 0), I(g, s->D * nb));
-	kir_expr *d = local(g, &lb.body, "d", kir_e_binary(k, KIR_FLOORDIV, db, I(g, nb)));
-	kir_expr *g0 = local(g, &lb.body, "g0", MUL(g, kir_e_binary(k, KIR_FLOORMOD, db, I(g, nb)), I(g, TRANSPOSE_BLOCK)));
-	kir_expr *g1 = local(g, &lb.body, "g1", kir_e_binary(k, KIR_MIN, ADD(g, g0, I(g, TRANSPOSE_BLOCK)), I(g, GH)));
-	kir_expr *i = loop_begin(g, &li, "i", I(g, 0), I(g, cols));
+	kir_expr *db = loop_begin(g, &lb, "db", I(g->k, 0), I(g->k, s->D * nb));
+	kir_expr *d = local(g, &lb.body, "d", kir_e_binary(k, KIR_FLOORDIV, db, I(g->k, nb)));
+	kir_expr *g0 = local(g, &lb.body, "g0", MUL(g->k, kir_e_binary(k, KIR_FLOORMOD, db, I(g->k, nb)), I(g->k, TRANSPOSE_BLOCK)));
+	kir_expr *g1 = local(g, &lb.body, "g1", kir_e_binary(k, KIR_MIN, ADD(g->k, g0, I(g->k, TRANSPOSE_BLOCK)), I(g->k, GH)));
+	kir_expr *i = loop_begin(g, &li, "i", I(g->k, 0), I(g->k, cols));
 	kir_expr *gv = loop_begin(g, &lg, "g", g0, g1);
-	store(g, &lg.body, t, ADD(g, MUL(g, ADD(g, MUL(g, d, I(g, cols)), i), I(g, GH)), gv),
-	      LD(g, src, ADD(g, MUL(g, ADD(g, MUL(g, d, I(g, GH)), gv), I(g, cols)), i)));
+	store(g, &lg.body, t, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, d, I(g->k, cols)), i), I(g->k, GH)), gv),
+	      LOAD_F64(g->k, src, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, d, I(g->k, GH)), gv), I(g->k, cols)), i)));
 	loop_end(g, &li.body, &lg, KIR_LOOP_VECTOR);
 	loop_end(g, &lb.body, &li, KIR_LOOP_SEQUENTIAL);
 	kir_block all = {0};
@@ -255,16 +249,16 @@ static bool input_kernel(gen *g) {
 	if (!x || !wt || !xw || (s->bias && !bias)) return false;
 	kir_expr *S = lk_dim(&g->l, s->S), *B = lk_dim(&g->l, s->B);
 	loop lp;
-	kir_expr *tb = loop_begin(g, &lp, "tb", I(g, 0), MUL(g, S, B));
+	kir_expr *tb = loop_begin(g, &lp, "tb", I(g->k, 0), MUL(g->k, S, B));
 	kir_expr *xr = tb; /* X's row of (t, b): tb itself in layout 0 */
 	if (s->layout) {
 		kir_expr *t = kir_e_binary(k, KIR_FLOORDIV, tb, B), *b = kir_e_binary(k, KIR_FLOORMOD, tb, B);
-		xr = ADD(g, MUL(g, b, S), t);
+		xr = ADD(g->k, MUL(g->k, b, S), t);
 	}
-	kir_expr *x0 = local(g, &lp.body, "x0", MUL(g, xr, I(g, s->I)));
+	kir_expr *x0 = local(g, &lp.body, "x0", MUL(g->k, xr, I(g->k, s->I)));
 	for (int d = 0; d < s->D; d++) {
-		kir_expr *a0 = local(g, &lp.body, "a0", MUL(g, ADD(g, MUL(g, tb, I(g, s->D)), I(g, d)), I(g, GH)));
-		axpy_rows(g, &lp.body, xw, a0, bias, I(g, (int64_t)d * 2 * GH), x, x0, s->I, wt, I(g, (int64_t)d * s->I * GH), GH);
+		kir_expr *a0 = local(g, &lp.body, "a0", MUL(g->k, ADD(g->k, MUL(g->k, tb, I(g->k, s->D)), I(g->k, d)), I(g->k, GH)));
+		axpy_rows(g, &lp.body, xw, a0, bias, I(g->k, (int64_t)d * 2 * GH), x, x0, s->I, wt, I(g->k, (int64_t)d * s->I * GH), GH);
 	}
 	kir_block all = {0};
 	loop_end(g, &all, &lp, KIR_LOOP_PARALLEL);
@@ -276,14 +270,14 @@ static bool input_kernel(gen *g) {
 static void hr_rows(gen *g, kir_block *blk, kir_expr *vb, int64_t row0, int64_t count) {
 	const rnn_spec *s = g->s;
 	int64_t GH = s->G * s->H, d = g->dc;
-	axpy_rows(g, blk, g->st, ADD(g, g->rb, I(g, row0)), g->bias, I(g, d * 2 * GH + GH + row0), g->st, vb, s->H,
-		  g->rtb, I(g, d * s->H * GH + row0), count);
+	axpy_rows(g, blk, g->st, ADD(g->k, g->rb, I(g->k, row0)), g->bias, I(g->k, d * 2 * GH + GH + row0), g->st, vb, s->H,
+		  g->rtb, I(g->k, d * s->H * GH + row0), count);
 }
 
 /* XW + HR of gate `gate`, unit j: the interpreter's (x W + Wb) + (h R + Rb). */
 static kir_expr *gate_in(gen *g, int gate, kir_expr *j) {
-	kir_expr *row = ADD(g, I(g, gate * g->s->H), j);
-	return FB(g, KIR_ADD, kir_e_load(g->k, g->xwb, ADD(g, g->xwo, row)), ST(g, ADD(g, g->rb, row)));
+	kir_expr *row = ADD(g->k, I(g->k, gate * g->s->H), j);
+	return BIN(g->k, KIR_ADD, kir_e_load(g->k, g->xwb, ADD(g->k, g->xwo, row)), ST(g, ADD(g->k, g->rb, row)));
 }
 
 /* f(v) in f64, v clipped first when `clip` (fmin(c, fmax(-c, v)): NaN gives -c). */
@@ -292,31 +286,31 @@ static kir_expr *act(gen *g, kir_block *blk, const act_fn *f, kir_expr *v, bool 
 	v = local(g, blk, "a", v);
 	if (clip && g->s->has_clip) {
 		double c = g->s->clip;
-		v = local(g, blk, "cl", SEL(g, KIR_GE, v, F(g, -c), v, F(g, -c)));
-		v = local(g, blk, "cl", SEL(g, KIR_LE, v, F(g, c), v, F(g, c)));
+		v = local(g, blk, "cl", WHEN(g, KIR_GE, v, F(g->k, F64, -c), v, F(g->k, F64, -c)));
+		v = local(g, blk, "cl", WHEN(g, KIR_LE, v, F(g->k, F64, c), v, F(g->k, F64, c)));
 	}
-	kir_expr *zero = F(g, 0), *one = F(g, 1);
+	kir_expr *zero = F(g->k, F64, 0), *one = F(g->k, F64, 1);
 	switch (f->kind) {
-	case ACT_RELU: return SEL(g, KIR_GT, v, zero, v, zero);
+	case ACT_RELU: return WHEN(g, KIR_GT, v, zero, v, zero);
 	case ACT_TANH: return kir_e_unary(k, KIR_TANH, v);
-	case ACT_SIGMOID: return FB(g, KIR_DIV, one, FB(g, KIR_ADD, one, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, v))));
-	case ACT_AFFINE: return FB(g, KIR_ADD, FB(g, KIR_MUL, F(g, f->alpha), v), F(g, f->beta));
-	case ACT_LEAKYRELU: return SEL(g, KIR_GE, v, zero, v, FB(g, KIR_MUL, F(g, f->alpha), v));
-	case ACT_THRESHOLDEDRELU: return SEL(g, KIR_GT, v, F(g, f->alpha), v, zero);
+	case ACT_SIGMOID: return BIN(g->k, KIR_DIV, one, BIN(g->k, KIR_ADD, one, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, v))));
+	case ACT_AFFINE: return BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), v), F(g->k, F64, f->beta));
+	case ACT_LEAKYRELU: return WHEN(g, KIR_GE, v, zero, v, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), v));
+	case ACT_THRESHOLDEDRELU: return WHEN(g, KIR_GT, v, F(g->k, F64, f->alpha), v, zero);
 	case ACT_SCALEDTANH:
-		return FB(g, KIR_MUL, F(g, f->alpha), kir_e_unary(k, KIR_TANH, FB(g, KIR_MUL, F(g, f->beta), v)));
+		return BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), kir_e_unary(k, KIR_TANH, BIN(g->k, KIR_MUL, F(g->k, F64, f->beta), v)));
 	case ACT_HARDSIGMOID: {
 		/* fmax(0, fmin(1, alpha * v + beta)): NaN gives 1. */
-		kir_expr *u = local(g, blk, "hs", FB(g, KIR_ADD, FB(g, KIR_MUL, F(g, f->alpha), v), F(g, f->beta)));
-		u = local(g, blk, "hs", SEL(g, KIR_LE, u, one, u, one));
-		return SEL(g, KIR_GE, u, zero, u, zero);
+		kir_expr *u = local(g, blk, "hs", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), v), F(g->k, F64, f->beta)));
+		u = local(g, blk, "hs", WHEN(g, KIR_LE, u, one, u, one));
+		return WHEN(g, KIR_GE, u, zero, u, zero);
 	}
 	case ACT_ELU:
-		return SEL(g, KIR_GE, v, zero, v, FB(g, KIR_MUL, F(g, f->alpha), FB(g, KIR_SUB, kir_e_unary(k, KIR_EXP, v), one)));
-	case ACT_SOFTSIGN: return FB(g, KIR_DIV, v, FB(g, KIR_ADD, one, kir_e_unary(k, KIR_ABS, v)));
+		return WHEN(g, KIR_GE, v, zero, v, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), BIN(g->k, KIR_SUB, kir_e_unary(k, KIR_EXP, v), one)));
+	case ACT_SOFTSIGN: return BIN(g->k, KIR_DIV, v, BIN(g->k, KIR_ADD, one, kir_e_unary(k, KIR_ABS, v)));
 	case ACT_SOFTPLUS: /* log1p(exp(-|v|)) + fmax(v, 0) */
-		return FB(g, KIR_ADD, kir_e_unary(k, KIR_LOG1P, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, kir_e_unary(k, KIR_ABS, v)))),
-			  SEL(g, KIR_GE, v, zero, v, zero));
+		return BIN(g->k, KIR_ADD, kir_e_unary(k, KIR_LOG1P, kir_e_unary(k, KIR_EXP, kir_e_unary(k, KIR_NEG, kir_e_unary(k, KIR_ABS, v)))),
+			  WHEN(g, KIR_GE, v, zero, v, zero));
 	}
 	return v;
 }
@@ -330,112 +324,112 @@ static void step(gen *g, kir_block *blk) {
 	const rnn_spec *s = g->s;
 	const act_fn *acts = s->acts[g->dc];
 	int64_t H = s->H;
-	kir_expr *Hx = I(g, H);
+	kir_expr *Hx = I(g->k, H);
 	loop lp;
 	kir_expr *j;
 	if (s->kind == RNN_PLAIN) {
 		/* tmp[j] = f(x W + h R) */
 		hr_rows(g, blk, g->hb, 0, H);
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		store(g, &lp.body, g->st, ADD(g, g->tb, j), act(g, &lp.body, &acts[0], gate_in(g, 0, j), true));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		store(g, &lp.body, g->st, ADD(g->k, g->tb, j), act(g, &lp.body, &acts[0], gate_in(g, 0, j), true));
 		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		store(g, &lp.body, g->st, ADD(g, g->hb, j), ST(g, ADD(g, g->tb, j)));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		store(g, &lp.body, g->st, ADD(g->k, g->hb, j), ST(g, ADD(g->k, g->tb, j)));
 		loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 		return;
 	}
 	if (s->kind == RNN_GRU) {
 		/* Scratch gates: z at tb, r at tb + H, hh at tb + 2H, r*h at tb + 3H. */
-		kir_expr *zb = g->tb, *rgb = ADD(g, g->tb, Hx), *hhb = ADD(g, g->tb, I(g, 2 * H)), *rhb = ADD(g, g->tb, I(g, 3 * H));
+		kir_expr *zb = g->tb, *rgb = ADD(g->k, g->tb, Hx), *hhb = ADD(g->k, g->tb, I(g->k, 2 * H)), *rhb = ADD(g->k, g->tb, I(g->k, 3 * H));
 		hr_rows(g, blk, g->hb, 0, s->lbr ? 3 * H : 2 * H);
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		store(g, &lp.body, g->st, ADD(g, zb, j), act(g, &lp.body, &acts[0], gate_in(g, 0, j), true));
-		store(g, &lp.body, g->st, ADD(g, rgb, j), act(g, &lp.body, &acts[0], gate_in(g, 1, j), true));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		store(g, &lp.body, g->st, ADD(g->k, zb, j), act(g, &lp.body, &acts[0], gate_in(g, 0, j), true));
+		store(g, &lp.body, g->st, ADD(g->k, rgb, j), act(g, &lp.body, &acts[0], gate_in(g, 1, j), true));
 		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
 		kir_expr *row;
 		if (!s->lbr) { /* the candidate's h R uses r * h */
-			j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-			store(g, &lp.body, g->st, ADD(g, rhb, j), FB(g, KIR_MUL, ST(g, ADD(g, rgb, j)), ST(g, ADD(g, g->hb, j))));
+			j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+			store(g, &lp.body, g->st, ADD(g->k, rhb, j), BIN(g->k, KIR_MUL, ST(g, ADD(g->k, rgb, j)), ST(g, ADD(g->k, g->hb, j))));
 			loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 			hr_rows(g, blk, rhb, 2 * H, H);
 		}
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		row = ADD(g, I(g, 2 * H), j);
-		kir_expr *xwv = kir_e_load(g->k, g->xwb, ADD(g, g->xwo, row)), *hrv = ST(g, ADD(g, g->rb, row));
-		kir_expr *v = FB(g, KIR_ADD, xwv, s->lbr ? FB(g, KIR_MUL, ST(g, ADD(g, rgb, j)), hrv) : hrv);
-		store(g, &lp.body, g->st, ADD(g, hhb, j), act(g, &lp.body, &acts[1], v, true));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		row = ADD(g->k, I(g->k, 2 * H), j);
+		kir_expr *xwv = kir_e_load(g->k, g->xwb, ADD(g->k, g->xwo, row)), *hrv = ST(g, ADD(g->k, g->rb, row));
+		kir_expr *v = BIN(g->k, KIR_ADD, xwv, s->lbr ? BIN(g->k, KIR_MUL, ST(g, ADD(g->k, rgb, j)), hrv) : hrv);
+		store(g, &lp.body, g->st, ADD(g->k, hhb, j), act(g, &lp.body, &acts[1], v, true));
 		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
 		/* h = (1 - z) * hh + z * h */
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		kir_expr *z = local(g, &lp.body, "z", ST(g, ADD(g, zb, j)));
-		kir_expr *hn = FB(g, KIR_ADD, FB(g, KIR_MUL, FB(g, KIR_SUB, F(g, 1), z), ST(g, ADD(g, hhb, j))),
-				  FB(g, KIR_MUL, z, ST(g, ADD(g, g->hb, j))));
-		store(g, &lp.body, g->st, ADD(g, g->hb, j), hn);
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		kir_expr *z = local(g, &lp.body, "z", ST(g, ADD(g->k, zb, j)));
+		kir_expr *hn = BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, BIN(g->k, KIR_SUB, F(g->k, F64, 1), z), ST(g, ADD(g->k, hhb, j))),
+				  BIN(g->k, KIR_MUL, z, ST(g, ADD(g->k, g->hb, j))));
+		store(g, &lp.body, g->st, ADD(g->k, g->hb, j), hn);
 		loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 		return;
 	}
 	/* LSTM: gates i, o, f, c; peepholes i, o, f.  New c at tb, new h at tb + H. */
-	kir_expr *cnb = g->tb, *hnb = ADD(g, g->tb, Hx);
-	kir_expr *pb = I(g, (int64_t)g->dc * 3 * H);
+	kir_expr *cnb = g->tb, *hnb = ADD(g->k, g->tb, Hx);
+	kir_expr *pb = I(g->k, (int64_t)g->dc * 3 * H);
 	hr_rows(g, blk, g->hb, 0, 4 * H);
-	j = loop_begin(g, &lp, "j", I(g, 0), Hx);
+	j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
 	kir_block *b = &lp.body;
-	kir_expr *c = local(g, b, "c", ST(g, ADD(g, g->cb, j)));
+	kir_expr *c = local(g, b, "c", ST(g, ADD(g->k, g->cb, j)));
 	kir_expr *gi = gate_in(g, 0, j);
-	if (g->p) gi = FB(g, KIR_ADD, gi, FB(g, KIR_MUL, LD(g, g->p, ADD(g, pb, j)), c));
+	if (g->p) gi = BIN(g->k, KIR_ADD, gi, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, pb, j)), c));
 	kir_expr *gf = NULL;
 	if (!s->input_forget) {
 		gf = gate_in(g, 2, j);
-		if (g->p) gf = FB(g, KIR_ADD, gf, FB(g, KIR_MUL, LD(g, g->p, ADD(g, ADD(g, pb, I(g, 2 * H)), j)), c));
+		if (g->p) gf = BIN(g->k, KIR_ADD, gf, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, ADD(g->k, pb, I(g->k, 2 * H)), j)), c));
 	}
 	kir_expr *iv = local(g, b, "ig", act(g, b, &acts[0], gi, true));
-	kir_expr *fv = local(g, b, "fg", s->input_forget ? FB(g, KIR_SUB, F(g, 1), iv) : act(g, b, &acts[0], gf, true));
-	kir_expr *cn = local(g, b, "cn", FB(g, KIR_ADD, FB(g, KIR_MUL, fv, c), FB(g, KIR_MUL, iv, act(g, b, &acts[1], gate_in(g, 3, j), true))));
+	kir_expr *fv = local(g, b, "fg", s->input_forget ? BIN(g->k, KIR_SUB, F(g->k, F64, 1), iv) : act(g, b, &acts[0], gf, true));
+	kir_expr *cn = local(g, b, "cn", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, fv, c), BIN(g->k, KIR_MUL, iv, act(g, b, &acts[1], gate_in(g, 3, j), true))));
 	kir_expr *go = gate_in(g, 1, j);
-	if (g->p) go = FB(g, KIR_ADD, go, FB(g, KIR_MUL, LD(g, g->p, ADD(g, ADD(g, pb, Hx), j)), cn));
+	if (g->p) go = BIN(g->k, KIR_ADD, go, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, ADD(g->k, pb, Hx), j)), cn));
 	/* The cell state is not clipped before h (as the interpreter, onnxruntime). */
-	kir_expr *hn = FB(g, KIR_MUL, act(g, b, &acts[0], go, true), act(g, b, &acts[2], cn, false));
-	store(g, b, g->st, ADD(g, cnb, j), cn);
-	store(g, b, g->st, ADD(g, hnb, j), hn);
+	kir_expr *hn = BIN(g->k, KIR_MUL, act(g, b, &acts[0], go, true), act(g, b, &acts[2], cn, false));
+	store(g, b, g->st, ADD(g->k, cnb, j), cn);
+	store(g, b, g->st, ADD(g->k, hnb, j), hn);
 	loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
-	j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-	store(g, &lp.body, g->st, ADD(g, g->cb, j), ST(g, ADD(g, cnb, j)));
-	store(g, &lp.body, g->st, ADD(g, g->hb, j), ST(g, ADD(g, hnb, j)));
+	j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+	store(g, &lp.body, g->st, ADD(g->k, g->cb, j), ST(g, ADD(g->k, cnb, j)));
+	store(g, &lp.body, g->st, ADD(g->k, g->hb, j), ST(g, ADD(g->k, hnb, j)));
 	loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 }
 
 /* Y's row of (t, direction g->dc, the current batch). */
 static kir_expr *y_row(gen *g, kir_expr *t) {
 	const rnn_spec *s = g->s;
-	kir_expr *D = I(g, s->D), *d = I(g, g->dc);
-	kir_expr *r = s->layout ? ADD(g, MUL(g, ADD(g, MUL(g, g->b, g->S), t), D), d) : ADD(g, MUL(g, ADD(g, MUL(g, t, D), d), g->B), g->b);
-	return MUL(g, r, I(g, s->H));
+	kir_expr *D = I(g->k, s->D), *d = I(g->k, g->dc);
+	kir_expr *r = s->layout ? ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, g->b, g->S), t), D), d) : ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, t, D), d), g->B), g->b);
+	return MUL(g->k, r, I(g->k, s->H));
 }
 
 /* The recurrence of direction dc for the current batch, given its length. */
 static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
 	const rnn_spec *s = g->s;
-	kir_expr *Hx = I(g, s->H), *D = I(g, s->D), *d = I(g, dc);
+	kir_expr *Hx = I(g->k, s->H), *D = I(g->k, s->D), *d = I(g->k, dc);
 	bool backward = s->reverse_only || dc == 1;
 	g->dc = dc;
 	/* The state's row in initial_h / Y_h. */
-	kir_expr *si = local(g, blk, "si", MUL(g, s->layout ? ADD(g, MUL(g, g->b, D), d) : ADD(g, MUL(g, d, g->B), g->b), Hx));
+	kir_expr *si = local(g, blk, "si", MUL(g->k, s->layout ? ADD(g->k, MUL(g->k, g->b, D), d) : ADD(g->k, MUL(g->k, d, g->B), g->b), Hx));
 	loop lp;
-	kir_expr *j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-	store(g, &lp.body, g->st, ADD(g, g->hb, j), g->h0 ? LD(g, g->h0, ADD(g, si, j)) : F(g, 0));
-	if (s->kind == RNN_LSTM) store(g, &lp.body, g->st, ADD(g, g->cb, j), g->c0 ? LD(g, g->c0, ADD(g, si, j)) : F(g, 0));
+	kir_expr *j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+	store(g, &lp.body, g->st, ADD(g->k, g->hb, j), g->h0 ? LOAD_F64(g->k, g->h0, ADD(g->k, si, j)) : F(g->k, F64, 0));
+	if (s->kind == RNN_LSTM) store(g, &lp.body, g->st, ADD(g->k, g->cb, j), g->c0 ? LOAD_F64(g->k, g->c0, ADD(g->k, si, j)) : F(g->k, F64, 0));
 	loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 
 	loop ts;
-	kir_expr *sv = loop_begin(g, &ts, "s", I(g, 0), len);
-	kir_expr *t = local(g, &ts.body, "t", backward ? SUB(g, SUB(g, len, I(g, 1)), sv) : sv);
+	kir_expr *sv = loop_begin(g, &ts, "s", I(g->k, 0), len);
+	kir_expr *t = local(g, &ts.body, "t", backward ? SUB(g->k, SUB(g->k, len, I(g->k, 1)), sv) : sv);
 	/* XW[t][b][d] */
-	g->xwo = local(g, &ts.body, "xo", MUL(g, ADD(g, MUL(g, ADD(g, MUL(g, t, g->B), g->b), D), d), I(g, s->G * s->H)));
+	g->xwo = local(g, &ts.body, "xo", MUL(g->k, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, t, g->B), g->b), D), d), I(g->k, s->G * s->H)));
 	step(g, &ts.body);
 	if (g->y) {
 		kir_expr *yr = local(g, &ts.body, "yr", y_row(g, t));
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		store(g, &lp.body, g->y, ADD(g, yr, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->hb, j))));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		store(g, &lp.body, g->y, ADD(g->k, yr, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g->k, g->hb, j))));
 		loop_end(g, &ts.body, &lp, KIR_LOOP_VECTOR);
 	}
 	loop_end(g, blk, &ts, KIR_LOOP_SEQUENTIAL);
@@ -444,15 +438,15 @@ static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
 		loop tz;
 		kir_expr *t2 = loop_begin(g, &tz, "t", len, g->S);
 		kir_expr *yr = local(g, &tz.body, "yr", y_row(g, t2));
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		store(g, &lp.body, g->y, ADD(g, yr, j), kir_e_float(g->k, s->dt, 0));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		store(g, &lp.body, g->y, ADD(g->k, yr, j), kir_e_float(g->k, s->dt, 0));
 		loop_end(g, &tz.body, &lp, KIR_LOOP_VECTOR);
 		loop_end(g, blk, &tz, KIR_LOOP_SEQUENTIAL);
 	}
 	if (g->yh || g->yc) {
-		j = loop_begin(g, &lp, "j", I(g, 0), Hx);
-		if (g->yh) store(g, &lp.body, g->yh, ADD(g, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->hb, j))));
-		if (g->yc) store(g, &lp.body, g->yc, ADD(g, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g, g->cb, j))));
+		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
+		if (g->yh) store(g, &lp.body, g->yh, ADD(g->k, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g->k, g->hb, j))));
+		if (g->yc) store(g, &lp.body, g->yc, ADD(g->k, si, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g->k, g->cb, j))));
 		loop_end(g, blk, &lp, KIR_LOOP_VECTOR);
 	}
 }
@@ -479,27 +473,27 @@ static bool recurrence_kernel(gen *g, const tbc_op *op, int oy, int oyh, int oyc
 	kir_block all = {0};
 	if (g->lens) { /* the interpreter's check, before anything runs */
 		loop lc;
-		kir_expr *bv = loop_begin(g, &lc, "b", I(g, 0), g->B);
+		kir_expr *bv = loop_begin(g, &lc, "b", I(g->k, 0), g->B);
 		kir_expr *lb = kir_e_cast(k, KIR_INDEX, kir_e_load(k, g->lens, bv));
 		char msg[128];
 		snprintf(msg, sizeof msg, "%s: a sequence_lens value is outside [0, seq_length]", tbc_ops[op->code].onnx_name);
-		kir_block_add(k, &lc.body, kir_s_error(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, lb, I(g, 0)), kir_e_cmp(k, KIR_GT, lb, g->S)), msg));
+		kir_block_add(k, &lc.body, kir_s_error(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, lb, I(g->k, 0)), kir_e_cmp(k, KIR_GT, lb, g->S)), msg));
 		loop_end(g, &all, &lc, KIR_LOOP_SEQUENTIAL);
 	}
 	loop par;
-	kir_expr *db = loop_begin(g, &par, "db", I(g, 0), MUL(g, I(g, s->D), g->B));
+	kir_expr *db = loop_begin(g, &par, "db", I(g->k, 0), MUL(g->k, I(g->k, s->D), g->B));
 	kir_block *body = &par.body;
 	g->b = s->D == 1 ? db : local(g, body, "b", kir_e_binary(k, KIR_FLOORMOD, db, g->B));
 	int64_t H = s->H, GH = s->G * H;
-	kir_expr *base = local(g, body, "sb", MUL(g, db, I(g, width)));
+	kir_expr *base = local(g, body, "sb", MUL(g->k, db, I(g->k, width)));
 	g->hb = base;
-	g->cb = s->kind == RNN_LSTM ? local(g, body, "cb", ADD(g, base, I(g, H))) : NULL;
-	g->rb = local(g, body, "rb", ADD(g, base, I(g, (1 + (s->kind == RNN_LSTM)) * H)));
-	g->tb = local(g, body, "tb", ADD(g, base, I(g, (1 + (s->kind == RNN_LSTM)) * H + GH)));
+	g->cb = s->kind == RNN_LSTM ? local(g, body, "cb", ADD(g->k, base, I(g->k, H))) : NULL;
+	g->rb = local(g, body, "rb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H)));
+	g->tb = local(g, body, "tb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H + GH)));
 	kir_expr *len = g->S;
 	if (g->lens) {
 		kir_expr *lb = kir_e_cast(k, KIR_INDEX, kir_e_load(k, g->lens, g->b));
-		len = local(g, body, "len", kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, lb, I(g, 0)), g->S));
+		len = local(g, body, "len", kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, lb, I(g->k, 0)), g->S));
 	}
 	if (s->D == 1) {
 		direction(g, body, 0, len);

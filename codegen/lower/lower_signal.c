@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower_internal.h"
+#include "codegen/lower/kir_short.h"
 
 #define F64 TBC_DT_F64
 
@@ -39,14 +40,6 @@ static void fail_if(kir_kernel *k, kir_block *b, const tbc_op *op, kir_expr *con
 	kir_block_add(k, b, kir_s_error(k, cond, msg));
 }
 
-static kir_expr *I(kir_kernel *k, int64_t v) { return kir_e_index(k, v); }
-static kir_expr *F(kir_kernel *k, double v) { return kir_e_float(k, F64, v); }
-static kir_expr *V(kir_kernel *k, kir_var *v) { return kir_e_var(k, v); }
-static kir_expr *ADD(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_add(k, a, b); }
-static kir_expr *MUL(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_mul(k, a, b); }
-static kir_expr *BIN(kir_kernel *k, kir_binop op, kir_expr *a, kir_expr *b) { return kir_e_binary(k, op, a, b); }
-static kir_expr *CMP(kir_kernel *k, kir_cmp op, kir_expr *a, kir_expr *b) { return kir_e_cmp(k, op, a, b); }
-static kir_expr *LD64(kir_kernel *k, kir_buffer *b, kir_expr *idx) { return kir_e_cast(k, F64, kir_e_load(k, b, idx)); }
 static kir_stmt *FOR(kir_kernel *k, kir_var *v, kir_expr *lo, kir_expr *hi, kir_loop_kind kind, kir_block *body) {
 	return kir_s_for(k, v, lo, hi, 1, kind, body->first);
 }
@@ -134,7 +127,7 @@ static void dft_twiddles(lk *l, kir_block *b, kir_buffer *table, kir_expr *n, do
 	kir_kernel *k = l->k;
 	kir_var *m = kir_var_new(k, "m", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *ang = BIN(k, KIR_DIV, BIN(k, KIR_MUL, F(k, sign * 2.0 * M_PI), kir_e_cast(k, F64, V(k, m))),
+	kir_expr *ang = BIN(k, KIR_DIV, BIN(k, KIR_MUL, F(k, F64, sign * 2.0 * M_PI), kir_e_cast(k, F64, V(k, m))),
 			    kir_e_cast(k, F64, n));
 	ang = let(k, &body, "ang", ang);
 	kir_expr *at = MUL(k, V(k, m), I(k, 2));
@@ -156,8 +149,8 @@ static void dft_terms(lk *l, kir_block *b, const dft_op *d, kir_buffer *xb, kir_
 	kir_block body = {0};
 	kir_expr *src = mirror ? BIN(k, KIR_SUB, n, V(k, j)) : V(k, j);
 	kir_expr *at = let(k, &body, "at", ADD(k, base, MUL(k, src, stride)));
-	kir_expr *xr = let(k, &body, "xr", LD64(k, xb, at));
-	kir_expr *xi = d->comp_in == 2 ? LD64(k, xb, ADD(k, at, I(k, 1))) : NULL;
+	kir_expr *xr = let(k, &body, "xr", LOAD_F64(k, xb, at));
+	kir_expr *xi = d->comp_in == 2 ? LOAD_F64(k, xb, ADD(k, at, I(k, 1))) : NULL;
 	if (xi && mirror) xi = kir_e_unary(k, KIR_NEG, xi);
 	if (xi) xi = let(k, &body, "xi", xi);
 	kir_expr *tm = MUL(k, V(k, m), I(k, 2));
@@ -194,8 +187,8 @@ static void dft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant *v,
 	kir_expr *stride = MUL(k, inner, I(k, d->comp_in));
 	kir_expr *base = let(k, &body, "base", ADD(k, MUL(k, MUL(k, p, L), stride), MUL(k, q, I(k, d->comp_in))));
 	kir_var *sr = kir_var_new(k, "sr", F64), *si = d->comp_out == 2 ? kir_var_new(k, "si", F64) : NULL;
-	kir_block_add(k, &body, kir_s_set(k, sr, F(k, 0)));
-	if (si) kir_block_add(k, &body, kir_s_set(k, si, F(k, 0)));
+	kir_block_add(k, &body, kir_s_set(k, sr, F(k, F64, 0)));
+	if (si) kir_block_add(k, &body, kir_s_set(k, si, F(k, F64, 0)));
 	if (!d->herm) {
 		/* x is zero past its length: the sum stops there. */
 		dft_terms(l, &body, d, xb, table, base, stride, n, kk, I(k, 0), BIN(k, KIR_MIN, n, L), false, sr, si);
@@ -278,10 +271,10 @@ static void dft_fft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant
 		}
 		kir_expr *inside = CMP(k, KIR_LT, src, L);
 		kir_expr *at = let(k, &jb, "at", ADD(k, base, MUL(k, BIN(k, KIR_MIN, src, BIN(k, KIR_SUB, L, I(k, 1))), stride)));
-		kir_expr *xr = kir_e_select(k, inside, LD64(k, xb, at), F(k, 0));
-		kir_expr *xi = F(k, 0);
+		kir_expr *xr = kir_e_select(k, inside, LOAD_F64(k, xb, at), F(k, F64, 0));
+		kir_expr *xi = F(k, F64, 0);
 		if (d->comp_in == 2) {
-			xi = kir_e_select(k, inside, LD64(k, xb, ADD(k, at, I(k, 1))), F(k, 0));
+			xi = kir_e_select(k, inside, LOAD_F64(k, xb, ADD(k, at, I(k, 1))), F(k, F64, 0));
 			if (neg) xi = kir_e_select(k, neg, kir_e_unary(k, KIR_NEG, xi), xi);
 		}
 		kir_expr *to = let(k, &jb, "to", ADD(k, wb, MUL(k, kir_e_cast(k, KIR_INDEX, kir_e_load(k, rev, V(k, j))), I(k, 2))));
@@ -324,8 +317,8 @@ static void dft_fft_nest(lk *l, kir_block *b, const dft_op *d, const dft_variant
 		kir_expr *from = let(k, &kb, "from", ADD(k, wb, MUL(k, V(k, kk), I(k, 2))));
 		kir_expr *re = kir_e_load(k, work, from), *im = d->comp_out == 2 ? kir_e_load(k, work, ADD(k, from, I(k, 1))) : NULL;
 		if (d->inverse) {
-			re = BIN(k, KIR_DIV, re, F(k, (double)N));
-			if (im) im = BIN(k, KIR_DIV, im, F(k, (double)N));
+			re = BIN(k, KIR_DIV, re, F(k, F64, (double)N));
+			if (im) im = BIN(k, KIR_DIV, im, F(k, F64, (double)N));
 		}
 		tbc_dtype dt = d->y->type.dtype;
 		kir_expr *at = let(k, &kb, "yat", MUL(k, ADD(k, MUL(k, ADD(k, MUL(k, p, out_len), V(k, kk)), inner), q), I(k, d->comp_out)));
@@ -607,7 +600,7 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 		kir_var *e = kir_var_new(k, "e", KIR_INDEX);
 		kir_block b = {0};
 		kir_expr *at = ADD(k, sbase, V(k, e));
-		kir_block_add(k, &b, kir_s_store(k, S, at, pb ? LD64(k, pb, at) : F(k, 0)));
+		kir_block_add(k, &b, kir_s_store(k, S, at, pb ? LOAD_F64(k, pb, at) : F(k, F64, 0)));
 		kir_block_add(k, &par, FOR(k, e, I(k, 0), I(k, dk * dv), KIR_LOOP_VECTOR, &b));
 	}
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
@@ -619,7 +612,7 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 		kir_var *dd = kir_var_new(k, "d", KIR_INDEX), *mm = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block db = {0}, mb = {0};
 		kir_expr *gi = decay_per_head ? ADD(k, MUL(k, row, HKV), h) : ADD(k, kx, V(k, dd));
-		kir_expr *e = let(k, &db, "g", kir_e_unary(k, KIR_EXP, LD64(k, gb, gi)));
+		kir_expr *e = let(k, &db, "g", kir_e_unary(k, KIR_EXP, LOAD_F64(k, gb, gi)));
 		kir_expr *at = ADD(k, ADD(k, sbase, MUL(k, V(k, dd), DV)), V(k, mm));
 		kir_block_add(k, &mb, kir_s_store(k, S, at, BIN(k, KIR_MUL, kir_e_load(k, S, at), e)));
 		kir_block_add(k, &db, FOR(k, mm, I(k, 0), DV, KIR_LOOP_VECTOR, &mb));
@@ -630,24 +623,24 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 		kir_var *mm = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block mb = {0};
 		kir_expr *ua = ADD(k, ubase, V(k, mm));
-		kir_block_add(k, &mb, kir_s_store(k, U, ua, delta ? F(k, 0) : LD64(k, vb, ADD(k, vx, V(k, mm)))));
+		kir_block_add(k, &mb, kir_s_store(k, U, ua, delta ? F(k, F64, 0) : LOAD_F64(k, vb, ADD(k, vx, V(k, mm)))));
 		kir_block_add(k, &tb, FOR(k, mm, I(k, 0), DV, KIR_LOOP_VECTOR, &mb));
 	}
 	if (delta) {
 		kir_var *dd = kir_var_new(k, "d", KIR_INDEX), *mm = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block db = {0}, mb = {0};
-		kir_expr *kd = let(k, &db, "kd", LD64(k, kb, ADD(k, kx, V(k, dd))));
+		kir_expr *kd = let(k, &db, "kd", LOAD_F64(k, kb, ADD(k, kx, V(k, dd))));
 		kir_expr *ua = ADD(k, ubase, V(k, mm));
 		kir_expr *sv = kir_e_load(k, S, ADD(k, ADD(k, sbase, MUL(k, V(k, dd), DV)), V(k, mm)));
 		kir_block_add(k, &mb, kir_s_store(k, U, ua, BIN(k, KIR_ADD, kir_e_load(k, U, ua), BIN(k, KIR_MUL, sv, kd))));
 		kir_block_add(k, &db, FOR(k, mm, I(k, 0), DV, KIR_LOOP_VECTOR, &mb));
 		kir_block_add(k, &tb, FOR(k, dd, I(k, 0), DK, KIR_LOOP_SEQUENTIAL, &db));
 		kir_expr *bidx = ADD(k, MUL(k, row, I(k, beta_w)), beta_w == 1 ? I(k, 0) : h);
-		kir_expr *beta = let(k, &tb, "beta", LD64(k, bb, bidx));
+		kir_expr *beta = let(k, &tb, "beta", LOAD_F64(k, bb, bidx));
 		kir_var *m2 = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block m2b = {0};
 		kir_expr *ua2 = ADD(k, ubase, V(k, m2));
-		kir_expr *diff = BIN(k, KIR_SUB, LD64(k, vb, ADD(k, vx, V(k, m2))), kir_e_load(k, U, ua2));
+		kir_expr *diff = BIN(k, KIR_SUB, LOAD_F64(k, vb, ADD(k, vx, V(k, m2))), kir_e_load(k, U, ua2));
 		kir_block_add(k, &m2b, kir_s_store(k, U, ua2, BIN(k, KIR_MUL, beta, diff)));
 		kir_block_add(k, &tb, FOR(k, m2, I(k, 0), DV, KIR_LOOP_VECTOR, &m2b));
 	}
@@ -655,7 +648,7 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 	{
 		kir_var *dd = kir_var_new(k, "d", KIR_INDEX), *mm = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block db = {0}, mb = {0};
-		kir_expr *kd = let(k, &db, "kd", LD64(k, kb, ADD(k, kx, V(k, dd))));
+		kir_expr *kd = let(k, &db, "kd", LOAD_F64(k, kb, ADD(k, kx, V(k, dd))));
 		kir_expr *at = ADD(k, ADD(k, sbase, MUL(k, V(k, dd), DV)), V(k, mm));
 		kir_expr *upd = BIN(k, KIR_MUL, kd, kir_e_load(k, U, ADD(k, ubase, V(k, mm))));
 		kir_block_add(k, &mb, kir_s_store(k, S, at, BIN(k, KIR_ADD, kir_e_load(k, S, at), upd)));
@@ -672,11 +665,11 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 		kir_expr *ox = let(k, &gbk, "ox", ADD(k, MUL(k, row, I(k, Hq * dv)), MUL(k, hq, DV)));
 		kir_var *m0 = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block m0b = {0};
-		kir_block_add(k, &m0b, kir_s_store(k, U, ADD(k, ubase, V(k, m0)), F(k, 0)));
+		kir_block_add(k, &m0b, kir_s_store(k, U, ADD(k, ubase, V(k, m0)), F(k, F64, 0)));
 		kir_block_add(k, &gbk, FOR(k, m0, I(k, 0), DV, KIR_LOOP_VECTOR, &m0b));
 		kir_var *dd = kir_var_new(k, "d", KIR_INDEX), *mm = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block db = {0}, mb = {0};
-		kir_expr *qd = let(k, &db, "qd", LD64(k, qb, ADD(k, qx, V(k, dd))));
+		kir_expr *qd = let(k, &db, "qd", LOAD_F64(k, qb, ADD(k, qx, V(k, dd))));
 		kir_expr *ua = ADD(k, ubase, V(k, mm));
 		kir_expr *sv = kir_e_load(k, S, ADD(k, ADD(k, sbase, MUL(k, V(k, dd), DV)), V(k, mm)));
 		kir_block_add(k, &mb, kir_s_store(k, U, ua, BIN(k, KIR_ADD, kir_e_load(k, U, ua), BIN(k, KIR_MUL, qd, sv))));
@@ -684,7 +677,7 @@ static lower_result lower_linear_attention(lower_cx *cx, const tbc_op *op) {
 		kir_block_add(k, &gbk, FOR(k, dd, I(k, 0), DK, KIR_LOOP_SEQUENTIAL, &db));
 		kir_var *m3 = kir_var_new(k, "mm", KIR_INDEX);
 		kir_block m3b = {0};
-		kir_expr *val = BIN(k, KIR_MUL, F(k, scale), kir_e_load(k, U, ADD(k, ubase, V(k, m3))));
+		kir_expr *val = BIN(k, KIR_MUL, F(k, F64, scale), kir_e_load(k, U, ADD(k, ubase, V(k, m3))));
 		kir_block_add(k, &m3b, kir_s_store(k, yo, ADD(k, ox, V(k, m3)), kir_e_cast(k, yo->dtype, val)));
 		kir_block_add(k, &gbk, FOR(k, m3, I(k, 0), DV, KIR_LOOP_VECTOR, &m3b));
 		kir_block_add(k, &tb, FOR(k, g, I(k, 0), I(k, group), KIR_LOOP_SEQUENTIAL, &gbk));
@@ -832,8 +825,8 @@ static lower_result lower_tfidf(lower_cx *cx, const tbc_op *op) {
 		double w = c.n_weights > 0 ? c.weights[oi] : 1;
 		kir_expr *cnt = kir_e_cast(k, F64, V(k, acc)), *v;
 		if (c.mode == 1) v = cnt;
-		else if (c.mode == 2) v = kir_e_select(k, CMP(k, KIR_GT, V(k, acc), kir_e_int(k, TBC_DT_I64, 0)), F(k, w), F(k, 0));
-		else v = c.n_weights > 0 ? BIN(k, KIR_MUL, F(k, w), cnt) : cnt;
+		else if (c.mode == 2) v = kir_e_select(k, CMP(k, KIR_GT, V(k, acc), kir_e_int(k, TBC_DT_I64, 0)), F(k, F64, w), F(k, F64, 0));
+		else v = c.n_weights > 0 ? BIN(k, KIR_MUL, F(k, F64, w), cnt) : cnt;
 		kir_block_add(k, &rb, kir_s_store(k, yb, ADD(k, ybase, I(k, oi)), kir_e_cast(k, TBC_DT_F32, v)));
 	}
 	kir_stmt *body = FOR(k, r, I(k, 0), rows, KIR_LOOP_PARALLEL, &rb);
