@@ -51,8 +51,25 @@ static int64_t arena_at_one(const kir_program *p) {
 	return n;
 }
 
+static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *lower_for,
+		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
+		       size_t *out_size);
+
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
 		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size) {
+	return codegen(m, o, NULL, info, d, with_program, user, out_data, out_size);
+}
+
+tbc_code tbc_codegen_for(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *t, tbc_diags *d,
+			 tbc_program_fn with_program, void *user) {
+	void *data = NULL;
+	size_t size = 0;
+	return codegen(m, o, t, NULL, d, with_program, user, &data, &size);
+}
+
+static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *lower_for,
+		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
+		       size_t *out_size) {
 	*out_data = NULL;
 	*out_size = 0;
 	tbc_compile_options dflt;
@@ -87,7 +104,8 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	kir_program *p = NULL;
 	tbc_target_desc desc;
 	if (rc == TBC_OK) {
-		rc = tbc_target_cpu.describe(o, &desc, d);
+		if (lower_for) desc = *lower_for;
+		else rc = tbc_target_cpu.describe(o, &desc, d);
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = now();

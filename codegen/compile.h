@@ -15,4 +15,11 @@ typedef bool (*tbc_program_fn)(const kir_program *p, void *user, tbc_diags *d);
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
 		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size);
 
+/* Lowers m for the target t describes (a device's parallel form, instead of
+ * the CPU's description) and hands the program to with_program; nothing is
+ * emitted.  For running the program under that target's kernels without an
+ * artifact (the conformance harness's opencl target). */
+tbc_code tbc_codegen_for(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *t, tbc_diags *d,
+			 tbc_program_fn with_program, void *user);
+
 #endif

@@ -367,6 +367,7 @@ bool lk_end(lk *l, kir_stmt *body) {
 	for (int i = 0; i < l->n_args; i++) /* the symbols known by now: all this kernel can name */
 		if (l->args[i] == p->syms_buf) l->k->buffers[i]->dims[0] = kir_e_index(l->k, p->n_syms);
 	if (!kir_verify(l->k, cx->d)) return internal(cx, "a lowered kernel does not verify");
+	if (!kir_fits_target(l->k, cx->target, cx->d)) return internal(cx, "a lowered kernel does not fit its target");
 	if (p->n_launches == p->cap_launches) {
 		int cap = p->cap_launches ? p->cap_launches * 2 : 16;
 		kir_launch *grown = tbc_arena_array(p->arena, (size_t)cap, sizeof *grown);

@@ -42,4 +42,11 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
  * statement (NULL when out of memory). */
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 
+/* The parallel form for device targets (codegen/lower/lower_gemm_grid.c):
+ * whether the target wants it (TBC_PAR_GRID with work-groups), and the
+ * grouped kernel's nest (tiles staged in local memory, several outputs per
+ * work-item).  gemm_generate calls it when wanted. */
+bool gemm_grid_wanted(const lk *l);
+kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
+
 #endif

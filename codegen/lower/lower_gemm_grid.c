@@ -1,0 +1,160 @@
+/* The GEMM generator's parallel form (lower_gemm.h), for targets whose
+ * parallel loops are a grid of work-groups (TBC_PAR_GRID with work-groups):
+ *
+ *   a work-group of GX x GY items per TM x TN tile of y (TM = GY * WM,
+ *   TN = GX * WN), each item WM x WN outputs held in scalar locals; the
+ *   tiles of a and b staged in local memory TK columns (rows) at a time, each
+ *   item loading its share, zeros past the edges; barriers around the
+ *   products.  Item (x, y) owns rows y, y + GY, ... and columns x, x + GX, ...
+ *   of the tile, so neighbouring items touch neighbouring columns.
+ *
+ * Grid loops: the batch (when there is more than one), the row tiles, the
+ * column tiles.  Every output's sum is taken in k order from 0 (the padding
+ * adds +0 products to a sum that is never -0), as the CPU's generator does,
+ * and the epilogue is the same callback. */
+#include "codegen/lower/kir_short.h"
+#include "codegen/lower/lower_gemm.h"
+
+#define GG_MAX_W 4
+
+bool gemm_grid_wanted(const lk *l) {
+	const tbc_target_desc *t = l->cx->target;
+	return t->parallel == TBC_PAR_GRID && t->workgroups && t->max_workgroup_size >= 16 && t->local_mem_bytes >= 4096;
+}
+
+typedef struct gg {
+	lk *l;
+	kir_kernel *k;
+	const gemm_spec *s;
+	int64_t gx, gy, wm, wn, tk, tm, tn, items;
+	kir_expr *batch, *base[3], *i0, *j0, *lx, *ly, *lid;
+} gg;
+
+static kir_expr *set_local(kir_kernel *k, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) return k->failed = true, NULL;
+	kir_var *v = kir_var_new(k, name, e->type);
+	kir_block_add(k, b, kir_s_set(k, v, e));
+	return V(k, v);
+}
+
+static kir_expr *zero_of(kir_kernel *k, tbc_dtype t) { return tbc_dtype_is_float(t) ? F(k, t, 0.0) : kir_e_int(k, t, 0); }
+
+/* Stores one operand's tile (rows x cols of the operand from (r0, c0),
+ * limits R x C) into local buffer dst, element e = it * items + lid. */
+static void stage(gg *g, kir_block *b, kir_buffer *dst, const gemm_operand *o, kir_expr *base, kir_expr *r0,
+		  kir_expr *c0, int64_t rows, int64_t cols, kir_expr *R, kir_expr *C) {
+	kir_kernel *k = g->k;
+	int64_t n = rows * cols;
+	for (int64_t it = 0; it < (n + g->items - 1) / g->items; it++) {
+		/* the last share may be partial: those items store nothing (the
+		 * index clamped too, for the verifier's interval check) */
+		bool partial = (it + 1) * g->items > n;
+		kir_expr *e = ADD(k, I(k, it * g->items), g->lid);
+		if (partial) e = MIN(k, e, I(k, n - 1));
+		kir_expr *r = ADD(k, r0, DIV(k, e, I(k, cols))), *c = ADD(k, c0, MOD(k, e, I(k, cols)));
+		kir_expr *in = AND(k, CMP(k, KIR_LT, r, R), CMP(k, KIR_LT, c, C));
+		kir_expr *rc = MIN(k, r, SUB(k, R, I(k, 1))), *cc = MIN(k, c, SUB(k, C, I(k, 1)));
+		kir_expr *idx = ADD(k, ADD(k, base, MUL(k, rc, o->rs)), MUL(k, cc, o->cs));
+		kir_expr *v = CAST(k, g->s->ct, LOAD(k, o->buf, idx));
+		kir_stmt *st = kir_s_store(k, dst, e, SEL(k, in, v, zero_of(k, g->s->ct)));
+		if (partial) st = kir_s_if(k, CMP(k, KIR_LT, ADD(k, I(k, it * g->items), g->lid), I(k, n)), st, NULL);
+		kir_block_add(k, b, st);
+	}
+}
+
+/* Picks the tile: 64 items as 8 x 8 with 4 x 4 outputs each where the
+ * target allows, fewer outputs along a dim that is small. */
+static void choose(gg *g, const tbc_target_desc *t) {
+	const gemm_spec *s = g->s;
+	int64_t m = -1, n = -1;
+	kir_e_const_index(s->M, &m);
+	kir_e_const_index(s->N, &n);
+	g->gx = g->gy = t->max_workgroup_size >= 64 ? 8 : 4;
+	g->wm = g->wn = 4;
+	if (m >= 0 && m <= 4) { /* a few rows (a vector times a matrix): the group spreads over columns */
+		g->gx *= g->gy, g->gy = 1, g->wm = m > 0 ? m : 1, g->wn = 2;
+	} else if (n >= 0 && n <= 4) {
+		g->gy *= g->gx, g->gx = 1, g->wn = n > 0 ? n : 1, g->wm = 2;
+	}
+	g->items = g->gx * g->gy;
+	g->tm = g->gy * g->wm, g->tn = g->gx * g->wn;
+	/* TK: the deepest of 32, 16, ... whose two tiles fit in a quarter of
+	 * the local memory. */
+	int64_t es = (int64_t)tbc_dtype_size(s->ct);
+	for (g->tk = 32; g->tk > 1; g->tk /= 2)
+		if ((g->tm + g->tn) * g->tk * es <= t->local_mem_bytes / 4) break;
+}
+
+kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
+	kir_kernel *k = l->k;
+	gg g = {.l = l, .k = k, .s = s};
+	choose(&g, l->cx->target);
+	int64_t grp[2] = {g.gx, g.gy};
+	kir_kernel_set_group(k, 2, grp);
+	kir_buffer *As = kir_local_new(k, "a_tile", s->ct, 2, (int64_t[]){g.tm, g.tk});
+	kir_buffer *Bs = kir_local_new(k, "b_tile", s->ct, 2, (int64_t[]){g.tk, g.tn});
+	int64_t nb = -1;
+	bool batched = !kir_e_const_index(s->NB, &nb) || nb != 1;
+	kir_var *bv = batched ? kir_var_new(k, "batch", KIR_INDEX) : NULL;
+	kir_var *bi = kir_var_new(k, "bi", KIR_INDEX), *bj = kir_var_new(k, "bj", KIR_INDEX);
+	g.lx = kir_e_local_id(k, 0), g.ly = kir_e_local_id(k, 1);
+	g.lid = ADD(k, g.lx, MUL(k, g.ly, I(k, g.gx)));
+	g.batch = bv ? V(k, bv) : I(k, 0);
+	kir_block body = {0};
+	for (int w = 0; w < 3; w++) {
+		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
+		g.base[w] = b ? set_local(k, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(k, 0);
+	}
+	g.i0 = MUL(k, V(k, bi), I(k, g.tm));
+	g.j0 = MUL(k, V(k, bj), I(k, g.tn));
+	kir_var *acc[GG_MAX_W][GG_MAX_W];
+	for (int r = 0; r < g.wm; r++)
+		for (int c = 0; c < g.wn; c++) {
+			acc[r][c] = kir_var_new(k, "acc", s->ct);
+			kir_block_add(k, &body, kir_s_set(k, acc[r][c], zero_of(k, s->ct)));
+		}
+	/* One K tile: stage, barrier, the products, barrier (before the next
+	 * stage overwrites what others still read). */
+	kir_var *kt = kir_var_new(k, "kt", KIR_INDEX), *kk = kir_var_new(k, "kk", KIR_INDEX);
+	kir_expr *k0 = MUL(k, V(k, kt), I(k, g.tk));
+	kir_block tile = {0};
+	stage(&g, &tile, As, &s->a, g.base[0], g.i0, k0, g.tm, g.tk, s->M, s->K);
+	stage(&g, &tile, Bs, &s->b, g.base[1], k0, g.j0, g.tk, g.tn, s->K, s->N);
+	kir_block_add(k, &tile, kir_s_barrier(k));
+	kir_block step = {0};
+	kir_expr *av[GG_MAX_W], *bw[GG_MAX_W];
+	for (int r = 0; r < g.wm; r++) {
+		kir_expr *row = ADD(k, g.ly, I(k, r * g.gy));
+		av[r] = set_local(k, &step, "a", LOAD(k, As, ADD(k, MUL(k, row, I(k, g.tk)), V(k, kk))));
+	}
+	for (int c = 0; c < g.wn; c++) {
+		kir_expr *col = ADD(k, g.lx, I(k, c * g.gx));
+		bw[c] = set_local(k, &step, "b", LOAD(k, Bs, ADD(k, MUL(k, V(k, kk), I(k, g.tn)), col)));
+	}
+	for (int r = 0; r < g.wm; r++)
+		for (int c = 0; c < g.wn; c++)
+			kir_block_add(k, &step, kir_s_set(k, acc[r][c], ADD(k, V(k, acc[r][c]), MUL(k, av[r], bw[c]))));
+	kir_block_add(k, &tile, kir_s_for(k, kk, I(k, 0), I(k, g.tk), 1, KIR_LOOP_SEQUENTIAL, step.first));
+	kir_block_add(k, &tile, kir_s_barrier(k));
+	kir_expr *KT = DIV(k, ADD(k, s->K, I(k, g.tk - 1)), I(k, g.tk));
+	kir_block_add(k, &body, kir_s_for(k, kt, I(k, 0), KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	/* The stores, each where its row and column exist (indices clamped as
+	 * well, so the verifier's interval check sees them in bounds). */
+	for (int r = 0; r < g.wm; r++)
+		for (int c = 0; c < g.wn; c++) {
+			kir_expr *row = ADD(k, g.i0, ADD(k, g.ly, I(k, r * g.gy)));
+			kir_expr *col = ADD(k, g.j0, ADD(k, g.lx, I(k, c * g.gx)));
+			kir_expr *in = AND(k, CMP(k, KIR_LT, row, s->M), CMP(k, KIR_LT, col, s->N));
+			kir_expr *rc = MIN(k, row, SUB(k, s->M, I(k, 1))), *cc = MIN(k, col, SUB(k, s->N, I(k, 1)));
+			kir_expr *v = V(k, acc[r][c]);
+			v = s->epi ? s->epi(s->ctx, l, v, g.batch, rc, cc) : CAST(k, s->y.buf->dtype, v);
+			kir_expr *yi = ADD(k, ADD(k, g.base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
+			kir_block_add(k, &body, kir_s_if(k, in, kir_s_store(k, s->y.buf, yi, v), NULL));
+		}
+	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
+	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
+	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, body.first);
+	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
+	if (bv) nest = kir_s_for(k, bv, I(k, 0), s->NB, 1, KIR_LOOP_GRID, nest);
+	return nest;
+}
