@@ -224,9 +224,9 @@ tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in,
 			tbc_diags *d) {
 	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
 	ocl_run r = {.in = in, .n_in = n_in, .out = out, .n_out = n_out, .rc = TBC_OK};
-	void *data = NULL;
-	size_t size = 0;
-	tbc_code rc = tbc_codegen(m, NULL, NULL, d, run_program, &r, &data, &size);
+	/* Lowered for an OpenCL device: its parallel form (grouped kernels). */
+	tbc_target_desc device = tbc_target_desc_opencl_default();
+	tbc_code rc = tbc_codegen_for(m, NULL, &device, d, run_program, &r);
 	if (rc == TBC_OK) rc = r.rc;
 	close_run(&r);
 	if (rc != TBC_OK)
