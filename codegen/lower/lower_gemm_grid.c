@@ -137,7 +137,9 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	kir_block_add(k, &tile, kir_s_for(k, kk, I(k, 0), I(k, g.tk), 1, KIR_LOOP_SEQUENTIAL, step.first));
 	kir_block_add(k, &tile, kir_s_barrier(k));
 	kir_expr *KT = DIV(k, ADD(k, s->K, I(k, g.tk - 1)), I(k, g.tk));
-	kir_block_add(k, &body, kir_s_for(k, kt, I(k, 0), KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	int64_t kc;
+	if (!kir_e_const_index(s->K, &kc) || kc > 0) /* no loop over a statically empty range */
+		kir_block_add(k, &body, kir_s_for(k, kt, I(k, 0), KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
 	/* The stores, each where its row and column exist (indices clamped as
 	 * well, so the verifier's interval check sees them in bounds). */
 	for (int r = 0; r < g.wm; r++)
@@ -153,7 +155,10 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 		}
 	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
 	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
-	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, body.first);
+	int64_t mc = -1, nc = -1;
+	kir_e_const_index(s->M, &mc), kir_e_const_index(s->N, &nc);
+	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
+	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body.first);
 	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
 	if (bv) nest = kir_s_for(k, bv, I(k, 0), s->NB, 1, KIR_LOOP_GRID, nest);
 	return nest;

@@ -71,9 +71,27 @@ bool rs_begin_sizes(lk *l, rspace *s, int rank, kir_expr *const *sizes, const bo
 	return !s->k->failed;
 }
 
+/* The parallel form: one variable over the pass's elements, split among
+ * the items; the reduced dims' indices decomposed from it. */
+static void rs_group_pass_begin(rspace *s) {
+	kir_kernel *k = s->k;
+	s->rlin = kir_var_new(k, "r", KIR_INDEX);
+	kir_expr *stride = kir_e_index(k, 1);
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (!s->mask[d]) continue;
+		s->rvar[d] = NULL;
+		s->cur[d] = kir_e_binary(k, KIR_FLOORMOD, kir_e_binary(k, KIR_FLOORDIV, kir_e_var(k, s->rlin), stride), s->size[d]);
+		stride = kir_e_mul(k, stride, s->size[d]);
+	}
+}
+
 void rs_pass_begin(rspace *s) {
 	s->inner = (kir_block){0};
 	s->in_pass = true;
+	if (s->group) {
+		rs_group_pass_begin(s);
+		return;
+	}
 	for (int d = 0; d < s->rank; d++) {
 		if (!s->mask[d]) continue;
 		s->rvar[d] = NULL;
@@ -97,11 +115,17 @@ static bool static_zero(kir_expr *size) {
 	return kir_e_const_index(size, &c) && c == 0;
 }
 
+kir_expr *rs_count(rspace *s);
+
 void rs_pass_end(rspace *s) {
 	kir_stmt *body = s->inner.first;
 	for (int d = 0; d < s->rank; d++)
 		if (s->mask[d] && static_zero(s->size[d])) body = NULL; /* an empty reduction: no iterations */
-	for (int d = s->rank - 1; d >= 0 && body; d--) {
+	if (s->group && body) {
+		body = kir_s_for(s->k, s->rlin, kir_e_local_id(s->k, 0), rs_count(s), s->group, KIR_LOOP_SEQUENTIAL, body);
+		s->point_has_loops = true;
+	}
+	for (int d = s->rank - 1; d >= 0 && body && !s->group; d--) {
 		if (!s->mask[d] || !s->rvar[d]) continue;
 		body = kir_s_for(s->k, s->rvar[d], kir_e_index(s->k, 0), s->size[d], 1, KIR_LOOP_SEQUENTIAL, body);
 		s->point_has_loops = true;
@@ -165,7 +189,67 @@ kir_expr *rs_local(rspace *s, const char *name, kir_expr *e) {
 	return kir_e_var(s->k, v);
 }
 
+/* The parallel form: one grid loop over the points, the kept dims'
+ * indices decomposed from it. */
+static kir_stmt *rs_group_finish(rspace *s) {
+	kir_kernel *k = s->k;
+	kir_var *o = kir_var_new(k, "o", KIR_INDEX);
+	kir_block head = {0};
+	kir_expr *stride = kir_e_index(k, 1);
+	for (int d = s->rank - 1; d >= 0; d--) {
+		if (s->mask[d]) continue;
+		if (s->kvar[d])
+			kir_block_add(k, &head, kir_s_set(k, s->kvar[d], kir_e_binary(k, KIR_FLOORMOD,
+										  kir_e_binary(k, KIR_FLOORDIV, kir_e_var(k, o), stride), s->size[d])));
+		stride = kir_e_mul(k, stride, s->size[d]);
+	}
+	block_append(&head, s->point.first);
+	kir_kernel_set_group(k, 1, &s->group);
+	return kir_s_for(k, o, kir_e_index(k, 0), stride, 1, KIR_LOOP_GRID, head.first);
+}
+
+bool rs_group(rspace *s) {
+	const tbc_target_desc *t = s->l->cx->target;
+	if (t->parallel != TBC_PAR_GRID || !t->workgroups || t->max_workgroup_size < 2) return false;
+	int64_t n;
+	if (kir_e_const_index(rs_count(s), &n) && n < 256) return false;
+	int64_t g = 1;
+	while (g * 2 <= t->max_workgroup_size && g < 64) g *= 2;
+	s->group = g;
+	return true;
+}
+
+void rs_group_combine(rspace *s, kir_var *v, kir_binop op) {
+	if (!s->group) return;
+	kir_kernel *k = s->k;
+	char name[32];
+	snprintf(name, sizeof name, "part_%s", kir_type_name(v->type));
+	kir_buffer *part = NULL;
+	for (int i = 0; i < k->n_locals; i++)
+		if (!strcmp(k->locals[i]->name, name)) part = k->locals[i];
+	if (!part) part = kir_local_new(k, name, v->type, 1, &s->group);
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_block *b = &s->point;
+	kir_block_add(k, b, kir_s_store(k, part, lid, kir_e_var(k, v)));
+	kir_block_add(k, b, kir_s_barrier(k));
+	for (int64_t st = s->group / 2; st >= 1; st /= 2) {
+		kir_expr *both = kir_e_binary(k, op, kir_e_load(k, part, lid), kir_e_load(k, part, kir_e_add(k, lid, kir_e_index(k, st))));
+		kir_block_add(k, b, kir_s_if(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, st)), kir_s_store(k, part, lid, both), NULL));
+		kir_block_add(k, b, kir_s_barrier(k));
+	}
+	kir_block_add(k, b, kir_s_set(k, v, kir_e_load(k, part, kir_e_index(k, 0))));
+	kir_block_add(k, b, kir_s_barrier(k)); /* before part is stored again */
+}
+
+void rs_store(rspace *s, kir_buffer *buf, kir_expr *idx, kir_expr *value) {
+	kir_kernel *k = s->k;
+	kir_stmt *st = kir_s_store(k, buf, idx, value);
+	if (s->group) st = kir_s_if(k, kir_e_cmp(k, KIR_EQ, kir_e_local_id(k, 0), kir_e_index(k, 0)), st, NULL);
+	kir_block_add(k, &s->point, st);
+}
+
 kir_stmt *rs_finish(rspace *s) {
+	if (s->group) return rs_group_finish(s);
 	kir_stmt *body = s->point.first;
 	for (int d = 0; d < s->rank; d++)
 		if (!s->mask[d] && static_zero(s->size[d])) /* no output points */
@@ -287,6 +371,7 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 		kir_expr *v = kir_e_cast(k, TBC_DT_F64, elem(ctx, s, true));
 		rs_set(s, sv, kir_e_binary(k, KIR_MAX, kir_e_var(k, sv), v));
 		rs_pass_end(s);
+		rs_group_combine(s, sv, KIR_MAX);
 		first = false;
 		kir_expr *sh = kir_e_var(k, sv);
 		kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_unary(k, KIR_ISNAN, sh), kir_e_unary(k, KIR_ISINF, sh));
@@ -315,6 +400,7 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 	}
 	rs_set(s, acc, u);
 	rs_pass_end(s);
+	rs_group_combine(s, acc, kind == RK_PROD ? KIR_MUL : kind == RK_MAX ? KIR_MAX : kind == RK_MIN ? KIR_MIN : KIR_ADD);
 	kir_expr *r = kir_e_var(k, acc);
 	switch (kind) {
 	case RK_MEAN: r = kir_e_binary(k, KIR_DIV, r, kir_e_cast(k, at, rs_count(s))); break;
@@ -369,9 +455,10 @@ static lower_result lower_reduce_op(lower_cx *cx, const tbc_op *op, rkind kind) 
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	load_ctx c = {xb, &x->type, 0};
+	rs_group(&s); /* devices: a work-group per output point */
 	kir_expr *r = rs_reduce(&s, op, kind, x->type.dtype, load_elem, &c);
 	if (!r) return LOWER_FAILED;
-	kir_block_add(l.k, &s.point, kir_s_store(l.k, out, rs_out_linear(&s), r));
+	rs_store(&s, out, rs_out_linear(&s), r);
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 

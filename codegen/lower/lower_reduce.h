@@ -24,6 +24,12 @@ typedef struct rspace {
 	kir_var *rvar[TBC_MAX_RANK];  /* the current pass's variables over reduced dims */
 	kir_expr *cur[TBC_MAX_RANK];  /* the current index along each dim (NULL: out of scope) */
 	bool reverse;                 /* passes run the reduced dims backwards (CumSum reverse) */
+	/* The parallel form (rs_group): a work-group of `group` items per
+	 * output point, each pass split among the items (%r from local_id(0) in
+	 * steps of group) and each accumulator combined by a tree in local
+	 * memory after it; 0: one point per iteration of a parallel loop. */
+	int64_t group;
+	kir_var *rlin;
 	kir_block point;              /* statements per output point */
 	kir_block inner;              /* statements of the open pass */
 	bool in_pass;
@@ -52,8 +58,19 @@ kir_expr *rs_local(rspace *s, const char *name, kir_expr *e);
 void rs_set(rspace *s, kir_var *v, kir_expr *e);
 /* The number of points a pass visits (the product of the reduced sizes). */
 kir_expr *rs_count(rspace *s);
-/* Wraps the point body in the kept loops (outermost parallel). */
+/* Wraps the point body in the kept loops (outermost parallel; in the
+ * parallel form one grid loop over the points). */
 kir_stmt *rs_finish(rspace *s);
+/* Chooses the parallel form when the target runs a grid of work-groups and
+ * the passes are long (256 elements or more, or symbolic); call before the
+ * first pass.  Then every accumulator of a pass must be combined with
+ * rs_group_combine after it, and stores guarded with rs_store. */
+bool rs_group(rspace *s);
+/* After a pass: every item's v combined with op (add, mul, min, max) into
+ * every item's v. */
+void rs_group_combine(rspace *s, kir_var *v, kir_binop op);
+/* buf[idx] = value in the point body (by one item in the parallel form). */
+void rs_store(rspace *s, kir_buffer *buf, kir_expr *idx, kir_expr *value);
 
 /* The Reduce* family. */
 typedef enum rkind {

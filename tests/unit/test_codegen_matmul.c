@@ -339,6 +339,46 @@ static void test_gemm_symbolic_rows(void **state) {
 	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 0, 1, 1, 1)->outputs[0]}, 1e-4);
 }
 
+
+/* ---- The devices' parallel form ---------------------------------------------------
+ * Lowered for an OpenCL device (tbc_target_desc_opencl_default) every GEMM is
+ * a grouped kernel: a work-group per output tile, tiles of a and b staged in
+ * local memory, several outputs per work-item.  The evaluator runs the
+ * groups (checking barriers and races) against the interpreter. */
+static void test_gemm_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	static const char *const shapes[][2] = {{"1,1", "1,1"}, {"7,13", "13,19"}, {"33,40", "40,65"},
+						{"12,0", "0,4"}, {"2,64", "64,1"}, {"1,300", "300,40"},
+						{"3,5,9", "9,6"}, {"2,1,4,7", "3,7,5"}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input(&md, TBC_DT_F32, shapes[i][0]), *b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
+	model md = model_new(); /* a symbolic batch, f64 */
+	tbc_value *a = input_sym(&md, TBC_DT_F64, "N,37,9", 2, -1, 1), *b = input(&md, TBC_DT_F64, "9,35");
+	check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-9);
+	md = model_new(); /* Gemm: transposes, alpha, beta, C */
+	a = input(&md, TBC_DT_F32, "11,7"), b = input(&md, TBC_DT_F32, "19,11");
+	tbc_value *c = input(&md, TBC_DT_F32, "19");
+	check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 1, 1, 0.5, -2)->outputs[0]}, 1e-4);
+	md = model_new(); /* integers */
+	a = input_sym(&md, TBC_DT_I32, "4,6", 1, -9, 9), b = input_sym(&md, TBC_DT_I32, "6,10", 1, -9, 9);
+	c = input_sym(&md, TBC_DT_I32, "10", 1, -9, 9);
+	check(&md, gemm_op(&md, a, b, c, 0, 0, 3, 2)->outputs[0]);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "33,40"), b = input(&md, TBC_DT_F32, "40,65");
+	op2(&md, TBC_OP_MatMul, a, b);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(8, 8)"));
+	assert_non_null(strstr(text, "local a_tile: f32[32, 32]"));
+	free(text);
+	g_target = NULL;
+}
+
 /* ---- Conv and pools ----------------------------------------------------------------*/
 static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
 	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
@@ -581,6 +621,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
 		cmocka_unit_test(test_gemm_symbolic_rows),
+		cmocka_unit_test(test_gemm_as_work_groups),
 		cmocka_unit_test(test_conv_2d_geometries),
 		cmocka_unit_test(test_conv_1d_and_3d),
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),

@@ -320,9 +320,51 @@ static void test_fused_prologue_output(void **state) {
 	g_fuse = 0;
 }
 
+
+/* ---- The devices' parallel form ---------------------------------------------------
+ * Lowered for an OpenCL device (tbc_target_desc_opencl_default), a reduction
+ * over 256 elements or more is a work-group per output point: each item
+ * sums a strided part, a tree in local memory combines them.  The evaluator
+ * runs the groups (checking the barriers and races); results match the
+ * interpreter within the rounding a different order of the sum makes. */
+static void test_reduce_kinds_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const tbc_opcode codes[] = {TBC_OP_ReduceSum, TBC_OP_ReduceMean, TBC_OP_ReduceProd, TBC_OP_ReduceMax,
+				    TBC_OP_ReduceMin, TBC_OP_ReduceL1, TBC_OP_ReduceL2, TBC_OP_ReduceSumSquare,
+				    TBC_OP_ReduceLogSum, TBC_OP_ReduceLogSumExp};
+	for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+		model md = model_new();
+		bool positive = codes[i] == TBC_OP_ReduceLogSum, prod = codes[i] == TBC_OP_ReduceProd;
+		tbc_value *x = input_sym(&md, TBC_DT_F32, "3,300,2", 3, positive || prod ? 0.9 : -3, positive || prod ? 1.1 : 3);
+		const double a[] = {1};
+		check_rtol(&md, reduce(&md, codes[i], x, axes(&md, 1, a), -1)->outputs[0], 1e-5);
+	}
+	/* every axis (one point), integers, a symbolic row length */
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_I32, "5,70", 3, -100, 100);
+	check_rtol(&md, reduce(&md, TBC_OP_ReduceSum, x, NULL, 0)->outputs[0], 0);
+	md = model_new();
+	x = input_sym(&md, TBC_DT_F32, "4,N", 1000, -1, 1);
+	const double a1[] = {1};
+	check_rtol(&md, reduce(&md, TBC_OP_ReduceMax, x, axes(&md, 1, a1), 1)->outputs[0], 0);
+	md = model_new();
+	x = input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1);
+	reduce(&md, TBC_OP_ReduceSum, x, axes(&md, 1, a1), 0);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	assert_non_null(strstr(text, " grid {"));
+	assert_non_null(strstr(text, "barrier"));
+	free(text);
+	g_target = NULL;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_kinds_middle_axis_f32),
+		cmocka_unit_test(test_reduce_kinds_as_work_groups),
 		cmocka_unit_test(test_reduce_sum_two_axes_no_keepdims_f64),
 		cmocka_unit_test(test_reduce_mean_all_axes),
 		cmocka_unit_test(test_reduce_sum_square_noop_with_empty_axes),
