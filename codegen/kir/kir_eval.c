@@ -330,36 +330,34 @@ static void run_group(evaluator *ev, const kir_stmt *body);
 static void run(evaluator *ev, const kir_stmt *s);
 
 static void run_stmt(evaluator *ev, const kir_stmt *s) {
-	{
-		switch (s->kind) {
-		case KIR_S_FOR: {
-			int64_t lo = eval(ev, s->lo).i, hi = eval(ev, s->hi).i;
-			bool group = s->loop == KIR_LOOP_GRID && !(s->body && s->body->kind == KIR_S_FOR && s->body->loop == KIR_LOOP_GRID);
-			for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
-				ev->vars[s->var->id].i = i;
-				if (group) run_group(ev, s->body);
-				else run(ev, s->body);
-			}
-			break;
+	switch (s->kind) {
+	case KIR_S_FOR: {
+		int64_t lo = eval(ev, s->lo).i, hi = eval(ev, s->hi).i;
+		bool group = s->loop == KIR_LOOP_GRID && !(s->body && s->body->kind == KIR_S_FOR && s->body->loop == KIR_LOOP_GRID);
+		for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
+			ev->vars[s->var->id].i = i;
+			if (group) run_group(ev, s->body);
+			else run(ev, s->body);
 		}
-		case KIR_S_STORE: {
-			int64_t i = index_of(ev, s->buf, s->index, "store");
-			val v = eval(ev, s->value);
-			if (!ev->failed) store(ev, s->buf, i, v);
-			break;
-		}
-		case KIR_S_SET: ev->vars[s->var->id] = eval(ev, s->value); break;
-		case KIR_S_IF:
-			if (eval(ev, s->cond).i) run(ev, s->body);
-			else run(ev, s->orelse);
-			break;
-		case KIR_S_ERROR:
-			if (eval(ev, s->cond).i) eerr(ev, "%s", s->message);
-			break;
-		case KIR_S_BARRIER: /* run_phased handles the barriers it may reach */
-			eerr(ev, "work-item %d reaches a barrier the others may not", ev->item);
-			break;
-		}
+		break;
+	}
+	case KIR_S_STORE: {
+		int64_t i = index_of(ev, s->buf, s->index, "store");
+		val v = eval(ev, s->value);
+		if (!ev->failed) store(ev, s->buf, i, v);
+		break;
+	}
+	case KIR_S_SET: ev->vars[s->var->id] = eval(ev, s->value); break;
+	case KIR_S_IF:
+		if (eval(ev, s->cond).i) run(ev, s->body);
+		else run(ev, s->orelse);
+		break;
+	case KIR_S_ERROR:
+		if (eval(ev, s->cond).i) eerr(ev, "%s", s->message);
+		break;
+	case KIR_S_BARRIER: /* run_phased handles the barriers it may reach */
+		eerr(ev, "work-item %d reaches a barrier the others may not", ev->item);
+		break;
 	}
 }
 

@@ -374,8 +374,15 @@ static void test_gemm_as_work_groups(void **state) {
 	op2(&md, TBC_OP_MatMul, a, b);
 	char *text = lowered_text(&md);
 	assert_non_null(strstr(text, "group(8, 8)"));
-	assert_non_null(strstr(text, "local a_tile: f32[32, 32]"));
+	assert_non_null(strstr(text, "local a_tile: f32[64, 16]"));
 	free(text);
+	/* items in lockstep (a GPU's subgroups): each item's outputs spread */
+	dev.subgroup_size = 32;
+	for (size_t i = 1; i < 4; i++) {
+		md = model_new();
+		a = input(&md, TBC_DT_F32, shapes[i][0]), b = input(&md, TBC_DT_F32, shapes[i][1]);
+		check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+	}
 	g_target = NULL;
 }
 
