@@ -5,7 +5,7 @@
 #include "codegen/lower/lower_internal.h"
 
 /* ConvTranspose, MaxUnpool, GridSample, RoiAlign, DeformConv
- * (codegen/lower/lower_conv_t.c):
+ * (codegen/lower/conv_more.c):
  * LOWER_NOT_MINE for any other op. */
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op);
 

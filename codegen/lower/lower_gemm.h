@@ -1,5 +1,5 @@
-/* The GEMM generator (codegen/lower/lower_matmul.c), shared by MatMul, Gemm and
- * Conv (codegen/lower/lower_conv.c):
+/* The GEMM generator (codegen/lower/matmul.c), shared by MatMul, Gemm and
+ * Conv (codegen/lower/conv.c):
  *
  *   y[b](i, j) = epi(sum_k a[b](i, k) * b[b](k, j))   for b < NB, i < M, j < N
  *

@@ -514,3 +514,7 @@ lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
 	default: return lower_conv_more(cx, op);
 	}
 }
+
+lower_result lower_family_conv_shape(lower_cx *cx, const tbc_op *op) {
+	return op->code == TBC_OP_MaxUnpool ? lower_max_unpool_shape(cx, op) : LOWER_NOT_MINE;
+}

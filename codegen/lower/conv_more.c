@@ -1,5 +1,5 @@
 /* ConvTranspose, MaxUnpool, GridSample, RoiAlign and DeformConv lowered
- * (dispatched from lower_family_conv, codegen/lower/lower_conv.c).
+ * (dispatched from lower_family_conv, codegen/lower/conv.c).
  *
  * ConvTranspose is a GEMM followed by a gather (col2im), so that every
  * parallel loop writes disjoint elements:
@@ -210,7 +210,7 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	const tbc_type *xt = &xv->type, *yt = &yv->type;
 	if (xt->rank < 3 || yt->rank != xt->rank || iv->type.dtype != TBC_DT_I64) return refuse(cx, op, "of this rank or index type");
 	/* Output dims may be symbols: an output_shape given while running, checked
-	 * and stored by its shape kernel (codegen/lower/lower_dyn_select.c). */
+	 * and stored by its shape kernel (codegen/lower/select.c). */
 	if (!static_dims(xt, 0)) return refuse(cx, op, "with symbolic dims");
 	int r = xt->rank;
 	/* The unpooled shape: (in - 1) * stride - pads + kernel per spatial dim. */
