@@ -167,6 +167,11 @@ typedef struct tbc_compile_options {
 	FILE *dump_file;           /* NULL: stderr */
 	FILE *stats_file;          /* NULL: stderr */
 	struct tbc_compile_stats *stats_out; /* non-NULL: filled with the figures --stats prints */
+	/* TEST ONLY (tbc check's tests): non-NULL compiles a deliberately wrong
+	 * model, output 0 of the main graph's node of this ONNX name plus 1
+	 * (a bool flipped), to check that tbc check --bisect finds it.  Never
+	 * set it otherwise. */
+	const char *test_perturb_node;
 } tbc_compile_options;
 
 /* What a compile measured (tbc_compile_options.stats_out).  Byte counts
