@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "ir.h"
 
 int tbc_module_input_shape(const tbc_module *m, size_t i, int64_t *dims, const char **syms) {
@@ -125,7 +126,9 @@ tbc_code tbc_module_expose_nodes(const tbc_module *m, const size_t *nodes, size_
 		tbc_op *op = dst[nodes[j]];
 		for (int k = 0; rc == TBC_OK && k < op->n_outputs; k++) {
 			tbc_value *v = op->outputs[k];
-			if (!v || is_returned(copy->main, v)) continue;
+			/* Compiled code returns only tensors of known rank. */
+			if (!v || is_returned(copy->main, v) || v->type.rank < 0 || !tbc_dtype_supported(v->type.dtype))
+				continue;
 			if (!v->name) {
 				char name[32];
 				snprintf(name, sizeof name, "%%%" PRIu32, src[nodes[j]]->outputs[k]->id);

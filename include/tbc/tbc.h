@@ -253,8 +253,10 @@ void tbc_module_node_input_type(const tbc_module *m, size_t i, size_t k, char *b
 
 /* A copy of m whose main graph also returns every output of nodes[0..n)
  * (indices as for tbc_module_node_get), after the model's own outputs, in
- * order, each value once (one m returns already is not repeated).  They
- * are named as tbc_module_node_output_name says.  A returned value is
+ * order, each value once (one m returns already is not repeated), except
+ * those whose rank inference left unknown or whose type is not numeric
+ * (compiled code cannot return them).  They are named as
+ * tbc_module_node_output_name says.  A returned value is
  * materialized by every target: fusion cannot keep it in registers.  m must
  * outlive the copy (constants are shared). */
 tbc_code tbc_module_expose_nodes(const tbc_module *m, const size_t *nodes, size_t n_nodes, tbc_diags *diags,
