@@ -10,6 +10,7 @@
 
 #include "codegen/compile.h"
 #include "codegen/lower/lower.h"
+#include "codegen/test_fault.h"
 #include "passes/passes.h"
 #include "tbc/abi.h"
 
@@ -82,7 +83,9 @@ tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tb
 	po.dump_file = o->dump_file;
 	po.stats = &pst;
 	tbc_code rc = TBC_OK;
-	if (!tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	if (o->test_perturb_node && !tbc_test_perturb_node(work, o->test_perturb_node, d)) /* TEST ONLY */
+		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	if (rc == TBC_OK && !tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;
 	tbc_target_desc desc;

@@ -10,6 +10,7 @@
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "check.h"
 #include "timing.h"
 
 static const char usage_text[] =
@@ -42,6 +43,15 @@ static const char usage_text[] =
 	"  doctor                     print what this machine can run: the CPU and the features\n"
 	"                             tbc uses, OpenCL platforms and devices, CUDA and HIP\n"
 	"                             drivers, and the targets this tbc compiles for\n"
+	"  check MODEL [--targets interp,cpu] [--input NAME=FILE ...] [--dim NAME=SIZE ...]\n"
+	"      [--seed N] [--rtol R] [--atol A] [--bisect] [--bisect-chunk N]\n"
+	"                             run MODEL on every target with the same inputs (those not\n"
+	"                             given: random from --seed; --dim sizes symbolic dims) and\n"
+	"                             compare each target's outputs with the first's (default\n"
+	"                             rtol 1e-3, atol 1e-5); exit 0 when they agree, 1 when they\n"
+	"                             differ, 2 on bad arguments, 3 when a target cannot run here.\n"
+	"                             --bisect names the first node whose output differs,\n"
+	"                             exposing --bisect-chunk nodes per run (default: by memory)\n"
 	"\n"
 	"options:\n"
 	"  -h, --help                 show this help\n"
@@ -496,6 +506,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
 	if (!strcmp(cmd, "doctor")) return cmd_doctor(argc - 2, argv + 2);
+	if (!strcmp(cmd, "check")) return tbc_cmd_check(argc - 2, argv + 2);
 	fprintf(stderr, "tbc: unknown command '%s' (see tbc --help)\n", cmd);
 	return 2;
 }
