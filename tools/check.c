@@ -448,7 +448,7 @@ static void format_diff(double v, bool meaningful, char *buf, size_t size) {
 
 typedef struct row {
 	const char *target, *output;
-	char abs[32], rel[32], verdict[256];
+	char abs[32], rel[32], verdict[600];
 } row;
 
 static void print_table(const row *rows, size_t n) {
@@ -548,7 +548,7 @@ static bool compare_node(const check_args *a, const tbc_module *m, const tbc_mod
 		if (o == n_copy_out) continue; /* not returned: cannot be compared */
 		tbc_compare_result r;
 		tbc_tensor_compare(got[o], ref[o], a->rtol, a->atol, &r);
-		char v[256], shape[512];
+		char v[600], shape[512];
 		format_tensor_shape(ref[o], shape, sizeof shape);
 		if (verdict(got[o], ref[o], &r, v, sizeof v)) {
 			book_put(book, name, shape);
