@@ -209,7 +209,8 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_compile_options *o, con
 	LLVMSetModuleDataLayout(c.mod, dl);
 	LLVMDisposeTargetData(dl);
 
-	char *features = cpu_listed_features(m.triple, m.features);
+	/* A device-only artifact has no CPU code, so it needs no CPU feature. */
+	char *features = info->no_cpu_code ? calloc(1, 1) : cpu_listed_features(m.triple, m.features);
 	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);
 	free(features);
 	char *err = NULL;
