@@ -360,6 +360,23 @@ static tbcrt_status launch(run *x, uint32_t l) {
 		args[n++] = (tbcrt__arg){TBCRT__ARG_SCALAR, NULL, &sizes[j], sizeof sizes[j]};
 	}
 	if (k->n_messages) args[n++] = (tbcrt__arg){TBCRT__ARG_BUFFER, s->status, NULL, 0};
+	/* Every buffer holds what the kernel may touch at these sizes: the
+	 * table's bindings cannot make a kernel reach past a buffer. */
+	for (uint32_t a = 0; a < k->n_buffers; a++) {
+		uint64_t need = k->elem_bytes[a];
+		bool ok = true;
+		for (uint32_t d = 0; d < k->rank[a] && ok; d++) {
+			int64_t v;
+			ok = eval_expr(&k->dims[a * TBCRT_MAX_RANK + d], sizes, &v) && v >= 0 &&
+			     tbcrt__mul_within(need, (uint64_t)v, TBCRT_MAX_TENSOR_BYTES, &need);
+		}
+		if (!ok || need > args[a].buffer->bytes)
+			return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT,
+					  "model '%s': launch %u binds buffer %d of %llu bytes to argument %u of kernel %s, which "
+					  "may touch %s%llu bytes of it",
+					  s->m->name, l, (int)la->args[a], (unsigned long long)args[a].buffer->bytes, a, k->name,
+					  ok ? "" : "more than ", (unsigned long long)need);
+	}
 	if (binds_syms && x->syms_dirty) {
 		tbcrt_status st = tbcrt__buffer_write(s->syms, 0, x->syms, (uint64_t)t->n_syms * 8);
 		if (st.code != TBCRT_OK) return st;

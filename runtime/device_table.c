@@ -228,6 +228,19 @@ static tbcrt_status read_kernels(reader *r) {
 			if (!word(r, &v) || (v != 0 && v != 1)) return BAD("kernel '%s': buffer %u's store flag", k->name, b);
 			k->stored[b] = (uint8_t)v;
 		}
+		k->elem_bytes = take(r, k->n_buffers, sizeof *k->elem_bytes);
+		k->rank = take(r, k->n_buffers, sizeof *k->rank);
+		k->dims = take(r, (uint64_t)k->n_buffers * TBCRT_MAX_RANK, sizeof *k->dims);
+		if (!k->elem_bytes || !k->rank || !k->dims) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+		for (uint32_t b = 0; b < k->n_buffers; b++) {
+			int64_t v;
+			if (!word(r, &v) || v < 1 || v > 16 || !count(r, 3, TBCRT_MAX_RANK, &k->rank[b]))
+				return BAD("kernel '%s': buffer %u's element size or rank", k->name, b);
+			k->elem_bytes[b] = (uint32_t)v;
+			for (uint32_t d = 0; d < k->rank[b]; d++)
+				if ((s = read_expr(r, k->n_sizes, &k->dims[b * TBCRT_MAX_RANK + d], k->name)).code != TBCRT_OK)
+					return s;
+		}
 		if (!count(r, 1, 65536, &k->n_messages)) return BAD("kernel '%s': its message count", k->name);
 		if (k->n_buffers + k->n_sizes + (k->n_messages ? 1 : 0) > TBCRT__MAX_ARGS)
 			return tbcrt__err(TBCRT_ERR_LIMIT, "device code: kernel '%s' takes more than %d arguments", k->name,

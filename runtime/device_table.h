@@ -38,6 +38,10 @@ typedef struct tbcrt__dkernel {
 	int64_t step;
 	tbcrt__dexpr lo, hi;
 	uint8_t *stored; /* per buffer */
+	/* Per buffer: element bytes, rank and dims as the kernel sees them (the
+	 * bytes it may touch, checked against what a launch binds). */
+	uint32_t *elem_bytes, *rank;
+	tbcrt__dexpr *dims; /* n_buffers * TBCRT_MAX_RANK */
 	uint32_t n_messages;
 	char **messages;
 } tbcrt__dkernel;

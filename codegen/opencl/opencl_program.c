@@ -175,6 +175,12 @@ static void put_tables(words *o, const kir_program *p, const printed *ks, int n_
 		put_expr(o, c->shape == TBC_OCL_GRID ? c->grid_lo : NULL, 0);
 		put_expr(o, c->shape == TBC_OCL_GRID ? c->grid_hi : NULL, c->shape == TBC_OCL_GRID ? 65536 : 1);
 		for (int b = 0; b < k->n_buffers; b++) put(o, c->stored[b] ? 1 : 0);
+		for (int b = 0; b < k->n_buffers; b++) { /* what the kernel may touch */
+			const kir_buffer *kb = k->buffers[b];
+			put(o, kb->dtype == KIR_INDEX ? 8 : (int64_t)tbc_dtype_size(kb->dtype));
+			put(o, kb->rank);
+			for (int d = 0; d < kb->rank; d++) put_expr(o, kb->dims[d], 0);
+		}
 		put(o, c->has_status ? c->n_messages : 0);
 		for (int m = 0; c->has_status && m < c->n_messages; m++) put_string(o, c->messages[m]);
 	}

@@ -125,8 +125,11 @@ typedef struct tbc_abi_model {
  *     grid_step, grid_lo and grid_hi (index expressions over the kernel's
  *     sizes: a count, then that many (op, value) pairs in postfix,
  *     TBC_ABI_EXPR_*), per buffer a flag (1: the kernel stores to it),
- *     n_messages, that many strings (the checks' messages; a kernel with
- *     n_messages > 0 takes a status word after its sizes)
+ *     per buffer the bytes of an element, its rank and its dims (index
+ *     expressions: the runtime checks before each launch that every buffer
+ *     bound holds what the kernel may touch), n_messages, that many strings
+ *     (the checks' messages; a kernel with n_messages > 0 takes a status
+ *     word after its sizes)
  *   n_launches, then per launch: ctl (TBC_ABI_CTL_*), ctl_sym[3], kernel
  *     (-1 for a marker), then for a kernel its n_buffers program buffers
  *     and n_sizes program symbols
