@@ -427,21 +427,24 @@ static void emit_descriptor_fn(llvm_cx *c, const char *name, LLVMValueRef model)
 
 bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features) {
-	LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
-	if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	for (int l = 0; l < p->n_launches && !c->failed; l++)
-		if (p->launches[l].kernel) kernels[l] = llvm_emit_kernel(c, p->launches[l].kernel, l);
-	if (c->failed) {
-		free(kernels);
-		return false;
-	}
 	char name[160];
-	snprintf(name, sizeof name, "%s.run", info->prefix);
-	LLVMValueRef run = emit_run(c, p, kernels, name);
-	snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
-	LLVMValueRef arena_bytes = emit_arena_bytes(c, p, name);
-	free(kernels);
-	if (!run || !arena_bytes || c->failed) return false;
+	LLVMValueRef run = LLVMConstNull(c->ptr), arena_bytes = LLVMConstNull(c->ptr);
+	if (!info->no_cpu_code) { /* a device-only artifact: the descriptor alone */
+		LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
+		if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		for (int l = 0; l < p->n_launches && !c->failed; l++)
+			if (p->launches[l].kernel) kernels[l] = llvm_emit_kernel(c, p->launches[l].kernel, l);
+		if (c->failed) {
+			free(kernels);
+			return false;
+		}
+		snprintf(name, sizeof name, "%s.run", info->prefix);
+		run = emit_run(c, p, kernels, name);
+		snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
+		arena_bytes = emit_arena_bytes(c, p, name);
+		free(kernels);
+		if (!run || !arena_bytes || c->failed) return false;
+	}
 
 	data_cx dc = {c, info->prefix, 0};
 	/* Weights: one 64-byte aligned blob. */
@@ -466,9 +469,23 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
 	LLVMStructSetBody(tensor_t, tfields, 5, 0);
 	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
-	LLVMTypeRef mfields[21] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr, c->ptr, c->ptr,
-				   c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i64};
-	LLVMStructSetBody(model_t, mfields, 21, 0);
+	LLVMTypeRef mfields[23] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32,
+				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64,
+				   c->i64, c->ptr, c->ptr, c->ptr, c->i64, c->ptr, c->i64};
+	LLVMStructSetBody(model_t, mfields, 23, 0);
+
+	/* Device code: the table as 8-byte aligned constant bytes. */
+	LLVMValueRef device_code = LLVMConstNull(c->ptr);
+	if (info->device_code && info->device_code_size) {
+		LLVMValueRef init =
+			LLVMConstStringInContext2(c->ctx, info->device_code, info->device_code_size, 1);
+		snprintf(name, sizeof name, "%s.device_code", info->prefix);
+		device_code = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+		LLVMSetInitializer(device_code, init);
+		LLVMSetGlobalConstant(device_code, 1);
+		LLVMSetLinkage(device_code, LLVMPrivateLinkage);
+		LLVMSetAlignment(device_code, 8);
+	}
 
 	/* Derived symbols: their polynomials as a table the runtime checks and
 	 * evaluates before the run (tbc_abi_derive_syms). */
@@ -520,7 +537,7 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
 	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
 	if (!ins || !outs) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	LLVMValueRef mvals[21] = {
+	LLVMValueRef mvals[23] = {
 		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
 		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
 		cstring(&dc, p->name),
@@ -542,10 +559,12 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 		sym_derived,
 		sym_poly,
 		LLVMConstInt(c->i64, (unsigned long long)poly_len, 0),
+		device_code,
+		LLVMConstInt(c->i64, info->device_code ? (unsigned long long)info->device_code_size : 0, 0),
 	};
 	snprintf(name, sizeof name, "%s.model", info->prefix);
 	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
-	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 21));
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 23));
 	LLVMSetGlobalConstant(model, 1);
 	LLVMSetLinkage(model, LLVMPrivateLinkage);
 	snprintf(name, sizeof name, "%s_descriptor", info->prefix);

@@ -172,7 +172,16 @@ typedef struct tbc_compile_options {
 	 * (a bool flipped), to check that tbc check --bisect finds it.  Never
 	 * set it otherwise. */
 	const char *test_perturb_node;
+	/* What the artifact holds code for (TBC_TARGETS_* bits; 0: the CPU alone).
+	 * With OPENCL the kernels are also printed as OpenCL C and the artifact
+	 * carries them with the launch and buffer tables (include/tbc/abi.h,
+	 * device_code); without CPU it holds no CPU code and runs on an OpenCL
+	 * device only (docs/opencl.md). */
+	unsigned targets;
 } tbc_compile_options;
+
+#define TBC_TARGETS_CPU 1u
+#define TBC_TARGETS_OPENCL 2u
 
 /* What a compile measured (tbc_compile_options.stats_out).  Byte counts
  * take every symbolic dim as 1. */
@@ -199,7 +208,8 @@ void tbc_compile_options_init(tbc_compile_options *o);
 /* Writes an artifact chosen by path's extension: "x.o" (a relocatable object
  * and "x.h" declaring <prefix>_descriptor, the inputs and the outputs), "x.so"
  * (a shared object exporting tbc_model_descriptor, linked by the system
- * linker), "x.ll" (LLVM IR, for reading).  External weights go to
+ * linker), "x.ll" (LLVM IR, for reading), "x.cl" (the kernels as OpenCL C,
+ * for reading or another OpenCL host; targets must include OPENCL).  External weights go to
  * "<path>.weights". */
 tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path,
 			     tbc_diags *diags);
