@@ -58,13 +58,16 @@ static bool rt_ok(const char *target, tbcrt_status st) {
 	return false;
 }
 
-/* Compiled in memory for this CPU (the JIT) and run by the runtime, as
- * `tbc run --target cpu` does. */
-static bool run_cpu(const check_env *env, const char *target, const tbc_module *m, tbc_tensor *const *in,
-		    size_t n_in, tbc_tensor **out, size_t n_out) {
+/* Compiled in memory (the JIT) with code for `targets` and run by the
+ * runtime on the device it chooses for such an artifact (the CPU for CPU
+ * code, the first OpenCL device for OpenCL alone), as `tbc run --target
+ * cpu|opencl` does. */
+static bool run_compiled(const check_env *env, const char *target, unsigned targets, const tbc_module *m,
+			 tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out) {
 	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
+	o.targets = targets;
 	o.test_perturb_node = env->test_perturb_node;
 	tbc_diags *d = tbc_diags_create();
 	tbc_jit *jit = NULL;
@@ -107,20 +110,50 @@ static bool run_cpu(const check_env *env, const char *target, const tbc_module *
 	return ok;
 }
 
-/* One row per target: a new target is a run function and a row.  run NULL:
- * not in this build (unavailable says why). */
+static bool run_cpu(const check_env *env, const char *target, const tbc_module *m, tbc_tensor *const *in,
+		    size_t n_in, tbc_tensor **out, size_t n_out) {
+	return run_compiled(env, target, TBC_TARGETS_CPU, m, in, n_in, out, n_out);
+}
+
+static bool run_opencl(const check_env *env, const char *target, const tbc_module *m, tbc_tensor *const *in,
+		       size_t n_in, tbc_tensor **out, size_t n_out) {
+	return run_compiled(env, target, TBC_TARGETS_OPENCL, m, in, n_in, out, n_out);
+}
+
+/* Whether this machine has an OpenCL device the runtime can use; else why
+ * not, in why. */
+static bool opencl_available(char *why, size_t size) {
+	tbcrt_context *ctx = NULL;
+	tbcrt_status st = tbcrt_context_create(NULL, &ctx);
+	uint32_t n = 0;
+	bool found = false;
+	if (st.code == TBCRT_OK) st = tbcrt_device_count(ctx, &n);
+	snprintf(why, size, "not available here: this machine has no OpenCL device (tbc doctor lists what it has)");
+	for (uint32_t i = 0; st.code == TBCRT_OK && i < n && !found; i++) {
+		tbcrt_device_info info;
+		st = tbcrt_device_info_get(ctx, i, &info);
+		if (st.code != TBCRT_OK || info.kind != TBCRT_DEVICE_OPENCL) continue;
+		if (info.available) found = true;
+		else snprintf(why, size, "not available here: %s: %s", info.name, info.unavailable_reason);
+	}
+	if (st.code != TBCRT_OK) snprintf(why, size, "not available here: %s", st.message);
+	tbcrt_context_destroy(ctx);
+	return found;
+}
+
+/* One row per target: a new target is a run function and a row.
+ * available NULL: always there; else false (with the reason) when this
+ * machine cannot run it. */
 typedef struct check_target {
 	const char *name;
 	check_run_fn run;
-	const char *unavailable;
+	bool (*available)(char *why, size_t size);
 } check_target;
 
 static const check_target check_targets[] = {
 	{"interp", run_interp, NULL},
 	{"cpu", run_cpu, NULL},
-	{"opencl", NULL,
-	 "not available in this build yet: OpenCL artifacts run by libtbcrt (tbc run --target opencl) are under "
-	 "way; today only tbc-conformance --target opencl runs printed kernels (docs/opencl.md)"},
+	{"opencl", run_opencl, opencl_available},
 };
 #define N_CHECK_TARGETS (sizeof check_targets / sizeof *check_targets)
 
@@ -655,11 +688,13 @@ int tbc_cmd_check(int argc, char **argv) {
 	if (!parse_args(&a, argc, argv)) goto done;
 
 	/* A requested target that cannot run here is not a pass. */
-	for (int k = 0; k < a.n_targets; k++)
-		if (!a.targets[k]->run) {
-			fprintf(stderr, "tbc check: target '%s' is %s\n", a.targets[k]->name, a.targets[k]->unavailable);
+	for (int k = 0; k < a.n_targets; k++) {
+		char why[600];
+		if (a.targets[k]->available && !a.targets[k]->available(why, sizeof why)) {
+			fprintf(stderr, "tbc check: target '%s' is %s\n", a.targets[k]->name, why);
 			rc = CHECK_UNAVAILABLE;
 		}
+	}
 	if (rc == CHECK_UNAVAILABLE) goto done;
 
 	tbc_diags *d = tbc_diags_create();

@@ -17,13 +17,15 @@
 #include <unistd.h>
 
 #include "tests/unit/support/need.h"
+#include "tests/unit/support/pocl.h"
 
 /* Runs `tbc check ARGS` (stdout and stderr together); *out_status its exit
  * status. */
-static char *check(const char *args, int *out_status) {
+/* `tbc check ARGS` run with the environment assignments env before it. */
+static char *check_in(const char *env, const char *args, int *out_status) {
 	const char *bin = getenv("TBC_BINARY_DIR"), *src = getenv("TBC_SOURCE_DIR");
 	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tbc' check %s 2>&1", src ? src : ".", bin ? bin : "build", args);
+	snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/tbc' check %s 2>&1", src ? src : ".", env, bin ? bin : "build", args);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	size_t cap = 1 << 16, n = 0;
@@ -37,6 +39,8 @@ static char *check(const char *args, int *out_status) {
 	printf("$ tbc check %s\n%s[exit %d]\n", args, out, *out_status);
 	return out;
 }
+
+static char *check(const char *args, int *out_status) { return check_in("", args, out_status); }
 
 #define HAS(out, text)                                                                          \
 	do {                                                                                    \
@@ -172,14 +176,39 @@ static void an_unknown_target_is_named_and_an_unavailable_one_is_not_a_pass(void
 	assert_int_equal(status, 2);
 	HAS(out, "needs two targets or more");
 	free(out);
-	out = check(CNN " --dim N=1 --targets interp,cpu,opencl", &status);
+	/* A machine without OpenCL: the runtime finds no ICD loader. */
+	out = check_in("TBCRT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1", CNN " --dim N=1 --targets interp,cpu,opencl", &status);
 	assert_int_equal(status, 3);
-	HAS(out, "target 'opencl' is not available in this build yet");
+	HAS(out, "target 'opencl' is not available here");
 	HAS_NOT(out, "result:");
 	free(out);
 	out = check(CNN " --dim N=1 --frobnicate", &status);
 	assert_int_equal(status, 2);
 	HAS(out, "unknown option '--frobnicate'");
+	free(out);
+}
+
+/* OpenCL (PoCL here) agrees with the interpreter and the CPU, and a wrong
+ * node compiled for OpenCL is named by --bisect.  PoCL's compiler keeps
+ * memory to the end of the process, so a sanitizer build of tbc does not
+ * look for leaks in these runs (tests/unit/support/pocl.h). */
+#define NO_LEAK_CHECK "ASAN_OPTIONS=detect_leaks=0"
+static void opencl_agrees_and_bisect_names_a_wrong_node_there(void **state) {
+	(void)state;
+	tbc_pocl_setup();
+	int status;
+	char *out = check_in(NO_LEAK_CHECK, CNN " --dim N=2 --targets interp,cpu,opencl", &status);
+	if (strstr(out, "target 'opencl' is not available here")) {
+		free(out);
+		TBC_TEST_NEEDS("an OpenCL device");
+	}
+	assert_int_equal(status, 0);
+	HAS(out, "opencl");
+	free(out);
+	out = check_in(NO_LEAK_CHECK, CNN " --dim N=2 --targets interp,opencl --test-perturb relu1 --bisect", &status);
+	assert_int_equal(status, 1);
+	HAS(out, "bisect: opencl against interp over 9 nodes");
+	HAS(out, "first diverging node: 'relu1' (Relu), node");
 	free(out);
 }
 
@@ -208,6 +237,7 @@ int main(void) {
 		cmocka_unit_test(an_input_file_fixes_the_dims_it_has),
 		cmocka_unit_test(a_bad_input_file_is_named),
 		cmocka_unit_test(an_unknown_target_is_named_and_an_unavailable_one_is_not_a_pass),
+		cmocka_unit_test(opencl_agrees_and_bisect_names_a_wrong_node_there),
 		cmocka_unit_test(bool_and_integer_inputs_are_made_too),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
