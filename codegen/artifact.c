@@ -176,9 +176,15 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 		o = &dflt;
 	}
 	bool obj = ends_with(path, ".o"), so = ends_with(path, ".so"), ll = ends_with(path, ".ll");
-	if (!obj && !so && !ll) {
+	bool cl = ends_with(path, ".cl");
+	if (!obj && !so && !ll && !cl) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, path, NULL, NULL, NULL,
-			      "the output must end in .o, .so or .ll");
+			      "the output must end in .o, .so, .ll or .cl");
+		return TBC_ERR_INVALID_ARGUMENT;
+	}
+	if (cl && !(o->targets & TBC_TARGETS_OPENCL)) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, path, NULL, NULL, NULL,
+			      "a .cl output is OpenCL C: compile for the opencl target (--target opencl)");
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
 	const char *prefix = o->prefix ? o->prefix : "model";
@@ -187,8 +193,11 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 			      prefix);
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
-	artifact a = {.path = path, .prefix = prefix, .header = obj, .external_weights = o->weights == TBC_WEIGHTS_EXTERNAL};
-	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll};
+	artifact a = {.path = path,
+		      .prefix = prefix,
+		      .header = obj,
+		      .external_weights = o->weights == TBC_WEIGHTS_EXTERNAL && !cl};
+	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll, .opencl_source = cl};
 	char *weights_name = NULL;
 	if (a.external_weights) {
 		size_t n = strlen(path);

@@ -10,6 +10,8 @@
 
 #include "codegen/compile.h"
 #include "codegen/lower/lower.h"
+#include "codegen/opencl/opencl_program.h"
+#include "codegen/test_fault.h"
 #include "passes/passes.h"
 #include "tbc/abi.h"
 
@@ -55,6 +57,47 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
 		       size_t *out_size);
 
+/* The targets o asks for: the OpenCL program (its table goes into the
+ * descriptor, or its source is the output) and the CPU's code. */
+static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_target_desc *desc,
+		     const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d, void **out_data,
+		     size_t *out_size) {
+	unsigned targets = o->targets ? o->targets : TBC_TARGETS_CPU;
+	if (!(targets & TBC_TARGETS_OPENCL)) {
+		if (info->opencl_source) {
+			tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
+				      "OpenCL C source asked of a compile without the opencl target");
+			return TBC_ERR_INVALID_ARGUMENT;
+		}
+		return tbc_target_cpu.emit(p, desc, o, info, d, out_data, out_size);
+	}
+	/* Node names by position in the main graph, for the kernels' names. */
+	int n_ops = 0;
+	for (const tbc_op *op = work->main->first; op; op = op->next) n_ops++;
+	const char **names = calloc((size_t)n_ops + 1, sizeof *names);
+	if (!names) return TBC_ERR_NO_MEMORY;
+	int i = 0;
+	for (const tbc_op *op = work->main->first; op; op = op->next) names[i++] = op->name;
+	tbc_ocl_program ocl;
+	bool made = tbc_ocl_program_make(p, work->main->name, names, n_ops, &ocl, d);
+	free(names);
+	if (!made) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	tbc_code rc = TBC_OK;
+	if (info->opencl_source) {
+		*out_size = strlen(ocl.source);
+		*out_data = ocl.source;
+		ocl.source = NULL;
+	} else {
+		tbc_emit_info with = *info;
+		with.device_code = ocl.table;
+		with.device_code_size = ocl.table_size;
+		with.no_cpu_code = !(targets & TBC_TARGETS_CPU);
+		rc = tbc_target_cpu.emit(p, desc, o, &with, d, out_data, out_size);
+	}
+	tbc_ocl_program_free(&ocl);
+	return rc;
+}
+
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
 		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size) {
 	return codegen(m, o, NULL, info, d, with_program, user, out_data, out_size);
@@ -99,7 +142,9 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	po.dump_file = o->dump_file;
 	po.stats = &pst;
 	tbc_code rc = TBC_OK;
-	if (!tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	if (o->test_perturb_node && !tbc_test_perturb_node(work, o->test_perturb_node, d)) /* TEST ONLY */
+		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	if (rc == TBC_OK && !tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;
 	tbc_target_desc desc;
@@ -111,7 +156,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
-	if (rc == TBC_OK && info) rc = tbc_target_cpu.emit(p, &desc, o, info, d, out_data, out_size);
+	if (rc == TBC_OK && info) rc = emit(work, p, &desc, o, info, d, out_data, out_size);
 	double t2 = now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */

@@ -18,6 +18,15 @@ typedef struct tbc_emit_info {
 	bool external_weights;    /* weights are not embedded ... */
 	const char *weights_file; /* ... but in this file, relative to the artifact */
 	bool emit_llvm_ir;        /* text LLVM IR instead of an object file */
+	/* The descriptor's device_code (include/tbc/abi.h), NULL when none; with
+	 * no_cpu_code the module holds the descriptor only (run and arena_bytes
+	 * NULL): an artifact for a device. */
+	const void *device_code;
+	size_t device_code_size;
+	bool no_cpu_code;
+	/* Instead of an object: the kernels as OpenCL C source (out_data holds
+	 * the text, out_size its length). */
+	bool opencl_source;
 } tbc_emit_info;
 
 typedef struct tbc_target {

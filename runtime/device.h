@@ -147,6 +147,10 @@ void tbcrt__program_cache_clear(tbcrt__device *d);
 
 tbcrt_status tbcrt__buffer_alloc(tbcrt__device *d, uint64_t bytes, tbcrt__buffer **out_buffer);
 void tbcrt__buffer_free(tbcrt__buffer *b);
+/* A view of bytes (>= 1) of parent (not itself a view) at offset, a multiple
+ * of the device's align_bytes; freed with tbcrt__buffer_free. */
+tbcrt_status tbcrt__buffer_view(const tbcrt__buffer *parent, uint64_t offset, uint64_t bytes,
+				tbcrt__buffer **out_buffer);
 tbcrt_status tbcrt__buffer_write(tbcrt__buffer *b, uint64_t offset, const void *src, uint64_t bytes);
 tbcrt_status tbcrt__buffer_read(const tbcrt__buffer *b, uint64_t offset, void *dst, uint64_t bytes);
 tbcrt_status tbcrt__buffer_copy(tbcrt__buffer *dst, uint64_t dst_offset, const tbcrt__buffer *src,

@@ -99,6 +99,20 @@ tbcrt_status tbcrt__buffer_copy(tbcrt__buffer *dst, uint64_t dst_offset, const t
 	return tbcrt__wrap(s, d->info.name);
 }
 
+tbcrt_status tbcrt__buffer_view(const tbcrt__buffer *parent, uint64_t offset, uint64_t bytes,
+				tbcrt__buffer **out_buffer) {
+	*out_buffer = NULL;
+	tbcrt__device *d = parent->device;
+	uint64_t align = d->align_bytes ? d->align_bytes : TBCRT_ARENA_ALIGN;
+	if (parent->parent || offset % align || !bytes)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
+				  "%s: a view of %llu bytes at offset %llu: views are of whole buffers, non-empty, at multiples "
+				  "of %llu bytes",
+				  d->info.name, (unsigned long long)bytes, (unsigned long long)offset, (unsigned long long)align);
+	tbcrt_status s = check_range(parent, offset, bytes, "a view");
+	return s.code == TBCRT_OK ? buffer_new(d, bytes, parent, offset, out_buffer) : s;
+}
+
 /* ---- Arenas ---- */
 struct tbcrt__arena {
 	tbcrt__device *device;

@@ -7,10 +7,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "device_table.h"
 #include "internal.h"
 
 static void model_free(tbcrt_model *m) {
 	tbcrt_context *c = m->context;
+	tbcrt__dmodels_free(m);
+	tbcrt__dtable_free(c, m->device_table);
+	pthread_mutex_destroy(&m->device_lock);
 	for (uint32_t i = 0; i < m->n_inputs; i++) tbcrt__free(c, m->inputs[i].name);
 	for (uint32_t i = 0; i < m->n_outputs; i++) tbcrt__free(c, m->outputs[i].name);
 	tbcrt__free(c, m->inputs);
@@ -46,6 +50,7 @@ static tbcrt_model *model_new(tbcrt_context *c) {
 	if (!m) return NULL;
 	atomic_init(&m->refs, 1);
 	m->context = c;
+	pthread_mutex_init(&m->device_lock, NULL);
 	tbcrt__context_retain(c);
 	return m;
 }
@@ -153,6 +158,8 @@ tbcrt_status tbcrt_model_get_info(const tbcrt_model *m, tbcrt_model_info *out_in
 	out_info->n_symbols = m->n_syms;
 	out_info->weights_bytes = m->weights_size;
 	out_info->weights_external = m->weights_external;
+	out_info->cpu_code = m->has_cpu_code;
+	out_info->opencl_code = m->device_table != NULL;
 	return tbcrt__ok();
 }
 

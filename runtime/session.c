@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device_table.h"
 #include "internal.h"
 
 typedef struct {
@@ -52,6 +53,8 @@ struct tbcrt_session {
 	bool failed;
 	int32_t error_code;
 	char error_message[384];
+	uint32_t device;            /* index in the context's device list */
+	tbcrt__dsession *dsession; /* on a device other than the CPU: the launch table's state there */
 };
 
 /* "[batch,3,224]" for a model tensor, "[2,3,224]" for given dims. */
@@ -121,11 +124,84 @@ static void release_allocs(tbcrt_session *s, bool keep) {
 	s->n_allocs = kept;
 }
 
+void tbcrt_session_options_init(tbcrt_session_options *o) {
+	if (!o) return;
+	memset(o, 0, sizeof *o);
+	o->device = TBCRT_DEVICE_AUTO;
+}
+
+/* The device a session of m runs on (the registry's index) and, when it is
+ * not the CPU, the device itself. */
+static tbcrt_status choose_device(tbcrt_model *m, uint32_t want, uint32_t *out_index, tbcrt__device **out_device) {
+	*out_device = NULL;
+	tbcrt_context *c = m->context;
+	uint32_t n = 0;
+	tbcrt_status s = tbcrt_device_count(c, &n);
+	if (s.code != TBCRT_OK) return s;
+	tbcrt_device_info info;
+	if (want == TBCRT_DEVICE_AUTO) {
+		if (m->has_cpu_code) {
+			*out_index = 0; /* the CPU is always first */
+			return tbcrt__ok();
+		}
+		char why[300] = "";
+		for (uint32_t i = 0; i < n; i++) {
+			if (tbcrt_device_info_get(c, i, &info).code != TBCRT_OK || info.kind != TBCRT_DEVICE_OPENCL) continue;
+			if (info.available) {
+				want = i;
+				break;
+			}
+			if (!why[0]) snprintf(why, sizeof why, ": %s", info.unavailable_reason);
+		}
+		if (want == TBCRT_DEVICE_AUTO)
+			return tbcrt__err(TBCRT_ERR_DEVICE_UNAVAILABLE,
+					  "model '%s' holds code for OpenCL devices only, and this machine has no OpenCL device%s",
+					  m->name, why);
+	}
+	if (want >= n)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "device index %u is out of range: this machine has %u devices", want,
+				  n);
+	if ((s = tbcrt_device_info_get(c, want, &info)).code != TBCRT_OK) return s;
+	*out_index = want;
+	if (info.kind == TBCRT_DEVICE_CPU) {
+		if (!m->has_cpu_code)
+			return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+					  "model '%s' holds no CPU code (compiled with --target opencl): run it on an OpenCL device, "
+					  "or compile it with --target cpu,opencl",
+					  m->name);
+		return tbcrt__ok();
+	}
+	if (info.kind != TBCRT_DEVICE_OPENCL || !m->device_table)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "model '%s' holds no code for %s (%s): it was compiled for %s%s; compile it with --target "
+				  "cpu,opencl to run it on OpenCL devices",
+				  m->name, info.name, tbcrt_device_kind_name(info.kind), m->has_cpu_code ? "the CPU" : "",
+				  m->device_table ? (m->has_cpu_code ? " and OpenCL" : "OpenCL") : "");
+	return tbcrt__device_get(c, info.name, out_device);
+}
+
 tbcrt_status tbcrt_session_create(tbcrt_model *m, tbcrt_session **out_session) {
+	return tbcrt_session_create_with(m, NULL, out_session);
+}
+
+tbcrt_status tbcrt_session_device(const tbcrt_session *s, uint32_t *out_device) {
+	if (!out_device) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_device: out_device is NULL");
+	*out_device = 0;
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_device: session is NULL");
+	*out_device = s->device;
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_options *options,
+				       tbcrt_session **out_session) {
 	if (!out_session) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_create: out_session is NULL");
 	*out_session = NULL;
 	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_create: model is NULL");
 	tbcrt_context *c = m->context;
+	uint32_t device = 0;
+	tbcrt__device *dev = NULL;
+	tbcrt_status ds = choose_device(m, options ? options->device : TBCRT_DEVICE_AUTO, &device, &dev);
+	if (ds.code != TBCRT_OK) return ds;
 	tbcrt_session *s = tbcrt__calloc(c, 1, sizeof *s);
 	if (!s) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
 	s->model = m;
@@ -144,6 +220,11 @@ tbcrt_status tbcrt_session_create(tbcrt_model *m, tbcrt_session **out_session) {
 		tbcrt_session_destroy(s);
 		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
 	}
+	s->device = device;
+	if (dev && (ds = tbcrt__dsession_create(m, dev, &s->dsession)).code != TBCRT_OK) {
+		tbcrt_session_destroy(s);
+		return ds;
+	}
 	*out_session = s;
 	return tbcrt__ok();
 }
@@ -151,6 +232,7 @@ tbcrt_status tbcrt_session_create(tbcrt_model *m, tbcrt_session **out_session) {
 void tbcrt_session_destroy(tbcrt_session *s) {
 	if (!s) return;
 	tbcrt_context *c = s->context;
+	tbcrt__dsession_destroy(s->dsession);
 	release_allocs(s, false);
 	tbcrt__free(c, s->allocs);
 	for (uint32_t o = 0; s->out && o < s->model->n_outputs; o++) tbcrt__free(c, s->out[o].owned);
@@ -390,13 +472,24 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 	release_allocs(s, false); /* the previous run's data-dependent outputs */
 	tbcrt_status st = resolve_symbols(s);
 	if (st.code == TBCRT_OK) st = prepare_outputs(s);
-	if (st.code == TBCRT_OK) st = prepare_arena(s);
+	if (st.code == TBCRT_OK && !s->dsession) st = prepare_arena(s);
 	if (st.code != TBCRT_OK) return st;
 	for (uint32_t i = 0; i < m->n_inputs; i++) s->in_ptrs[i] = s->in[i].data;
 	s->failed = false;
 	s->error_code = 0;
 	s->error_message[0] = '\0';
-	int32_t rc = m->desc->run(&s->host, s->syms, (void *const *)s->in_ptrs, s->out_ptrs, s->arena, m->weights);
+	int32_t rc = 0;
+	if (s->dsession) { /* the launch table on the session's device */
+		for (uint32_t k = 0; k < m->n_syms; k++)
+			if (m->sym_computed[k]) s->syms[k] = -1;
+		st = tbcrt__dsession_run(s->dsession, s->syms, s->in_ptrs, s->out_ptrs, host_alloc_fn, s);
+		if (st.code != TBCRT_OK) {
+			release_allocs(s, false);
+			return st;
+		}
+	} else {
+		rc = m->desc->run(&s->host, s->syms, (void *const *)s->in_ptrs, s->out_ptrs, s->arena, m->weights);
+	}
 	if (s->failed)
 		st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed (code %d): %s", m->name, (int)s->error_code,
 				s->error_message);

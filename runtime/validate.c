@@ -9,9 +9,11 @@
  * weights, whose hash is the expensive part.  When the descriptor lies in a
  * loaded object, every pointer must point into that object's segments
  * (memcheck.c) and every function into its code. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_table.h"
 #include "internal.h"
 
 #define BAD(...) tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, __VA_ARGS__)
@@ -271,12 +273,15 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 	if (d->magic != TBC_ABI_MAGIC)
 		return BAD("not a tbc artifact: the descriptor's magic is 0x%08x, expected 0x%08x (\"TBC1\")", d->magic,
 			   TBC_ABI_MAGIC);
-	if (d->abi_version != TBC_ABI_VERSION)
+	if (d->abi_version < TBC_ABI_VERSION_MIN || d->abi_version > TBC_ABI_VERSION)
 		return tbcrt__err(TBCRT_ERR_ABI_VERSION,
-				  "the artifact uses ABI version %u; this runtime runs version %u (recompile the model with a "
-				  "matching tbc)",
-				  d->abi_version, TBC_ABI_VERSION);
-	if (!tbcrt__range_ok(&seg, d, sizeof *d)) return BAD("the descriptor is truncated");
+				  "the artifact uses ABI version %u; this runtime runs versions %u to %u (recompile the model "
+				  "with a matching tbc)",
+				  d->abi_version, TBC_ABI_VERSION_MIN, TBC_ABI_VERSION);
+	/* Version 2 ends before the device code: read none of it. */
+	bool v3 = d->abi_version >= 3;
+	if (!tbcrt__range_ok(&seg, d, v3 ? sizeof *d : offsetof(tbc_abi_model, device_code)))
+		return BAD("the descriptor is truncated");
 	if (!tbcrt__string_ok(&seg, d->name, TBCRT_MAX_NAME))
 		return BAD("the model's name is missing or not a NUL-terminated string of at most %d bytes", TBCRT_MAX_NAME);
 	if (!tbcrt__string_ok(&seg, d->target_triple, TBCRT_MAX_NAME))
@@ -290,11 +295,22 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 	if (s.code != TBCRT_OK) return s;
 	if ((s = tbcrt__check_features(m->cpu_features)).code != TBCRT_OK) return s;
 	if ((s = check_tables(m, &seg, d)).code != TBCRT_OK) return s;
-	if (!tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->run))
+	const void *device_code = v3 ? d->device_code : NULL;
+	uint64_t device_code_size = v3 ? d->device_code_size : 0;
+	if (!device_code != !device_code_size)
+		return BAD("the descriptor's device code is %s", device_code ? "empty" : "NULL but has a size");
+	/* No CPU code (run and arena_bytes both NULL): a device-only artifact. */
+	m->has_cpu_code = d->run || d->arena_bytes || !device_code;
+	if (m->has_cpu_code && !tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->run))
 		return BAD("the descriptor's run function is %s", d->run ? "not code of the artifact" : "NULL");
-	if (!tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->arena_bytes))
+	if (m->has_cpu_code && !tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->arena_bytes))
 		return BAD("the descriptor's arena_bytes function is %s", d->arena_bytes ? "not code of the artifact" : "NULL");
 	if ((s = check_weights(m, &seg, d, base_dir)).code != TBCRT_OK) return s;
+	if (device_code) {
+		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
+			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);
+		if ((s = tbcrt__dtable_read(m, device_code, device_code_size, &m->device_table)).code != TBCRT_OK) return s;
+	}
 	m->desc = d;
 	return tbcrt__ok();
 }

@@ -10,6 +10,7 @@
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "check.h"
 #include "timing.h"
 
 static const char usage_text[] =
@@ -19,29 +20,46 @@ static const char usage_text[] =
 	"  inspect MODEL              print the IR and a summary (ops by kind, parameters,\n"
 	"                             inputs and outputs with shapes)\n"
 	"  compile MODEL -o OUT       compile MODEL; OUT ends in .o (object + OUT's .h),\n"
-	"                             .so (shared object) or .ll (LLVM IR, for reading)\n"
+	"                             .so (shared object), .ll (LLVM IR, for reading) or .cl\n"
+	"                             (the kernels as OpenCL C, for reading; --target opencl)\n"
 	"      -O0 .. -O3             optimization level (default -O2)\n"
-	"      --target TRIPLE        cross-compile (x86_64-..., aarch64-...); default the host\n"
+	"      --target cpu|opencl|cpu,opencl   what the artifact holds code for (default cpu):\n"
+	"                             opencl alone runs on OpenCL devices only; cpu,opencl on\n"
+	"                             either.  A value with a '-' is a TRIPLE (as --triple)\n"
+	"      --triple TRIPLE        cross-compile (x86_64-..., aarch64-...); default the host\n"
 	"      --cpu NAME             CPU to tune for and whose features to use (one LLVM knows:\n"
 	"                             llc-19 -mtriple=TRIPLE -mcpu=help); the artifact lists them\n"
 	"      --weights embed|external   weights inside the artifact (default) or in OUT.weights\n"
 	"      --prefix NAME          C name of the descriptor in a .o (NAME_descriptor)\n"
 	"      --stats                print per-pass times and the arena size vs its lower bound\n"
 	"      --dump-after PASS      print the IR after PASS (or 'all') to stderr\n"
-	"  run MODEL --input NAME=FILE ... --output-dir DIR [--target interp|cpu] [--threads N]\n"
-	"      [--runs N]\n"
+	"  run MODEL --input NAME=FILE ... --output-dir DIR [--target interp|cpu|opencl]\n"
+	"      [--device DEVICE] [--threads N] [--runs N]\n"
 	"                             run a model: MODEL.onnx with the reference interpreter\n"
-	"                             (--target interp, the default) or compiled in memory for\n"
-	"                             this CPU (--target cpu); MODEL.so, a compiled artifact, with\n"
-	"                             the runtime.  Inputs are .npy or ONNX TensorProto .pb files;\n"
+	"                             (--target interp, the default), or compiled in memory for\n"
+	"                             this CPU (--target cpu) or an OpenCL device (--target\n"
+	"                             opencl); MODEL.so, a compiled artifact, with the runtime on\n"
+	"                             the device it has code for (the CPU first), or --target\n"
+	"                             cpu|opencl.  Inputs are .npy or ONNX TensorProto .pb files;\n"
 	"                             each output is written as DIR/NAME.npy (characters outside\n"
 	"                             A-Z a-z 0-9 . _ - in NAME become _)\n"
+	"      --device DEVICE        the runtime's device by name: cpu, opencl:N (tbc doctor\n"
+	"                             lists them); --target opencl is the first OpenCL device\n"
 	"      --threads N            the runtime's threads (default: one per CPU)\n"
 	"      --runs N               compiled code: run N more times, print the median and\n"
 	"                             fastest milliseconds per run\n"
 	"  doctor                     print what this machine can run: the CPU and the features\n"
 	"                             tbc uses, OpenCL platforms and devices, CUDA and HIP\n"
 	"                             drivers, and the targets this tbc compiles for\n"
+	"  check MODEL [--targets interp,cpu] [--input NAME=FILE ...] [--dim NAME=SIZE ...]\n"
+	"      [--seed N] [--rtol R] [--atol A] [--bisect] [--bisect-chunk N]\n"
+	"                             run MODEL on every target with the same inputs (those not\n"
+	"                             given: random from --seed; --dim sizes symbolic dims) and\n"
+	"                             compare each target's outputs with the first's (default\n"
+	"                             rtol 1e-3, atol 1e-5); exit 0 when they agree, 1 when they\n"
+	"                             differ, 2 on bad arguments, 3 when a target cannot run here.\n"
+	"                             --bisect names the first node whose output differs,\n"
+	"                             exposing --bisect-chunk nodes per run (default: by memory)\n"
 	"\n"
 	"options:\n"
 	"  -h, --help                 show this help\n"
@@ -135,10 +153,43 @@ static int time_runs(tbcrt_session *session, const char *what, long runs) {
 	return 0;
 }
 
-static int run_artifact(tbcrt_model *model, const char *what, tbc_tensor **inputs, size_t n_in, tbc_tensor **outputs,
-			size_t n_out, long runs) {
+static tbcrt_status tbcrt__ok_status(void) {
+	tbcrt_status s;
+	memset(&s, 0, sizeof s);
+	return s;
+}
+
+/* The first available OpenCL device, or the status of the first one. */
+static tbcrt_status first_opencl(tbcrt_context *ctx, uint32_t *out) {
+	uint32_t n = 0;
+	tbcrt_status st = tbcrt_device_count(ctx, &n), first = tbcrt__ok_status();
+	bool seen = false;
+	for (uint32_t i = 0; st.code == TBCRT_OK && i < n; i++) {
+		tbcrt_device_info info;
+		st = tbcrt_device_info_get(ctx, i, &info);
+		if (st.code != TBCRT_OK || info.kind != TBCRT_DEVICE_OPENCL) continue;
+		if (info.available) {
+			*out = i;
+			return st;
+		}
+		if (!seen) {
+			seen = true;
+			first.code = TBCRT_ERR_DEVICE_UNAVAILABLE;
+			snprintf(first.message, sizeof first.message, "%s: %s", info.name, info.unavailable_reason);
+		}
+	}
+	if (st.code != TBCRT_OK) return st;
+	if (!seen) {
+		first.code = TBCRT_ERR_DEVICE_UNAVAILABLE;
+		snprintf(first.message, sizeof first.message, "this machine has no OpenCL device");
+	}
+	return first;
+}
+
+static int run_artifact(tbcrt_model *model, const tbcrt_session_options *so, const char *what, tbc_tensor **inputs,
+			size_t n_in, tbc_tensor **outputs, size_t n_out, long runs) {
 	tbcrt_session *session = NULL;
-	tbcrt_status st = tbcrt_session_create(model, &session);
+	tbcrt_status st = tbcrt_session_create_with(model, so, &session);
 	if (!tbcrt_status_is_ok(&st)) return rt_fail(what, &st);
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < n_in; i++) {
@@ -172,7 +223,7 @@ static int run_artifact(tbcrt_model *model, const char *what, tbc_tensor **input
 }
 
 static int cmd_run(int argc, char **argv) {
-	const char *model = NULL, *outdir = NULL, *target = "interp";
+	const char *model = NULL, *outdir = NULL, *target = NULL, *device = NULL;
 	const char **in_names = calloc((size_t)argc + 1, sizeof *in_names);
 	const char **in_files = calloc((size_t)argc + 1, sizeof *in_files);
 	int n_in = 0, rc = 2;
@@ -200,6 +251,8 @@ static int cmd_run(int argc, char **argv) {
 			outdir = argv[++i];
 		} else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
 			target = argv[++i];
+		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+			device = argv[++i];
 		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			char *end;
 			threads = strtol(argv[++i], &end, 10);
@@ -229,16 +282,28 @@ static int cmd_run(int argc, char **argv) {
 		goto done;
 	}
 	bool artifact = ends_with(model, ".so");
-	if (runs && !artifact && strcmp(target, "cpu")) {
-		fprintf(stderr, "tbc run: --runs times compiled code: give a .so or --target cpu\n");
+	/* --device names the device; --target its kind (or the interpreter). */
+	if (device && !target) target = strncmp(device, "opencl", 6) ? "cpu" : "opencl";
+	if (!target) target = artifact ? "auto" : "interp";
+	bool opencl = !strcmp(target, "opencl");
+	if (strcmp(target, "interp") && strcmp(target, "cpu") && !opencl && strcmp(target, "auto")) {
+		fprintf(stderr, "tbc run: unknown --target '%s' (interp, cpu or opencl)\n", target);
 		goto done;
 	}
-	if (!artifact && strcmp(target, "interp") && strcmp(target, "cpu")) {
-		fprintf(stderr, "tbc run: unknown --target '%s' (interp or cpu)\n", target);
+	if (!strcmp(target, "interp") && (artifact || device)) {
+		fprintf(stderr, "tbc run: --target interp runs an .onnx model on the interpreter, on no device\n");
+		goto done;
+	}
+	if (device && strncmp(device, target, strlen(target))) {
+		fprintf(stderr, "tbc run: --device %s is not a device of --target %s\n", device, target);
+		goto done;
+	}
+	if (runs && !strcmp(target, "interp")) {
+		fprintf(stderr, "tbc run: --runs times compiled code: give a .so or --target cpu|opencl\n");
 		goto done;
 	}
 	rc = 1;
-	if (artifact || !strcmp(target, "cpu")) {
+	if (strcmp(target, "interp")) {
 		tbcrt_context_options co;
 		tbcrt_context_options_init(&co);
 		co.thread_count = (uint32_t)threads;
@@ -257,9 +322,10 @@ static int cmd_run(int argc, char **argv) {
 	} else {
 		m = load(model, d);
 		if (!m) goto done;
-		if (!strcmp(target, "cpu")) {
+		if (strcmp(target, "interp")) {
 			tbc_compile_options o;
 			tbc_compile_options_init(&o);
+			o.targets = opencl ? TBC_TARGETS_OPENCL : TBC_TARGETS_CPU;
 			if (tbc_jit_compile(m, &o, d, &jit) != TBC_OK) goto done;
 			tbcrt_status st = tbcrt_model_from_descriptor(ctx, tbc_jit_descriptor(jit), NULL, &art);
 			if (!tbcrt_status_is_ok(&st)) {
@@ -332,7 +398,17 @@ static int cmd_run(int argc, char **argv) {
 			goto done;
 		}
 	if (art) {
-		if (run_artifact(art, model, inputs, n_model_in, outputs, n_model_out, runs) != 0) goto done;
+		tbcrt_session_options so;
+		tbcrt_session_options_init(&so);
+		const char *want = device ? device : !strcmp(target, "cpu") ? "cpu" : NULL;
+		tbcrt_status st = tbcrt__ok_status();
+		if (want) st = tbcrt_device_find(ctx, want, &so.device);
+		else if (opencl) st = first_opencl(ctx, &so.device);
+		if (!tbcrt_status_is_ok(&st)) {
+			rt_fail(model, &st);
+			goto done;
+		}
+		if (run_artifact(art, &so, model, inputs, n_model_in, outputs, n_model_out, runs) != 0) goto done;
 	} else if (tbc_interpret(m, inputs, n_model_in, outputs, n_model_out, d) != TBC_OK) {
 		goto done;
 	}
@@ -375,7 +451,20 @@ static int cmd_compile(int argc, char **argv) {
 		bool has = i + 1 < argc;
 		if (!strcmp(a, "-o") && has) out = argv[++i];
 		else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o.opt_level = a[2] - '0';
-		else if (!strcmp(a, "--target") && has) o.target_triple = argv[++i];
+		else if (!strcmp(a, "--triple") && has) o.target_triple = argv[++i];
+		else if (!strcmp(a, "--target") && has) {
+			const char *t = argv[++i];
+			if (strchr(t, '-')) o.target_triple = t; /* an LLVM triple, as before --triple */
+			else if (!strcmp(t, "cpu")) o.targets = TBC_TARGETS_CPU;
+			else if (!strcmp(t, "opencl")) o.targets = TBC_TARGETS_OPENCL;
+			else if (!strcmp(t, "cpu,opencl") || !strcmp(t, "opencl,cpu"))
+				o.targets = TBC_TARGETS_CPU | TBC_TARGETS_OPENCL;
+			else {
+				fprintf(stderr, "tbc compile: --target is cpu, opencl or cpu,opencl (or a triple with '-'), got '%s'\n",
+					t);
+				return 2;
+			}
+		}
 		else if (!strcmp(a, "--cpu") && has) o.cpu = argv[++i];
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
@@ -402,10 +491,11 @@ static int cmd_compile(int argc, char **argv) {
 		fprintf(stderr, "tbc compile: need MODEL and -o OUT (see tbc --help)\n");
 		return 2;
 	}
-	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll")) {
-		fprintf(stderr, "tbc compile: OUT must end in .o, .so or .ll, got '%s'\n", out);
+	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll") && !ends_with(out, ".cl")) {
+		fprintf(stderr, "tbc compile: OUT must end in .o, .so, .ll or .cl, got '%s'\n", out);
 		return 2;
 	}
+	if (ends_with(out, ".cl") && !o.targets) o.targets = TBC_TARGETS_OPENCL; /* what a .cl holds */
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = load(model, d);
 	int rc = m && tbc_compile_to_file(m, &o, out, d) == TBC_OK ? 0 : 1;
@@ -471,7 +561,7 @@ static int cmd_doctor(int argc, char **argv) {
 	 * LLVM targets linked in); the others are planned. */
 	printf("\ntargets this tbc compiles for:\n"
 	       "  cpu        x86_64, aarch64 (LLVM 19): yes\n"
-	       "  opencl     OpenCL C 1.2: kernels printed (tbc-conformance --target opencl); no artifacts yet\n"
+	       "  opencl     OpenCL C 1.2: artifacts (tbc compile --target opencl|cpu,opencl), .cl source\n"
 	       "  nvptx      PTX (LLVM NVPTX): not yet implemented\n"
 	       "  amdgpu     HSA code objects (LLVM AMDGPU): not yet implemented\n");
 	return 0;
@@ -496,6 +586,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
 	if (!strcmp(cmd, "doctor")) return cmd_doctor(argc - 2, argv + 2);
+	if (!strcmp(cmd, "check")) return tbc_cmd_check(argc - 2, argv + 2);
 	fprintf(stderr, "tbc: unknown command '%s' (see tbc --help)\n", cmd);
 	return 2;
 }

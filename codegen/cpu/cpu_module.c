@@ -31,7 +31,7 @@ static int sym_index(const kir_program *p, const char *name) {
 }
 
 /* Bytes of b from the symbol values in syms (i64 values). */
-static LLVMValueRef buf_bytes(cpu_cx *c, const kir_program *p, const kir_pbuf *b, LLVMValueRef *syms) {
+static LLVMValueRef buf_bytes(llvm_cx *c, const kir_program *p, const kir_pbuf *b, LLVMValueRef *syms) {
 	LLVMBuilderRef B = c->b;
 	LLVMValueRef n = LLVMConstInt(c->i64, tbc_dtype_size(b->type.dtype), 0);
 	for (int d = 0; d < b->type.rank; d++) {
@@ -42,14 +42,14 @@ static LLVMValueRef buf_bytes(cpu_cx *c, const kir_program *p, const kir_pbuf *b
 	return n;
 }
 
-static LLVMValueRef align64(cpu_cx *c, LLVMValueRef x) {
+static LLVMValueRef align64(llvm_cx *c, LLVMValueRef x) {
 	LLVMBuilderRef B = c->b;
 	LLVMValueRef a = LLVMBuildAdd(B, x, LLVMConstInt(c->i64, KIR_ALIGN - 1, 0), "");
 	return LLVMBuildAnd(B, a, LLVMConstInt(c->i64, ~(unsigned long long)(KIR_ALIGN - 1), 0), "");
 }
 
 /* Loads the symbols from the syms array argument. */
-static LLVMValueRef *load_syms(cpu_cx *c, const kir_program *p, LLVMValueRef arr) {
+static LLVMValueRef *load_syms(llvm_cx *c, const kir_program *p, LLVMValueRef arr) {
 	LLVMValueRef *syms = calloc((size_t)p->n_syms + 1, sizeof *syms);
 	if (!syms) return NULL;
 	for (int s = 0; s < p->n_syms; s++) {
@@ -63,7 +63,7 @@ static LLVMValueRef *load_syms(cpu_cx *c, const kir_program *p, LLVMValueRef arr
 /* Where each arena part starts and the product of its symbols
  * (kir_program_layout); returns the end of the last part.  base and scale
  * hold p->n_parts values. */
-static LLVMValueRef part_bases(cpu_cx *c, const kir_program *p, LLVMValueRef *syms, LLVMValueRef *base,
+static LLVMValueRef part_bases(llvm_cx *c, const kir_program *p, LLVMValueRef *syms, LLVMValueRef *base,
 			       LLVMValueRef *scale) {
 	LLVMValueRef end = LLVMConstInt(c->i64, 0, 0);
 	for (int j = 0; j < p->n_parts; j++) {
@@ -79,7 +79,7 @@ static LLVMValueRef part_bases(cpu_cx *c, const kir_program *p, LLVMValueRef *sy
 }
 
 /* uint64_t arena_bytes(const int64_t *syms) */
-static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char *name) {
+static LLVMValueRef emit_arena_bytes(llvm_cx *c, const kir_program *p, const char *name) {
 	LLVMTypeRef fty = LLVMFunctionType(c->i64, &c->ptr, 1, 0);
 	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
 	LLVMSetLinkage(fn, LLVMInternalLinkage);
@@ -107,7 +107,7 @@ static LLVMValueRef emit_arena_bytes(cpu_cx *c, const kir_program *p, const char
 }
 
 typedef struct run_cx {
-	cpu_cx *c;
+	llvm_cx *c;
 	const kir_program *p;
 	LLVMValueRef fn, host, outputs, syms_arg;
 	LLVMValueRef *syms, *ptrs;
@@ -121,7 +121,7 @@ typedef struct run_cx {
  * region computes sizes again); an output's pointer goes to outputs[] for
  * the caller.  Out of memory fails the run. */
 static void run_alloc(run_cx *r, int i) {
-	cpu_cx *c = r->c;
+	llvm_cx *c = r->c;
 	LLVMBuilderRef B = c->b;
 	const kir_pbuf *b = r->p->bufs[i];
 	/* At least one byte, so an empty tensor gets a pointer too. */
@@ -137,8 +137,9 @@ static void run_alloc(run_cx *r, int i) {
 		LLVMValueRef twice = LLVMBuildMul(B, have, LLVMConstInt(c->i64, 2, 0), "");
 		bytes = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, twice, bytes, ""), twice, bytes, "");
 	}
-	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 0, ""), "ctx");
-	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 2, ""), "alloc");
+	LLVMTypeRef host_t = cpu_host_type(c);
+	LLVMValueRef ctx = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, host_t, r->host, 0, ""), "ctx");
+	LLVMValueRef alloc = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, host_t, r->host, 2, ""), "alloc");
 	LLVMTypeRef aparams[2] = {c->ptr, c->i64};
 	LLVMValueRef args[2] = {ctx, bytes};
 	LLVMValueRef mem = LLVMBuildCall2(B, LLVMFunctionType(c->ptr, aparams, 2, 0), alloc, args, 2, b->name);
@@ -148,9 +149,9 @@ static void run_alloc(run_cx *r, int i) {
 	LLVMPositionBuilderAtEnd(B, fail);
 	char text[160];
 	snprintf(text, sizeof text, "out of memory for %s (its size is known only while running)", b->name);
-	LLVMValueRef err = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, c->host_t, r->host, 3, ""), "error");
+	LLVMValueRef err = LLVMBuildLoad2(B, c->ptr, LLVMBuildStructGEP2(B, host_t, r->host, 3, ""), "error");
 	LLVMTypeRef eparams[3] = {c->ptr, c->i32, c->ptr};
-	LLVMValueRef eargs[3] = {ctx, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0), cpu_message(c, text)};
+	LLVMValueRef eargs[3] = {ctx, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0), llvm_message(c, text)};
 	LLVMBuildCall2(B, LLVMFunctionType(c->i32, eparams, 3, 0), err, eargs, 3, "");
 	LLVMBuildRet(B, LLVMConstInt(c->i32, TBC_ERR_NO_MEMORY, 0));
 	LLVMPositionBuilderAtEnd(B, next);
@@ -171,7 +172,7 @@ static void run_alloc(run_cx *r, int i) {
  * computed symbols as they are in memory now, and every dynamic buffer
  * checked again at its next use. */
 static void run_refresh(run_cx *r) {
-	cpu_cx *c = r->c;
+	llvm_cx *c = r->c;
 	const kir_program *p = r->p;
 	for (int s = 0; s < p->n_syms; s++) {
 		if (!p->sym_computed[s]) continue;
@@ -190,7 +191,7 @@ typedef struct run_frame {
 
 /* Emits control marker la (codegen/lower/lower.h's kir_ctl semantics). */
 static void run_control(run_cx *r, const kir_launch *la, run_frame *stack, int *depth) {
-	cpu_cx *c = r->c;
+	llvm_cx *c = r->c;
 	LLVMBuilderRef B = c->b;
 	const int *cs = la->ctl_sym;
 	LLVMValueRef zero = LLVMConstInt(c->i64, 0, 0);
@@ -252,7 +253,7 @@ static LLVMValueRef run_ptr(run_cx *r, int i) {
 }
 
 /* int32_t run(host, syms, inputs, outputs, arena, weights) */
-static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kernels, const char *name) {
+static LLVMValueRef emit_run(llvm_cx *c, const kir_program *p, LLVMValueRef *kernels, const char *name) {
 	LLVMTypeRef params[6] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
 	LLVMTypeRef fty = LLVMFunctionType(c->i32, params, 6, 0);
 	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
@@ -275,7 +276,7 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 		free(scale);
 		free(slot);
 		free(stack);
-		cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		return NULL;
 	}
 	run_cx r = {c, p, fn, host, outputs, LLVMGetParam(fn, 1), syms, ptrs, slot, slot + p->n_bufs};
@@ -366,7 +367,7 @@ static LLVMValueRef emit_run(cpu_cx *c, const kir_program *p, LLVMValueRef *kern
 
 /* ---- Constant data ---------------------------------------------------------*/
 typedef struct data_cx {
-	cpu_cx *c;
+	llvm_cx *c;
 	const char *prefix;
 	int n_globals;
 } data_cx;
@@ -388,7 +389,7 @@ static LLVMValueRef cstring(data_cx *dc, const char *s) {
 }
 
 static LLVMValueRef tensor_array(data_cx *dc, const kir_program *p, const int *bufs, int n, LLVMTypeRef tensor_t) {
-	cpu_cx *c = dc->c;
+	llvm_cx *c = dc->c;
 	if (n == 0) return LLVMConstNull(c->ptr);
 	LLVMValueRef *elems = calloc((size_t)n, sizeof *elems);
 	if (!elems) return NULL;
@@ -416,7 +417,7 @@ static LLVMValueRef tensor_array(data_cx *dc, const kir_program *p, const int *b
 }
 
 /* The descriptor function: const tbc_abi_model *name(void). */
-static void emit_descriptor_fn(cpu_cx *c, const char *name, LLVMValueRef model) {
+static void emit_descriptor_fn(llvm_cx *c, const char *name, LLVMValueRef model) {
 	LLVMTypeRef fty = LLVMFunctionType(c->ptr, NULL, 0, 0);
 	LLVMValueRef fn = LLVMAddFunction(c->mod, name, fty);
 	LLVMSetLinkage(fn, LLVMExternalLinkage);
@@ -424,30 +425,33 @@ static void emit_descriptor_fn(cpu_cx *c, const char *name, LLVMValueRef model) 
 	LLVMBuildRet(c->b, model);
 }
 
-bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
+bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features) {
-	LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
-	if (!kernels) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	for (int l = 0; l < p->n_launches && !c->failed; l++)
-		if (p->launches[l].kernel) kernels[l] = cpu_emit_kernel(c, p->launches[l].kernel, l);
-	if (c->failed) {
-		free(kernels);
-		return false;
-	}
 	char name[160];
-	snprintf(name, sizeof name, "%s.run", info->prefix);
-	LLVMValueRef run = emit_run(c, p, kernels, name);
-	snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
-	LLVMValueRef arena_bytes = emit_arena_bytes(c, p, name);
-	free(kernels);
-	if (!run || !arena_bytes || c->failed) return false;
+	LLVMValueRef run = LLVMConstNull(c->ptr), arena_bytes = LLVMConstNull(c->ptr);
+	if (!info->no_cpu_code) { /* a device-only artifact: the descriptor alone */
+		LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
+		if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		for (int l = 0; l < p->n_launches && !c->failed; l++)
+			if (p->launches[l].kernel) kernels[l] = llvm_emit_kernel(c, p->launches[l].kernel, l);
+		if (c->failed) {
+			free(kernels);
+			return false;
+		}
+		snprintf(name, sizeof name, "%s.run", info->prefix);
+		run = emit_run(c, p, kernels, name);
+		snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
+		arena_bytes = emit_arena_bytes(c, p, name);
+		free(kernels);
+		if (!run || !arena_bytes || c->failed) return false;
+	}
 
 	data_cx dc = {c, info->prefix, 0};
 	/* Weights: one 64-byte aligned blob. */
 	LLVMValueRef weights = LLVMConstNull(c->ptr);
 	uint64_t hash = 0;
 	void *blob = malloc((size_t)p->weights_size + 1);
-	if (!blob) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	if (!blob) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 	kir_program_weights(p, blob);
 	hash = tbc_fnv1a64(blob, (size_t)p->weights_size);
 	if (!info->external_weights && p->weights_size) {
@@ -465,9 +469,23 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
 	LLVMStructSetBody(tensor_t, tfields, 5, 0);
 	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
-	LLVMTypeRef mfields[21] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr, c->ptr, c->ptr,
-				   c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr, c->ptr, c->ptr, c->i64};
-	LLVMStructSetBody(model_t, mfields, 21, 0);
+	LLVMTypeRef mfields[23] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32,
+				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64,
+				   c->i64, c->ptr, c->ptr, c->ptr, c->i64, c->ptr, c->i64};
+	LLVMStructSetBody(model_t, mfields, 23, 0);
+
+	/* Device code: the table as 8-byte aligned constant bytes. */
+	LLVMValueRef device_code = LLVMConstNull(c->ptr);
+	if (info->device_code && info->device_code_size) {
+		LLVMValueRef init =
+			LLVMConstStringInContext2(c->ctx, info->device_code, info->device_code_size, 1);
+		snprintf(name, sizeof name, "%s.device_code", info->prefix);
+		device_code = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+		LLVMSetInitializer(device_code, init);
+		LLVMSetGlobalConstant(device_code, 1);
+		LLVMSetLinkage(device_code, LLVMPrivateLinkage);
+		LLVMSetAlignment(device_code, 8);
+	}
 
 	/* Derived symbols: their polynomials as a table the runtime checks and
 	 * evaluates before the run (tbc_abi_derive_syms). */
@@ -478,14 +496,14 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		int64_t *poly = NULL;
 		if (!derived || !kir_program_derived_table(p, derived, &poly, &poly_len)) {
 			free(derived);
-			return cpu_fail(c, TBC_ERR_INTERNAL, "a derived symbol's name does not read back, or out of memory");
+			return llvm_fail(c, TBC_ERR_INTERNAL, "a derived symbol's name does not read back, or out of memory");
 		}
 		size_t n_vals = poly_len > (size_t)p->n_syms ? poly_len : (size_t)p->n_syms;
 		LLVMValueRef *vals = poly_len ? calloc(n_vals, sizeof *vals) : NULL;
 		if (poly_len && !vals) {
 			free(derived);
 			free(poly);
-			return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+			return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		}
 		if (poly_len) {
 			for (int s = 0; s < p->n_syms; s++) vals[s] = LLVMConstInt(c->i32, (unsigned long long)(int64_t)derived[s], 1);
@@ -505,7 +523,7 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		if (!names || !zeros) {
 			free(names);
 			free(zeros);
-			return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+			return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		}
 		for (int s = 0; s < p->n_syms; s++) {
 			names[s] = cstring(&dc, p->sym_names[s]);
@@ -518,8 +536,8 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 	}
 	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
 	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
-	if (!ins || !outs) return cpu_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	LLVMValueRef mvals[21] = {
+	if (!ins || !outs) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	LLVMValueRef mvals[23] = {
 		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
 		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
 		cstring(&dc, p->name),
@@ -541,10 +559,12 @@ bool cpu_emit_program(cpu_cx *c, const kir_program *p, const tbc_emit_info *info
 		sym_derived,
 		sym_poly,
 		LLVMConstInt(c->i64, (unsigned long long)poly_len, 0),
+		device_code,
+		LLVMConstInt(c->i64, info->device_code ? (unsigned long long)info->device_code_size : 0, 0),
 	};
 	snprintf(name, sizeof name, "%s.model", info->prefix);
 	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
-	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 21));
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 23));
 	LLVMSetGlobalConstant(model, 1);
 	LLVMSetLinkage(model, LLVMPrivateLinkage);
 	snprintf(name, sizeof name, "%s_descriptor", info->prefix);

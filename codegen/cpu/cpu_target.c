@@ -1,16 +1,17 @@
-/* The CPU target: a lowered program -> LLVM module -> LLVM's new pass
- * manager (default<O0..O3>) -> object code for x86-64 or AArch64.  The host
- * CPU and its features are used unless --target / --cpu say otherwise. */
+/* The CPU target: a lowered program -> LLVM module (kernel bodies by
+ * codegen/llvm/ with the CPU's hooks, the host program by cpu_module.c) ->
+ * LLVM's new pass manager -> object code for x86-64 or AArch64
+ * (codegen/llvm/llvm_machine.h).  What is the CPU's own here: the target
+ * machine, the host CPU and its features unless --target / --cpu say
+ * otherwise, and the description lowering reads. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cpu/cpu.h"
+#include "codegen/llvm/llvm_machine.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -28,19 +29,6 @@ static void init_llvm(void) {
 
 void tbc_cpu_init_llvm(void);
 void tbc_cpu_init_llvm(void) { pthread_once(&init_once, init_llvm); }
-
-static char llvm_version[32];
-static pthread_once_t llvm_version_once = PTHREAD_ONCE_INIT;
-static void format_llvm_version(void) {
-	unsigned major, minor, patch;
-	LLVMGetVersion(&major, &minor, &patch);
-	snprintf(llvm_version, sizeof llvm_version, "%u.%u.%u", major, minor, patch);
-}
-
-const char *tbc_llvm_version(void) {
-	pthread_once(&llvm_version_once, format_llvm_version);
-	return llvm_version;
-}
 
 /* The architecture part of a triple ("x86_64", "aarch64"). */
 static size_t arch_len(const char *triple) {
@@ -117,12 +105,8 @@ static tbc_code machine_new(const tbc_compile_options *o, tbc_diags *d, machine 
 	LLVMTargetRef target;
 	tbc_code rc = machine_resolve(o, d, m, &target);
 	if (rc != TBC_OK) return rc;
-	LLVMCodeGenOptLevel level = o->opt_level <= 0 ? LLVMCodeGenLevelNone
-				    : o->opt_level == 1 ? LLVMCodeGenLevelLess
-				    : o->opt_level == 2 ? LLVMCodeGenLevelDefault
-							: LLVMCodeGenLevelAggressive;
-	m->tm = LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features, level, LLVMRelocPIC,
-					LLVMCodeModelDefault);
+	m->tm = LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features, llvm_codegen_level(o->opt_level),
+					LLVMRelocPIC, LLVMCodeModelDefault);
 	if (!m->tm) {
 		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL, "no target machine for %s (cpu %s)", m->triple,
 			      m->cpu);
@@ -167,13 +151,6 @@ static tbc_code cpu_describe(const tbc_compile_options *o, tbc_target_desc *out,
 	return TBC_OK;
 }
 
-/* LLVM's remarks and warnings (a loop the vectorizer declined) are not the
- * user's business; errors reach us through return values. */
-static void quiet_diagnostics(LLVMDiagnosticInfoRef info, void *user) {
-	(void)info;
-	(void)user;
-}
-
 static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const tbc_compile_options *o,
 			 const tbc_emit_info *info, tbc_diags *d, void **out_data, size_t *out_size) {
 	*out_data = NULL;
@@ -181,94 +158,19 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	machine m;
 	tbc_code rc = machine_new(o, d, &m);
 	if (rc != TBC_OK) return rc;
-	cpu_cx c = {.d = d};
-	c.ctx = LLVMContextCreate();
-	LLVMContextSetDiagnosticHandler(c.ctx, quiet_diagnostics, NULL);
-	c.mod = LLVMModuleCreateWithNameInContext(info->prefix, c.ctx);
-	c.b = LLVMCreateBuilderInContext(c.ctx);
-	c.i1 = LLVMInt1TypeInContext(c.ctx);
-	c.i8 = LLVMInt8TypeInContext(c.ctx);
-	c.i16 = LLVMInt16TypeInContext(c.ctx);
-	c.i32 = LLVMInt32TypeInContext(c.ctx);
-	c.i64 = LLVMInt64TypeInContext(c.ctx);
-	c.f32 = LLVMFloatTypeInContext(c.ctx);
-	c.f64 = LLVMDoubleTypeInContext(c.ctx);
-	c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
-	c.void_t = LLVMVoidTypeInContext(c.ctx);
-	LLVMTypeRef host_fields[4] = {c.ptr, c.ptr, c.ptr, c.ptr};
-	c.host_t = LLVMStructTypeInContext(c.ctx, host_fields, 4, 0);
-	LLVMTypeRef body_params[3] = {c.ptr, c.i64, c.i64};
-	c.par_body_t = LLVMFunctionType(c.void_t, body_params, 3, 0);
-	LLVMTypeRef pf_params[5] = {c.ptr, c.ptr, c.ptr, c.i64, c.i64};
-	c.par_for_t = LLVMFunctionType(c.void_t, pf_params, 5, 0);
-	c.loop_md_kind = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
-	c.vector_bytes = t->vector_bytes; /* the width lowering tiled GEMMs for */
-	LLVMSetTarget(c.mod, m.triple);
-	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m.tm);
-	LLVMSetModuleDataLayout(c.mod, dl);
-	LLVMDisposeTargetData(dl);
-
-	char *features = cpu_listed_features(m.triple, m.features);
+	llvm_cx c;
+	/* t->vector_bytes: the width lowering tiled GEMMs for */
+	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
+	llvm_module_set_machine(c.mod, m.tm, m.triple);
+	/* A device-only artifact has no CPU code, so it needs no CPU feature. */
+	char *features = info->no_cpu_code ? calloc(1, 1) : cpu_listed_features(m.triple, m.features);
 	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);
 	free(features);
-	char *err = NULL;
-	if (ok && LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &err)) {
-		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: invalid LLVM IR: %.400s",
-			      err ? err : "");
-		ok = false;
-	}
-	LLVMDisposeMessage(err);
-	err = NULL;
-	if (ok) {
-		char passes[32];
-		int level = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
-		snprintf(passes, sizeof passes, "default<O%d>", level);
-		LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-		LLVMPassBuilderOptionsSetLoopVectorization(po, level >= 2);
-		LLVMPassBuilderOptionsSetSLPVectorization(po, level >= 2);
-		LLVMPassBuilderOptionsSetLoopUnrolling(po, level >= 2);
-		LLVMErrorRef e = LLVMRunPasses(c.mod, passes, m.tm, po);
-		LLVMDisposePassBuilderOptions(po);
-		if (e) {
-			char *msg = LLVMGetErrorMessage(e);
-			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: passes: %s", msg);
-			LLVMDisposeErrorMessage(msg);
-			ok = false;
-		}
-	}
-	if (ok && info->emit_llvm_ir) {
-		char *text = LLVMPrintModuleToString(c.mod);
-		size_t n = strlen(text);
-		*out_data = malloc(n + 1);
-		if (*out_data) {
-			memcpy(*out_data, text, n + 1);
-			*out_size = n;
-		} else {
-			ok = false;
-		}
-		LLVMDisposeMessage(text);
-	} else if (ok) {
-		LLVMMemoryBufferRef buf = NULL;
-		if (LLVMTargetMachineEmitToMemoryBuffer(m.tm, c.mod, LLVMObjectFile, &err, &buf)) {
-			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "cpu backend: emitting code: %s",
-				      err ? err : "");
-			LLVMDisposeMessage(err);
-			ok = false;
-		} else {
-			size_t n = LLVMGetBufferSize(buf);
-			*out_data = malloc(n ? n : 1);
-			if (*out_data) {
-				memcpy(*out_data, LLVMGetBufferStart(buf), n);
-				*out_size = n;
-			} else {
-				ok = false;
-			}
-			LLVMDisposeMemoryBuffer(buf);
-		}
-	}
-	LLVMDisposeBuilder(c.b);
-	LLVMDisposeModule(c.mod);
-	LLVMContextDispose(c.ctx);
+	ok = ok && llvm_module_verify(c.mod, "cpu", d);
+	ok = ok && llvm_module_optimize(c.mod, m.tm, o->opt_level, "cpu", d);
+	ok = ok && llvm_module_emit(c.mod, m.tm, info->emit_llvm_ir ? LLVM_OUT_IR : LLVM_OUT_OBJECT, "cpu", d, out_data,
+				    out_size);
+	llvm_cx_dispose(&c);
 	machine_free(&m);
 	if (ok) return TBC_OK;
 	tbc_code first = tbc_diags_first_code(d);

@@ -33,6 +33,18 @@ static inline kir_expr *NOT(kir_kernel *k, kir_expr *a) { return kir_e_unary(k, 
 static inline kir_expr *CMP(kir_kernel *k, kir_cmp c, kir_expr *a, kir_expr *b) { return kir_e_cmp(k, c, a, b); }
 static inline kir_expr *SEL(kir_kernel *k, kir_expr *c, kir_expr *a, kir_expr *b) { return kir_e_select(k, c, a, b); }
 
+/* A local variable of the kernel set to e in block b, read back: a value
+ * used more than once is computed once. */
+static inline kir_expr *LET(kir_kernel *k, kir_block *b, const char *name, kir_expr *e) {
+	if (!e) {
+		k->failed = true;
+		return NULL;
+	}
+	kir_var *v = kir_var_new(k, name, e->type);
+	kir_block_add(k, b, kir_s_set(k, v, e));
+	return kir_e_var(k, v);
+}
+
 /* Types and memory. */
 static inline kir_expr *CAST(kir_kernel *k, tbc_dtype t, kir_expr *a) { return kir_e_cast(k, t, a); }
 static inline kir_expr *LOAD(kir_kernel *k, kir_buffer *b, kir_expr *i) { return kir_e_load(k, b, i); }

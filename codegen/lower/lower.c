@@ -560,8 +560,66 @@ static bool reads_shape_tensor(const tbc_op *op) {
 }
 
 
+/* ---- Op families ---------------------------------------------------------
+ * Each op's lowering family is a column of ir/ops.def.  A family lowers an
+ * op in two steps: when the op's output shape is known only while running
+ * (or comes from a tensor computed while running), `shape` emits the shape
+ * kernel that computes or checks the output dims (LOWER_SHAPED: `lower`
+ * follows; LOWER_OK: it lowered the data too); then `lower` emits the data
+ * kernels.  Both live in the family's file, static and dynamic shapes
+ * together. */
+typedef struct lower_family {
+	lower_result (*shape)(lower_cx *cx, const tbc_op *op); /* NULL: every output shape must be known */
+	lower_result (*lower)(lower_cx *cx, const tbc_op *op); /* NULL: not lowered */
+} lower_family;
+
+/* The view family: Identity, Reshape, Flatten, Squeeze and Unsqueeze share
+ * their input's storage when that is safe (lower_alias), as does Dropout at
+ * inference. */
+static lower_result lower_family_view(lower_cx *cx, const tbc_op *op) {
+	bool ok = op->code == TBC_OP_Dropout ? lower_dropout(cx, op) : lower_reshape_like(cx, op);
+	return ok ? LOWER_OK : LOWER_FAILED;
+}
+
+static lower_result lower_family_control(lower_cx *cx, const tbc_op *op) {
+	return lower_control(cx, op) ? LOWER_OK : LOWER_FAILED;
+}
+
+static lower_result lower_family_elementwise(lower_cx *cx, const tbc_op *op) {
+	if (!lower_ew_supported(op)) return LOWER_NOT_MINE;
+	return lower_elementwise(cx, op) ? LOWER_OK : LOWER_FAILED;
+}
+
+/* A fused region: a reduction with its elementwise prologue and epilogue
+ * (fused_reduce.c), else an elementwise region (elementwise.c). */
+static lower_result lower_family_fused(lower_cx *cx, const tbc_op *op) {
+	lower_result r = lower_fused_reduce(cx, op);
+	if (r != LOWER_NOT_MINE) return r;
+	return lower_fused(cx, op) ? LOWER_OK : LOWER_FAILED;
+}
+
+enum {
+#define FAMILY(name, shape, lower) LF_##name,
+#include "codegen/lower/families.def"
+#undef FAMILY
+	LF_COUNT
+};
+
+static const lower_family families[LF_COUNT] = {
+#define FAMILY(name, shape, lower) [LF_##name] = {shape, lower},
+#include "codegen/lower/families.def"
+#undef FAMILY
+};
+
+static const unsigned char family_of[TBC_OP_COUNT] = {
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) [TBC_OP_##id] = LF_##lower,
+#include "ir/ops.def"
+#undef TBC_OP
+};
+
 bool lower_op(lower_cx *cx, const tbc_op *op) {
-	if (op->code == TBC_OP_If || op->code == TBC_OP_Loop || op->code == TBC_OP_Scan) return lower_control(cx, op);
+	const lower_family *f = &families[op->code < TBC_OP_COUNT ? family_of[op->code] : LF_none];
+	if (op->code == TBC_OP_If || op->code == TBC_OP_Loop || op->code == TBC_OP_Scan) return f->lower(cx, op) == LOWER_OK;
 	bool outputs_known = true;
 	for (int i = 0; i < op->n_outputs; i++)
 		if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type)) outputs_known = false;
@@ -571,57 +629,26 @@ bool lower_op(lower_cx *cx, const tbc_op *op) {
 		for (int d = 0; d < op->inputs[0]->type.rank; d++)
 			if (op->inputs[0]->type.dims[d].sym) outputs_known = false;
 	if (!outputs_known || reads_shape_tensor(op)) {
-		/* A data-dependent output shape: the op's lowering computes the new
-		 * symbols in a shape kernel before its buffers are made.  An op
-		 * whose shape comes from a tensor computed while running takes the
-		 * same path when inference derived its dims from that tensor's
-		 * symbolic value (ir/symval.c): the shape kernel then checks the
-		 * tensor against the derived dims instead of storing them, so an
+		/* A data-dependent output shape: the family's shape kernel computes
+		 * the new symbols before the op's buffers are made.  An op whose
+		 * shape comes from a tensor computed while running takes the same
+		 * path when inference derived its dims from that tensor's symbolic
+		 * value (ir/symval.c): the shape kernel then checks the tensor
+		 * against the derived dims instead of storing them, so an
 		 * assumption inference made (a symbolic Reshape's element count, a
 		 * slice within bounds) is verified, not trusted. */
-		lower_result (*const dynamic[])(lower_cx *, const tbc_op *) = {
-			lower_dyn_shape,
-			lower_dyn_select,
-			lower_dyn_reduce,
-			lower_dyn_data,
-			lower_dyn_resize,
-			lower_dyn_signal,
-		};
-		lower_result r = LOWER_NOT_MINE;
-		for (size_t i = 0; i < sizeof dynamic / sizeof *dynamic && r == LOWER_NOT_MINE; i++) r = dynamic[i](cx, op);
+		lower_result r = f->shape ? f->shape(cx, op) : LOWER_NOT_MINE;
 		if (r == LOWER_NOT_MINE && outputs_known) r = LOWER_SHAPED;
 		if (r == LOWER_NOT_MINE)
-			return lower_error(cx, op,
-					   "the shape of its output depends on the data; op %s with such a shape has no lowering yet",
+			return lower_error(cx, op, "the shape of its output depends on the data; op %s with such a shape has no lowering yet",
 					   tbc_ops[op->code].onnx_name);
 		if (r != LOWER_SHAPED) return r == LOWER_OK;
 		for (int i = 0; i < op->n_outputs; i++)
 			if (op->outputs[i] && !lower_type_known(cx, &op->outputs[i]->type))
 				return internal(cx, "a shape kernel left an output dim unknown");
 	}
-	switch (op->code) {
-	case TBC_OP_Identity:
-	case TBC_OP_Reshape:
-	case TBC_OP_Flatten:
-	case TBC_OP_Squeeze:
-	case TBC_OP_Unsqueeze: return lower_reshape_like(cx, op);
-	case TBC_OP_Dropout: return lower_dropout(cx, op);
-	default: break;
-	}
-	if (op->code == TBC_OP_Fused) {
-		lower_result r = lower_fused_reduce(cx, op);
-		return r == LOWER_NOT_MINE ? lower_fused(cx, op) : r == LOWER_OK;
-	}
-	if (lower_ew_supported(op)) return lower_elementwise(cx, op);
-	lower_result (*const families[])(lower_cx *, const tbc_op *) = {
-		lower_family_reduce, lower_family_norm, lower_family_matmul, lower_family_conv, lower_family_data,
-		lower_family_quant, lower_family_rnn, lower_family_signal, lower_family_misc,
-		lower_dyn_resize, /* Resize with a shape known at compile time */
-	};
-	for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
-		lower_result r = families[i](cx, op);
-		if (r != LOWER_NOT_MINE) return r == LOWER_OK;
-	}
+	lower_result r = f->lower ? f->lower(cx, op) : LOWER_NOT_MINE;
+	if (r != LOWER_NOT_MINE) return r == LOWER_OK;
 	return lower_unsupported(cx, op);
 }
 

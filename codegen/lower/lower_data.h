@@ -1,9 +1,11 @@
-/* Shared by the data-movement lowerings (codegen/lower/lower_data*.c): storage-typed
- * buffer views, strides, loop nests and the affine copy every pure
- * data-movement op reduces to.  See docs/lower-data.md. */
+/* The data-movement family (codegen/lower/data*.c): storage-typed buffer
+ * views, strides, loop nests and the affine copy every pure data-movement op
+ * reduces to, the parameters of shape kernels, and each op's lowering.  See
+ * docs/lower-data.md. */
 #ifndef TBC_CODEGEN_LOWER_DATA_H
 #define TBC_CODEGEN_LOWER_DATA_H
 
+#include "codegen/lower/lower_dyn.h"
 #include "codegen/lower/lower_internal.h"
 
 /* The unsigned integer type of an element's storage (u8, u16, u32, u64):
@@ -67,26 +69,83 @@ void aff_init(lk *l, affine *a);
 void aff_dim(affine *a, kir_expr *size, kir_expr *dst_stride, kir_expr *src_stride);
 kir_stmt *aff_copy(lk *l, affine *a, kir_buffer *dst, kir_buffer *src);
 
-/* Per-op lowerings (codegen/lower/lower_data_*.c). */
+/* Kernel bodies and kernels (data.c). */
+/* Adds s (may be NULL: nothing) to a kernel body. */
+void data_add(lk *l, kir_block *b, kir_stmt *s);
+/* Ends a kernel whose body may be empty (nothing to move: the kernel is
+ * dropped, its launch never made). */
+bool data_finish(lk *l, kir_block *b);
+/* Ends a kernel with nothing to do: no launch. */
+bool data_no_kernel(lk *l);
+/* Begins op's kernel, named after the op. */
+bool data_begin(lk *l, lower_cx *cx, const tbc_op *op);
+/* Fills every element of dst (type t) with value. */
+kir_stmt *data_fill(lk *l, kir_buffer *dst, const tbc_type *t, kir_expr *value);
+/* Whether t has a static dim of 0. */
+bool data_empty_type(const tbc_type *t);
+
+/* Shape kernels' parameters (data.c). */
+/* max(lo, min(v, hi)). */
+kir_expr *data_clamp(shk *s, kir_expr *v, kir_expr *lo, kir_expr *hi);
+/* A run-time parameter of the op (>= 0: the runtime takes a negative
+ * computed symbol for one never set) as a computed symbol named after the
+ * op's position; *out is the dim later kernels read it through. */
+bool data_param_sym(shk *s, const char *what, int d, kir_expr *value, tbc_dim *out);
+/* The length of a parameter tensor (a scalar counts 1); -1 (with a
+ * diagnostic) when it is not static, not 1-D or longer than max. */
+int data_param_len(lower_cx *cx, const tbc_op *op, int input, int max, const char *what);
+/* Axes given while running (n values of input `input`), normalised against
+ * rank and checked in range and distinct, into out; NULL input: 0..n-1. */
+bool data_load_axes(shk *s, const tbc_value *axes, int n, int rank, const char *twice, kir_expr **out);
+/* Whether dim d may be named by axes: always when they are given while
+ * running, else when the constant list holds it. */
+bool data_maybe_axis(const tbc_op *op, int input, int n, int rank, int d);
+
+/* The family's entries (data.c): the lowering of op, and the shape kernel
+ * of op when its output shape is given by a tensor's values while running
+ * (LOWER_SHAPED: the lowering follows; LOWER_OK: it lowered the data too). */
+lower_result lower_family_data(lower_cx *cx, const tbc_op *op);
+lower_result lower_family_data_shape(lower_cx *cx, const tbc_op *op);
+
+/* Per-op lowerings. */
+/* data_copy.c */
+bool lower_data_transpose(lower_cx *cx, const tbc_op *op);
+bool lower_data_slice(lower_cx *cx, const tbc_op *op);
+bool lower_data_concat(lower_cx *cx, const tbc_op *op);
+bool lower_data_split(lower_cx *cx, const tbc_op *op);
+bool lower_data_expand(lower_cx *cx, const tbc_op *op);
+bool lower_data_tile(lower_cx *cx, const tbc_op *op);
+bool lower_data_depth_space(lower_cx *cx, const tbc_op *op);
+bool lower_data_slice_dyn(lower_cx *cx, const tbc_op *op);
+bool lower_data_split_dyn(lower_cx *cx, const tbc_op *op);
+bool lower_data_concat_shape(lower_cx *cx, const tbc_op *op);
+/* data_index.c */
 bool lower_data_gather(lower_cx *cx, const tbc_op *op);
 bool lower_data_gather_elements(lower_cx *cx, const tbc_op *op);
 bool lower_data_gather_nd(lower_cx *cx, const tbc_op *op);
 bool lower_data_scatter_elements(lower_cx *cx, const tbc_op *op);
 bool lower_data_scatter_nd(lower_cx *cx, const tbc_op *op);
 bool lower_data_onehot(lower_cx *cx, const tbc_op *op);
+bool lower_data_onehot_shape(lower_cx *cx, const tbc_op *op);
+bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op);
+bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
+/* data_pad.c */
 bool lower_data_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_pad_dyn(lower_cx *cx, const tbc_op *op);
+bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_center_crop_pad_shape(lower_cx *cx, const tbc_op *op);
+/* data_gen.c */
 bool lower_data_shape(lower_cx *cx, const tbc_op *op);
 bool lower_data_size(lower_cx *cx, const tbc_op *op);
 bool lower_data_constant_of_shape(lower_cx *cx, const tbc_op *op);
 bool lower_data_range(lower_cx *cx, const tbc_op *op);
 bool lower_data_trilu(lower_cx *cx, const tbc_op *op);
 bool lower_data_eye_like(lower_cx *cx, const tbc_op *op);
-bool lower_data_reverse_sequence(lower_cx *cx, const tbc_op *op);
-bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op);
-/* codegen/lower/lower_dyn_data.c: data kernels of ops with no static lowering elsewhere. */
+/* data_more.c */
 bool lower_data_topk(lower_cx *cx, const tbc_op *op);
-bool lower_data_center_crop_pad(lower_cx *cx, const tbc_op *op);
+bool lower_data_topk_shape(lower_cx *cx, const tbc_op *op);
 bool lower_data_affine_grid(lower_cx *cx, const tbc_op *op);
+bool lower_data_affine_grid_shape(lower_cx *cx, const tbc_op *op);
 bool lower_data_col2im(lower_cx *cx, const tbc_op *op);
 
 #endif

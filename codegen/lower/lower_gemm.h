@@ -1,5 +1,5 @@
-/* The GEMM generator (codegen/lower/lower_matmul.c), shared by MatMul, Gemm and
- * Conv (codegen/lower/lower_conv.c):
+/* The GEMM generator (codegen/lower/matmul.c), shared by MatMul, Gemm and
+ * Conv (codegen/lower/conv.c):
  *
  *   y[b](i, j) = epi(sum_k a[b](i, k) * b[b](k, j))   for b < NB, i < M, j < N
  *
@@ -42,7 +42,7 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
  * statement (NULL when out of memory). */
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 
-/* The parallel form for device targets (codegen/lower/lower_gemm_grid.c):
+/* The parallel form for device targets (codegen/lower/gemm_grid.c):
  * whether the target wants it (TBC_PAR_GRID with work-groups), and the
  * grouped kernel's nest (tiles staged in local memory, several outputs per
  * work-item).  gemm_generate calls it when wanted. */

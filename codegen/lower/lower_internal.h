@@ -19,7 +19,7 @@ typedef struct lower_cx {
 	int *val_part;
 	int *life_start, *life_end;
 	int op_pos; /* position of the main-graph op being lowered */
-	int body_depth; /* > 0 while lowering a control-flow body (codegen/lower/lower_control.c) */
+	int body_depth; /* > 0 while lowering a control-flow body (codegen/lower/control.c) */
 	int n_regions;  /* control-flow regions made so far: names their symbols */
 } lower_cx;
 
@@ -49,9 +49,9 @@ bool lk_end(lk *l, kir_stmt *body);
  * are allocated while running (kir_pbuf.dynamic).  A lowering may also
  * compute symbols for its own run-time parameters (a slice's start, ...).
  *
- * lower_op sends an op with an output dim not known yet to the lower_dyn_*
- * families; such a family emits the shape kernel first, then asks for the
- * result buffers as usual. */
+ * lower_op sends an op with an output dim not known yet to its family's
+ * shape kernel (families.def), which emits the shape kernel first; the
+ * family's lowering then asks for the result buffers as usual. */
 /* The program symbol of that name (a derived dim is added on first use:
  * lower.c), -1 when there is none. */
 int lower_find_sym(lower_cx *cx, const char *name);
@@ -104,7 +104,7 @@ bool lower_alias_buf(lower_cx *cx, const tbc_value *v, int src);
 bool lower_op(lower_cx *cx, const tbc_op *op);
 /* Appends a control marker launch (kir_ctl, codegen/lower/lower.h). */
 bool lower_marker(lower_cx *cx, kir_ctl ctl, int s0, int s1, int s2);
-/* If, Loop and Scan as program-level regions: codegen/lower/lower_control.c. */
+/* If, Loop and Scan as program-level regions: codegen/lower/control.c. */
 bool lower_control(lower_cx *cx, const tbc_op *op);
 
 bool lower_unsupported(lower_cx *cx, const tbc_op *op);
@@ -146,29 +146,34 @@ kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr 
 kir_expr *lower_ew_expr_checked(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x, kir_block *checks);
 bool lower_fused(lower_cx *cx, const tbc_op *op);
 
-/* Each further family lowers the ops it knows: returns LOWER_NOT_MINE for
- * any other op, else LOWER_OK or LOWER_FAILED (with a diagnostic). */
-/* LOWER_SHAPED (lower_dyn_* only): the op's shape kernel is emitted and its
- * output dims are known now; the op's ordinary lowering follows. */
+/* A family's entries (codegen/lower/families.def; an op's family is a column
+ * of ir/ops.def) return LOWER_OK or LOWER_FAILED (with a diagnostic), or
+ * LOWER_NOT_MINE for an op, or a form of it, they do not lower.
+ * LOWER_SHAPED (shape kernels only): the op's shape kernel is emitted and
+ * its output dims are known now; the family's lowering follows. */
 typedef enum lower_result { LOWER_NOT_MINE = -1, LOWER_FAILED = 0, LOWER_OK = 1, LOWER_SHAPED = 2 } lower_result;
-lower_result lower_family_reduce(lower_cx *cx, const tbc_op *op);  /* codegen/lower/lower_reduce.c */
-lower_result lower_family_norm(lower_cx *cx, const tbc_op *op);    /* codegen/lower/lower_norm.c */
-lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lower/lower_matmul.c */
-lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lower/lower_conv.c */
-lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower/lower_data.c */
-lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lower/lower_quant.c */
-lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op);     /* codegen/lower/lower_rnn.c */
-lower_result lower_family_signal(lower_cx *cx, const tbc_op *op);  /* codegen/lower/lower_signal.c */
-lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lower/lower_misc.c */
+lower_result lower_family_reduce(lower_cx *cx, const tbc_op *op);  /* codegen/lower/reduce.c */
+lower_result lower_family_norm(lower_cx *cx, const tbc_op *op);    /* codegen/lower/norm.c */
+lower_result lower_family_matmul(lower_cx *cx, const tbc_op *op);  /* codegen/lower/matmul.c */
+lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lower/conv.c */
+lower_result lower_family_conv_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower/conv.c */
+lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower/data.c */
+lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lower/quant.c */
+lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op);     /* codegen/lower/rnn.c */
+lower_result lower_family_signal(lower_cx *cx, const tbc_op *op);  /* codegen/lower/signal.c */
+lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lower/misc.c */
 /* Ops with data-dependent output shapes (see above). */
-lower_result lower_dyn_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower/lower_dyn_shape.c: Reshape, Expand, ... */
-lower_result lower_dyn_select(lower_cx *cx, const tbc_op *op); /* codegen/lower/lower_dyn_select.c: NonZero, Unique, NMS, ... */
-lower_result lower_dyn_data(lower_cx *cx, const tbc_op *op);  /* codegen/lower/lower_dyn_data.c: Slice, Split, Pad, TopK, ... */
-lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op); /* codegen/lower/lower_dyn_reduce.c: Reduce* with run-time axes */
-lower_result lower_dyn_resize(lower_cx *cx, const tbc_op *op); /* codegen/lower/lower_dyn_resize.c: Resize (its shape known or not) */
-lower_result lower_dyn_signal(lower_cx *cx, const tbc_op *op); /* codegen/lower/lower_signal.c: DFT along a run-time axis */
+lower_result lower_dyn_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower/shape.c: Reshape, Expand, ... */
+lower_result lower_dyn_select(lower_cx *cx, const tbc_op *op); /* codegen/lower/select.c: NonZero, Unique, NMS, ... */
+/* MaxUnpool's output_shape given while running (codegen/lower/select.c, with
+ * the shape kernels it shares); the conv family's shape kernel. */
+lower_result lower_max_unpool_shape(lower_cx *cx, const tbc_op *op);
+lower_result lower_family_data_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower/data.c: Slice, Split, Pad, TopK, ... */
+lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op); /* codegen/lower/reduce.c: Reduce* with run-time axes */
+lower_result lower_dyn_resize(lower_cx *cx, const tbc_op *op); /* codegen/lower/resize.c: Resize (its shape known or not) */
+lower_result lower_dyn_signal(lower_cx *cx, const tbc_op *op); /* codegen/lower/signal.c: DFT along a run-time axis */
 /* A Fused region holding a reduction (elementwise prologue, one Reduce*,
- * elementwise epilogue): codegen/lower/lower_fused_reduce.c. */
+ * elementwise epilogue): codegen/lower/fused_reduce.c. */
 lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op);
 
 #endif

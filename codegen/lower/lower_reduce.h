@@ -1,6 +1,6 @@
 /* Reduction spaces: the loop structure shared by the reductions
- * (codegen/lower/lower_reduce.c), the normalizations (codegen/lower/lower_norm.c) and
- * fused reductions (codegen/lower/lower_fused_reduce.c).  Private to those files.
+ * (codegen/lower/reduce.c), the normalizations (codegen/lower/norm.c) and
+ * fused reductions (codegen/lower/fused_reduce.c).  Private to those files.
  *
  * A space is a shape (usually the reduced input's) whose dims are either
  * kept or reduced.  The kernel is parallel over the kept dims (one output
@@ -87,7 +87,7 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 /* The reduced-dims mask of a Reduce* op over an input of rank `rank`, from
  * its constant axes; false when the axes are not constant. */
 bool rs_reduce_mask(const tbc_op *op, int rank, bool *mask);
-/* A Reduce* op whose axes are a run-time input: codegen/lower/lower_dyn_reduce.c
+/* A Reduce* op whose axes are a run-time input: codegen/lower/reduce.c
  * (also declared in lower_internal.h, for lower_op's dynamic families). */
 lower_result lower_dyn_reduce(lower_cx *cx, const tbc_op *op);
 

@@ -19,7 +19,12 @@ extern "C" {
 #endif
 
 #define TBC_ABI_MAGIC 0x31434254u /* "TBC1" little-endian */
-#define TBC_ABI_VERSION 2u /* 2: derived symbols (sym_derived, sym_poly) */
+/* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code).
+ * The runtime loads versions TBC_ABI_VERSION_MIN to TBC_ABI_VERSION: a
+ * newer version only appends fields, and the runtime reads an older
+ * descriptor's fields only (a version 2 one has no device code). */
+#define TBC_ABI_VERSION 3u
+#define TBC_ABI_VERSION_MIN 2u
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
  * with sym[i] the index of the symbol in tbc_abi_model.sym_names. */
@@ -87,7 +92,82 @@ typedef struct tbc_abi_model {
 	const int32_t *sym_derived;
 	const int64_t *sym_poly;
 	uint64_t sym_poly_len;
+	/* ---- ABI 3 ----
+	 * Code for a device other than the host CPU: a device program table
+	 * (below) of device_code_size bytes, 8-byte aligned; NULL and 0 when the
+	 * artifact holds CPU code only.  run and arena_bytes are NULL when it
+	 * holds no CPU code (`tbc compile --target opencl`): such an artifact
+	 * runs on a device only. */
+	const void *device_code;
+	uint64_t device_code_size;
 } tbc_abi_model;
+
+/* The device program table (ABI 3; docs/opencl.md, "The artifact").  What
+ * the runtime walks to run the model on a device: the program's buffers, the
+ * kernels' source and the launches with the If/Loop markers between them.
+ * Every field is a little-endian 64-bit word (int64); a string is its length
+ * in bytes, then its bytes, padded with zeros to a multiple of 8.
+ *
+ *   magic TBC_ABI_DEVICE_MAGIC, version TBC_ABI_DEVICE_VERSION,
+ *   kind (TBC_ABI_DEVICE_OPENCL_C), source (string), build options (string)
+ *   n_syms (the descriptor's), syms_buf (the buffer of role SYMS, or -1)
+ *   n_bufs, then per buffer: role (TBC_ABI_BUF_*), dtype (tbc_dtype; 7,
+ *     int64, for SYMS), io_index, alias_of (-1 or a buffer that aliases
+ *     nothing), flags (1 dynamic: sized by computed symbols, allocated when
+ *     first used; 2 keep: its contents survive its growth), offset (CONST:
+ *     bytes into the weights), part (TEMP: arena part or -1), part_offset
+ *     (bytes per unit of the part's symbol product), rank, then rank dims
+ *     (>= 0 static; -1 - s: symbol s)
+ *   n_parts, then per part: bytes, n_syms, that many symbols
+ *   n_inputs, their buffers; n_outputs, their buffers (descriptor order)
+ *   n_kernels, then per kernel: name (string: the __kernel in source),
+ *     n_buffers, n_sizes, shape (0: one work-item, 1: a grid-stride loop),
+ *     grid_step, grid_lo and grid_hi (index expressions over the kernel's
+ *     sizes: a count, then that many (op, value) pairs in postfix,
+ *     TBC_ABI_EXPR_*), per buffer a flag (1: the kernel stores to it),
+ *     per buffer the bytes of an element, its rank and its dims (index
+ *     expressions: the runtime checks before each launch that every buffer
+ *     bound holds what the kernel may touch), n_messages, that many strings
+ *     (the checks' messages; a kernel with n_messages > 0 takes a status
+ *     word after its sizes)
+ *   n_launches, then per launch: ctl (TBC_ABI_CTL_*), ctl_sym[3], kernel
+ *     (-1 for a marker), then for a kernel its n_buffers program buffers
+ *     and n_sizes program symbols
+ *
+ * Kernel arguments are the kernel's buffers in order, then its sizes as
+ * int64 scalars, then the status word (int32) when it has checks. */
+#define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
+#define TBC_ABI_DEVICE_VERSION 1
+#define TBC_ABI_DEVICE_OPENCL_C 1
+
+enum {
+	TBC_ABI_BUF_INPUT = 0,
+	TBC_ABI_BUF_OUTPUT = 1,
+	TBC_ABI_BUF_CONST = 2,
+	TBC_ABI_BUF_TEMP = 3,
+	TBC_ABI_BUF_SYMS = 4
+};
+enum {
+	TBC_ABI_CTL_KERNEL = 0,
+	TBC_ABI_CTL_IF = 1,       /* ctl_sym[0]: the condition */
+	TBC_ABI_CTL_ELSE = 2,
+	TBC_ABI_CTL_END_IF = 3,
+	TBC_ABI_CTL_LOOP = 4,     /* counter, trip count (-1: none), condition (-1: none) */
+	TBC_ABI_CTL_END_LOOP = 5
+};
+enum {
+	TBC_ABI_EXPR_CONST = 0, /* pushes value */
+	TBC_ABI_EXPR_SIZE = 1,  /* pushes the kernel's size number value */
+	TBC_ABI_EXPR_ADD = 2,   /* the others pop b, then a, and push a op b */
+	TBC_ABI_EXPR_SUB = 3,
+	TBC_ABI_EXPR_MUL = 4,
+	TBC_ABI_EXPR_DIV = 5,   /* truncating */
+	TBC_ABI_EXPR_REM = 6,
+	TBC_ABI_EXPR_FLOORDIV = 7,
+	TBC_ABI_EXPR_FLOORMOD = 8,
+	TBC_ABI_EXPR_MIN = 9,
+	TBC_ABI_EXPR_MAX = 10
+};
 
 /* Sets every derived symbol of syms (n_syms values, the inputs' symbols set)
  * in index order.  Returns n_syms, or the index of the first one whose value

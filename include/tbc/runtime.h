@@ -135,6 +135,11 @@ typedef struct tbcrt_model_info {
 	uint32_t n_inputs, n_outputs, n_symbols;
 	uint64_t weights_bytes;
 	bool weights_external;
+	/* What the artifact holds code for: the host CPU (`tbc compile --target
+	 * cpu`, the default) and OpenCL devices (`--target opencl` or
+	 * `cpu,opencl`; ABI 3). */
+	bool cpu_code;
+	bool opencl_code;
 } tbcrt_model_info;
 
 /* One input or output.  dims[i] >= 0 is a static dim; dims[i] == -1 is the
@@ -168,7 +173,31 @@ TBCRT_MUST_CHECK tbcrt_status tbcrt_model_find_output(const tbcrt_model *model, 
  * inputs' shapes and must agree across inputs. */
 typedef struct tbcrt_session tbcrt_session;
 
+/* The device the session runs on: the CPU when the artifact holds CPU code,
+ * else the first available OpenCL device.  Same as tbcrt_session_create_with
+ * with options NULL. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_create(tbcrt_model *model, tbcrt_session **out_session);
+
+/* Where a session runs.  device is an index of the context's device list
+ * (tbcrt_device_count, tbcrt_device_find("opencl:0")), or TBCRT_DEVICE_AUTO.
+ * A device the artifact holds no code for is TBCRT_ERR_UNSUPPORTED_TARGET; a
+ * device this machine lacks (no OpenCL platform) TBCRT_ERR_DEVICE_UNAVAILABLE,
+ * saying why.  On an OpenCL device the first session of a model builds its
+ * program (or finds it in the device's cache: loading the same artifact
+ * again does not rebuild) and uploads its weights, once per model and
+ * device; each session has its own device arena; inputs are copied in and
+ * outputs out at every run (docs/opencl.md). */
+#define TBCRT_DEVICE_AUTO UINT32_MAX
+typedef struct tbcrt_session_options {
+	uint32_t device;
+} tbcrt_session_options;
+
+/* Defaults: device TBCRT_DEVICE_AUTO. */
+void tbcrt_session_options_init(tbcrt_session_options *options);
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_create_with(tbcrt_model *model, const tbcrt_session_options *options,
+							tbcrt_session **out_session);
+/* The index of the device the session runs on. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_device(const tbcrt_session *session, uint32_t *out_device);
 /* Frees the arena and the outputs the session allocated.  NULL is ignored. */
 void tbcrt_session_destroy(tbcrt_session *session);
 

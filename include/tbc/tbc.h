@@ -167,7 +167,21 @@ typedef struct tbc_compile_options {
 	FILE *dump_file;           /* NULL: stderr */
 	FILE *stats_file;          /* NULL: stderr */
 	struct tbc_compile_stats *stats_out; /* non-NULL: filled with the figures --stats prints */
+	/* TEST ONLY (tbc check's tests): non-NULL compiles a deliberately wrong
+	 * model, output 0 of the main graph's node of this ONNX name plus 1
+	 * (a bool flipped), to check that tbc check --bisect finds it.  Never
+	 * set it otherwise. */
+	const char *test_perturb_node;
+	/* What the artifact holds code for (TBC_TARGETS_* bits; 0: the CPU alone).
+	 * With OPENCL the kernels are also printed as OpenCL C and the artifact
+	 * carries them with the launch and buffer tables (include/tbc/abi.h,
+	 * device_code); without CPU it holds no CPU code and runs on an OpenCL
+	 * device only (docs/opencl.md). */
+	unsigned targets;
 } tbc_compile_options;
+
+#define TBC_TARGETS_CPU 1u
+#define TBC_TARGETS_OPENCL 2u
 
 /* What a compile measured (tbc_compile_options.stats_out).  Byte counts
  * take every symbolic dim as 1. */
@@ -194,7 +208,8 @@ void tbc_compile_options_init(tbc_compile_options *o);
 /* Writes an artifact chosen by path's extension: "x.o" (a relocatable object
  * and "x.h" declaring <prefix>_descriptor, the inputs and the outputs), "x.so"
  * (a shared object exporting tbc_model_descriptor, linked by the system
- * linker), "x.ll" (LLVM IR, for reading).  External weights go to
+ * linker), "x.ll" (LLVM IR, for reading), "x.cl" (the kernels as OpenCL C,
+ * for reading or another OpenCL host; targets must include OPENCL).  External weights go to
  * "<path>.weights". */
 tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path,
 			     tbc_diags *diags);
@@ -215,6 +230,68 @@ tbc_code tbc_abi_run_serial(const struct tbc_abi_model *model, tbc_tensor *const
  * target (the same signature as tbc_interpret). */
 tbc_code tbc_run_cpu(const tbc_module *m, tbc_tensor *const *inputs, size_t n_inputs, tbc_tensor **out_outputs,
 		     size_t n_outputs, tbc_diags *diags);
+
+/* ---- Checking targets against each other (tbc check) ----------------------
+ * Input shapes for making inputs, the main graph's nodes in the order they
+ * run, and copies of a module that return chosen intermediate values, so
+ * that two targets can be compared value by value (docs/check.md). */
+
+/* Input i's rank (-1 when unknown or i is out of range); dims[0..rank) get
+ * its dims (-1 for a symbolic one) and, when syms is non-NULL, syms[k] the
+ * symbolic dim's name or NULL.  dims and syms hold TBC_MAX_RANK entries. */
+int tbc_module_input_shape(const tbc_module *m, size_t i, int64_t *dims, const char **syms);
+
+/* The main graph's nodes in execution order (a topological order); the
+ * ops of If, Loop and Scan bodies belong to the node that holds them.  One
+ * ONNX node may import as a few nodes of the same name. */
+typedef struct tbc_node_info {
+	const char *name;    /* ONNX node name; "" when it had none */
+	const char *op_type; /* ONNX op type */
+	size_t n_inputs, n_outputs;
+} tbc_node_info;
+
+size_t tbc_module_node_count(const tbc_module *m);
+tbc_code tbc_module_node_get(const tbc_module *m, size_t i, tbc_node_info *out_info);
+/* The name of node i's input or output k (buf holds "%ID" for a value the
+ * model left unnamed: the text form's name); NULL for an omitted input, an
+ * unwanted output, or i or k out of range. */
+const char *tbc_module_node_input_name(const tbc_module *m, size_t i, size_t k, char *buf, size_t size);
+const char *tbc_module_node_output_name(const tbc_module *m, size_t i, size_t k, char *buf, size_t size);
+/* The inferred type of node i's input k as the text form writes it,
+ * "f32[batch,128]", into buf ("" when there is none). */
+void tbc_module_node_input_type(const tbc_module *m, size_t i, size_t k, char *buf, size_t size);
+
+/* A copy of m whose main graph also returns every output of nodes[0..n)
+ * (indices as for tbc_module_node_get), after the model's own outputs, in
+ * order, each value once (one m returns already is not repeated), except
+ * those whose rank inference left unknown or whose type is not numeric
+ * (compiled code cannot return them).  They are named as
+ * tbc_module_node_output_name says.  A returned value is
+ * materialized by every target: fusion cannot keep it in registers.  m must
+ * outlive the copy (constants are shared). */
+tbc_code tbc_module_expose_nodes(const tbc_module *m, const size_t *nodes, size_t n_nodes, tbc_diags *diags,
+				 tbc_module **out_module);
+
+/* Fills t with reproducible pseudo-random values for seed: floats uniform
+ * in [-1, 1), integers in [0, 10) (within the type's range), bools 0 or 1. */
+tbc_code tbc_tensor_fill_random(tbc_tensor *t, uint64_t seed);
+
+/* How far got is from want.  Float elements are close when
+ * |got - want| <= atol + rtol * |want|, NaN matches only NaN and an
+ * infinity only itself; integers and bools compare exactly. */
+typedef struct tbc_compare_result {
+	int same_dtype, same_shape;   /* nothing else is filled when either is 0 */
+	int64_t n_mismatched;         /* elements not close (NaN pattern included) */
+	int64_t n_nan_mismatched;     /* of those, NaN in one and not the other */
+	int64_t n_nan_both;           /* elements NaN in both (close, but worth saying) */
+	int64_t first_mismatch;       /* flat index of the first, -1 when none */
+	double first_got, first_want; /* the elements there */
+	double max_abs_diff;          /* over elements finite in both */
+	double max_rel_diff;          /* |got - want| / |want| over those with want != 0 */
+} tbc_compare_result;
+
+void tbc_tensor_compare(const tbc_tensor *got, const tbc_tensor *want, double rtol, double atol,
+			tbc_compare_result *out);
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,7 @@ bool conv_read_autopad(const tbc_op *op, conv_autopad *out);
 /* ConvTranspose's geometry (ir/kernels/conv_transpose.c): pads resolved
  * from auto_pad or output_shape, out[] from in[] (kernel[i] < 0 where the
  * weight's dim is unknown; in[i] < 0 gives out[i] < 0 unless output_shape
- * fixes it).  Shared with its CPU lowering (codegen/lower/lower_conv_t.c). */
+ * fixes it).  Shared with its CPU lowering (codegen/lower/conv_more.c). */
 typedef struct tconv_geom {
 	int nsp;
 	int64_t kernel[CONV_MAX_SPATIAL], stride[CONV_MAX_SPATIAL], dil[CONV_MAX_SPATIAL];

@@ -1,6 +1,6 @@
 /* The activation functions of RNN, GRU and LSTM as the interpreter reads
  * them from an op's attributes (ir/kernels/seq_rnn.c); the CPU lowering
- * (codegen/lower/lower_rnn.c) reads them the same way. */
+ * (codegen/lower/rnn.c) reads them the same way. */
 #ifndef TBC_IR_KERNELS_RNN_ACTS_H
 #define TBC_IR_KERNELS_RNN_ACTS_H
 

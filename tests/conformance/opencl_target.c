@@ -1,10 +1,11 @@
-/* The conformance harness's `opencl` target: the model lowered as for the
- * CPU, every kernel printed as OpenCL C (codegen/opencl/), the whole program
- * built once on libtbcrt's OpenCL device (runtime/device.h: the ICD loader,
- * the build log in the status), and the host program run by
- * kir_program_run with each kernel launched there (buffers copied in before
- * a launch and the stored ones back after it).  It checks the OpenCL C
- * printer against the ONNX node suite before artifacts carry OpenCL code. */
+/* The conformance harness's `opencl` target: the model compiled in memory
+ * for the opencl target alone (tbc_jit_compile with TBC_TARGETS_OPENCL: a
+ * descriptor holding the launch table and the OpenCL C, no CPU code) and
+ * run by libtbcrt on the first OpenCL device -- the path of `tbc run
+ * --target opencl` and of an artifact's session on opencl:N, so the node
+ * suite checks the printer, the table and the runtime's device walk
+ * together.  tbc_ocl_eval_kernel still runs one kernel alone over host
+ * buffers (tests/unit/test_opencl_c.c). */
 #include "tests/conformance/opencl_target.h"
 
 #include <stdio.h>
@@ -32,10 +33,6 @@ typedef struct ocl_run {
 	tbcrt__program *program;
 	int n_kernels;
 	ocl_kernel *kernels;
-	tbc_tensor *const *in;
-	size_t n_in, n_out;
-	tbc_tensor **out;
-	tbc_code rc;
 } ocl_run;
 
 static bool rt_fail(tbc_diags *d, const tbcrt_status *st) {
@@ -178,22 +175,6 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 	return good;
 }
 
-static bool run_program(const kir_program *p, void *user, tbc_diags *d) {
-	ocl_run *r = user;
-	const kir_kernel **ks = calloc((size_t)p->n_launches + 1, sizeof *ks);
-	for (int l = 0; ks && l < p->n_launches; l++)
-		if (p->launches[l].ctl == KIR_CTL_KERNEL) ks[l] = p->launches[l].kernel;
-	bool built = ks && open_device(r, d) && build_program(r, ks, p->n_launches, d);
-	free(ks);
-	if (!built) {
-		r->rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
-		return false;
-	}
-	kir_kernel_runner runner = {launch, r};
-	r->rc = kir_program_run(p, &runner, r->in, r->n_in, r->out, r->n_out, d);
-	return r->rc == TBC_OK;
-}
-
 static void close_run(ocl_run *r) {
 	for (int i = 0; i < r->n_kernels; i++) {
 		tbcrt__kernel_destroy(r->kernels[i].kernel);
@@ -205,7 +186,7 @@ static void close_run(ocl_run *r) {
 }
 
 bool tbc_ocl_available(void) {
-	ocl_run r = {.rc = TBC_OK};
+	ocl_run r = {0};
 	tbc_diags *d = tbc_diags_create();
 	bool ok = d && open_device(&r, d);
 	close_run(&r);
@@ -214,21 +195,69 @@ bool tbc_ocl_available(void) {
 }
 
 bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
-	ocl_run r = {.rc = TBC_OK};
+	ocl_run r = {0};
 	bool ok = open_device(&r, d) && build_program(&r, &k, 1, d) && launch(&r, k, buffers, sizes, d);
 	close_run(&r);
 	return ok;
 }
 
+/* Runs the bound session and copies its outputs into new tensors. */
+static tbc_code run_session(tbcrt_model *model, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			    tbc_diags *d) {
+	tbcrt_context *ctx = model->context;
+	tbcrt_session_options so;
+	tbcrt_session_options_init(&so);
+	tbcrt_session *s = NULL;
+	tbcrt_status st = tbcrt_device_find(ctx, "opencl:0", &so.device);
+	if (st.code == TBCRT_OK) st = tbcrt_session_create_with(model, &so, &s);
+	if (st.code == TBCRT_OK && (n_in != model->n_inputs || n_out != model->n_outputs))
+		st = tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "the model takes %u inputs and gives %u outputs", model->n_inputs,
+				model->n_outputs);
+	for (size_t i = 0; st.code == TBCRT_OK && i < n_in; i++)
+		st = tbcrt_session_bind_input(s, (uint32_t)i, (int32_t)in[i]->dtype, (uint32_t)in[i]->rank, in[i]->dims,
+					      in[i]->data, (size_t)in[i]->numel * tbc_dtype_size(in[i]->dtype));
+	if (st.code == TBCRT_OK) st = tbcrt_session_run(s);
+	for (size_t i = 0; st.code == TBCRT_OK && i < n_out; i++) {
+		tbcrt_tensor t;
+		st = tbcrt_session_output(s, (uint32_t)i, &t);
+		if (st.code != TBCRT_OK) break;
+		out[i] = tbc_tensor_create((tbc_dtype)t.dtype, (int)t.rank, t.dims);
+		if (!out[i]) st = tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+		else if (t.bytes) memcpy(out[i]->data, t.data, t.bytes);
+	}
+	tbcrt_session_destroy(s);
+	if (st.code == TBCRT_OK) return TBC_OK;
+	/* A failed check is the model's run-time error, as the interpreter's. */
+	tbc_diags_add(d, st.code == TBCRT_ERR_RUN_FAILED ? TBC_ERR_RUNTIME : TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
+		      "%s (%s)", st.message, tbcrt_code_name(st.code));
+	return st.code == TBCRT_ERR_RUN_FAILED ? TBC_ERR_RUNTIME : TBC_ERR_INTERNAL;
+}
+
 tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			tbc_diags *d) {
 	for (size_t i = 0; i < n_out; i++) out[i] = NULL;
-	ocl_run r = {.in = in, .n_in = n_in, .out = out, .n_out = n_out, .rc = TBC_OK};
-	/* Lowered for an OpenCL device: its parallel form (grouped kernels). */
-	tbc_target_desc device = tbc_target_desc_opencl_default();
-	tbc_code rc = tbc_codegen_for(m, NULL, &device, d, run_program, &r);
-	if (rc == TBC_OK) rc = r.rc;
-	close_run(&r);
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.targets = TBC_TARGETS_OPENCL;
+	tbc_jit *jit = NULL;
+	tbc_code rc = tbc_jit_compile(m, &o, d, &jit);
+	tbcrt_context *ctx = NULL;
+	tbcrt_model *model = NULL;
+	if (rc == TBC_OK) {
+		tbcrt_context_options co;
+		tbcrt_context_options_init(&co);
+		co.thread_count = 1;
+		tbcrt_status st = tbcrt_context_create(&co, &ctx);
+		if (st.code == TBCRT_OK) st = tbcrt_model_from_descriptor(ctx, tbc_jit_descriptor(jit), NULL, &model);
+		if (st.code != TBCRT_OK) {
+			rt_fail(d, &st);
+			rc = TBC_ERR_INTERNAL;
+		}
+	}
+	if (rc == TBC_OK) rc = run_session(model, in, n_in, out, n_out, d);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(ctx);
+	tbc_jit_destroy(jit);
 	if (rc != TBC_OK)
 		for (size_t i = 0; i < n_out; i++) {
 			tbc_tensor_destroy(out[i]);

@@ -1,4 +1,4 @@
-/* Control flow compiled (codegen/lower/lower_control.c): If, Loop and Scan as
+/* Control flow compiled (codegen/lower/control.c): If, Loop and Scan as
  * program-level regions.  Each model, written in the IR's text form, runs
  * through the interpreter, the kernel IR evaluator and the JIT, which must
  * agree; the inputs pick the paths (branch taken, early exit, no

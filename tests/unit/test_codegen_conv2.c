@@ -1,5 +1,5 @@
 /* ConvTranspose, GridSample, MaxUnpool and RoiAlign lowered
- * (codegen/lower/lower_conv_t.c) against the reference interpreter: each test
+ * (codegen/lower/conv_more.c) against the reference interpreter: each test
  * builds a small graph, runs it with tbc_interpret, with the kernel IR
  * evaluator (lowering alone) and JIT-compiled for the host, and compares all
  * three. */

@@ -362,7 +362,7 @@ static void test_constant_of_shape_range_eyelike_trilu(void **state) {
 		}
 }
 
-/* starts given while running: the shape kernel of codegen/lower/lower_dyn_data.c
+/* starts given while running: the shape kernel of codegen/lower/data*.c
  * (tests/unit/test_codegen_dyn_data.c has the rest). */
 static void test_non_constant_slice(void **state) {
 	(void)state;

@@ -1,4 +1,4 @@
-/* Data movement with parameters given while running (codegen/lower/lower_dyn_data.c):
+/* Data movement with parameters given while running (codegen/lower/data*.c):
  * Slice, Split, Pad, OneHot, TopK and CenterCropPad whose starts, sizes,
  * pads, depth, K or shape are graph inputs.  Each case runs through the
  * interpreter, the kernel IR evaluator and the JIT and compares; the shape

@@ -1,4 +1,4 @@
-/* Reduce* with axes given while running (codegen/lower/lower_dyn_reduce.c): the
+/* Reduce* with axes given while running (codegen/lower/reduce.c): the
  * axes are a graph input, so which dims reduce, and the output's dims, are
  * known only from the data.  Each case runs through the interpreter, the
  * kernel IR evaluator and the JIT; bad axes fail the run as they fail the

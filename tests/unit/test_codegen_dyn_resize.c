@@ -1,4 +1,4 @@
-/* Resize lowered for the CPU (codegen/lower/lower_dyn_resize.c): every mode,
+/* Resize lowered for the CPU (codegen/lower/resize.c): every mode,
  * nearest_mode, coordinate_transformation_mode, antialias, exclude_outside,
  * axes and keep_aspect_ratio_policy, with scales/sizes/roi as constants (the
  * ordinary case: no shape kernel) or given while running (output dims

@@ -1,5 +1,5 @@
 /* Ops whose output size is known only after computing, and generators of a
- * size given while running (codegen/lower/lower_dyn_select.c): NonZero, Compress,
+ * size given while running (codegen/lower/select.c): NonZero, Compress,
  * Unique, NonMaxSuppression, the windows, MelWeightMatrix, STFT and
  * MaxUnpool with an output_shape input.  Each case runs through the
  * interpreter, the kernel IR evaluator and the JIT; the failing runs fail in

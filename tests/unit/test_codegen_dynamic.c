@@ -1,5 +1,5 @@
 /* Data-dependent shapes: output dims given by a tensor's values while
- * running (codegen/lower/lower_dyn_shape.c).  Each case runs through the
+ * running (codegen/lower/shape.c).  Each case runs through the
  * interpreter, the kernel IR evaluator and the JIT; the shape kernel's
  * checks fail the run where the interpreter reports an error. */
 #include <setjmp.h>

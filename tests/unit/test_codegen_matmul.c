@@ -1,5 +1,5 @@
-/* MatMul, Gemm, Conv and the pools lowered (codegen/lower/lower_matmul.c,
- * codegen/lower/lower_conv.c) against the reference interpreter: each test
+/* MatMul, Gemm, Conv and the pools lowered (codegen/lower/matmul.c,
+ * codegen/lower/conv.c) against the reference interpreter: each test
  * builds a small graph, runs it with tbc_interpret, with the kernel IR
  * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host
  * (tbc_jit_compile + a serial host), and compares all three. */
@@ -517,7 +517,7 @@ static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
 	check(&md, o->outputs[0]);
 }
 
-/* MaxPool without Indices runs a row at a time (codegen/lower/lower_conv.c,
+/* MaxPool without Indices runs a row at a time (codegen/lower/conv.c,
  * maxpool_rows): a vector loop over the positions whose window lies inside
  * the row, per-position tap ranges at the borders.  Geometries with wide
  * and empty interiors, windows wholly in the padding (0), 1-3 spatial dims,

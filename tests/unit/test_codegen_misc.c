@@ -1,6 +1,6 @@
 /* Lowering of BitCast, CumSum/CumProd with the axis given at run time,
  * Dropout in training mode and BatchNormalization in training mode
- * (codegen/lower/lower_misc.c, lower_reduce.c, lower_norm.c): each graph runs
+ * (codegen/lower/misc.c, codegen/lower/reduce.c, codegen/lower/norm.c): each graph runs
  * through the interpreter, the kernel IR evaluator and the JIT, and the
  * three agree (bit for bit where the interpreter's arithmetic is
  * reproduced exactly). */

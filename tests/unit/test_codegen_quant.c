@@ -1,4 +1,4 @@
-/* The quantization ops lowered (codegen/lower/lower_quant.c)
+/* The quantization ops lowered (codegen/lower/quant.c)
  * against the reference interpreter: each test
  * builds a small graph, runs it with tbc_interpret, with the kernel IR
  * evaluator (kir_program_eval: lowering alone) and JIT-compiled for the host

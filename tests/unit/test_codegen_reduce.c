@@ -135,7 +135,7 @@ static void test_reduce_max_min_of_bools(void **state) {
 }
 
 /* Axes from a graph input are known only while running: the output's dims
- * are computed (codegen/lower/lower_dyn_reduce.c; its cases in
+ * are computed (codegen/lower/reduce.c; its cases in
  * test_codegen_dyn_reduce.c). */
 static void test_reduce_runtime_axes(void **state) {
 	(void)state;

@@ -1,4 +1,4 @@
-/* RNN, GRU and LSTM lowered for the CPU (codegen/lower/lower_rnn.c) against the
+/* RNN, GRU and LSTM lowered for the CPU (codegen/lower/rnn.c) against the
  * reference interpreter: each test builds one recurrent op with random
  * inputs, runs it with tbc_interpret, the kernel IR evaluator and the JIT,
  * and compares all three (check_outputs, tests/unit/support). */

@@ -1,4 +1,4 @@
-/* DFT, LinearAttention and TfIdfVectorizer lowered (codegen/lower/lower_signal.c)
+/* DFT, LinearAttention and TfIdfVectorizer lowered (codegen/lower/signal.c)
  * against the reference interpreter: each test builds a small graph, runs it
  * with tbc_interpret, with the kernel IR evaluator and JIT-compiled, and
  * compares all three. */

@@ -49,7 +49,7 @@ static void doctor_reports_the_cpu_opencl_cuda_hip_and_the_targets(void **state)
 	HAS(out, "\nhip ");
 	HAS(out, "targets this tbc compiles for:");
 	HAS(out, "cpu        x86_64, aarch64");
-	HAS(out, "opencl     OpenCL C 1.2: kernels printed (tbc-conformance --target opencl); no artifacts yet");
+	HAS(out, "opencl     OpenCL C 1.2: artifacts (tbc compile --target opencl|cpu,opencl), .cl source");
 	const char *ci = getenv("CI");
 	if (strstr(out, "\nopencl:0 ")) {
 		HAS(out, "compute units");

@@ -144,16 +144,6 @@ static kir_expr *WHEN(gen *g, kir_cmp c, kir_expr *a, kir_expr *b, kir_expr *t, 
 	return kir_e_select(g->k, kir_e_cmp(g->k, c, a, b), t, f);
 }
 
-static kir_expr *local(gen *g, kir_block *b, const char *name, kir_expr *e) {
-	if (!e) {
-		g->k->failed = true;
-		return NULL;
-	}
-	kir_var *v = kir_var_new(g->k, name, e->type);
-	kir_block_add(g->k, b, kir_s_set(g->k, v, e));
-	return V(g->k, v);
-}
-
 /* A loop under construction: loop_begin returns its variable, the caller
  * fills lp.body, loop_end adds the loop to outer. */
 typedef struct loop {
@@ -199,8 +189,8 @@ static void axpy_rows(gen *g, kir_block *blk, kir_buffer *acc, kir_expr *a0, kir
 		kir_expr *xi[AXPY_UNROLL], *trow[AXPY_UNROLL];
 		for (int u = 0; u < m; u++) {
 			kir_expr *i = ADD(g->k, ADD(g->k, I(g->k, lo), MUL(g->k, q, I(g->k, m))), I(g->k, u));
-			xi[u] = local(g, &li.body, "v", LOAD_F64(g->k, src, ADD(g->k, src0, i)));
-			trow[u] = local(g, &li.body, "tr", ADD(g->k, t0, MUL(g->k, i, I(g->k, GH))));
+			xi[u] = LET(g->k, &li.body, "v", LOAD_F64(g->k, src, ADD(g->k, src0, i)));
+			trow[u] = LET(g->k, &li.body, "tr", ADD(g->k, t0, MUL(g->k, i, I(g->k, GH))));
 		}
 		gv = loop_begin(g, &lg, "g", I(g->k, 0), I(g->k, count));
 		kir_expr *ai = ADD(g->k, a0, gv), *sum = kir_e_load(g->k, acc, ai);
@@ -224,9 +214,9 @@ static bool transpose_kernel(gen *g, const tbc_value *m, int64_t cols, int dst) 
 	if (!src || !t) return false;
 	loop lb, li, lg;
 	kir_expr *db = loop_begin(g, &lb, "db", I(g->k, 0), I(g->k, s->D * nb));
-	kir_expr *d = local(g, &lb.body, "d", kir_e_binary(k, KIR_FLOORDIV, db, I(g->k, nb)));
-	kir_expr *g0 = local(g, &lb.body, "g0", MUL(g->k, kir_e_binary(k, KIR_FLOORMOD, db, I(g->k, nb)), I(g->k, TRANSPOSE_BLOCK)));
-	kir_expr *g1 = local(g, &lb.body, "g1", kir_e_binary(k, KIR_MIN, ADD(g->k, g0, I(g->k, TRANSPOSE_BLOCK)), I(g->k, GH)));
+	kir_expr *d = LET(g->k, &lb.body, "d", kir_e_binary(k, KIR_FLOORDIV, db, I(g->k, nb)));
+	kir_expr *g0 = LET(g->k, &lb.body, "g0", MUL(g->k, kir_e_binary(k, KIR_FLOORMOD, db, I(g->k, nb)), I(g->k, TRANSPOSE_BLOCK)));
+	kir_expr *g1 = LET(g->k, &lb.body, "g1", kir_e_binary(k, KIR_MIN, ADD(g->k, g0, I(g->k, TRANSPOSE_BLOCK)), I(g->k, GH)));
 	kir_expr *i = loop_begin(g, &li, "i", I(g->k, 0), I(g->k, cols));
 	kir_expr *gv = loop_begin(g, &lg, "g", g0, g1);
 	store(g, &lg.body, t, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, d, I(g->k, cols)), i), I(g->k, GH)), gv),
@@ -255,9 +245,9 @@ static bool input_kernel(gen *g) {
 		kir_expr *t = kir_e_binary(k, KIR_FLOORDIV, tb, B), *b = kir_e_binary(k, KIR_FLOORMOD, tb, B);
 		xr = ADD(g->k, MUL(g->k, b, S), t);
 	}
-	kir_expr *x0 = local(g, &lp.body, "x0", MUL(g->k, xr, I(g->k, s->I)));
+	kir_expr *x0 = LET(g->k, &lp.body, "x0", MUL(g->k, xr, I(g->k, s->I)));
 	for (int d = 0; d < s->D; d++) {
-		kir_expr *a0 = local(g, &lp.body, "a0", MUL(g->k, ADD(g->k, MUL(g->k, tb, I(g->k, s->D)), I(g->k, d)), I(g->k, GH)));
+		kir_expr *a0 = LET(g->k, &lp.body, "a0", MUL(g->k, ADD(g->k, MUL(g->k, tb, I(g->k, s->D)), I(g->k, d)), I(g->k, GH)));
 		axpy_rows(g, &lp.body, xw, a0, bias, I(g->k, (int64_t)d * 2 * GH), x, x0, s->I, wt, I(g->k, (int64_t)d * s->I * GH), GH);
 	}
 	kir_block all = {0};
@@ -283,11 +273,11 @@ static kir_expr *gate_in(gen *g, int gate, kir_expr *j) {
 /* f(v) in f64, v clipped first when `clip` (fmin(c, fmax(-c, v)): NaN gives -c). */
 static kir_expr *act(gen *g, kir_block *blk, const act_fn *f, kir_expr *v, bool clip) {
 	kir_kernel *k = g->k;
-	v = local(g, blk, "a", v);
+	v = LET(g->k, blk, "a", v);
 	if (clip && g->s->has_clip) {
 		double c = g->s->clip;
-		v = local(g, blk, "cl", WHEN(g, KIR_GE, v, F(g->k, F64, -c), v, F(g->k, F64, -c)));
-		v = local(g, blk, "cl", WHEN(g, KIR_LE, v, F(g->k, F64, c), v, F(g->k, F64, c)));
+		v = LET(g->k, blk, "cl", WHEN(g, KIR_GE, v, F(g->k, F64, -c), v, F(g->k, F64, -c)));
+		v = LET(g->k, blk, "cl", WHEN(g, KIR_LE, v, F(g->k, F64, c), v, F(g->k, F64, c)));
 	}
 	kir_expr *zero = F(g->k, F64, 0), *one = F(g->k, F64, 1);
 	switch (f->kind) {
@@ -301,8 +291,8 @@ static kir_expr *act(gen *g, kir_block *blk, const act_fn *f, kir_expr *v, bool 
 		return BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), kir_e_unary(k, KIR_TANH, BIN(g->k, KIR_MUL, F(g->k, F64, f->beta), v)));
 	case ACT_HARDSIGMOID: {
 		/* fmax(0, fmin(1, alpha * v + beta)): NaN gives 1. */
-		kir_expr *u = local(g, blk, "hs", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), v), F(g->k, F64, f->beta)));
-		u = local(g, blk, "hs", WHEN(g, KIR_LE, u, one, u, one));
+		kir_expr *u = LET(g->k, blk, "hs", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, F(g->k, F64, f->alpha), v), F(g->k, F64, f->beta)));
+		u = LET(g->k, blk, "hs", WHEN(g, KIR_LE, u, one, u, one));
 		return WHEN(g, KIR_GE, u, zero, u, zero);
 	}
 	case ACT_ELU:
@@ -361,7 +351,7 @@ static void step(gen *g, kir_block *blk) {
 		loop_end(g, blk, &lp, KIR_LOOP_SEQUENTIAL);
 		/* h = (1 - z) * hh + z * h */
 		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
-		kir_expr *z = local(g, &lp.body, "z", ST(g, ADD(g->k, zb, j)));
+		kir_expr *z = LET(g->k, &lp.body, "z", ST(g, ADD(g->k, zb, j)));
 		kir_expr *hn = BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, BIN(g->k, KIR_SUB, F(g->k, F64, 1), z), ST(g, ADD(g->k, hhb, j))),
 				  BIN(g->k, KIR_MUL, z, ST(g, ADD(g->k, g->hb, j))));
 		store(g, &lp.body, g->st, ADD(g->k, g->hb, j), hn);
@@ -374,7 +364,7 @@ static void step(gen *g, kir_block *blk) {
 	hr_rows(g, blk, g->hb, 0, 4 * H);
 	j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
 	kir_block *b = &lp.body;
-	kir_expr *c = local(g, b, "c", ST(g, ADD(g->k, g->cb, j)));
+	kir_expr *c = LET(g->k, b, "c", ST(g, ADD(g->k, g->cb, j)));
 	kir_expr *gi = gate_in(g, 0, j);
 	if (g->p) gi = BIN(g->k, KIR_ADD, gi, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, pb, j)), c));
 	kir_expr *gf = NULL;
@@ -382,9 +372,9 @@ static void step(gen *g, kir_block *blk) {
 		gf = gate_in(g, 2, j);
 		if (g->p) gf = BIN(g->k, KIR_ADD, gf, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, ADD(g->k, pb, I(g->k, 2 * H)), j)), c));
 	}
-	kir_expr *iv = local(g, b, "ig", act(g, b, &acts[0], gi, true));
-	kir_expr *fv = local(g, b, "fg", s->input_forget ? BIN(g->k, KIR_SUB, F(g->k, F64, 1), iv) : act(g, b, &acts[0], gf, true));
-	kir_expr *cn = local(g, b, "cn", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, fv, c), BIN(g->k, KIR_MUL, iv, act(g, b, &acts[1], gate_in(g, 3, j), true))));
+	kir_expr *iv = LET(g->k, b, "ig", act(g, b, &acts[0], gi, true));
+	kir_expr *fv = LET(g->k, b, "fg", s->input_forget ? BIN(g->k, KIR_SUB, F(g->k, F64, 1), iv) : act(g, b, &acts[0], gf, true));
+	kir_expr *cn = LET(g->k, b, "cn", BIN(g->k, KIR_ADD, BIN(g->k, KIR_MUL, fv, c), BIN(g->k, KIR_MUL, iv, act(g, b, &acts[1], gate_in(g, 3, j), true))));
 	kir_expr *go = gate_in(g, 1, j);
 	if (g->p) go = BIN(g->k, KIR_ADD, go, BIN(g->k, KIR_MUL, LOAD_F64(g->k, g->p, ADD(g->k, ADD(g->k, pb, Hx), j)), cn));
 	/* The cell state is not clipped before h (as the interpreter, onnxruntime). */
@@ -413,7 +403,7 @@ static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
 	bool backward = s->reverse_only || dc == 1;
 	g->dc = dc;
 	/* The state's row in initial_h / Y_h. */
-	kir_expr *si = local(g, blk, "si", MUL(g->k, s->layout ? ADD(g->k, MUL(g->k, g->b, D), d) : ADD(g->k, MUL(g->k, d, g->B), g->b), Hx));
+	kir_expr *si = LET(g->k, blk, "si", MUL(g->k, s->layout ? ADD(g->k, MUL(g->k, g->b, D), d) : ADD(g->k, MUL(g->k, d, g->B), g->b), Hx));
 	loop lp;
 	kir_expr *j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
 	store(g, &lp.body, g->st, ADD(g->k, g->hb, j), g->h0 ? LOAD_F64(g->k, g->h0, ADD(g->k, si, j)) : F(g->k, F64, 0));
@@ -422,12 +412,12 @@ static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
 
 	loop ts;
 	kir_expr *sv = loop_begin(g, &ts, "s", I(g->k, 0), len);
-	kir_expr *t = local(g, &ts.body, "t", backward ? SUB(g->k, SUB(g->k, len, I(g->k, 1)), sv) : sv);
+	kir_expr *t = LET(g->k, &ts.body, "t", backward ? SUB(g->k, SUB(g->k, len, I(g->k, 1)), sv) : sv);
 	/* XW[t][b][d] */
-	g->xwo = local(g, &ts.body, "xo", MUL(g->k, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, t, g->B), g->b), D), d), I(g->k, s->G * s->H)));
+	g->xwo = LET(g->k, &ts.body, "xo", MUL(g->k, ADD(g->k, MUL(g->k, ADD(g->k, MUL(g->k, t, g->B), g->b), D), d), I(g->k, s->G * s->H)));
 	step(g, &ts.body);
 	if (g->y) {
-		kir_expr *yr = local(g, &ts.body, "yr", y_row(g, t));
+		kir_expr *yr = LET(g->k, &ts.body, "yr", y_row(g, t));
 		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
 		store(g, &lp.body, g->y, ADD(g->k, yr, j), kir_e_cast(g->k, s->dt, ST(g, ADD(g->k, g->hb, j))));
 		loop_end(g, &ts.body, &lp, KIR_LOOP_VECTOR);
@@ -437,7 +427,7 @@ static void direction(gen *g, kir_block *blk, int dc, kir_expr *len) {
 	if (g->y && g->lens) { /* steps past the batch's length stay zero */
 		loop tz;
 		kir_expr *t2 = loop_begin(g, &tz, "t", len, g->S);
-		kir_expr *yr = local(g, &tz.body, "yr", y_row(g, t2));
+		kir_expr *yr = LET(g->k, &tz.body, "yr", y_row(g, t2));
 		j = loop_begin(g, &lp, "j", I(g->k, 0), Hx);
 		store(g, &lp.body, g->y, ADD(g->k, yr, j), kir_e_float(g->k, s->dt, 0));
 		loop_end(g, &tz.body, &lp, KIR_LOOP_VECTOR);
@@ -483,17 +473,17 @@ static bool recurrence_kernel(gen *g, const tbc_op *op, int oy, int oyh, int oyc
 	loop par;
 	kir_expr *db = loop_begin(g, &par, "db", I(g->k, 0), MUL(g->k, I(g->k, s->D), g->B));
 	kir_block *body = &par.body;
-	g->b = s->D == 1 ? db : local(g, body, "b", kir_e_binary(k, KIR_FLOORMOD, db, g->B));
+	g->b = s->D == 1 ? db : LET(g->k, body, "b", kir_e_binary(k, KIR_FLOORMOD, db, g->B));
 	int64_t H = s->H, GH = s->G * H;
-	kir_expr *base = local(g, body, "sb", MUL(g->k, db, I(g->k, width)));
+	kir_expr *base = LET(g->k, body, "sb", MUL(g->k, db, I(g->k, width)));
 	g->hb = base;
-	g->cb = s->kind == RNN_LSTM ? local(g, body, "cb", ADD(g->k, base, I(g->k, H))) : NULL;
-	g->rb = local(g, body, "rb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H)));
-	g->tb = local(g, body, "tb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H + GH)));
+	g->cb = s->kind == RNN_LSTM ? LET(g->k, body, "cb", ADD(g->k, base, I(g->k, H))) : NULL;
+	g->rb = LET(g->k, body, "rb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H)));
+	g->tb = LET(g->k, body, "tb", ADD(g->k, base, I(g->k, (1 + (s->kind == RNN_LSTM)) * H + GH)));
 	kir_expr *len = g->S;
 	if (g->lens) {
 		kir_expr *lb = kir_e_cast(k, KIR_INDEX, kir_e_load(k, g->lens, g->b));
-		len = local(g, body, "len", kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, lb, I(g->k, 0)), g->S));
+		len = LET(g->k, body, "len", kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, lb, I(g->k, 0)), g->S));
 	}
 	if (s->D == 1) {
 		direction(g, body, 0, len);

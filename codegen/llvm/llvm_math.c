@@ -1,7 +1,8 @@
 /* Vectorizable f32 math: exp, log, tanh and erf as straight-line LLVM IR
  * (range reduction, a polynomial, selects for the special values) in
  * internal always-inline functions, so the loop vectorizer widens loops
- * that use them; a libm call (expf) would keep a loop scalar.
+ * that use them; a libm call (expf) would keep a loop scalar, and a GPU
+ * target has no libm at all.
  *
  * Accuracy against the correctly rounded result, measured over dense grids
  * of f32 inputs (numpy, in f32 arithmetic without fused multiply-add, as
@@ -11,14 +12,15 @@
  * above; erf is x * P(x^2) below 1 and a polynomial per unit interval on
  * [1, 4) (least-squares fits, coefficients chosen per lane by selects), 1
  * beyond.  NaN propagates; infinities and zeros give the limits (log of a
- * negative number is NaN).  f64 keeps LLVM's intrinsics and libm. */
+ * negative number is NaN).  f64 keeps LLVM's intrinsics and libm where the
+ * target has libm (llvm_hooks.libm). */
 #include <math.h>
 #include <string.h>
 
-#include "codegen/cpu/cpu.h"
+#include "codegen/llvm/llvm_emit.h"
 
 typedef struct mb {
-	cpu_cx *c;
+	llvm_cx *c;
 	LLVMBuilderRef b;
 } mb;
 
@@ -86,7 +88,7 @@ static LLVMValueRef emit_log(mb *m, LLVMValueRef x) {
 				   -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
 				   2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
 	LLVMBuilderRef b = m->b;
-	cpu_cx *c = m->c;
+	llvm_cx *c = m->c;
 	/* Subnormals: scale into the normal range first. */
 	LLVMValueRef sub_n = lt(m, x, K(m, 0x1p-126));
 	LLVMValueRef xs = sel(m, sub_n, mul(m, x, K(m, 0x1p23)), x);
@@ -155,7 +157,7 @@ static LLVMValueRef emit_erf(mb *m, LLVMValueRef x) {
 }
 
 /* The internal function "name" computing op, made once per module. */
-LLVMValueRef cpu_math_f32(cpu_cx *c, kir_unop op, LLVMValueRef x) {
+LLVMValueRef llvm_math_f32(llvm_cx *c, kir_unop op, LLVMValueRef x) {
 	const char *name;
 	LLVMValueRef (*emit)(mb *, LLVMValueRef);
 	switch (op) {

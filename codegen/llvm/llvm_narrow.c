@@ -1,8 +1,9 @@
-/* Narrow floats in the CPU backend: f16, bf16, the float8 variants and
+/* Narrow floats in the LLVM backends: f16, bf16, the float8 variants and
  * f4e2m1 are held as their bit patterns (i16 / i8) and converted to and from
  * f32 / f64 with integer and exact float operations, never libcalls (x86
  * without F16C would call compiler-rt's __truncsfhf2, which generated code
- * may not assume), so the loop vectorizer widens them.
+ * may not assume, and a GPU has no such library), so the loop vectorizer
+ * widens them and every target converts alike.
  *
  * Every conversion computes what ir/dtype.c computes (the evaluator and the
  * interpreter use it): decoding is exact; encoding rounds to nearest even
@@ -14,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "codegen/cpu/cpu.h"
+#include "codegen/llvm/llvm_emit.h"
 
 typedef enum { NAN_SIGNED, NAN_0X80, NAN_NONE_E2M1 } nan_rule;
 
@@ -46,9 +47,9 @@ static unsigned max_code(tbc_dtype dt, const fmt *f) {
 	return tbc_dtype_size(dt) == 1 ? (unsigned)(bits & 0xff) : bits;
 }
 
-static LLVMValueRef u32c(cpu_cx *c, unsigned v) { return LLVMConstInt(c->i32, v, 0); }
+static LLVMValueRef u32c(llvm_cx *c, unsigned v) { return LLVMConstInt(c->i32, v, 0); }
 
-static LLVMValueRef intrinsic1(cpu_cx *c, const char *name, LLVMValueRef x) {
+static LLVMValueRef intrinsic1(llvm_cx *c, const char *name, LLVMValueRef x) {
 	LLVMTypeRef t = LLVMTypeOf(x);
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
 	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &t, 1);
@@ -56,7 +57,7 @@ static LLVMValueRef intrinsic1(cpu_cx *c, const char *name, LLVMValueRef x) {
 }
 
 /* ---- Decoding: bits -> f32 ------------------------------------------------*/
-LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits) {
+LLVMValueRef llvm_narrow_to_f32(llvm_cx *c, tbc_dtype t, LLVMValueRef bits) {
 	LLVMBuilderRef b = c->b;
 	LLVMValueRef u = LLVMBuildZExt(b, bits, c->i32, "");
 	if (t == TBC_DT_BF16) {
@@ -76,7 +77,7 @@ LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits) {
 	}
 	fmt f;
 	if (!narrow_fmt(t, &f)) {
-		cpu_fail(c, TBC_ERR_INTERNAL, "no decoding of %s", tbc_dtype_name(t));
+		llvm_fail(c, TBC_ERR_INTERNAL, "no decoding of %s", tbc_dtype_name(t));
 		return NULL;
 	}
 	if (t == TBC_DT_F4E2M1) u = LLVMBuildAnd(b, u, u32c(c, 0xf), "");
@@ -114,14 +115,14 @@ LLVMValueRef cpu_narrow_to_f32(cpu_cx *c, tbc_dtype t, LLVMValueRef bits) {
 
 /* ---- Encoding: f32 / f64 -> bits ------------------------------------------*/
 /* The sign bit of x (an f32 or f64) as an i1. */
-static LLVMValueRef sign_of(cpu_cx *c, LLVMValueRef x) {
+static LLVMValueRef sign_of(llvm_cx *c, LLVMValueRef x) {
 	LLVMBuilderRef b = c->b;
 	bool dbl = LLVMTypeOf(x) == c->f64;
 	LLVMValueRef bits = LLVMBuildBitCast(b, x, dbl ? c->i64 : c->i32, "");
 	return LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(dbl ? c->i64 : c->i32, 0, 0), "");
 }
 
-static LLVMValueRef encode_bf16(cpu_cx *c, LLVMValueRef x) {
+static LLVMValueRef encode_bf16(llvm_cx *c, LLVMValueRef x) {
 	LLVMBuilderRef b = c->b;
 	if (LLVMTypeOf(x) == c->f64) x = LLVMBuildFPTrunc(b, x, c->f32, ""); /* through f32, as ml_dtypes */
 	LLVMValueRef u = LLVMBuildBitCast(b, x, c->i32, "");
@@ -134,7 +135,7 @@ static LLVMValueRef encode_bf16(cpu_cx *c, LLVMValueRef x) {
 }
 
 /* tbc_f32_to_e8m0, rounding up. */
-static LLVMValueRef encode_e8m0(cpu_cx *c, LLVMValueRef x, bool saturate) {
+static LLVMValueRef encode_e8m0(llvm_cx *c, LLVMValueRef x, bool saturate) {
 	LLVMBuilderRef b = c->b;
 	if (LLVMTypeOf(x) == c->f64) x = LLVMBuildFPTrunc(b, x, c->f32, "");
 	LLVMValueRef u = LLVMBuildBitCast(b, x, c->i32, "");
@@ -148,13 +149,13 @@ static LLVMValueRef encode_e8m0(cpu_cx *c, LLVMValueRef x, bool saturate) {
 	return LLVMBuildTrunc(b, r, c->i8, "");
 }
 
-LLVMValueRef cpu_float_to_narrow(cpu_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate) {
+LLVMValueRef llvm_float_to_narrow(llvm_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate) {
 	LLVMBuilderRef b = c->b;
 	if (t == TBC_DT_BF16) return encode_bf16(c, x);
 	if (t == TBC_DT_F8E8M0) return encode_e8m0(c, x, saturate);
 	fmt f;
 	if (!narrow_fmt(t, &f)) {
-		cpu_fail(c, TBC_ERR_INTERNAL, "no encoding of %s", tbc_dtype_name(t));
+		llvm_fail(c, TBC_ERR_INTERNAL, "no encoding of %s", tbc_dtype_name(t));
 		return NULL;
 	}
 	if (tbc_dtype_bits(t) == 8) f.saturate = saturate; /* f16 never saturates, f4e2m1 always */
@@ -204,7 +205,7 @@ LLVMValueRef cpu_float_to_narrow(cpu_cx *c, tbc_dtype t, LLVMValueRef x, bool sa
 	return LLVMBuildTrunc(b, r, tbc_dtype_size(t) == 2 ? c->i16 : c->i8, "");
 }
 
-LLVMValueRef cpu_narrow_const(cpu_cx *c, tbc_dtype t, double v) {
+LLVMValueRef llvm_narrow_const(llvm_cx *c, tbc_dtype t, double v) {
 	uint16_t bits = 0;
 	tbc_store_f64(t, &bits, 0, v);
 	if (tbc_dtype_size(t) == 1) return LLVMConstInt(c->i8, bits & 0xff, 0);

@@ -213,7 +213,7 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 #define GEMM_CHUNKS 16
 
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
-	if (gemm_grid_wanted(l)) return gemm_generate_grid(l, s); /* devices: codegen/lower/lower_gemm_grid.c */
+	if (gemm_grid_wanted(l)) return gemm_generate_grid(l, s); /* devices: codegen/lower/gemm_grid.c */
 	kir_kernel *k = l->k;
 	k->contract = true; /* a += x * w: one rounding instead of two */
 	gemm_gen g = {.l = l, .s = s};

@@ -1,5 +1,5 @@
 /* ConvTranspose, MaxUnpool, GridSample, RoiAlign and DeformConv lowered
- * (dispatched from lower_family_conv, codegen/lower/lower_conv.c).
+ * (dispatched from lower_family_conv, codegen/lower/conv.c).
  *
  * ConvTranspose is a GEMM followed by a gather (col2im), so that every
  * parallel loop writes disjoint elements:
@@ -36,40 +36,7 @@
 #include "ir/kernels/conv_util.h"
 
 
-static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
-	if (!e) {
-		l->k->failed = true;
-		return NULL;
-	}
-	kir_var *v = kir_var_new(l->k, name, e->type);
-	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l->k, v);
-}
 
-static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
-static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
-	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
-	return LOWER_FAILED;
-}
-
-static bool static_dims(const tbc_type *t, int from) {
-	for (int d = from; d < t->rank; d++)
-		if (t->dims[d].sym) return false;
-	return true;
-}
-
-static bool static_empty(const tbc_type *t) {
-	for (int d = 0; d < t->rank; d++)
-		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
-	return false;
-}
-
-static bool float_ct(tbc_dtype dt, tbc_dtype *ct) {
-	if (dt == TBC_DT_F32 || dt == TBC_DT_F16 || dt == TBC_DT_BF16) *ct = TBC_DT_F32;
-	else if (dt == TBC_DT_F64) *ct = TBC_DT_F64;
-	else return false;
-	return true;
-}
 
 /* ---- ConvTranspose -----------------------------------------------------------*/
 
@@ -91,10 +58,10 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
 	tbc_dtype ct;
-	if (!float_ct(xt->dtype, &ct) || wt->dtype != xt->dtype) return refuse(cx, op, "on this dtype");
-	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
-	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(yt, 1))
-		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	if (!conv_float_ct(xt->dtype, &ct) || wt->dtype != xt->dtype) return conv_refuse(cx, op, "on this dtype");
+	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return conv_refuse(cx, op, "of this rank");
+	if (!conv_static_dims(xt, 1) || !conv_static_dims(wt, 0) || !conv_static_dims(yt, 1))
+		return conv_refuse(cx, op, "with symbolic channel, spatial or weight dims");
 	int nsp = xt->rank - 2;
 	int64_t wk[CONV_MAX_SPATIAL], in[CONV_MAX_SPATIAL];
 	for (int i = 0; i < nsp; i++) wk[i] = wt->dims[2 + i].size, in[i] = xt->dims[2 + i].size;
@@ -118,10 +85,10 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	int64_t out_size = conv_prod(0, nsp, g.out);
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	int xb = lower_value_buf(cx, xv);
 	if (xb < 0) return LOWER_FAILED;
-	bool empty_in = static_empty(xt); /* C == 0 or an input dim 0: Y is the bias */
+	bool empty_in = conv_static_empty(xt); /* C == 0 or an input dim 0: Y is the bias */
 	int cb = -1;
 	if (!empty_in) {
 		cb = lower_shared_temp(cx, "col2im", ct, xt->dims[0], c.G * c.MK * c.in_size);
@@ -152,9 +119,9 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
 	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
 	kir_block plane = {0}, pos = {0}, tap = {0};
-	kir_expr *b0 = bias ? local(&l, &plane, "b", CAST(l.k, ct, kir_e_load(k, bias, MOD(l.k, V(l.k, pl), I(l.k, M)))))
+	kir_expr *b0 = bias ? LET(l.k, &plane, "b", CAST(l.k, ct, kir_e_load(k, bias, MOD(l.k, V(l.k, pl), I(l.k, M)))))
 			    : F(l.k, ct, 0);
-	kir_expr *cbase = col ? local(&l, &plane, "cbase", MUL(l.k, V(l.k, pl), I(l.k, KS * c.in_size))) : NULL;
+	kir_expr *cbase = col ? LET(l.k, &plane, "cbase", MUL(l.k, V(l.k, pl), I(l.k, KS * c.in_size))) : NULL;
 	kir_block_add(k, &pos, kir_s_set(k, acc, b0));
 	/* Per dim: t = o + pb; tap k reads i = (t - k*d) / s, valid when
 	 * 0 <= t - k*d <= (in-1)*s and divisible by s:
@@ -162,16 +129,16 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *num[CONV_MAX_SPATIAL];
 	kir_expr *divisible = NULL;
 	for (int d = 0; d < nsp; d++) {
-		kir_expr *t = local(&l, &pos, "t", ADD(l.k, V(l.k, o[d]), I(l.k, g.pad_begin[d])));
+		kir_expr *t = LET(l.k, &pos, "t", ADD(l.k, V(l.k, o[d]), I(l.k, g.pad_begin[d])));
 		int64_t span = (g.in[d] - 1) * g.stride[d], dil = g.dil[d];
-		lo[d] = local(&l, &pos, "lo", MAX(l.k, I(l.k, 0), DIV(l.k, ADD(l.k, SUB(l.k, t, I(l.k, span)), I(l.k, dil - 1)), I(l.k, dil))));
-		hi[d] = local(&l, &pos, "hi", MIN(l.k, I(l.k, g.kernel[d]), ADD(l.k, DIV(l.k, t, I(l.k, dil)), I(l.k, 1))));
+		lo[d] = LET(l.k, &pos, "lo", MAX(l.k, I(l.k, 0), DIV(l.k, ADD(l.k, SUB(l.k, t, I(l.k, span)), I(l.k, dil - 1)), I(l.k, dil))));
+		hi[d] = LET(l.k, &pos, "hi", MIN(l.k, I(l.k, g.kernel[d]), ADD(l.k, DIV(l.k, t, I(l.k, dil)), I(l.k, 1))));
 		num[d] = SUB(l.k, t, MUL(l.k, V(l.k, kv[d]), I(l.k, dil)));
 	}
 	kir_expr *ci = I(l.k, 0), *ki = I(l.k, 0);
 	int64_t istride = 1, kstride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
-		kir_expr *nm = local(&l, &tap, "num", num[d]);
+		kir_expr *nm = LET(l.k, &tap, "num", num[d]);
 		if (g.stride[d] > 1) {
 			kir_expr *ok = CMP(l.k, KIR_EQ, MOD(l.k, nm, I(l.k, g.stride[d])), I(l.k, 0));
 			divisible = divisible ? AND(l.k, divisible, ok) : ok;
@@ -201,23 +168,23 @@ static lower_result lower_conv_transpose(lower_cx *cx, const tbc_op *op) {
 	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
 	kir_block_add(k, &plane, s);
 	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, M));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
 /* ---- MaxUnpool -------------------------------------------------------------------*/
 static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *iv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type, *yt = &yv->type;
-	if (xt->rank < 3 || yt->rank != xt->rank || iv->type.dtype != TBC_DT_I64) return refuse(cx, op, "of this rank or index type");
+	if (xt->rank < 3 || yt->rank != xt->rank || iv->type.dtype != TBC_DT_I64) return conv_refuse(cx, op, "of this rank or index type");
 	/* Output dims may be symbols: an output_shape given while running, checked
-	 * and stored by its shape kernel (codegen/lower/lower_dyn_select.c). */
-	if (!static_dims(xt, 0)) return refuse(cx, op, "with symbolic dims");
+	 * and stored by its shape kernel (codegen/lower/select.c). */
+	if (!conv_static_dims(xt, 0)) return conv_refuse(cx, op, "with symbolic dims");
 	int r = xt->rank;
 	/* The unpooled shape: (in - 1) * stride - pads + kernel per spatial dim. */
 	const int64_t *ks, *st, *pads;
 	int nk = tbc_attr_ints(op, "kernel_shape", &ks), ns = tbc_attr_ints(op, "strides", &st), np = tbc_attr_ints(op, "pads", &pads);
 	int nsp = r - 2;
-	if (nk != nsp || (ns > 0 && ns != nsp) || (np > 0 && np != 2 * nsp)) return refuse(cx, op, "with these attributes");
+	if (nk != nsp || (ns > 0 && ns != nsp) || (np > 0 && np != 2 * nsp)) return conv_refuse(cx, op, "with these attributes");
 	int64_t inner[TBC_MAX_RANK] = {xt->dims[0].size, xt->dims[1].size}, ydims[TBC_MAX_RANK];
 	for (int d = 0; d < nsp; d++)
 		inner[2 + d] = (xt->dims[2 + d].size - 1) * (ns > 0 ? st[d] : 1) - (np > 0 ? pads[d] + pads[nsp + d] : 0) + ks[d];
@@ -227,7 +194,7 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	}
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	lk l;
 	if (!lk_begin(&l, cx, "maxunpool")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
@@ -242,7 +209,7 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	kir_var *e = kir_var_new(k, "e", KIR_INDEX), *q = kir_var_new(k, "q", KIR_INDEX);
 	kir_stmt *fill = kir_s_for(k, e, I(l.k, 0), ysz, 1, KIR_LOOP_PARALLEL, kir_s_store(k, y, V(l.k, e), zero));
 	kir_block body = {0};
-	kir_expr *t = local(&l, &body, "t", CAST(l.k, KIR_INDEX, kir_e_load(k, ix, V(l.k, q))));
+	kir_expr *t = LET(l.k, &body, "t", CAST(l.k, KIR_INDEX, kir_e_load(k, ix, V(l.k, q))));
 	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, t, I(l.k, 0)), CMP(l.k, KIR_GE, t, I(l.k, total))),
 					    "MaxUnpool: an index is outside the unpooled tensor"));
 	kir_expr *at = I(l.k, 0);
@@ -257,7 +224,7 @@ static lower_result lower_max_unpool(lower_cx *cx, const tbc_op *op) {
 	kir_block all = {0};
 	kir_block_add(k, &all, fill);
 	kir_block_add(k, &all, kir_s_for(k, q, I(l.k, 0), I(l.k, xsz), 1, KIR_LOOP_SEQUENTIAL, body.first));
-	return failed(lk_end(&l, all.first));
+	return conv_failed(lk_end(&l, all.first));
 }
 
 /* ---- GridSample ------------------------------------------------------------------*/
@@ -269,32 +236,32 @@ static kir_expr *gs_reflect(lk *l, kir_block *b, kir_expr *x, double lo, double 
 	const tbc_dtype D = TBC_DT_F64;
 	double rng = hi - lo;
 	if (!(rng > 0)) return F(l->k, D, lo);
-	x = local(l, b, "rx", x);
-	kir_expr *dxl = local(l, b, "dxl", BIN(l->k, KIR_SUB, F(l->k, D, lo), x));
-	kir_expr *nl = local(l, b, "nl", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxl, F(l->k, D, rng))));
+	x = LET(l->k, b, "rx", x);
+	kir_expr *dxl = LET(l->k, b, "dxl", BIN(l->k, KIR_SUB, F(l->k, D, lo), x));
+	kir_expr *nl = LET(l->k, b, "nl", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxl, F(l->k, D, rng))));
 	kir_expr *rl = BIN(l->k, KIR_SUB, dxl, BIN(l->k, KIR_MUL, nl, F(l->k, D, rng)));
 	kir_expr *evl = CMP(l->k, KIR_EQ, BIN(l->k, KIR_REM, nl, F(l->k, D, 2)), F(l->k, D, 0));
 	kir_expr *below = SEL(l->k, evl, BIN(l->k, KIR_ADD, F(l->k, D, lo), rl), BIN(l->k, KIR_SUB, F(l->k, D, hi), rl));
-	kir_expr *dxh = local(l, b, "dxh", BIN(l->k, KIR_SUB, x, F(l->k, D, hi)));
-	kir_expr *nh = local(l, b, "nh", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxh, F(l->k, D, rng))));
+	kir_expr *dxh = LET(l->k, b, "dxh", BIN(l->k, KIR_SUB, x, F(l->k, D, hi)));
+	kir_expr *nh = LET(l->k, b, "nh", kir_e_unary(l->k, KIR_TRUNC, BIN(l->k, KIR_DIV, dxh, F(l->k, D, rng))));
 	kir_expr *rh = BIN(l->k, KIR_SUB, dxh, BIN(l->k, KIR_MUL, nh, F(l->k, D, rng)));
 	kir_expr *evh = CMP(l->k, KIR_EQ, BIN(l->k, KIR_REM, nh, F(l->k, D, 2)), F(l->k, D, 0));
 	kir_expr *above = SEL(l->k, evh, BIN(l->k, KIR_SUB, F(l->k, D, hi), rh), BIN(l->k, KIR_ADD, F(l->k, D, lo), rh));
-	return local(l, b, "refl", SEL(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, lo)), below, SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, hi)), above, x)));
+	return LET(l->k, b, "refl", SEL(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, lo)), below, SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, hi)), above, x)));
 }
 
 /* Index i (index-typed) of a dim of size n after padding: *ok false for a zero. */
 static kir_expr *gs_index(lk *l, kir_block *b, kir_expr *i, int64_t n, int pad, double lo, double hi, kir_expr **ok) {
 	*ok = NULL;
 	if (pad == GS_ZEROS) {
-		i = local(l, b, "ti", i);
-		*ok = local(l, b, "tok", AND(l->k, CMP(l->k, KIR_GE, i, I(l->k, 0)), CMP(l->k, KIR_LT, i, I(l->k, n))));
+		i = LET(l->k, b, "ti", i);
+		*ok = LET(l->k, b, "tok", AND(l->k, CMP(l->k, KIR_GE, i, I(l->k, 0)), CMP(l->k, KIR_LT, i, I(l->k, n))));
 		return MIN(l->k, MAX(l->k, i, I(l->k, 0)), I(l->k, n - 1));
 	}
-	if (pad == GS_BORDER) return local(l, b, "ti", MIN(l->k, MAX(l->k, i, I(l->k, 0)), I(l->k, n - 1)));
+	if (pad == GS_BORDER) return LET(l->k, b, "ti", MIN(l->k, MAX(l->k, i, I(l->k, 0)), I(l->k, n - 1)));
 	kir_expr *r = kir_e_unary(l->k, KIR_TRUNC, gs_reflect(l, b, CAST(l->k, TBC_DT_F64, CAST(l->k, TBC_DT_I64, i)), lo, hi));
 	/* r is within [lo, hi] (finite): the cast is safe. */
-	return local(l, b, "ti", MIN(l->k, MAX(l->k, CAST(l->k, KIR_INDEX, CAST(l->k, TBC_DT_I64, r)), I(l->k, 0)), I(l->k, n - 1)));
+	return LET(l->k, b, "ti", MIN(l->k, MAX(l->k, CAST(l->k, KIR_INDEX, CAST(l->k, TBC_DT_I64, r)), I(l->k, 0)), I(l->k, n - 1)));
 }
 
 static kir_expr *cubic_w(lk *l, kir_expr *x, int t) {
@@ -320,25 +287,25 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *gv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type, *gt = &gv->type, *yt = &yv->type;
 	tbc_dtype ct;
-	if (!float_ct(xt->dtype, &ct) || !float_ct(gt->dtype, &ct)) return refuse(cx, op, "on this dtype");
+	if (!conv_float_ct(xt->dtype, &ct) || !conv_float_ct(gt->dtype, &ct)) return conv_refuse(cx, op, "on this dtype");
 	ct = TBC_DT_F64;
 	const char *ms = conv_attr_str(op, "mode", "linear"), *ps = conv_attr_str(op, "padding_mode", "zeros");
 	int mode, pad;
 	if (!strcmp(ms, "nearest")) mode = GS_NEAREST;
 	else if (!strcmp(ms, "linear") || !strcmp(ms, "bilinear")) mode = GS_LINEAR;
 	else if (!strcmp(ms, "cubic") || !strcmp(ms, "bicubic")) mode = GS_CUBIC;
-	else return refuse(cx, op, "with this mode");
+	else return conv_refuse(cx, op, "with this mode");
 	if (!strcmp(ps, "zeros")) pad = GS_ZEROS;
 	else if (!strcmp(ps, "border")) pad = GS_BORDER;
 	else if (!strcmp(ps, "reflection")) pad = GS_REFLECTION;
-	else return refuse(cx, op, "with this padding_mode");
+	else return conv_refuse(cx, op, "with this padding_mode");
 	bool align = tbc_attr_int(op, "align_corners", 0) != 0;
 	int r = xt->rank - 2;
-	if (r < 1 || r > 3 || gt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
-	if (!static_dims(xt, 1) || !static_dims(gt, 1) || !static_dims(yt, 1)) return refuse(cx, op, "with symbolic dims past the batch");
+	if (r < 1 || r > 3 || gt->rank != xt->rank || yt->rank != xt->rank) return conv_refuse(cx, op, "of this rank");
+	if (!conv_static_dims(xt, 1) || !conv_static_dims(gt, 1) || !conv_static_dims(yt, 1)) return conv_refuse(cx, op, "with symbolic dims past the batch");
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	lk l;
 	if (!lk_begin(&l, cx, "gridsample")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
@@ -354,35 +321,35 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 	for (int d = 0; d < r; d++) {
 		double lo = align ? 0.0 : -0.5, hi = align ? (double)dims[d] - 1.0 : (double)dims[d] - 0.5;
 		float len = (float)dims[d];
-		kir_expr *g = local(&l, &body, "g", CAST(l.k, S, kir_e_load(k, grid, ADD(l.k, MUL(l.k, V(l.k, p), I(l.k, r)), I(l.k, r - 1 - d)))));
+		kir_expr *g = LET(l.k, &body, "g", CAST(l.k, S, kir_e_load(k, grid, ADD(l.k, MUL(l.k, V(l.k, p), I(l.k, r)), I(l.k, r - 1 - d)))));
 		kir_expr *v = align ? BIN(l.k, KIR_MUL, BIN(l.k, KIR_DIV, BIN(l.k, KIR_ADD, g, F(l.k, S, 1)), F(l.k, S, 2)), F(l.k, S, len - 1.0f))
 				    : BIN(l.k, KIR_DIV, BIN(l.k, KIR_SUB, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, g, F(l.k, S, 1)), F(l.k, S, len)), F(l.k, S, 1)), F(l.k, S, 2));
 		if (mode == GS_NEAREST) v = kir_e_unary(k, KIR_ROUND_EVEN, v);
-		v = local(&l, &body, "v", v);
+		v = LET(l.k, &body, "v", v);
 		kir_expr *outside = kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, v, F(l.k, S, (float)lo)), CMP(l.k, KIR_GT, v, F(l.k, S, (float)hi)));
 		if (pad == GS_BORDER)
-			v = local(&l, &body, "v", SEL(l.k, outside, SEL(l.k, CMP(l.k, KIR_LT, v, F(l.k, S, 0)), F(l.k, S, 0), SEL(l.k, CMP(l.k, KIR_GT, v, F(l.k, S, len - 1)), F(l.k, S, len - 1), v)), v));
+			v = LET(l.k, &body, "v", SEL(l.k, outside, SEL(l.k, CMP(l.k, KIR_LT, v, F(l.k, S, 0)), F(l.k, S, 0), SEL(l.k, CMP(l.k, KIR_GT, v, F(l.k, S, len - 1)), F(l.k, S, len - 1), v)), v));
 		else if (pad == GS_REFLECTION)
-			v = local(&l, &body, "v", SEL(l.k, outside, CAST(l.k, S, gs_reflect(&l, &body, CAST(l.k, D, v), lo, hi)), v));
-		kir_expr *pp = local(&l, &body, "pos", CAST(l.k, D, v));
-		pp = local(&l, &body, "pos", SEL(l.k, AND(l.k, CMP(l.k, KIR_GT, pp, F(l.k, D, -1e15)), CMP(l.k, KIR_LT, pp, F(l.k, D, 1e15))), pp, F(l.k, D, -1e15)));
+			v = LET(l.k, &body, "v", SEL(l.k, outside, CAST(l.k, S, gs_reflect(&l, &body, CAST(l.k, D, v), lo, hi)), v));
+		kir_expr *pp = LET(l.k, &body, "pos", CAST(l.k, D, v));
+		pp = LET(l.k, &body, "pos", SEL(l.k, AND(l.k, CMP(l.k, KIR_GT, pp, F(l.k, D, -1e15)), CMP(l.k, KIR_LT, pp, F(l.k, D, 1e15))), pp, F(l.k, D, -1e15)));
 		if (mode == GS_NEAREST) {
 			kir_expr *i = CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, kir_e_unary(k, KIR_TRUNC, pp)));
 			idx[d][0] = gs_index(&l, &body, i, dims[d], pad, lo, hi, &ok[d][0]);
 			wt[d][0] = NULL;
 			continue;
 		}
-		kir_expr *f = local(&l, &body, "fl", kir_e_unary(k, KIR_FLOOR, pp));
-		kir_expr *x0 = local(&l, &body, "x0", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
-		kir_expr *fr = local(&l, &body, "fr", kir_e_unary(k, KIR_ABS, BIN(l.k, KIR_SUB, pp, f)));
+		kir_expr *f = LET(l.k, &body, "fl", kir_e_unary(k, KIR_FLOOR, pp));
+		kir_expr *x0 = LET(l.k, &body, "x0", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
+		kir_expr *fr = LET(l.k, &body, "fr", kir_e_unary(k, KIR_ABS, BIN(l.k, KIR_SUB, pp, f)));
 		if (mode == GS_LINEAR) {
-			wt[d][0] = local(&l, &body, "w", BIN(l.k, KIR_SUB, F(l.k, D, 1), fr));
+			wt[d][0] = LET(l.k, &body, "w", BIN(l.k, KIR_SUB, F(l.k, D, 1), fr));
 			wt[d][1] = fr;
 			for (int t = 0; t < 2; t++) idx[d][t] = gs_index(&l, &body, ADD(l.k, x0, I(l.k, t)), dims[d], pad, lo, hi, &ok[d][t]);
 		} else {
-			kir_expr *fx = local(&l, &body, "fx", BIN(l.k, KIR_SUB, pp, f));
+			kir_expr *fx = LET(l.k, &body, "fx", BIN(l.k, KIR_SUB, pp, f));
 			for (int t = 0; t < 4; t++) {
-				wt[d][t] = local(&l, &body, "w", cubic_w(&l, fx, t));
+				wt[d][t] = LET(l.k, &body, "w", cubic_w(&l, fx, t));
 				idx[d][t] = gs_index(&l, &body, ADD(l.k, x0, I(l.k, t - 1)), dims[d], pad, lo, hi, &ok[d][t]);
 			}
 		}
@@ -403,14 +370,14 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 			stride *= dims[d];
 		}
 		/* the interpreter multiplies weights from dim r-1 down: w = 1 * w[r-1] * ... */
-		cw[q] = w ? local(&l, &body, "cw", w) : NULL;
+		cw[q] = w ? LET(l.k, &body, "cw", w) : NULL;
 		cok[q] = vk;
-		coff[q] = local(&l, &body, "coff", off);
+		coff[q] = LET(l.k, &body, "coff", off);
 	}
 	kir_block ch = {0};
 	kir_expr *n = DIV(l.k, V(l.k, p), I(l.k, osz)), *ol = MOD(l.k, V(l.k, p), I(l.k, osz));
-	kir_expr *nc = local(&l, &ch, "nc", ADD(l.k, MUL(l.k, n, I(l.k, C)), V(l.k, c)));
-	kir_expr *base = local(&l, &ch, "base", MUL(l.k, nc, I(l.k, isz)));
+	kir_expr *nc = LET(l.k, &ch, "nc", ADD(l.k, MUL(l.k, n, I(l.k, C)), V(l.k, c)));
+	kir_expr *base = LET(l.k, &ch, "base", MUL(l.k, nc, I(l.k, isz)));
 	kir_block_add(k, &ch, kir_s_set(k, acc, F(l.k, D, 0)));
 	for (int64_t q = 0; q < corners; q++) {
 		kir_expr *v = CAST(l.k, D, kir_e_load(k, x, ADD(l.k, base, coff[q])));
@@ -421,7 +388,7 @@ static lower_result lower_grid_sample(lower_cx *cx, const tbc_op *op) {
 	kir_block_add(k, &ch, kir_s_store(k, y, ADD(l.k, MUL(l.k, nc, I(l.k, osz)), ol), CAST(l.k, yt->dtype, V(l.k, acc))));
 	kir_block_add(k, &body, kir_s_for(k, c, I(l.k, 0), I(l.k, C), 1, KIR_LOOP_SEQUENTIAL, ch.first));
 	kir_expr *pts = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, osz));
-	return failed(lk_end(&l, kir_s_for(k, p, I(l.k, 0), pts, 1, KIR_LOOP_PARALLEL, body.first)));
+	return conv_failed(lk_end(&l, kir_s_for(k, p, I(l.k, 0), pts, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- RoiAlign ------------------------------------------------------------------*/
@@ -429,20 +396,20 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *rv = op->inputs[1], *bv = op->inputs[2], *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type, *rt = &rv->type, *yt = &yv->type;
 	tbc_dtype ct;
-	if (!float_ct(xt->dtype, &ct) || !float_ct(rt->dtype, &ct) || bv->type.dtype != TBC_DT_I64) return refuse(cx, op, "on this dtype");
-	if (xt->rank != 4 || rt->rank != 2 || yt->rank != 4) return refuse(cx, op, "of this rank");
-	if (!static_dims(xt, 0) || !static_dims(yt, 1)) return refuse(cx, op, "with symbolic dims of X");
+	if (!conv_float_ct(xt->dtype, &ct) || !conv_float_ct(rt->dtype, &ct) || bv->type.dtype != TBC_DT_I64) return conv_refuse(cx, op, "on this dtype");
+	if (xt->rank != 4 || rt->rank != 2 || yt->rank != 4) return conv_refuse(cx, op, "of this rank");
+	if (!conv_static_dims(xt, 0) || !conv_static_dims(yt, 1)) return conv_refuse(cx, op, "with symbolic dims of X");
 	bool max_mode = !strcmp(conv_attr_str(op, "mode", "avg"), "max");
 	bool half_pixel = !strcmp(conv_attr_str(op, "coordinate_transformation_mode", "half_pixel"), "half_pixel");
 	int64_t PH = tbc_attr_int(op, "output_height", 1), PW = tbc_attr_int(op, "output_width", 1);
 	int64_t ratio = tbc_attr_int(op, "sampling_ratio", 0);
 	double scale = tbc_attr_float(op, "spatial_scale", 1.0);
 	int64_t N = xt->dims[0].size, C = xt->dims[1].size, H = xt->dims[2].size, W = xt->dims[3].size;
-	if (PH <= 0 || PW <= 0 || yt->dims[2].size != PH || yt->dims[3].size != PW) return refuse(cx, op, "with these output sizes");
+	if (PH <= 0 || PW <= 0 || yt->dims[2].size != PH || yt->dims[3].size != PW) return conv_refuse(cx, op, "with these output sizes");
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
-	if (H <= 0 || W <= 0) return refuse(cx, op, "on an empty image");
+	if (conv_static_empty(yt)) return LOWER_OK;
+	if (H <= 0 || W <= 0) return conv_refuse(cx, op, "on an empty image");
 	lk l;
 	if (!lk_begin(&l, cx, "roialign")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
@@ -452,43 +419,43 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 	const tbc_dtype R = rt->dtype == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32, D = TBC_DT_F64;
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *r = local(&l, &body, "r", DIV(l.k, V(l.k, pl), I(l.k, C))), *c = local(&l, &body, "c", MOD(l.k, V(l.k, pl), I(l.k, C)));
-	kir_expr *b = local(&l, &body, "b", CAST(l.k, KIR_INDEX, kir_e_load(k, bi, r)));
+	kir_expr *r = LET(l.k, &body, "r", DIV(l.k, V(l.k, pl), I(l.k, C))), *c = LET(l.k, &body, "c", MOD(l.k, V(l.k, pl), I(l.k, C)));
+	kir_expr *b = LET(l.k, &body, "b", CAST(l.k, KIR_INDEX, kir_e_load(k, bi, r)));
 	kir_block_add(k, &body, kir_s_error(k, kir_e_binary(k, KIR_OR, CMP(l.k, KIR_LT, b, I(l.k, 0)), CMP(l.k, KIR_GE, b, I(l.k, N))),
 					    "RoiAlign: a batch index is out of range"));
 	kir_expr *co[4];
 	for (int i = 0; i < 4; i++) {
 		kir_expr *v = BIN(l.k, KIR_MUL, CAST(l.k, R, kir_e_load(k, rois, ADD(l.k, MUL(l.k, r, I(l.k, 4)), I(l.k, i)))), F(l.k, R, scale));
-		co[i] = local(&l, &body, "co", BIN(l.k, KIR_SUB, v, F(l.k, R, half_pixel ? 0.5 : 0.0)));
+		co[i] = LET(l.k, &body, "co", BIN(l.k, KIR_SUB, v, F(l.k, R, half_pixel ? 0.5 : 0.0)));
 	}
 	kir_expr *sw = co[0], *sh = co[1];
 	kir_expr *rw = BIN(l.k, KIR_SUB, co[2], co[0]), *rh = BIN(l.k, KIR_SUB, co[3], co[1]);
 	if (!half_pixel) rw = BIN(l.k, KIR_MAX, rw, F(l.k, R, 1)), rh = BIN(l.k, KIR_MAX, rh, F(l.k, R, 1));
-	rw = local(&l, &body, "rw", rw);
-	rh = local(&l, &body, "rh", rh);
-	kir_expr *bh = local(&l, &body, "bh", BIN(l.k, KIR_DIV, rh, F(l.k, R, (double)PH)));
-	kir_expr *bw = local(&l, &body, "bw", BIN(l.k, KIR_DIV, rw, F(l.k, R, (double)PW)));
+	rw = LET(l.k, &body, "rw", rw);
+	rh = LET(l.k, &body, "rh", rh);
+	kir_expr *bh = LET(l.k, &body, "bh", BIN(l.k, KIR_DIV, rh, F(l.k, R, (double)PH)));
+	kir_expr *bw = LET(l.k, &body, "bw", BIN(l.k, KIR_DIV, rw, F(l.k, R, (double)PW)));
 	kir_expr *gh, *gw, *ghf, *gwf;
 	if (ratio > 0) {
 		gh = gw = I(l.k, ratio);
 		ghf = gwf = F(l.k, R, (double)ratio);
 	} else {
-		kir_expr *ghd = local(&l, &body, "ghd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bh)));
-		kir_expr *gwd = local(&l, &body, "gwd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bw)));
+		kir_expr *ghd = LET(l.k, &body, "ghd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bh)));
+		kir_expr *gwd = LET(l.k, &body, "gwd", CAST(l.k, D, kir_e_unary(k, KIR_CEIL, bw)));
 		kir_expr *good = AND(l.k, AND(l.k, CMP(l.k, KIR_GE, ghd, F(l.k, D, 0)), CMP(l.k, KIR_LT, ghd, F(l.k, D, 1e6))),
 				     AND(l.k, CMP(l.k, KIR_GE, gwd, F(l.k, D, 0)), CMP(l.k, KIR_LT, gwd, F(l.k, D, 1e6))));
 		kir_block_add(k, &body, kir_s_error(k, kir_e_unary(k, KIR_NOT, good), "RoiAlign: a roi is too large or not finite"));
-		gh = local(&l, &body, "gh", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, ghd, F(l.k, D, 0)))));
-		gw = local(&l, &body, "gw", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, gwd, F(l.k, D, 0)))));
+		gh = LET(l.k, &body, "gh", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, ghd, F(l.k, D, 0)))));
+		gw = LET(l.k, &body, "gw", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, SEL(l.k, good, gwd, F(l.k, D, 0)))));
 		kir_block_add(k, &body, kir_s_error(k, CMP(l.k, KIR_GT, MUL(l.k, gh, gw), I(l.k, (int64_t)1 << 24)),
 						    "RoiAlign: a roi needs more than 2^24 samples per bin"));
 		ghf = CAST(l.k, R, CAST(l.k, TBC_DT_I64, gh));
 		gwf = CAST(l.k, R, CAST(l.k, TBC_DT_I64, gw));
-		ghf = local(&l, &body, "ghf", ghf);
-		gwf = local(&l, &body, "gwf", gwf);
+		ghf = LET(l.k, &body, "ghf", ghf);
+		gwf = LET(l.k, &body, "gwf", gwf);
 	}
-	kir_expr *count = local(&l, &body, "count", CAST(l.k, D, CAST(l.k, TBC_DT_I64, MAX(l.k, MUL(l.k, gh, gw), I(l.k, 1)))));
-	kir_expr *plane = local(&l, &body, "plane", MUL(l.k, ADD(l.k, MUL(l.k, b, I(l.k, C)), c), I(l.k, H * W)));
+	kir_expr *count = LET(l.k, &body, "count", CAST(l.k, D, CAST(l.k, TBC_DT_I64, MAX(l.k, MUL(l.k, gh, gw), I(l.k, 1)))));
+	kir_expr *plane = LET(l.k, &body, "plane", MUL(l.k, ADD(l.k, MUL(l.k, b, I(l.k, C)), c), I(l.k, H * W)));
 	kir_var *ph = kir_var_new(k, "ph", KIR_INDEX), *pw = kir_var_new(k, "pw", KIR_INDEX);
 	kir_var *iy = kir_var_new(k, "iy", KIR_INDEX), *ix = kir_var_new(k, "ix", KIR_INDEX);
 	kir_var *acc = kir_var_new(k, "acc", D), *have = kir_var_new(k, "have", TBC_DT_BOOL);
@@ -496,23 +463,23 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 	kir_block_add(k, &bin, kir_s_set(k, acc, F(l.k, D, 0)));
 	kir_block_add(k, &bin, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 0)));
 	kir_expr *ry = BIN(l.k, KIR_ADD, sh, BIN(l.k, KIR_MUL, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, ph))), bh));
-	kir_expr *yy = local(&l, &row, "yy", BIN(l.k, KIR_ADD, ry, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, iy))), F(l.k, R, 0.5)), bh), ghf)));
+	kir_expr *yy = LET(l.k, &row, "yy", BIN(l.k, KIR_ADD, ry, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, iy))), F(l.k, R, 0.5)), bh), ghf)));
 	kir_expr *rx = BIN(l.k, KIR_ADD, sw, BIN(l.k, KIR_MUL, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, pw))), bw));
-	kir_expr *xx = local(&l, &smp, "xx", BIN(l.k, KIR_ADD, rx, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, ix))), F(l.k, R, 0.5)), bw), gwf)));
-	kir_expr *inside = local(&l, &smp, "inside", AND(l.k, AND(l.k, CMP(l.k, KIR_GE, yy, F(l.k, R, -1)), CMP(l.k, KIR_LE, yy, F(l.k, R, (double)H))),
+	kir_expr *xx = LET(l.k, &smp, "xx", BIN(l.k, KIR_ADD, rx, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, BIN(l.k, KIR_ADD, CAST(l.k, R, CAST(l.k, TBC_DT_I64, V(l.k, ix))), F(l.k, R, 0.5)), bw), gwf)));
+	kir_expr *inside = LET(l.k, &smp, "inside", AND(l.k, AND(l.k, CMP(l.k, KIR_GE, yy, F(l.k, R, -1)), CMP(l.k, KIR_LE, yy, F(l.k, R, (double)H))),
 							 AND(l.k, CMP(l.k, KIR_GE, xx, F(l.k, R, -1)), CMP(l.k, KIR_LE, xx, F(l.k, R, (double)W)))));
 	kir_expr *lerp[2][4]; /* per axis (y, x): low index, high index, low weight, high weight */
 	kir_expr *pos[2] = {yy, xx};
 	int64_t ext[2] = {H, W};
 	for (int a = 0; a < 2; a++) {
-		kir_expr *v = local(&l, &smp, "pv", SEL(l.k, inside, BIN(l.k, KIR_MAX, pos[a], F(l.k, R, 0)), F(l.k, R, 0)));
-		kir_expr *lo = local(&l, &smp, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, v)));
-		kir_expr *edge = local(&l, &smp, "edge", CMP(l.k, KIR_GE, lo, I(l.k, ext[a] - 1)));
-		kir_expr *lo2 = local(&l, &smp, "lo", SEL(l.k, edge, I(l.k, ext[a] - 1), lo));
+		kir_expr *v = LET(l.k, &smp, "pv", SEL(l.k, inside, BIN(l.k, KIR_MAX, pos[a], F(l.k, R, 0)), F(l.k, R, 0)));
+		kir_expr *lo = LET(l.k, &smp, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, v)));
+		kir_expr *edge = LET(l.k, &smp, "edge", CMP(l.k, KIR_GE, lo, I(l.k, ext[a] - 1)));
+		kir_expr *lo2 = LET(l.k, &smp, "lo", SEL(l.k, edge, I(l.k, ext[a] - 1), lo));
 		kir_expr *hi = SEL(l.k, edge, I(l.k, ext[a] - 1), ADD(l.k, lo, I(l.k, 1)));
 		v = SEL(l.k, edge, CAST(l.k, R, CAST(l.k, TBC_DT_I64, lo2)), v);
-		kir_expr *lw = local(&l, &smp, "lw", BIN(l.k, KIR_SUB, v, CAST(l.k, R, CAST(l.k, TBC_DT_I64, lo2))));
-		kir_expr *hw = local(&l, &smp, "hw", BIN(l.k, KIR_SUB, F(l.k, R, 1), lw));
+		kir_expr *lw = LET(l.k, &smp, "lw", BIN(l.k, KIR_SUB, v, CAST(l.k, R, CAST(l.k, TBC_DT_I64, lo2))));
+		kir_expr *hw = LET(l.k, &smp, "hw", BIN(l.k, KIR_SUB, F(l.k, R, 1), lw));
 		lerp[a][0] = MIN(l.k, MAX(l.k, lo2, I(l.k, 0)), I(l.k, ext[a] - 1));
 		lerp[a][1] = MIN(l.k, MAX(l.k, hi, I(l.k, 0)), I(l.k, ext[a] - 1));
 		lerp[a][2] = CAST(l.k, D, hw);
@@ -523,13 +490,13 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 		int qy = q >> 1, qx = q & 1;
 		kir_expr *at = ADD(l.k, plane, ADD(l.k, MUL(l.k, lerp[0][qy], I(l.k, W)), lerp[1][qx]));
 		kir_expr *v = BIN(l.k, KIR_MUL, BIN(l.k, KIR_MUL, lerp[0][2 + qy], lerp[1][2 + qx]), CAST(l.k, D, kir_e_load(k, x, at)));
-		vs[q] = local(&l, &smp, "v", SEL(l.k, inside, v, F(l.k, D, 0)));
+		vs[q] = LET(l.k, &smp, "v", SEL(l.k, inside, v, F(l.k, D, 0)));
 	}
 	if (!max_mode) {
 		kir_block_add(k, &smp, kir_s_set(k, acc, BIN(l.k, KIR_ADD, V(l.k, acc), BIN(l.k, KIR_ADD, BIN(l.k, KIR_ADD, BIN(l.k, KIR_ADD, vs[0], vs[1]), vs[2]), vs[3]))));
 	} else {
 		kir_expr *m = BIN(l.k, KIR_MAX, BIN(l.k, KIR_MAX, vs[0], vs[1]), BIN(l.k, KIR_MAX, vs[2], vs[3]));
-		kir_expr *mv = local(&l, &smp, "m", m);
+		kir_expr *mv = LET(l.k, &smp, "m", m);
 		kir_block_add(k, &smp, kir_s_set(k, acc, SEL(l.k, V(l.k, have), BIN(l.k, KIR_MAX, V(l.k, acc), mv), mv)));
 		kir_block_add(k, &smp, kir_s_set(k, have, kir_e_int(k, TBC_DT_BOOL, 1)));
 	}
@@ -542,7 +509,7 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
 				   kir_s_for(k, pw, I(l.k, 0), I(l.k, PW), 1, KIR_LOOP_SEQUENTIAL, bin.first));
 	kir_block_add(k, &body, bins);
 	kir_expr *planes = MUL(l.k, lk_dim(&l, rt->dims[0]), I(l.k, C));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- DeformConv ------------------------------------------------------------------
@@ -580,14 +547,14 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *bv = op->n_inputs > 3 ? op->inputs[3] : NULL, *mv = op->n_inputs > 4 ? op->inputs[4] : NULL;
 	const tbc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type, *yt = &yv->type;
 	dconv_cx c = {0};
-	if (!float_ct(xt->dtype, &c.ct)) return refuse(cx, op, "on this dtype");
+	if (!conv_float_ct(xt->dtype, &c.ct)) return conv_refuse(cx, op, "on this dtype");
 	int nsp = xt->rank - 2;
 	if (nsp < 1 || nsp > 3 || wt->rank != xt->rank || ot->rank != xt->rank || yt->rank != xt->rank ||
 	    (mv && mv->type.rank != xt->rank))
-		return refuse(cx, op, "of this rank");
-	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(ot, 1) || !static_dims(yt, 1) ||
-	    (mv && !static_dims(&mv->type, 1)))
-		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+		return conv_refuse(cx, op, "of this rank");
+	if (!conv_static_dims(xt, 1) || !conv_static_dims(wt, 0) || !conv_static_dims(ot, 1) || !conv_static_dims(yt, 1) ||
+	    (mv && !conv_static_dims(&mv->type, 1)))
+		return conv_refuse(cx, op, "with symbolic channel, spatial or weight dims");
 	conv_geom g;
 	int64_t kernel[CONV_MAX_SPATIAL];
 	for (int i = 0; i < nsp; i++) kernel[i] = wt->dims[2 + i].size;
@@ -612,7 +579,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	int64_t Cog = C / OG, isz = conv_prod(0, nsp, g.in);
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	int cb = lower_shared_temp(cx, "col2im", c.ct, xt->dims[0], c.G * c.Kg * c.P);
 	if (cb < 0) return LOWER_FAILED;
 	/* The deformable im2col: parallel over rows (n, g, c, k). */
@@ -625,38 +592,38 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 		const tbc_dtype D = TBC_DT_F64;
 		kir_var *rv = kir_var_new(k, "r", KIR_INDEX), *ol = kir_var_new(k, "ol", KIR_INDEX);
 		kir_block row = {0}, pt = {0};
-		kir_expr *ng = local(&l, &row, "ng", DIV(l.k, V(l.k, rv), I(l.k, c.Kg)));
-		kir_expr *kk = local(&l, &row, "kk", MOD(l.k, V(l.k, rv), I(l.k, c.Kg)));
-		kir_expr *n = local(&l, &row, "n", DIV(l.k, ng, I(l.k, c.G)));
-		kir_expr *ch = local(&l, &row, "ch", ADD(l.k, MUL(l.k, MOD(l.k, ng, I(l.k, c.G)), I(l.k, Cg)), DIV(l.k, kk, I(l.k, KS))));
-		kir_expr *kl = local(&l, &row, "kl", MOD(l.k, kk, I(l.k, KS)));
+		kir_expr *ng = LET(l.k, &row, "ng", DIV(l.k, V(l.k, rv), I(l.k, c.Kg)));
+		kir_expr *kk = LET(l.k, &row, "kk", MOD(l.k, V(l.k, rv), I(l.k, c.Kg)));
+		kir_expr *n = LET(l.k, &row, "n", DIV(l.k, ng, I(l.k, c.G)));
+		kir_expr *ch = LET(l.k, &row, "ch", ADD(l.k, MUL(l.k, MOD(l.k, ng, I(l.k, c.G)), I(l.k, Cg)), DIV(l.k, kk, I(l.k, KS))));
+		kir_expr *kl = LET(l.k, &row, "kl", MOD(l.k, kk, I(l.k, KS)));
 		kir_expr *og = DIV(l.k, ch, I(l.k, Cog));
-		kir_expr *tap = local(&l, &row, "tap", ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, OG)), og), I(l.k, KS)), kl));
-		kir_expr *plane = local(&l, &row, "plane", MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), ch), I(l.k, isz)));
+		kir_expr *tap = LET(l.k, &row, "tap", ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, OG)), og), I(l.k, KS)), kl));
+		kir_expr *plane = LET(l.k, &row, "plane", MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), ch), I(l.k, isz)));
 		kir_expr *kd[CONV_MAX_SPATIAL], *od[CONV_MAX_SPATIAL];
 		kir_expr *rem = kl;
 		for (int d = nsp - 1; d >= 0; d--) {
-			kd[d] = local(&l, &row, "kd", MOD(l.k, rem, I(l.k, g.kernel[d])));
+			kd[d] = LET(l.k, &row, "kd", MOD(l.k, rem, I(l.k, g.kernel[d])));
 			rem = DIV(l.k, rem, I(l.k, g.kernel[d]));
 		}
 		rem = V(l.k, ol);
 		for (int d = nsp - 1; d >= 0; d--) {
-			od[d] = local(&l, &pt, "od", MOD(l.k, rem, I(l.k, g.out[d])));
+			od[d] = LET(l.k, &pt, "od", MOD(l.k, rem, I(l.k, g.out[d])));
 			rem = DIV(l.k, rem, I(l.k, g.out[d]));
 		}
 		kir_expr *lo[CONV_MAX_SPATIAL], *fr[CONV_MAX_SPATIAL], *near = NULL;
 		for (int d = 0; d < nsp; d++) {
 			kir_expr *base = ADD(l.k, SUB(l.k, MUL(l.k, od[d], I(l.k, g.stride[d])), I(l.k, g.pad_begin[d])), MUL(l.k, kd[d], I(l.k, g.dil[d])));
 			kir_expr *at = ADD(l.k, MUL(l.k, ADD(l.k, MUL(l.k, tap, I(l.k, nsp)), I(l.k, d)), I(l.k, c.P)), V(l.k, ol));
-			kir_expr *pos = local(&l, &pt, "pos", BIN(l.k, KIR_ADD, CAST(l.k, D, CAST(l.k, TBC_DT_I64, base)), CAST(l.k, D, kir_e_load(k, off, at))));
+			kir_expr *pos = LET(l.k, &pt, "pos", BIN(l.k, KIR_ADD, CAST(l.k, D, CAST(l.k, TBC_DT_I64, base)), CAST(l.k, D, kir_e_load(k, off, at))));
 			kir_expr *ok = AND(l.k, CMP(l.k, KIR_GT, pos, F(l.k, D, -2.0)), CMP(l.k, KIR_LT, pos, F(l.k, D, (double)g.in[d] + 1.0)));
 			near = near ? AND(l.k, near, ok) : ok;
-			pos = local(&l, &pt, "pos", SEL(l.k, ok, pos, F(l.k, D, 0))); /* keeps the cast below defined */
-			kir_expr *f = local(&l, &pt, "f", kir_e_unary(k, KIR_FLOOR, pos));
-			lo[d] = local(&l, &pt, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
-			fr[d] = local(&l, &pt, "fr", BIN(l.k, KIR_SUB, pos, f));
+			pos = LET(l.k, &pt, "pos", SEL(l.k, ok, pos, F(l.k, D, 0))); /* keeps the cast below defined */
+			kir_expr *f = LET(l.k, &pt, "f", kir_e_unary(k, KIR_FLOOR, pos));
+			lo[d] = LET(l.k, &pt, "lo", CAST(l.k, KIR_INDEX, CAST(l.k, TBC_DT_I64, f)));
+			fr[d] = LET(l.k, &pt, "fr", BIN(l.k, KIR_SUB, pos, f));
 		}
-		near = local(&l, &pt, "near", near);
+		near = LET(l.k, &pt, "near", near);
 		kir_var *acc = kir_var_new(k, "acc", D);
 		kir_block_add(k, &pt, kir_s_set(k, acc, F(l.k, D, 0)));
 		for (unsigned corner = 0; corner < (1u << nsp); corner++) {
@@ -670,7 +637,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 				inside = inside ? AND(l.k, inside, ok) : ok;
 				il = ADD(l.k, MUL(l.k, il, I(l.k, g.in[d])), MIN(l.k, MAX(l.k, i, I(l.k, 0)), I(l.k, g.in[d] - 1)));
 			}
-			kir_expr *wv2 = local(&l, &pt, "w", w);
+			kir_expr *wv2 = LET(l.k, &pt, "w", w);
 			kir_expr *use = AND(l.k, AND(l.k, near, inside), CMP(l.k, KIR_NE, wv2, F(l.k, D, 0)));
 			kir_expr *sum = BIN(l.k, KIR_ADD, V(l.k, acc), BIN(l.k, KIR_MUL, wv2, CAST(l.k, D, kir_e_load(k, x, ADD(l.k, plane, il)))));
 			kir_block_add(k, &pt, kir_s_set(k, acc, SEL(l.k, use, sum, V(l.k, acc))));
@@ -698,7 +665,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	s.ctx = &c;
 	s.base = dconv_base;
 	s.epi = dconv_epi;
-	return failed(lk_end(&l, gemm_generate(&l, &s)));
+	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
 }
 
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op) {

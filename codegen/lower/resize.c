@@ -83,16 +83,6 @@ static kir_expr *FIDX(lk *l, kir_expr *i) { return CAST(l->k, D, CAST(l->k, TBC_
 static kir_expr *IDXF(lk *l, kir_expr *f) { return CAST(l->k, KIR_INDEX, CAST(l->k, TBC_DT_I64, f)); }
 static kir_expr *LOADF(lk *l, kir_buffer *b, kir_expr *i) { return CAST(l->k, D, kir_e_load(l->k, b, i)); }
 
-static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
-	if (!e) {
-		l->k->failed = true;
-		return NULL;
-	}
-	kir_var *v = kir_var_new(l->k, name, e->type);
-	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l->k, v);
-}
-
 static void fail_if(rz *r, lk *l, kir_block *b, kir_expr *cond, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void fail_if(rz *r, lk *l, kir_block *b, kir_expr *cond, const char *fmt, ...) {
 	char msg[256], full[448];
@@ -263,35 +253,35 @@ static bool shape_kernel(rz *r) {
 	kir_buffer *vb = lk_value(&l, r->v);
 	if (!vb) return false;
 	kir_expr *in[TBC_MAX_RANK], *out[TBC_MAX_RANK], *scale[TBC_MAX_RANK];
-	for (int i = 0; i < n; i++) in[i] = local(&l, &b, "in", lk_dim(&l, xt->dims[c->axes[i]]));
+	for (int i = 0; i < n; i++) in[i] = LET(l.k, &b, "in", lk_dim(&l, xt->dims[c->axes[i]]));
 	if (r->sizes) {
 		kir_expr *ratio[TBC_MAX_RANK];
 		for (int i = 0; i < n; i++) {
-			kir_expr *s = local(&l, &b, "size", CAST(l.k, KIR_INDEX, kir_e_load(k, vb, I(l.k, i))));
+			kir_expr *s = LET(l.k, &b, "size", CAST(l.k, KIR_INDEX, kir_e_load(k, vb, I(l.k, i))));
 			fail_if(r, &l, &b, CMP(l.k, KIR_LT, s, I(l.k, 0)), "sizes must not be negative");
 			fail_if(r, &l, &b, AND(l.k, CMP(l.k, KIR_EQ, in[i], I(l.k, 0)), CMP(l.k, KIR_NE, s, I(l.k, 0))),
 				"cannot resize an empty dim");
 			out[i] = s;
-			ratio[i] = local(&l, &b, "ratio", SEL(l.k, CMP(l.k, KIR_EQ, in[i], I(l.k, 0)), F(l.k, D, 1.0), FDIV(l.k, FIDX(&l, s), FIDX(&l, in[i]))));
+			ratio[i] = LET(l.k, &b, "ratio", SEL(l.k, CMP(l.k, KIR_EQ, in[i], I(l.k, 0)), F(l.k, D, 1.0), FDIV(l.k, FIDX(&l, s), FIDX(&l, in[i]))));
 		}
 		if (c->policy == KA_STRETCH) {
 			for (int i = 0; i < n; i++) scale[i] = ratio[i];
 		} else {
 			kir_expr *s = F(l.k, D, c->policy == KA_NOT_LARGER ? INFINITY : -INFINITY);
-			for (int i = 0; i < n; i++) s = local(&l, &b, "keep", BIN(l.k, c->policy == KA_NOT_LARGER ? KIR_MIN : KIR_MAX, s, ratio[i]));
+			for (int i = 0; i < n; i++) s = LET(l.k, &b, "keep", BIN(l.k, c->policy == KA_NOT_LARGER ? KIR_MIN : KIR_MAX, s, ratio[i]));
 			for (int i = 0; i < n; i++) {
 				scale[i] = s;
-				out[i] = local(&l, &b, "out", IDXF(&l, ADD(l.k, MUL(l.k, s, FIDX(&l, in[i])), F(l.k, D, 0.5))));
+				out[i] = LET(l.k, &b, "out", IDXF(&l, ADD(l.k, MUL(l.k, s, FIDX(&l, in[i])), F(l.k, D, 0.5))));
 			}
 		}
 	} else {
 		for (int i = 0; i < n; i++) {
-			kir_expr *s = local(&l, &b, "scale", LOADF(&l, vb, I(l.k, i)));
-			kir_expr *prod = local(&l, &b, "prod", MUL(l.k, s, FIDX(&l, in[i])));
+			kir_expr *s = LET(l.k, &b, "scale", LOADF(&l, vb, I(l.k, i)));
+			kir_expr *prod = LET(l.k, &b, "prod", MUL(l.k, s, FIDX(&l, in[i])));
 			fail_if(r, &l, &b, OR(l.k, NOT(l.k, CMP(l.k, KIR_GT, s, F(l.k, D, 0))), CMP(l.k, KIR_GT, prod, F(l.k, D, 9.0e15))),
 				"scales must be positive and finite");
 			scale[i] = s;
-			out[i] = local(&l, &b, "out", IDXF(&l, UN(l.k, KIR_FLOOR, prod)));
+			out[i] = LET(l.k, &b, "out", IDXF(&l, UN(l.k, KIR_FLOOR, prod)));
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -317,7 +307,7 @@ static bool shape_kernel(rz *r) {
 		}
 		kir_expr *same = AND(l.k, CMP(l.k, KIR_LE, UN(l.k, KIR_ABS, ADD(l.k, scale[i], F(l.k, D, -1.0))), F(l.k, D, 1e-9)),
 				     AND(l.k, CMP(l.k, KIR_EQ, out[i], in[i]), id));
-		kir_expr *res = local(&l, &b, "resized", NOT(l.k, same));
+		kir_expr *res = LET(l.k, &b, "resized", NOT(l.k, same));
 		kir_buffer *syms = lk_syms(&l);
 		if (!syms) return false;
 		if (A->resized == -1) {
@@ -329,8 +319,8 @@ static bool shape_kernel(rz *r) {
 			kir_expr *sc = scale[i];
 			kir_expr *s = SEL(l.k, CMP(l.k, KIR_LT, sc, F(l.k, D, 1.0)), sc, F(l.k, D, 1.0));
 			kir_expr *start = ADD(l.k, UN(l.k, KIR_FLOOR, FDIV(l.k, F(l.k, D, c->mode == MODE_LINEAR ? -1.0 : -2.0), s)), F(l.k, D, 1));
-			kir_expr *nn = local(&l, &b, "taps", MUL(l.k, F(l.k, D, 2), ADD(l.k, F(l.k, D, 1), UN(l.k, KIR_NEG, start))));
-			kir_expr *used = local(&l, &b, "used", AND(l.k, res, CMP(l.k, KIR_GT, out[i], I(l.k, 0))));
+			kir_expr *nn = LET(l.k, &b, "taps", MUL(l.k, F(l.k, D, 2), ADD(l.k, F(l.k, D, 1), UN(l.k, KIR_NEG, start))));
+			kir_expr *used = LET(l.k, &b, "used", AND(l.k, res, CMP(l.k, KIR_GT, out[i], I(l.k, 0))));
 			fail_if(r, &l, &b,
 				AND(l.k, used, NOT(l.k, AND(l.k, CMP(l.k, KIR_GE, nn, F(l.k, D, 1)), CMP(l.k, KIR_LE, nn, F(l.k, D, MAX_TAPS))))),
 				"out of memory");
@@ -376,29 +366,29 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = A->w_buf >= 0 ? lk_buf(l, A->w_buf) : NULL;
 	kir_buffer *eb = A->ex_buf >= 0 ? lk_buf(l, A->ex_buf) : NULL;
 	if (!ib || (A->w_buf >= 0 && !wb) || (A->ex_buf >= 0 && !eb)) return false;
-	kir_expr *in_w = local(l, b, "in_w", lk_dim(l, r->x->type.dims[A->a]));
+	kir_expr *in_w = LET(l->k, b, "in_w", lk_dim(l, r->x->type.dims[A->a]));
 	kir_expr *out_w = lk_dim(l, r->y->type.dims[A->a]);
-	kir_expr *scale = local(l, b, "scale", scale_of(r, l, i));
+	kir_expr *scale = LET(l->k, b, "scale", scale_of(r, l, i));
 	kir_expr *n = taps_of(l, A);
-	kir_expr *in_f = local(l, b, "in_f", FIDX(l, in_w));
-	kir_expr *out_f = local(l, b, "out_f", MUL(l->k, scale, in_f));
-	kir_expr *last_f = local(l, b, "last_f", FIDX(l, ADD(l->k, in_w, I(l->k, -1))));
+	kir_expr *in_f = LET(l->k, b, "in_f", FIDX(l, in_w));
+	kir_expr *out_f = LET(l->k, b, "out_f", MUL(l->k, scale, in_f));
+	kir_expr *last_f = LET(l->k, b, "last_f", FIDX(l, ADD(l->k, in_w, I(l->k, -1))));
 	kir_expr *r0 = F(l->k, D, 0.0), *r1 = F(l->k, D, 1.0), *s_aa = NULL, *st_aa = NULL;
 	if (c->ctm == CT_TF_CROP && r->roi) {
 		kir_buffer *roib = lk_value(l, r->roi);
 		if (!roib) return false;
-		r0 = local(l, b, "roi0", LOADF(l, roib, I(l->k, i)));
-		r1 = local(l, b, "roi1", LOADF(l, roib, I(l->k, n_axes + i)));
+		r0 = LET(l->k, b, "roi0", LOADF(l, roib, I(l->k, i)));
+		r1 = LET(l->k, b, "roi1", LOADF(l, roib, I(l->k, n_axes + i)));
 	}
 	if (c->antialias) {
-		s_aa = local(l, b, "s", SEL(l->k, CMP(l->k, KIR_LT, scale, F(l->k, D, 1.0)), scale, F(l->k, D, 1.0)));
-		st_aa = local(l, b, "first",
+		s_aa = LET(l->k, b, "s", SEL(l->k, CMP(l->k, KIR_LT, scale, F(l->k, D, 1.0)), scale, F(l->k, D, 1.0)));
+		st_aa = LET(l->k, b, "first",
 			      ADD(l->k, IDXF(l, UN(l->k, KIR_FLOOR, FDIV(l->k, F(l->k, D, c->mode == MODE_LINEAR ? -1.0 : -2.0), s_aa))), I(l->k, 1)));
 	}
 
 	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *y = local(l, &body, "y", FIDX(l, V(l->k, j)));
+	kir_expr *y = LET(l->k, &body, "y", FIDX(l, V(l->k, j)));
 	kir_expr *yh = ADD(l->k, y, F(l->k, D, 0.5));
 	kir_expr *x;
 	switch (c->ctm) {
@@ -422,24 +412,24 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 		} else {
 			base = MUL(l->k, r0, last_f);
 		}
-		span = local(l, b, "span", span);
-		base = local(l, b, "base", base);
+		span = LET(l->k, b, "span", span);
+		base = LET(l->k, b, "base", base);
 		x = SEL(l->k, CMP(l->k, KIR_EQ, out_f, F(l->k, D, 1)), FDIV(l->k, MUL(l->k, span, last_f), F(l->k, D, 2)),
 			FDIV(l->k, MUL(l->k, MUL(l->k, y, span), last_f), ADD(l->k, out_f, F(l->k, D, -1))));
-		x = local(l, &body, "x", ADD(l->k, x, base));
+		x = LET(l->k, &body, "x", ADD(l->k, x, base));
 		break;
 	}
 	default: x = ADD(l->k, FDIV(l->k, yh, scale), F(l->k, D, -0.5)); break;
 	}
-	x = local(l, &body, "x", x);
+	x = LET(l->k, &body, "x", x);
 	if (eb) {
 		kir_expr *ex = OR(l->k, CMP(l->k, KIR_LT, x, F(l->k, D, 0)), CMP(l->k, KIR_GT, x, last_f));
 		kir_block_add(k, &body, kir_s_store(k, eb, V(l->k, j), ex));
 	}
-	x = local(l, &body, "x", SEL(l->k, NOT(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, -1e15))), F(l->k, D, -1e15), x));
-	x = local(l, &body, "x", SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, 1e15)), F(l->k, D, 1e15), x));
-	kir_expr *xf = local(l, &body, "xf", UN(l->k, KIR_FLOOR, x));
-	kir_expr *ratio = local(l, &body, "ratio", SEL(l->k, CMP(l->k, KIR_EQ, x, xf), F(l->k, D, 1.0), SUB(l->k, x, xf)));
+	x = LET(l->k, &body, "x", SEL(l->k, NOT(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, -1e15))), F(l->k, D, -1e15), x));
+	x = LET(l->k, &body, "x", SEL(l->k, CMP(l->k, KIR_GT, x, F(l->k, D, 1e15)), F(l->k, D, 1e15), x));
+	kir_expr *xf = LET(l->k, &body, "xf", UN(l->k, KIR_FLOOR, x));
+	kir_expr *ratio = LET(l->k, &body, "ratio", SEL(l->k, CMP(l->k, KIR_EQ, x, xf), F(l->k, D, 1.0), SUB(l->k, x, xf)));
 
 	/* The first tap: x + pad floored, less n / 2 (or n / 2 - 1 past a whole
 	 * number), less pad; n is even. */
@@ -447,10 +437,10 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 	kir_expr *nt = c->mode == MODE_NEAREST ? I(l->k, 2) : n;
 	kir_expr *pad = nn >= 0 ? I(l->k, (nn + 1) / 2) : BIN(l->k, KIR_FLOORDIV, ADD(l->k, nt, I(l->k, 1)), I(l->k, 2));
 	kir_expr *half = nn >= 0 ? I(l->k, nn / 2) : BIN(l->k, KIR_FLOORDIV, nt, I(l->k, 2));
-	kir_expr *xp = local(l, &body, "xp", ADD(l->k, x, FIDX(l, pad)));
-	kir_expr *pf = local(l, &body, "pf", UN(l->k, KIR_FLOOR, xp));
+	kir_expr *xp = LET(l->k, &body, "xp", ADD(l->k, x, FIDX(l, pad)));
+	kir_expr *pf = LET(l->k, &body, "pf", UN(l->k, KIR_FLOOR, xp));
 	kir_expr *off = SEL(l->k, CMP(l->k, KIR_EQ, SUB(l->k, xp, pf), F(l->k, D, 0)), SUB(l->k, I(l->k, 0), half), SUB(l->k, I(l->k, 1), half));
-	kir_expr *start = local(l, &body, "start", SUB(l->k, ADD(l->k, IDXF(l, pf), off), pad));
+	kir_expr *start = LET(l->k, &body, "start", SUB(l->k, ADD(l->k, IDXF(l, pf), off), pad));
 	kir_expr *top = ADD(l->k, in_w, I(l->k, -1));
 
 	if (c->mode == MODE_NEAREST) {
@@ -467,13 +457,13 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 		kir_expr *k0 = MIN(l->k, MAX(l->k, start, I(l->k, 0)), top), *k1 = MIN(l->k, MAX(l->k, ADD(l->k, start, I(l->k, 1)), I(l->k, 0)), top);
 		kir_block_add(k, &body, kir_s_store(k, ib, V(l->k, j), CAST(l->k, TBC_DT_I64, SEL(l->k, first, k0, k1))));
 	} else {
-		kir_expr *row = local(l, &body, "row", MUL(l->k, V(l->k, j), n));
+		kir_expr *row = LET(l->k, &body, "row", MUL(l->k, V(l->k, j), n));
 		double Ac = c->cubic_a;
 		if (!c->antialias && c->mode == MODE_LINEAR) {
 			kir_block_add(k, &body, kir_s_store(k, wb, row, SUB(l->k, F(l->k, D, 1), ratio)));
 			kir_block_add(k, &body, kir_s_store(k, wb, ADD(l->k, row, I(l->k, 1)), ratio));
 		} else if (!c->antialias) {
-			kir_expr *om = local(l, &body, "om", SUB(l->k, F(l->k, D, 1), ratio));
+			kir_expr *om = LET(l->k, &body, "om", SUB(l->k, F(l->k, D, 1), ratio));
 			kir_expr *w[4] = {cubic_far(l, ADD(l->k, ratio, F(l->k, D, 1)), Ac), cubic_near(l, ratio, Ac), cubic_near(l, om, Ac),
 					  cubic_far(l, ADD(l->k, om, F(l->k, D, 1)), Ac)};
 			for (int t = 0; t < 4; t++) kir_block_add(k, &body, kir_s_store(k, wb, ADD(l->k, row, I(l->k, t)), w[t]));
@@ -482,10 +472,10 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 			kir_var *sum = kir_var_new(k, "wsum", D), *t = kir_var_new(k, "t", KIR_INDEX);
 			kir_block_add(k, &body, kir_s_set(k, sum, F(l->k, D, 0)));
 			kir_block tb = {0};
-			kir_expr *a = local(l, &tb, "a", MUL(l->k, SUB(l->k, FIDX(l, ADD(l->k, st_aa, V(l->k, t))), ratio), s_aa));
+			kir_expr *a = LET(l->k, &tb, "a", MUL(l->k, SUB(l->k, FIDX(l, ADD(l->k, st_aa, V(l->k, t))), ratio), s_aa));
 			kir_expr *w = c->mode == MODE_LINEAR ? MIN(l->k, MAX(l->k, SUB(l->k, F(l->k, D, 1), UN(l->k, KIR_ABS, a)), F(l->k, D, 0)), F(l->k, D, 1))
 							     : cubic_weight(l, UN(l->k, KIR_ABS, a), Ac);
-			w = local(l, &tb, "w", w);
+			w = LET(l->k, &tb, "w", w);
 			kir_block_add(k, &tb, kir_s_store(k, wb, ADD(l->k, row, V(l->k, t)), w));
 			kir_block_add(k, &tb, kir_s_set(k, sum, ADD(l->k, V(l->k, sum), w)));
 			kir_block_add(k, &body, kir_s_for(k, t, I(l->k, 0), n, 1, KIR_LOOP_SEQUENTIAL, tb.first));
@@ -497,14 +487,14 @@ static bool map_axis(rz *r, lk *l, kir_block *b, int i) {
 		/* Indices clamped; exclude_outside zeroes taps outside and renormalises. */
 		kir_var *t = kir_var_new(k, "t", KIR_INDEX), *sum = NULL;
 		kir_block tb = {0};
-		kir_expr *kk = local(l, &tb, "k", ADD(l->k, start, V(l->k, t)));
+		kir_expr *kk = LET(l->k, &tb, "k", ADD(l->k, start, V(l->k, t)));
 		kir_expr *at = ADD(l->k, row, V(l->k, t));
 		kir_block_add(k, &tb, kir_s_store(k, ib, at, CAST(l->k, TBC_DT_I64, MIN(l->k, MAX(l->k, kk, I(l->k, 0)), top))));
 		if (c->exclude_outside) {
 			sum = kir_var_new(k, "esum", D);
 			kir_block_add(k, &body, kir_s_set(k, sum, F(l->k, D, 0)));
 			kir_expr *outside = OR(l->k, CMP(l->k, KIR_LT, kk, I(l->k, 0)), CMP(l->k, KIR_GE, kk, in_w));
-			kir_expr *w = local(l, &tb, "w", SEL(l->k, outside, F(l->k, D, 0), kir_e_load(k, wb, at)));
+			kir_expr *w = LET(l->k, &tb, "w", SEL(l->k, outside, F(l->k, D, 0), kir_e_load(k, wb, at)));
 			kir_block_add(k, &tb, kir_s_store(k, wb, at, w));
 			kir_block_add(k, &tb, kir_s_set(k, sum, ADD(l->k, V(l->k, sum), w)));
 		}
@@ -585,11 +575,11 @@ static bool preload_taps(rz_data *d, int lev, kir_block *b) {
 	const rz_axis *A = &d->r->ax[d->order[lev]];
 	kir_buffer *ib = lk_buf(l, A->idx_buf), *wb = lk_buf(l, A->w_buf);
 	if (!ib || !wb) return false;
-	kir_expr *row = local(l, b, "row", MUL(l->k, d->o[A->a], I(l->k, A->n)));
+	kir_expr *row = LET(l->k, b, "row", MUL(l->k, d->o[A->a], I(l->k, A->n)));
 	for (int t = 0; t < A->n; t++) {
 		kir_expr *at = ADD(l->k, row, I(l->k, t));
-		d->so[lev][t] = local(l, b, "so", MUL(l->k, CAST(l->k, KIR_INDEX, kir_e_load(k, ib, at)), d->xs[A->a]));
-		d->w[lev][t] = local(l, b, "wt", kir_e_load(k, wb, at));
+		d->so[lev][t] = LET(l->k, b, "so", MUL(l->k, CAST(l->k, KIR_INDEX, kir_e_load(k, ib, at)), d->xs[A->a]));
+		d->w[lev][t] = LET(l->k, b, "wt", kir_e_load(k, wb, at));
 	}
 	return !k->failed;
 }
@@ -622,7 +612,7 @@ static kir_expr *level(rz_data *d, int lev, kir_expr *off, kir_block *b) {
 	kir_expr *taps = A->resized == 1 ? n : SEL(l->k, resized_of(l, A), n, I(l->k, 1));
 	kir_var *acc = kir_var_new(k, "acc", D), *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block_add(k, b, kir_s_set(k, acc, F(l->k, D, 0)));
-	kir_expr *row = local(l, b, "row", MUL(l->k, d->o[A->a], n));
+	kir_expr *row = LET(l->k, b, "row", MUL(l->k, d->o[A->a], n));
 	kir_block tb = {0};
 	kir_expr *at = ADD(l->k, row, V(l->k, t));
 	kir_expr *src = CAST(l->k, KIR_INDEX, kir_e_load(k, ib, at));
@@ -635,7 +625,7 @@ static kir_expr *level(rz_data *d, int lev, kir_expr *off, kir_block *b) {
 		if (!eb) return NULL;
 		v = SEL(l->k, kir_e_load(k, eb, d->o[A->a]), F(l->k, D, r->c.extrapolation), v);
 	}
-	return local(l, b, "v", v);
+	return LET(l->k, b, "v", v);
 }
 
 static bool data_kernel(rz *r) {
@@ -675,8 +665,8 @@ static bool data_kernel(rz *r) {
 			break;
 		}
 		kir_expr *ya = lk_dim(&l, yt->dims[a]);
-		d.o[a] = local(&l, &rowb, "o", BIN(l.k, KIR_FLOORMOD, rem, ya));
-		rem = local(&l, &rowb, "q", BIN(l.k, KIR_FLOORDIV, rem, ya));
+		d.o[a] = LET(l.k, &rowb, "o", BIN(l.k, KIR_FLOORMOD, rem, ya));
+		rem = LET(l.k, &rowb, "q", BIN(l.k, KIR_FLOORDIV, rem, ya));
 	}
 	if (R) d.o[R - 1] = V(l.k, w);
 	/* The part of the source offset (and of the extrapolation test) fixed
@@ -704,8 +694,8 @@ static bool data_kernel(rz *r) {
 			else rex = rex ? OR(l.k, rex, e) : e;
 		}
 	}
-	roff = local(&l, &rowb, "roff", roff);
-	if (rex) rex = local(&l, &rowb, "rex", rex);
+	roff = LET(l.k, &rowb, "roff", roff);
+	if (rex) rex = LET(l.k, &rowb, "rex", rex);
 	kir_expr *off = ADD(l.k, roff, loff);
 	if (rex) ex = ex ? OR(l.k, rex, ex) : rex;
 	kir_expr *yidx = ADD(l.k, MUL(l.k, V(l.k, p), width), V(l.k, w));

@@ -12,7 +12,7 @@
  * reach memory unless the region outputs them: then they are stored from the
  * reduction loop, which visits every input point exactly once); the epilogue
  * runs once per output point.  Scalar definitions come from the elementwise
- * table (lower_ew_expr); the reduction from rs_reduce (lower_reduce.c), so a
+ * table (lower_ew_expr); the reduction from rs_reduce (codegen/lower/reduce.c), so a
  * fused reduction computes exactly what the unfused one does. */
 #include <stdio.h>
 #include <stdlib.h>

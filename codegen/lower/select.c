@@ -884,8 +884,8 @@ static lower_result lower_nms(lower_cx *cx, const tbc_op *op) {
 /* ---- MaxUnpool with output_shape -----------------------------------------------------
  * The shape kernel checks each output_shape value against the unpooled size
  * (interpreter's unpool_dims) and stores it; the ordinary lowering
- * (codegen/lower/lower_conv_t.c) then scatters into the symbolic output. */
-static lower_result shape_max_unpool(lower_cx *cx, const tbc_op *op) {
+ * (codegen/lower/conv_more.c) then scatters into the symbolic output. */
+lower_result lower_max_unpool_shape(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *os = in_opt(op, 2), *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type;
 	int r = xt->rank, nsp = r - 2;
@@ -926,7 +926,6 @@ lower_result lower_dyn_select(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_BlackmanWindow: return lower_window(cx, op, 0.42, 0.5, 0.08);
 	case TBC_OP_MelWeightMatrix: return lower_mel(cx, op);
 	case TBC_OP_STFT: return lower_stft(cx, op);
-	case TBC_OP_MaxUnpool: return shape_max_unpool(cx, op);
-	default: return LOWER_NOT_MINE;
+		default: return LOWER_NOT_MINE;
 	}
 }

@@ -29,16 +29,6 @@
 
 /* ---- Shorthands ----------------------------------------------------------------*/
 
-static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
-	if (!e) {
-		l->k->failed = true;
-		return NULL;
-	}
-	kir_var *v = kir_var_new(l->k, name, e->type);
-	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l->k, v);
-}
-
 static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
 static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
 	lower_error(cx, op, "%s: %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
@@ -273,14 +263,14 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	kir_block_add(k, &blk, kir_s_set(k, mx, F(l.k, f, 0.0)));
 	kir_block_add(k, &blk, kir_s_set(k, mn, F(l.k, f, 0.0)));
 	kir_block lb = {0};
-	kir_expr *xe = local(&l, &lb, "x", kir_e_load(k, xb, V(l.k, e)));
+	kir_expr *xe = LET(l.k, &lb, "x", kir_e_load(k, xb, V(l.k, e)));
 	kir_block_add(k, &lb, kir_s_set(k, mx, kir_e_select(k, kir_e_cmp(k, KIR_GT, xe, V(l.k, mx)), xe, V(l.k, mx))));
 	kir_block_add(k, &lb, kir_s_set(k, mn, kir_e_select(k, kir_e_cmp(k, KIR_LT, xe, V(l.k, mn)), xe, V(l.k, mn))));
 	kir_block_add(k, &blk, kir_s_for(k, e, I(l.k, 0), numel, 1, KIR_LOOP_SEQUENTIAL, lb.first));
 	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(l.k, mx), V(l.k, mn)), F(l.k, f, 1.0),
 				       BIN(l.k, KIR_SUB, V(l.k, mx), V(l.k, mn)));
-	kir_expr *scale = local(&l, &blk, "scale", BIN(l.k, KIR_DIV, range, F(l.k, f, 255.0)));
-	kir_expr *zp = local(&l, &blk, "zp", BIN(l.k, KIR_SUB, F(l.k, f, 0.0), BIN(l.k, KIR_DIV, V(l.k, mn), scale)));
+	kir_expr *scale = LET(l.k, &blk, "scale", BIN(l.k, KIR_DIV, range, F(l.k, f, 255.0)));
+	kir_expr *zp = LET(l.k, &blk, "zp", BIN(l.k, KIR_SUB, F(l.k, f, 0.0), BIN(l.k, KIR_DIV, V(l.k, mn), scale)));
 	zp = kir_e_select(k, kir_e_cmp(k, KIR_LT, zp, F(l.k, f, 0.0)), F(l.k, f, 0.0),
 			  kir_e_select(k, kir_e_cmp(k, KIR_GT, zp, F(l.k, f, 255.0)), F(l.k, f, 255.0), zp));
 	kir_expr *zpi = kir_e_unary(k, KIR_ROUND_EVEN, zp);
@@ -558,23 +548,23 @@ static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *m = local(&l, &body, "m", MOD(l.k, V(l.k, t), I(l.k, M)));
-	kir_expr *n = local(&l, &body, "n", DIV(l.k, V(l.k, t), I(l.k, M)));
-	kir_expr *xbase = local(&l, &body, "xbase",
+	kir_expr *m = LET(l.k, &body, "m", MOD(l.k, V(l.k, t), I(l.k, M)));
+	kir_expr *n = LET(l.k, &body, "n", DIV(l.k, V(l.k, t), I(l.k, M)));
+	kir_expr *xbase = LET(l.k, &body, "xbase",
 				MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), MUL(l.k, DIV(l.k, m, I(l.k, Mg)), I(l.k, Cg))), I(l.k, in_size)));
-	kir_expr *wbase = local(&l, &body, "wbase", MUL(l.k, m, I(l.k, Cg * k_size)));
-	kir_expr *ybase = local(&l, &body, "ybase", MUL(l.k, V(l.k, t), I(l.k, out_size)));
-	kir_expr *zx = xzb ? local(&l, &body, "zx", CAST(l.k, it, kir_e_load(k, xzb, I(l.k, 0)))) : NULL;
-	kir_expr *zw = wzb ? local(&l, &body, "zw", CAST(l.k, it, kir_e_load(k, wzb, wz_per ? m : I(l.k, 0)))) : NULL;
-	kir_expr *bias = bb ? local(&l, &body, "bias", CAST(l.k, it, kir_e_load(k, bb, m))) : NULL;
+	kir_expr *wbase = LET(l.k, &body, "wbase", MUL(l.k, m, I(l.k, Cg * k_size)));
+	kir_expr *ybase = LET(l.k, &body, "ybase", MUL(l.k, V(l.k, t), I(l.k, out_size)));
+	kir_expr *zx = xzb ? LET(l.k, &body, "zx", CAST(l.k, it, kir_e_load(k, xzb, I(l.k, 0)))) : NULL;
+	kir_expr *zw = wzb ? LET(l.k, &body, "zw", CAST(l.k, it, kir_e_load(k, wzb, wz_per ? m : I(l.k, 0)))) : NULL;
+	kir_expr *bias = bb ? LET(l.k, &body, "bias", CAST(l.k, it, kir_e_load(k, bb, m))) : NULL;
 	kir_expr *mult = NULL;
 	if (qlinear) {
 		const tbc_dtype f = TBC_DT_F32;
 		kir_expr *xs = CAST(l.k, f, kir_e_load(k, xsb, I(l.k, 0))), *ws = CAST(l.k, f, kir_e_load(k, wsb, ws_per ? m : I(l.k, 0)));
 		kir_expr *ys = CAST(l.k, f, kir_e_load(k, ysb, I(l.k, 0)));
-		mult = local(&l, &body, "mult", CAST(l.k, TBC_DT_F64, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, xs, ws), ys)));
+		mult = LET(l.k, &body, "mult", CAST(l.k, TBC_DT_F64, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, xs, ws), ys)));
 	}
-	kir_expr *yz = yzb ? local(&l, &body, "yz", CAST(l.k, TBC_DT_F64, kir_e_load(k, yzb, I(l.k, 0)))) : NULL;
+	kir_expr *yz = yzb ? LET(l.k, &body, "yz", CAST(l.k, TBC_DT_F64, kir_e_load(k, yzb, I(l.k, 0)))) : NULL;
 
 	/* Output positions: one loop per spatial dim. */
 	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
@@ -588,16 +578,16 @@ static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	for (int d = 0; d < nsp; d++) {
 		kir_expr *ih = ADD(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])),
 				   ADD(l.k, MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d])), I(l.k, -g.pad_begin[d])));
-		ih = local(&l, &tb, "ih", ih);
+		ih = LET(l.k, &tb, "ih", ih);
 		kir_expr *in_d = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(l.k, 0)), kir_e_cmp(k, KIR_LT, ih, I(l.k, g.in[d])));
 		inside = inside ? kir_e_binary(k, KIR_AND, inside, in_d) : in_d;
 		kir_expr *ihc = BIN(l.k, KIR_MIN, BIN(l.k, KIR_MAX, ih, I(l.k, 0)), I(l.k, g.in[d] - 1));
 		xi = ADD(l.k, MUL(l.k, xi, I(l.k, g.in[d])), ihc);
 		wi = ADD(l.k, MUL(l.k, wi, I(l.k, g.kernel[d])), V(l.k, kv[d]));
 	}
-	kir_expr *ok = local(&l, &tb, "inside", inside);
-	xi = local(&l, &tb, "xi", ADD(l.k, xbase, xi));
-	wi = local(&l, &tb, "wi", ADD(l.k, wbase, wi));
+	kir_expr *ok = LET(l.k, &tb, "inside", inside);
+	xi = LET(l.k, &tb, "xi", ADD(l.k, xbase, xi));
+	wi = LET(l.k, &tb, "wi", ADD(l.k, wbase, wi));
 	kir_block cb = {0};
 	kir_expr *xe = CAST(l.k, it, kir_e_load(k, xb, ADD(l.k, xi, MUL(l.k, V(l.k, c), I(l.k, in_size)))));
 	kir_expr *we = CAST(l.k, it, kir_e_load(k, wb, ADD(l.k, wi, MUL(l.k, V(l.k, c), I(l.k, k_size)))));

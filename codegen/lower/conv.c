@@ -27,40 +27,30 @@
 /* ---- Shorthands ----------------------------------------------------------------*/
 static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l->k, MAX(l->k, x, I(l->k, 0)), I(l->k, hi - 1)); }
 
-static kir_expr *local(lk *l, kir_block *b, const char *name, kir_expr *e) {
-	if (!e) {
-		l->k->failed = true;
-		return NULL;
-	}
-	kir_var *v = kir_var_new(l->k, name, e->type);
-	kir_block_add(l->k, b, kir_s_set(l->k, v, e));
-	return V(l->k, v);
-}
-
 static kir_expr *fconst(lk *l, tbc_dtype t, double v) {
 	return tbc_dtype_is_float(t) ? kir_e_float(l->k, t, v) : kir_e_int(l->k, t, (int64_t)v);
 }
 
-static lower_result failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
-static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+lower_result conv_failed(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
+lower_result conv_refuse(lower_cx *cx, const tbc_op *op, const char *why) {
 	lower_error(cx, op, "op %s %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
 
-static bool static_dims(const tbc_type *t, int from) {
+bool conv_static_dims(const tbc_type *t, int from) {
 	for (int d = from; d < t->rank; d++)
 		if (t->dims[d].sym) return false;
 	return true;
 }
 
-static bool static_empty(const tbc_type *t) {
+bool conv_static_empty(const tbc_type *t) {
 	for (int d = 0; d < t->rank; d++)
 		if (!t->dims[d].sym && t->dims[d].size == 0) return true;
 	return false;
 }
 
 /* Compute type of a float op over dt (narrow floats in f32). */
-static bool float_ct(tbc_dtype dt, tbc_dtype *ct) {
+bool conv_float_ct(tbc_dtype dt, tbc_dtype *ct) {
 	if (dt == TBC_DT_F32 || dt == TBC_DT_F16 || dt == TBC_DT_BF16) *ct = TBC_DT_F32;
 	else if (dt == TBC_DT_F64) *ct = TBC_DT_F64;
 	else return false;
@@ -108,8 +98,8 @@ static void interior(int64_t lo, int64_t hi, int64_t s, int64_t in, int64_t OW, 
  * hi = min(K, floor((in - 1 - base) / dil) + 1); set in blk. */
 static void tap_range(lk *l, kir_block *blk, kir_expr *base, int64_t dil, int64_t K, int64_t in, kir_expr **lo,
 		      kir_expr **hi) {
-	*lo = local(l, blk, "lo", MAX(l->k, I(l->k, 0), DIV(l->k, ADD(l->k, SUB(l->k, I(l->k, 0), base), I(l->k, dil - 1)), I(l->k, dil))));
-	*hi = local(l, blk, "hi", MIN(l->k, I(l->k, K), ADD(l->k, DIV(l->k, SUB(l->k, I(l->k, in - 1), base), I(l->k, dil)), I(l->k, 1))));
+	*lo = LET(l->k, blk, "lo", MAX(l->k, I(l->k, 0), DIV(l->k, ADD(l->k, SUB(l->k, I(l->k, 0), base), I(l->k, dil - 1)), I(l->k, dil))));
+	*hi = LET(l->k, blk, "hi", MIN(l->k, I(l->k, K), ADD(l->k, DIV(l->k, SUB(l->k, I(l->k, in - 1), base), I(l->k, dil)), I(l->k, 1))));
 }
 
 /* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
@@ -133,13 +123,13 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	int64_t OW = g->out[w], sw = g->stride[w], pw = g->pad_begin[w], dw = g->dil[w], inw = g->in[w];
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *rem = local(&l, &body, "rem", MOD(l.k, V(l.k, r), I(l.k, Cg * KR)));
+	kir_expr *rem = LET(l.k, &body, "rem", MOD(l.k, V(l.k, r), I(l.k, Cg * KR)));
 	kir_expr *ng = DIV(l.k, V(l.k, r), I(l.k, Cg * KR)), *cc = DIV(l.k, rem, I(l.k, KR));
 	kir_expr *kt = MOD(l.k, rem, I(l.k, KR));
-	kir_expr *xbase = local(&l, &body, "xbase", MUL(l.k, ADD(l.k, MUL(l.k, ng, I(l.k, Cg)), cc), I(l.k, in_size)));
+	kir_expr *xbase = LET(l.k, &body, "xbase", MUL(l.k, ADD(l.k, MUL(l.k, ng, I(l.k, Cg)), cc), I(l.k, in_size)));
 	kir_expr *kd[CONV_MAX_SPATIAL];
 	for (int d = w - 1; d >= 0; d--) {
-		kd[d] = local(&l, &body, "kt", MOD(l.k, kt, I(l.k, g->kernel[d])));
+		kd[d] = LET(l.k, &body, "kt", MOD(l.k, kt, I(l.k, g->kernel[d])));
 		kt = DIV(l.k, kt, I(l.k, g->kernel[d]));
 	}
 	/* One position of the outer dims: its tap, in the input or not. */
@@ -158,7 +148,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 		istride *= g->in[d];
 		ostride *= g->out[d];
 	}
-	kir_expr *xrow = local(&l, &pos, "xrow", xi), *crow = local(&l, &pos, "crow", ci);
+	kir_expr *xrow = LET(l.k, &pos, "xrow", xi), *crow = LET(l.k, &pos, "crow", ci);
 	kir_expr *zero = x->dtype == TBC_DT_F32 || x->dtype == TBC_DT_F64 ? kir_e_float(k, x->dtype, 0)
 								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
 	kir_block copy = {0}, zeros = {0};
@@ -199,10 +189,10 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
 	conv_cx c = {0};
-	if (!float_ct(xt->dtype, &c.ct) || wt->dtype != xt->dtype) return refuse(cx, op, "on this dtype");
-	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "of this rank");
-	if (!static_dims(xt, 1) || !static_dims(wt, 0) || !static_dims(yt, 1))
-		return refuse(cx, op, "with symbolic channel, spatial or weight dims");
+	if (!conv_float_ct(xt->dtype, &c.ct) || wt->dtype != xt->dtype) return conv_refuse(cx, op, "on this dtype");
+	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return conv_refuse(cx, op, "of this rank");
+	if (!conv_static_dims(xt, 1) || !conv_static_dims(wt, 0) || !conv_static_dims(yt, 1))
+		return conv_refuse(cx, op, "with symbolic channel, spatial or weight dims");
 	int nsp = xt->rank - 2;
 	conv_geom g;
 	int64_t kernel[CONV_MAX_SPATIAL];
@@ -223,7 +213,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	c.yt = yt->dtype;
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	bool direct = true;
 	for (int i = 0; i < nsp; i++)
 		direct &= g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
@@ -250,7 +240,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	s.ctx = &c;
 	s.base = conv_base;
 	s.epi = conv_epi;
-	return failed(lk_end(&l, gemm_generate(&l, &s)));
+	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
 }
 
 /* ---- Windowed pools --------------------------------------------------------------
@@ -291,14 +281,14 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *empty = kir_e_int(k, TBC_DT_BOOL, 0);
 	int64_t ostride = OW, istride = in;
 	for (int d = w - 1; d >= 0; d--) {
-		kir_expr *base = local(&l, &row, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])));
+		kir_expr *base = LET(l.k, &row, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])));
 		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		yrow = ADD(l.k, yrow, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(&l, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]), I(l.k, istride)));
 		ostride *= g->out[d], istride *= g->in[d];
 	}
-	yrow = local(&l, &row, "yrow", yrow);
+	yrow = LET(l.k, &row, "yrow", yrow);
 	kir_expr *zero = fconst(&l, ct, 0), *init;
 	if (is_float) init = kir_e_float(k, ct, NAN);
 	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
@@ -309,7 +299,7 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 
 	/* Each valid tap of the outer dims: the row's three parts. */
 	kir_block taps = {0};
-	kir_expr *xr = local(&l, &taps, "xrow", xrow);
+	kir_expr *xr = LET(l.k, &taps, "xrow", xrow);
 	for (int part = 0; part < 3; part++) {
 		int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
 		if (from >= to) continue;
@@ -317,13 +307,13 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 		kir_block body = {0}, tap = {0};
 		kir_expr *at = ADD(l.k, yrow, V(l.k, ow));
 		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, ct, kir_e_load(k, y, at))));
-		kir_expr *base = local(&l, &body, "base", SUB(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, pb)));
+		kir_expr *base = LET(l.k, &body, "base", SUB(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, pb)));
 		kir_expr *i = ADD(l.k, base, MUL(l.k, V(l.k, kw), I(l.k, dil))), *klo = I(l.k, 0), *khi = I(l.k, KW);
 		if (part != 1) {
 			tap_range(&l, &body, base, dil, KW, in, &klo, &khi);
 			i = CLAMP(&l, i, in);
 		}
-		kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, i))));
+		kir_expr *v = LET(l.k, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, i))));
 		kir_expr *mv = V(l.k, m), *next;
 		if (is_float)
 			next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
@@ -341,7 +331,7 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	st = row.first;
 	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
 	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
 }
 
 static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
@@ -349,13 +339,13 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	const tbc_value *iv = op->n_outputs > 1 ? op->outputs[1] : NULL;
 	const tbc_type *xt = &xv->type, *yt = &yv->type;
 	tbc_dtype ct;
-	bool is_float = float_ct(xt->dtype, &ct);
+	bool is_float = conv_float_ct(xt->dtype, &ct);
 	if (kind != POOL_MAX) ct = TBC_DT_F64; /* sums in double, as the interpreter */
 	if (!is_float) {
-		if (kind != POOL_MAX || (xt->dtype != TBC_DT_I8 && xt->dtype != TBC_DT_U8)) return refuse(cx, op, "on this dtype");
+		if (kind != POOL_MAX || (xt->dtype != TBC_DT_I8 && xt->dtype != TBC_DT_U8)) return conv_refuse(cx, op, "on this dtype");
 		ct = xt->dtype;
 	}
-	if (xt->rank < 3 || !static_dims(xt, 2) || !static_dims(yt, 2)) return refuse(cx, op, "with symbolic spatial dims");
+	if (xt->rank < 3 || !conv_static_dims(xt, 2) || !conv_static_dims(yt, 2)) return conv_refuse(cx, op, "with symbolic spatial dims");
 	int nsp = xt->rank - 2;
 	conv_geom g;
 	const char *err = conv_geom_read(&g, op, nsp, NULL, true, true);
@@ -367,7 +357,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	double p = (double)tbc_attr_int(op, "p", 2);
 	int yb = lower_result_buf(cx, yv), ib = iv ? lower_result_buf(cx, iv) : -2;
 	if (yb < 0 || ib == -1) return LOWER_FAILED;
-	if (static_empty(yt)) return LOWER_OK;
+	if (conv_static_empty(yt)) return LOWER_OK;
 	if (kind == POOL_MAX && !iv) return maxpool_rows(cx, op, &g, yb, ct);
 	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
 	lk l;
@@ -385,7 +375,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	kir_expr *count = I(l.k, 1), *empty = kir_e_int(k, TBC_DT_BOOL, 0);
 	for (int d = 0; d < nsp; d++) {
 		int64_t dil = g.dil[d];
-		base[d] = local(&l, &pos, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])), I(l.k, g.pad_begin[d])));
+		base[d] = LET(l.k, &pos, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])), I(l.k, g.pad_begin[d])));
 		tap_range(&l, &pos, base[d], dil, g.kernel[d], g.in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		kir_expr *n;
@@ -417,7 +407,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 		cstride *= g.in[d];
 	}
 	kir_block tap = {0};
-	kir_expr *v = local(&l, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, isz)), il))));
+	kir_expr *v = LET(l.k, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, MUL(l.k, V(l.k, pl), I(l.k, isz)), il))));
 	kir_expr *a = V(l.k, acc);
 	if (kind == POOL_AVG) {
 		kir_block_add(k, &tap, kir_s_set(k, acc, kir_e_binary(k, KIR_ADD, a, v)));
@@ -460,7 +450,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	kir_stmt *s = pos.first;
 	for (int d = nsp - 1; d >= 0; d--) s = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, s);
 	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, s)));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, s)));
 }
 
 /* ---- Global pools: one window over every spatial dim --------------------------------*/
@@ -468,12 +458,12 @@ static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind 
 	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
 	const tbc_type *xt = &xv->type;
 	tbc_dtype ct;
-	if (!float_ct(xt->dtype, &ct)) return refuse(cx, op, "on this dtype");
+	if (!conv_float_ct(xt->dtype, &ct)) return conv_refuse(cx, op, "on this dtype");
 	if (kind != POOL_MAX) ct = TBC_DT_F64; /* sums in double, as the interpreter */
-	if (xt->rank < 3) return refuse(cx, op, "of this rank");
+	if (xt->rank < 3) return conv_refuse(cx, op, "of this rank");
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
-	if (static_empty(&yv->type)) return LOWER_OK;
+	if (conv_static_empty(&yv->type)) return LOWER_OK;
 	static const char *const names[] = {"globalaveragepool", "globalmaxpool", "globallppool"};
 	lk l;
 	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;
@@ -487,7 +477,7 @@ static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind 
 	kir_var *acc = kir_var_new(k, "acc", ct);
 	kir_block body = {0};
 	kir_block_add(k, &body, kir_s_set(k, acc, kind == POOL_MAX ? kir_e_float(k, ct, -INFINITY) : fconst(&l, ct, 0)));
-	kir_expr *base = local(&l, &body, "base", MUL(l.k, V(l.k, pl), sz));
+	kir_expr *base = LET(l.k, &body, "base", MUL(l.k, V(l.k, pl), sz));
 	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, base, V(l.k, i))));
 	kir_expr *a = V(l.k, acc), *upd;
 	if (kind == POOL_AVG) upd = kir_e_binary(k, KIR_ADD, a, v);
@@ -499,7 +489,7 @@ static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind 
 	else if (kind == POOL_LP) res = kir_e_binary(k, KIR_POW, res, fconst(&l, ct, 1.0 / p));
 	kir_block_add(k, &body, kir_s_store(k, y, V(l.k, pl), kir_e_cast(k, yv->type.dtype, res)));
 	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
@@ -513,4 +503,8 @@ lower_result lower_family_conv(lower_cx *cx, const tbc_op *op) {
 	case TBC_OP_GlobalLpPool: return lower_global_pool(cx, op, POOL_LP);
 	default: return lower_conv_more(cx, op);
 	}
+}
+
+lower_result lower_family_conv_shape(lower_cx *cx, const tbc_op *op) {
+	return op->code == TBC_OP_MaxUnpool ? lower_max_unpool_shape(cx, op) : LOWER_NOT_MINE;
 }

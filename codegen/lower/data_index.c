@@ -8,7 +8,9 @@
  * (docs/lower-data.md). */
 #include <string.h>
 
+#include "codegen/lower/kir_short.h"
 #include "codegen/lower/lower_data.h"
+#include "codegen/lower/lower_dyn.h"
 #include "ir/kernels/data.h"
 
 static bool index_dtype_ok(lower_cx *cx, const tbc_op *op, const tbc_value *idx) {
@@ -417,4 +419,38 @@ bool lower_data_tensor_scatter(lower_cx *cx, const tbc_op *op) {
 	kir_stmt *body = kir_s_if(k, in, kir_s_store(k, dst, di, kir_e_load(k, upd, ui)), kir_s_store(k, dst, di, kir_e_load(k, past, di)));
 	kir_block_add(k, &all, dl_wrap(&l, &lp, body));
 	return lk_end(&l, all.first);
+}
+
+/* ---- OneHot -----------------------------------------------------------------------
+ * depth: one number of any numeric dtype, truncated, positive; the rest is
+ * OneHot's ordinary lowering. */
+bool lower_data_onehot_shape(lower_cx *cx, const tbc_op *op) {
+	const tbc_value *dv = op->inputs[1], *y = op->outputs[0];
+	int a;
+	if (!tbc_norm_axis(tbc_attr_int(op, "axis", -1), y->type.rank, &a))
+		return lower_error(cx, op, "axis is out of range for rank %d", y->type.rank);
+	if (tbc_data_static_len(&dv->type) != 1 || dv->type.rank > 1)
+		return lower_error(cx, op, "OneHot's depth of unknown size has no lowering yet");
+	tbc_dtype dt = dv->type.dtype;
+	if (!tbc_dtype_is_int(dt) && !tbc_dtype_is_float(dt))
+		return lower_error(cx, op, "OneHot's depth of %s has no lowering yet", tbc_dtype_name(dt));
+	shk s;
+	if (!shk_begin(&s, cx, op)) return false;
+	kir_buffer *b = lk_value(&s.l, dv);
+	if (!b) return false;
+	kir_expr *v = kir_e_load(s.k, b, I(s.k, 0)), *depth;
+	const char *bad = "depth must be one positive number";
+	if (tbc_dtype_is_float(dt)) {
+		if (dt != TBC_DT_F64) v = kir_e_cast(s.k, TBC_DT_F64, dt == TBC_DT_F32 ? v : kir_e_cast(s.k, TBC_DT_F32, v));
+		v = shk_let(&s, "depth_f", v);
+		kir_expr *lim = kir_e_float(s.k, TBC_DT_F64, 9e18);
+		kir_expr *ok = AND(s.k, CMP(s.k, KIR_LT, kir_e_unary(s.k, KIR_ABS, v), lim), kir_e_unary(s.k, KIR_NOT, kir_e_unary(s.k, KIR_ISNAN, v)));
+		shk_fail_if(&s, kir_e_unary(s.k, KIR_NOT, ok), "%s", bad);
+		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, kir_e_cast(s.k, TBC_DT_I64, SEL(s.k, ok, v, kir_e_float(s.k, TBC_DT_F64, 0)))));
+	} else {
+		depth = shk_let(&s, "depth", kir_e_cast(s.k, KIR_INDEX, v));
+	}
+	shk_fail_if(&s, CMP(s.k, KIR_LE, depth, I(s.k, 0)), "%s", bad);
+	if (!shk_out_dim(&s, 0, a, depth)) return false;
+	return shk_end(&s);
 }

@@ -1,0 +1,47 @@
+/* Between the files of codegen/llvm/; targets use llvm_kernel.h. */
+#ifndef TBC_CODEGEN_LLVM_LLVM_EMIT_H
+#define TBC_CODEGEN_LLVM_LLVM_EMIT_H
+
+#include "codegen/llvm/llvm_kernel.h"
+
+/* Floats the emitter computes with; narrow floats are their bits. */
+static inline bool llvm_is_float(tbc_dtype t) {
+	return t != KIR_INDEX && tbc_dtype_is_float(t) && !kir_type_is_narrow_float(t);
+}
+static inline bool llvm_is_unsigned(tbc_dtype t) {
+	return t != KIR_INDEX && (tbc_dtype_is_unsigned(t) || t == TBC_DT_BOOL);
+}
+static inline int llvm_bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
+static inline bool llvm_is_sub_byte_int(tbc_dtype t) {
+	return t == TBC_DT_I4 || t == TBC_DT_U4 || t == TBC_DT_I2 || t == TBC_DT_U2;
+}
+
+/* The type a value of t has in memory (bool and sub-byte integers are a
+ * byte each). */
+LLVMTypeRef llvm_mem_type(llvm_cx *c, tbc_dtype t);
+/* Forgets the expressions emitted so far (llvm_expr.c's memo): at the end
+ * of a statement. */
+void llvm_memo_clear(llvm_fn *f);
+/* Puts a buffer load or store into f's access group when inside an
+ * innermost parallel or vector loop. */
+void llvm_mark_access(llvm_fn *f, LLVMValueRef inst);
+
+/* Scalar operations with kir_sem.h's results (llvm_arith.c). */
+LLVMValueRef llvm_unary(llvm_fn *f, const kir_expr *e);
+LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e);
+LLVMValueRef llvm_compare(llvm_fn *f, const kir_expr *e);
+LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e);
+
+/* Narrow floats (llvm_narrow.c): held as their bits (i16 / i8); converted
+ * exactly as ir/dtype.c converts. */
+LLVMValueRef llvm_narrow_to_f32(llvm_cx *c, tbc_dtype t, LLVMValueRef bits);
+/* x an f32 or f64 value; rounds once to nearest even.  saturate: float8
+ * out of range gives the largest finite value (else infinity or NaN). */
+LLVMValueRef llvm_float_to_narrow(llvm_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate);
+LLVMValueRef llvm_narrow_const(llvm_cx *c, tbc_dtype t, double v);
+
+/* f32 exp, log, tanh and erf as inline polynomials (llvm_math.c); NULL for
+ * other ops. */
+LLVMValueRef llvm_math_f32(llvm_cx *c, kir_unop op, LLVMValueRef x);
+
+#endif

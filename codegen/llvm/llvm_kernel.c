@@ -1,0 +1,280 @@
+/* Kernel IR -> LLVM IR: a kernel's function, its statements and loops.
+ *
+ * A kernel becomes an internal function over its buffers and sizes (and
+ * the target's pointer, llvm_hooks.env_param).  Sequential and vector loops
+ * are emitted here: innermost parallel and vector loops carry llvm.loop
+ * metadata asking for vectorization, and LLVM's loop vectorizer does the
+ * rest.  A parallel loop not inside another one is the target's
+ * (llvm_hooks.parallel_loop), as is reporting a failed check
+ * (llvm_hooks.report_error); expressions are llvm_expr.c's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/IRReader.h>
+
+#include "codegen/llvm/llvm_emit.h"
+
+/* A distinct empty metadata node (an access group).  The C API makes only
+ * uniqued nodes, so it comes from parsing a one-line module; metadata nodes
+ * belong to the context and outlive that module.  NULL when parsing fails
+ * (the loops then just keep LLVM's own checks). */
+static LLVMMetadataRef distinct_node(llvm_cx *c) {
+	static const char ir[] = "!tbc.group = !{!0}\n!0 = distinct !{}\n";
+	LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "tbc.group");
+	LLVMModuleRef m = NULL;
+	char *err = NULL;
+	if (!mb) return NULL;
+	if (LLVMParseIRInContext(c->ctx, mb, &m, &err)) { /* takes mb either way */
+		LLVMDisposeMessage(err);
+		return NULL;
+	}
+	LLVMMetadataRef md = NULL;
+	if (LLVMGetNamedMetadataNumOperands(m, "tbc.group") == 1) {
+		LLVMValueRef op;
+		LLVMGetNamedMetadataOperands(m, "tbc.group", &op);
+		md = LLVMValueAsMetadata(op);
+	}
+	LLVMDisposeModule(m);
+	return md;
+}
+
+bool llvm_has_loop(const kir_stmt *s) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_FOR) return true;
+		if (s->kind == KIR_S_IF && (llvm_has_loop(s->body) || llvm_has_loop(s->orelse))) return true;
+	}
+	return false;
+}
+
+/* llvm.loop metadata: a distinct self-referencing node with the hints. */
+void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) {
+	llvm_cx *c = f->c;
+	LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+	LLVMMetadataRef ops[4];
+	unsigned n = 0;
+	ops[n++] = tmp;
+	LLVMMetadataRef mp = LLVMMDStringInContext2(c->ctx, "llvm.loop.mustprogress", 22);
+	ops[n++] = LLVMMDNodeInContext2(c->ctx, &mp, 1);
+	if (vectorize) {
+		LLVMMetadataRef v[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
+					LLVMValueAsMetadata(LLVMConstInt(c->i1, 1, 0))};
+		ops[n++] = LLVMMDNodeInContext2(c->ctx, v, 2);
+		if (f->group) {
+			LLVMMetadataRef pa[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.parallel_accesses", 27), f->group};
+			ops[n++] = LLVMMDNodeInContext2(c->ctx, pa, 2);
+		}
+	}
+	LLVMMetadataRef node = LLVMMDNodeInContext2(c->ctx, ops, n);
+	LLVMMetadataReplaceAllUsesWith(tmp, node);
+	LLVMSetMetadata(latch_br, c->loop_md_kind, LLVMMetadataAsValue(c->ctx, node));
+}
+
+/* for var = lo .. hi step: body, with the bounds evaluated once. */
+static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValueRef hi, int64_t step,
+		      const kir_stmt *body, bool vectorize) {
+	llvm_cx *c = f->c;
+	LLVMBuilderRef b = c->b;
+	LLVMValueRef slot = f->vars[var->id];
+	LLVMBuildStore(b, lo, slot);
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "loop");
+	LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");
+	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "exit");
+	LLVMBuildBr(b, head);
+	LLVMPositionBuilderAtEnd(b, head);
+	LLVMValueRef i = LLVMBuildLoad2(b, c->i64, slot, "");
+	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), bodyb, exit);
+	LLVMPositionBuilderAtEnd(b, bodyb);
+	bool was = f->in_parallel;
+	f->in_parallel = vectorize; /* vectorize: an innermost parallel or vector loop */
+	llvm_stmts(f, body);
+	f->in_parallel = was;
+	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
+	LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, LLVMConstInt(c->i64, (unsigned long long)step, 0), ""), slot);
+	LLVMValueRef br = LLVMBuildBr(b, head);
+	llvm_mark_loop(f, br, vectorize);
+	LLVMPositionBuilderAtEnd(b, exit);
+}
+
+LLVMValueRef llvm_new_function(llvm_cx *c, const char *name, LLVMTypeRef ty) {
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, ty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+	return fn;
+}
+
+void llvm_prefer_tiled_width(const llvm_fn *f, LLVMValueRef fn) {
+	llvm_cx *c = f->c;
+	if (!f->k->contract || c->vector_bytes < 64) return;
+	char v[16];
+	snprintf(v, sizeof v, "%d", c->vector_bytes * 8);
+	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(c->ctx, "prefer-vector-width", 19, v, (unsigned)strlen(v)));
+}
+
+void llvm_var_slots(llvm_fn *f) {
+	for (int i = 0; i < f->k->n_vars; i++) {
+		LLVMTypeRef t = llvm_type(f->c, f->k->vars[i]->type);
+		f->vars[i] = t ? LLVMBuildAlloca(f->c->b, t, f->k->vars[i]->name) : NULL;
+	}
+}
+
+bool llvm_fn_part(llvm_fn *part, const llvm_fn *f, LLVMValueRef fn) {
+	const kir_kernel *k = f->k;
+	*part = *f;
+	part->fn = fn;
+	part->memo = NULL;
+	part->memo_cap = part->memo_n = 0;
+	part->bufs = calloc((size_t)k->n_buffers + 1, sizeof *part->bufs);
+	part->sizes = calloc((size_t)k->n_sizes + 1, sizeof *part->sizes);
+	part->vars = calloc((size_t)k->n_vars + 1, sizeof *part->vars);
+	if (part->bufs && part->sizes && part->vars) return true;
+	return llvm_fail(f->c, TBC_ERR_NO_MEMORY, "out of memory");
+}
+
+void llvm_fn_free(llvm_fn *f) {
+	free(f->bufs);
+	free(f->sizes);
+	free(f->vars);
+	free(f->memo);
+	f->bufs = f->sizes = f->vars = NULL;
+	f->memo = NULL;
+	f->memo_cap = f->memo_n = 0;
+}
+
+/* Branch weights: the first successor is almost never taken. */
+static void set_unlikely(llvm_cx *c, LLVMValueRef br) {
+	LLVMMetadataRef ops[3] = {LLVMMDStringInContext2(c->ctx, "branch_weights", 14),
+				  LLVMValueAsMetadata(LLVMConstInt(c->i32, 1, 0)),
+				  LLVMValueAsMetadata(LLVMConstInt(c->i32, 1048575, 0))};
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "prof", 4),
+			LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ops, 3)));
+}
+
+void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
+	llvm_cx *c = f->c;
+	LLVMBuilderRef b = c->b;
+	for (; s && !c->failed; s = s->next) {
+		llvm_memo_clear(f);
+		switch (s->kind) {
+		case KIR_S_FOR: {
+			if (s->loop == KIR_LOOP_PARALLEL && !f->parallel_mapped) {
+				c->hooks->parallel_loop(f, s);
+				break;
+			}
+			LLVMValueRef lo = llvm_expr(f, s->lo), hi = llvm_expr(f, s->hi);
+			if (!lo || !hi) return;
+			emit_loop(f, s->var, lo, hi, s->step, s->body, s->loop != KIR_LOOP_SEQUENTIAL && !llvm_has_loop(s->body));
+			break;
+		}
+		case KIR_S_STORE: {
+			LLVMValueRef i = llvm_expr(f, s->index), v = llvm_expr(f, s->value);
+			LLVMTypeRef mt = llvm_mem_type(c, s->buf->dtype);
+			if (!i || !v || !mt) return;
+			if (s->buf->dtype == TBC_DT_BOOL) v = LLVMBuildZExt(b, v, c->i8, "");
+			/* tbc_store_i64: a signed sub-byte integer fills its byte with its sign. */
+			if (llvm_is_sub_byte_int(s->buf->dtype))
+				v = tbc_dtype_is_unsigned(s->buf->dtype) ? LLVMBuildZExt(b, v, c->i8, "") : LLVMBuildSExt(b, v, c->i8, "");
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, f->bufs[s->buf->id], &i, 1, "");
+			LLVMValueRef st = LLVMBuildStore(b, v, p);
+			LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
+			llvm_mark_access(f, st);
+			break;
+		}
+		case KIR_S_SET: {
+			LLVMValueRef v = llvm_expr(f, s->value);
+			if (!v) return;
+			if (s->var->reassoc && LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFAdd)
+				LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc);
+			LLVMBuildStore(b, v, f->vars[s->var->id]);
+			break;
+		}
+		case KIR_S_ERROR: {
+			LLVMValueRef cond = llvm_expr(f, s->cond);
+			if (!cond || !f->status) {
+				if (cond) llvm_fail(c, TBC_ERR_INTERNAL, "an error statement in a kernel without status");
+				return;
+			}
+			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "fail");
+			LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "cont");
+			LLVMValueRef br = LLVMBuildCondBr(b, cond, fail, cont);
+			set_unlikely(c, br);
+			LLVMPositionBuilderAtEnd(b, fail);
+			c->hooks->report_error(f, s->message);
+			LLVMBuildBr(b, cont);
+			LLVMPositionBuilderAtEnd(b, cont);
+			llvm_memo_clear(f);
+			break;
+		}
+		case KIR_S_IF: {
+			LLVMValueRef cond = llvm_expr(f, s->cond);
+			if (!cond) return;
+			LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "then");
+			LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "else");
+			LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "join");
+			LLVMBuildCondBr(b, cond, then, els);
+			LLVMPositionBuilderAtEnd(b, then);
+			llvm_stmts(f, s->body);
+			llvm_memo_clear(f);
+			LLVMBuildBr(b, join);
+			LLVMPositionBuilderAtEnd(b, els);
+			llvm_stmts(f, s->orelse);
+			llvm_memo_clear(f);
+			LLVMBuildBr(b, join);
+			LLVMPositionBuilderAtEnd(b, join);
+			break;
+		}
+		case KIR_S_BARRIER: break; /* grouped kernels are refused (llvm_emit_kernel) */
+		}
+	}
+	llvm_memo_clear(f);
+}
+
+LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
+	bool can_fail = kir_kernel_can_fail(k);
+	int first = c->hooks->env_param ? 1 : 0; /* the first buffer's parameter */
+	int n_params = first + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
+	LLVMTypeRef *params = calloc((size_t)n_params + 1, sizeof *params);
+	llvm_fn f = {.c = c, .k = k, .index = index};
+	f.bufs = calloc((size_t)k->n_buffers + 1, sizeof *f.bufs);
+	f.sizes = calloc((size_t)k->n_sizes + 1, sizeof *f.sizes);
+	f.vars = calloc((size_t)k->n_vars + 1, sizeof *f.vars);
+	LLVMValueRef fn = NULL;
+	if (!params || !f.bufs || !f.sizes || !f.vars) {
+		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < k->n_buffers; i++)
+		if (!llvm_mem_type(c, k->buffers[i]->dtype)) goto done;
+	if (kir_kernel_is_grouped(k)) { /* the parallel form: no LLVM target maps work-groups yet */
+		llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s has work-groups, which this target does not run", k->name);
+		goto done;
+	}
+	if (first) params[0] = c->ptr;
+	for (int i = 0; i < k->n_buffers; i++) params[first + i] = c->buf_ptr;
+	for (int i = 0; i < k->n_sizes; i++) params[first + k->n_buffers + i] = c->i64;
+	if (can_fail) params[n_params - 1] = c->buf_ptr;
+	char name[128];
+	snprintf(name, sizeof name, "tbc.k%d.%s", index, k->name);
+	fn = llvm_new_function(c, name, LLVMFunctionType(c->void_t, params, (unsigned)n_params, 0));
+	f.fn = fn;
+	f.group = distinct_node(c);
+	llvm_prefer_tiled_width(&f, fn);
+	if (first) f.env = LLVMGetParam(fn, 0);
+	for (int i = 0; i < k->n_buffers; i++) {
+		f.bufs[i] = LLVMGetParam(fn, (unsigned)(first + i));
+		LLVMSetValueName2(f.bufs[i], k->buffers[i]->name, strlen(k->buffers[i]->name));
+	}
+	for (int i = 0; i < k->n_sizes; i++) f.sizes[i] = LLVMGetParam(fn, (unsigned)(first + k->n_buffers + i));
+	if (can_fail) f.status = LLVMGetParam(fn, (unsigned)(n_params - 1));
+	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	llvm_var_slots(&f);
+	llvm_stmts(&f, k->body);
+	LLVMBuildRetVoid(c->b);
+done:
+	free(params);
+	llvm_fn_free(&f);
+	return c->failed ? NULL : fn;
+}

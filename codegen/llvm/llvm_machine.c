@@ -1,0 +1,103 @@
+/* From an LLVM module to code: data layout, verifier, the new pass manager
+ * and emission to memory, the same for every LLVM target; and the version
+ * of the LLVM tbc links. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "codegen/llvm/llvm_machine.h"
+
+static char llvm_version[32];
+static pthread_once_t llvm_version_once = PTHREAD_ONCE_INIT;
+static void format_llvm_version(void) {
+	unsigned major, minor, patch;
+	LLVMGetVersion(&major, &minor, &patch);
+	snprintf(llvm_version, sizeof llvm_version, "%u.%u.%u", major, minor, patch);
+}
+
+const char *tbc_llvm_version(void) {
+	pthread_once(&llvm_version_once, format_llvm_version);
+	return llvm_version;
+}
+
+LLVMCodeGenOptLevel llvm_codegen_level(int opt_level) {
+	return opt_level <= 0   ? LLVMCodeGenLevelNone
+	       : opt_level == 1 ? LLVMCodeGenLevelLess
+	       : opt_level == 2 ? LLVMCodeGenLevelDefault
+				: LLVMCodeGenLevelAggressive;
+}
+
+void llvm_module_set_machine(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *triple) {
+	LLVMSetTarget(mod, triple);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, dl);
+	LLVMDisposeTargetData(dl);
+}
+
+bool llvm_module_verify(LLVMModuleRef mod, const char *backend, tbc_diags *d) {
+	char *err = NULL;
+	bool ok = !LLVMVerifyModule(mod, LLVMReturnStatusAction, &err);
+	if (!ok)
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "%s backend: invalid LLVM IR: %.400s", backend,
+			      err ? err : "");
+	LLVMDisposeMessage(err);
+	return ok;
+}
+
+bool llvm_module_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, const char *backend,
+			  tbc_diags *d) {
+	char passes[32];
+	int level = opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level;
+	snprintf(passes, sizeof passes, "default<O%d>", level);
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(po, level >= 2);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, level >= 2);
+	LLVMPassBuilderOptionsSetLoopUnrolling(po, level >= 2);
+	LLVMErrorRef e = LLVMRunPasses(mod, passes, tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (!e) return true;
+	char *msg = LLVMGetErrorMessage(e);
+	tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "%s backend: passes: %s", backend, msg);
+	LLVMDisposeErrorMessage(msg);
+	return false;
+}
+
+/* A malloc'd copy of n bytes with a NUL after them (text IR and assembly
+ * read as strings; an object's callers ignore it). */
+static bool copy_out(const char *data, size_t n, void **out_data, size_t *out_size) {
+	char *p = malloc(n + 1);
+	if (!p) return false;
+	memcpy(p, data, n);
+	p[n] = 0;
+	*out_data = p;
+	*out_size = n;
+	return true;
+}
+
+bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, const char *backend,
+		      tbc_diags *d, void **out_data, size_t *out_size) {
+	*out_data = NULL;
+	*out_size = 0;
+	if (what == LLVM_OUT_IR) {
+		char *text = LLVMPrintModuleToString(mod);
+		bool ok = copy_out(text, strlen(text), out_data, out_size);
+		LLVMDisposeMessage(text);
+		return ok;
+	}
+	char *err = NULL;
+	LLVMMemoryBufferRef buf = NULL;
+	LLVMCodeGenFileType type = what == LLVM_OUT_ASSEMBLY ? LLVMAssemblyFile : LLVMObjectFile;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, type, &err, &buf)) {
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "%s backend: emitting code: %s", backend,
+			      err ? err : "");
+		LLVMDisposeMessage(err);
+		return false;
+	}
+	bool ok = copy_out(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), out_data, out_size);
+	LLVMDisposeMemoryBuffer(buf);
+	return ok;
+}

@@ -1,0 +1,44 @@
+/* From an LLVM module to code, for any LLVM target: what the targets'
+ * emit functions share once their module is built (codegen/cpu/cpu_target.c;
+ * NVPTX and AMDGPU next).  Choosing the target machine (triple, CPU,
+ * features) stays with each target.  backend names the target in
+ * diagnostics ("cpu backend: passes: ..."). */
+#ifndef TBC_CODEGEN_LLVM_LLVM_MACHINE_H
+#define TBC_CODEGEN_LLVM_LLVM_MACHINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "ir/ir.h"
+
+/* The code generator's optimization level for -O0 .. -O3. */
+LLVMCodeGenOptLevel llvm_codegen_level(int opt_level);
+
+/* Gives mod tm's triple and data layout, before anything is emitted into
+ * it (types' sizes and alignments come from the layout). */
+void llvm_module_set_machine(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *triple);
+
+/* LLVM's verifier: invalid IR is a bug of ours, an internal error. */
+bool llvm_module_verify(LLVMModuleRef mod, const char *backend, tbc_diags *d);
+
+/* LLVM's new pass manager: default<O0..O3> for tm, with the loop and SLP
+ * vectorizers and loop unrolling from -O2. */
+bool llvm_module_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, const char *backend,
+			  tbc_diags *d);
+
+typedef enum llvm_output {
+	LLVM_OUT_IR,       /* text LLVM IR, for reading */
+	LLVM_OUT_OBJECT,   /* tm's object file */
+	LLVM_OUT_ASSEMBLY, /* tm's assembly (PTX is the NVPTX target's) */
+} llvm_output;
+
+/* mod as what, in malloc'd memory followed by a NUL that out_size does not
+ * count (text IR and assembly are strings).  False after a diagnostic, or
+ * with none when out of memory. */
+bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, const char *backend,
+		      tbc_diags *d, void **out_data, size_t *out_size);
+
+#endif

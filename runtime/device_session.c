@@ -1,0 +1,488 @@
+/* Running an artifact's launch table (device_table.h) on a device: the
+ * walk kir_program_run does in the compiler (codegen/program.c), over device
+ * buffers.  Per model and device, once: the program built (or found in the
+ * device's cache), its kernels, the weights uploaded and every constant a
+ * view of them.  Per session: one arena buffer whose views hold the
+ * temporaries at the compiler's offsets, the inputs' and outputs' buffers,
+ * the symbols and the status word.  Per run: inputs written, launches
+ * queued in order with If/Loop markers decided on the host, the symbols
+ * read back after each kernel that stores them (shape kernels), so buffers
+ * of data-dependent size are allocated once those are known; the status
+ * word read after each kernel with checks; outputs read back at the end. */
+#include <stdio.h>
+#include <string.h>
+
+#include "device_table.h"
+
+typedef struct tbcrt__dmodel {
+	struct tbcrt__dmodel *next;
+	tbcrt__device *device;
+	tbcrt__program *program;
+	tbcrt__kernel **kernels;
+	tbcrt__buffer *weights;
+	tbcrt__buffer **consts; /* per buffer: a constant root's view of the weights, or its own copy */
+} tbcrt__dmodel;
+
+struct tbcrt__dsession {
+	tbcrt_model *m;
+	const tbcrt__dtable *t;
+	tbcrt__dmodel *dm;
+	tbcrt__device *dev;
+	tbcrt__buffer *arena;
+	uint64_t arena_bytes;
+	tbcrt__buffer **buf; /* per root buffer: its memory (owned; a constant's is the model's) */
+	uint64_t *cap;       /* bytes of buf[r] */
+	int64_t *at;         /* arena offset of a view; -1: a buffer of its own */
+	bool *placed;        /* this run */
+	int64_t *offsets;
+	tbcrt__buffer *syms, *status;
+};
+
+static void dmodel_free(tbcrt__dmodel *dm, const tbcrt__dtable *t, const tbcrt_context *c) {
+	for (uint32_t i = 0; dm->consts && i < t->n_bufs; i++) tbcrt__buffer_free(dm->consts[i]);
+	tbcrt__buffer_free(dm->weights);
+	for (uint32_t i = 0; dm->kernels && i < t->n_kernels; i++) tbcrt__kernel_destroy(dm->kernels[i]);
+	tbcrt__program_release(dm->program);
+	tbcrt__free(c, dm->consts);
+	tbcrt__free(c, dm->kernels);
+	tbcrt__free(c, dm);
+}
+
+void tbcrt__dmodels_free(tbcrt_model *m) {
+	for (tbcrt__dmodel *dm = m->dmodels, *next; dm; dm = next) {
+		next = dm->next;
+		dmodel_free(dm, m->device_table, m->context);
+	}
+	m->dmodels = NULL;
+}
+
+static uint64_t align_of(const tbcrt__device *d) { return d->align_bytes ? d->align_bytes : TBCRT_ARENA_ALIGN; }
+
+static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel **out) {
+	const tbcrt__dtable *t = m->device_table;
+	const tbcrt_context *c = m->context;
+	tbcrt__dmodel *dm = tbcrt__calloc(c, 1, sizeof *dm);
+	if (!dm) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	dm->device = d;
+	dm->kernels = tbcrt__calloc(c, t->n_kernels ? t->n_kernels : 1, sizeof *dm->kernels);
+	dm->consts = tbcrt__calloc(c, t->n_bufs ? t->n_bufs : 1, sizeof *dm->consts);
+	tbcrt_status s = dm->kernels && dm->consts ? tbcrt__ok() : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	char name[4200];
+	snprintf(name, sizeof name, "%s.cl", m->name);
+	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, name, t->source, t->source_size, t->options};
+	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
+	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
+		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);
+	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, m->weights_size ? m->weights_size : 1, &dm->weights);
+	if (s.code == TBCRT_OK && m->weights_size) s = tbcrt__buffer_write(dm->weights, 0, m->weights, m->weights_size);
+	for (uint32_t i = 0; s.code == TBCRT_OK && i < t->n_bufs; i++) {
+		const tbcrt__dbuf *b = &t->bufs[i];
+		uint64_t bytes = 0;
+		if (b->role != TBC_ABI_BUF_CONST || b->alias_of >= 0) continue;
+		(void)tbcrt__dbuf_bytes(t, b, NULL, &bytes); /* checked at load */
+		if (bytes && (uint64_t)b->offset % align_of(d) == 0) {
+			s = tbcrt__buffer_view(dm->weights, (uint64_t)b->offset, bytes, &dm->consts[i]);
+			continue;
+		}
+		s = tbcrt__buffer_alloc(d, bytes ? bytes : 1, &dm->consts[i]);
+		if (s.code == TBCRT_OK && bytes)
+			s = tbcrt__buffer_write(dm->consts[i], 0, (const char *)m->weights + b->offset, bytes);
+	}
+	if (s.code != TBCRT_OK) {
+		dmodel_free(dm, t, c);
+		return s;
+	}
+	*out = dm;
+	return s;
+}
+
+void tbcrt__dsession_destroy(tbcrt__dsession *s) {
+	if (!s) return;
+	const tbcrt_context *c = s->m->context;
+	for (uint32_t i = 0; s->buf && i < s->t->n_bufs; i++)
+		if (s->t->bufs[i].role != TBC_ABI_BUF_CONST && s->t->bufs[i].role != TBC_ABI_BUF_SYMS)
+			tbcrt__buffer_free(s->buf[i]);
+	tbcrt__buffer_free(s->arena);
+	tbcrt__buffer_free(s->syms);
+	tbcrt__buffer_free(s->status);
+	tbcrt__free(c, s->buf);
+	tbcrt__free(c, s->cap);
+	tbcrt__free(c, s->at);
+	tbcrt__free(c, s->placed);
+	tbcrt__free(c, s->offsets);
+	tbcrt_model *m = s->m;
+	tbcrt__free(c, s);
+	tbcrt__model_release(m);
+}
+
+tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dsession **out) {
+	*out = NULL;
+	const tbcrt_context *c = m->context;
+	pthread_mutex_lock(&m->device_lock);
+	tbcrt__dmodel *dm = m->dmodels;
+	while (dm && dm->device != d) dm = dm->next;
+	tbcrt_status s = tbcrt__ok();
+	if (!dm && (s = dmodel_open(m, d, &dm)).code == TBCRT_OK) {
+		dm->next = m->dmodels;
+		m->dmodels = dm;
+	}
+	pthread_mutex_unlock(&m->device_lock);
+	if (s.code != TBCRT_OK) return s;
+	tbcrt__dsession *ds = tbcrt__calloc(c, 1, sizeof *ds);
+	if (!ds) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	tbcrt__model_retain(m);
+	const tbcrt__dtable *t = m->device_table;
+	*ds = (tbcrt__dsession){.m = m, .t = t, .dm = dm, .dev = d};
+	uint32_t n = t->n_bufs ? t->n_bufs : 1;
+	ds->buf = tbcrt__calloc(c, n, sizeof *ds->buf);
+	ds->cap = tbcrt__calloc(c, n, sizeof *ds->cap);
+	ds->at = tbcrt__calloc(c, n, sizeof *ds->at);
+	ds->placed = tbcrt__calloc(c, n, sizeof *ds->placed);
+	ds->offsets = tbcrt__calloc(c, n, sizeof *ds->offsets);
+	if (!ds->buf || !ds->cap || !ds->at || !ds->placed || !ds->offsets) {
+		tbcrt__dsession_destroy(ds);
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	}
+	for (uint32_t i = 0; i < n; i++) ds->at[i] = -1;
+	s = tbcrt__buffer_alloc(d, (uint64_t)(t->n_syms ? t->n_syms : 1) * 8, &ds->syms);
+	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, sizeof(int32_t), &ds->status);
+	if (s.code != TBCRT_OK) {
+		tbcrt__dsession_destroy(ds);
+		return s;
+	}
+	*out = ds;
+	return s;
+}
+
+/* The arena layout of kir_program_layout: the parts, then the temporaries
+ * no part holds, each 64-byte aligned.  Returns false past the limit. */
+static bool layout(tbcrt__dsession *s, const int64_t *syms, uint64_t *out_end) {
+	const tbcrt__dtable *t = s->t;
+	uint64_t end = 0;
+	for (uint32_t i = 0; i < t->n_bufs; i++) s->offsets[i] = -1;
+	/* Part bases: part j starts where part j-1 ends. */
+	for (uint32_t i = 0; i < t->n_bufs; i++) {
+		const tbcrt__dbuf *b = &t->bufs[i];
+		if (b->role != TBC_ABI_BUF_TEMP || b->alias_of >= 0 || b->flags || b->part < 0) continue;
+		uint64_t base = 0, scale = 1;
+		for (int32_t j = 0; j <= b->part; j++) {
+			const tbcrt__dpart *q = &t->parts[j];
+			uint64_t prod = 1, bytes;
+			for (uint32_t k = 0; k < q->n_syms; k++)
+				if (syms[q->syms[k]] < 0 || !tbcrt__mul_within(prod, (uint64_t)syms[q->syms[k]], TBCRT_MAX_TENSOR_BYTES, &prod))
+					return false;
+			if (j == b->part) {
+				scale = prod;
+				break;
+			}
+			if (!tbcrt__mul_within((uint64_t)q->bytes, prod, TBCRT_MAX_TENSOR_BYTES, &bytes)) return false;
+			base += bytes;
+		}
+		uint64_t within;
+		if (!tbcrt__mul_within((uint64_t)b->part_offset, scale, TBCRT_MAX_TENSOR_BYTES, &within)) return false;
+		s->offsets[i] = (int64_t)(base + within);
+	}
+	for (uint32_t j = 0; j < t->n_parts; j++) {
+		uint64_t prod = 1, bytes;
+		for (uint32_t k = 0; k < t->parts[j].n_syms; k++) {
+			int64_t v = syms[t->parts[j].syms[k]];
+			if (v < 0 || !tbcrt__mul_within(prod, (uint64_t)v, TBCRT_MAX_TENSOR_BYTES, &prod)) return false;
+		}
+		if (!tbcrt__mul_within((uint64_t)t->parts[j].bytes, prod, TBCRT_MAX_TENSOR_BYTES, &bytes)) return false;
+		end += bytes;
+	}
+	for (uint32_t i = 0; i < t->n_bufs; i++) {
+		const tbcrt__dbuf *b = &t->bufs[i];
+		if (b->role != TBC_ABI_BUF_TEMP || b->alias_of >= 0 || b->flags || b->part >= 0) continue;
+		uint64_t bytes;
+		if (!tbcrt__dbuf_bytes(t, b, syms, &bytes) || end > TBCRT_MAX_TENSOR_BYTES) return false;
+		s->offsets[i] = (int64_t)end;
+		end += (bytes + TBCRT_ARENA_ALIGN - 1) / TBCRT_ARENA_ALIGN * TBCRT_ARENA_ALIGN;
+	}
+	if (end > TBCRT_MAX_TENSOR_BYTES) return false;
+	*out_end = end;
+	return true;
+}
+
+typedef struct run {
+	tbcrt__dsession *s;
+	int64_t *syms;
+	const void *const *in;
+	bool syms_dirty;
+} run;
+
+static void drop(tbcrt__dsession *s, uint32_t r) {
+	tbcrt__buffer_free(s->buf[r]);
+	s->buf[r] = NULL;
+	s->cap[r] = 0;
+	s->at[r] = -1;
+}
+
+/* A buffer of its own for root r of at least bytes; contents kept when keep. */
+static tbcrt_status own(tbcrt__dsession *s, uint32_t r, uint64_t bytes, bool keep) {
+	if (s->buf[r] && s->at[r] < 0 && s->cap[r] >= bytes) return tbcrt__ok();
+	if (keep && s->buf[r] && bytes < s->cap[r] * 2) bytes = s->cap[r] * 2;
+	tbcrt__buffer *b;
+	tbcrt_status st = tbcrt__buffer_alloc(s->dev, bytes ? bytes : 1, &b);
+	if (st.code != TBCRT_OK) return st;
+	if (keep && s->buf[r] && s->cap[r]) st = tbcrt__buffer_copy(b, 0, s->buf[r], 0, s->cap[r]);
+	if (st.code != TBCRT_OK) {
+		tbcrt__buffer_free(b);
+		return st;
+	}
+	drop(s, r);
+	s->buf[r] = b;
+	s->cap[r] = bytes ? bytes : 1;
+	s->at[r] = -1;
+	return st;
+}
+
+static tbcrt_status too_large(const tbcrt__dsession *s, uint32_t r) {
+	return tbcrt__err(TBCRT_ERR_RUN_FAILED,
+			  "model '%s': buffer %u's size is negative or past %llu bytes with the symbols computed so far", s->m->name,
+			  r, (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+}
+
+/* Gives root buffer r its memory for this run (or checks that a dynamic one
+ * still fits the symbols). */
+static tbcrt_status place(run *x, uint32_t r) {
+	tbcrt__dsession *s = x->s;
+	const tbcrt__dbuf *b = &s->t->bufs[r];
+	if (s->placed[r] && !b->flags) return tbcrt__ok();
+	uint64_t bytes = 0;
+	if (b->role != TBC_ABI_BUF_CONST && b->role != TBC_ABI_BUF_SYMS && !tbcrt__dbuf_bytes(s->t, b, x->syms, &bytes))
+		return too_large(s, r);
+	tbcrt_status st = tbcrt__ok();
+	switch (b->role) {
+	case TBC_ABI_BUF_CONST: s->buf[r] = s->dm->consts[r]; break;
+	case TBC_ABI_BUF_SYMS: s->buf[r] = s->syms; break;
+	case TBC_ABI_BUF_INPUT:
+		st = own(s, r, bytes, false);
+		if (st.code == TBCRT_OK && bytes) st = tbcrt__buffer_write(s->buf[r], 0, x->in[b->io_index], bytes);
+		break;
+	case TBC_ABI_BUF_OUTPUT: st = own(s, r, bytes, false); break;
+	case TBC_ABI_BUF_TEMP:
+		if (b->flags) {
+			st = own(s, r, bytes, (b->flags & TBCRT__DBUF_KEEP) && s->placed[r]);
+			break;
+		}
+		uint64_t off = (uint64_t)s->offsets[r];
+		if (off > s->arena_bytes || bytes > s->arena_bytes - off)
+			return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "model '%s': buffer %u (%llu bytes at %llu) lies outside the "
+					  "arena of %llu bytes", s->m->name, r, (unsigned long long)bytes, (unsigned long long)off,
+					  (unsigned long long)s->arena_bytes);
+		if (s->buf[r] && s->at[r] == (int64_t)off && s->cap[r] == bytes) break;
+		if (!bytes || off % align_of(s->dev)) { /* a device whose views need more alignment */
+			if (s->at[r] >= 0) drop(s, r);
+			st = own(s, r, bytes, false);
+			break;
+		}
+		drop(s, r);
+		st = tbcrt__buffer_view(s->arena, off, bytes, &s->buf[r]);
+		if (st.code == TBCRT_OK) s->at[r] = (int64_t)off, s->cap[r] = bytes;
+		break;
+	}
+	if (st.code == TBCRT_OK) s->placed[r] = true;
+	return st;
+}
+
+/* The value of a grid expression; false when it overflows or divides by 0. */
+static bool eval_expr(const tbcrt__dexpr *e, const int64_t *sizes, int64_t *out) {
+	int64_t stack[TBCRT_MAX_EXPR_OPS];
+	int n = 0;
+	for (uint32_t i = 0; i < e->n; i++) {
+		int64_t op = e->ops[2 * i], v = e->ops[2 * i + 1];
+		if (op == TBC_ABI_EXPR_CONST || op == TBC_ABI_EXPR_SIZE) {
+			stack[n++] = op == TBC_ABI_EXPR_CONST ? v : sizes[v];
+			continue;
+		}
+		int64_t b = stack[--n], a = stack[n - 1], r = 0;
+		bool ok = true;
+		switch (op) {
+		case TBC_ABI_EXPR_ADD: ok = !__builtin_add_overflow(a, b, &r); break;
+		case TBC_ABI_EXPR_SUB: ok = !__builtin_sub_overflow(a, b, &r); break;
+		case TBC_ABI_EXPR_MUL: ok = !__builtin_mul_overflow(a, b, &r); break;
+		case TBC_ABI_EXPR_DIV:
+		case TBC_ABI_EXPR_REM:
+		case TBC_ABI_EXPR_FLOORDIV:
+		case TBC_ABI_EXPR_FLOORMOD:
+			ok = b != 0 && !(a == INT64_MIN && b == -1);
+			if (!ok) break;
+			r = op == TBC_ABI_EXPR_DIV || op == TBC_ABI_EXPR_FLOORDIV ? a / b : a % b;
+			if (op == TBC_ABI_EXPR_FLOORDIV && (a % b != 0) && ((a < 0) != (b < 0))) r--;
+			if (op == TBC_ABI_EXPR_FLOORMOD && r != 0 && ((r < 0) != (b < 0))) r += b;
+			break;
+		case TBC_ABI_EXPR_MIN: r = a < b ? a : b; break;
+		case TBC_ABI_EXPR_MAX: r = a > b ? a : b; break;
+		default: ok = false;
+		}
+		if (!ok) return false;
+		stack[n - 1] = r;
+	}
+	*out = stack[0];
+	return true;
+}
+
+/* Work-items for a launch: the grid loop's trip count, at most 65536 (the
+ * loop is grid-stride, so any count is correct); 1 for a kernel that runs
+ * on one work-item. */
+static uint64_t global_size(const tbcrt__dkernel *k, const int64_t *sizes) {
+	if (!k->grid) return 1;
+	int64_t lo, hi;
+	if (!eval_expr(&k->lo, sizes, &lo) || !eval_expr(&k->hi, sizes, &hi)) return 65536;
+	if (hi <= lo) return 1;
+	uint64_t trips = ((uint64_t)hi - (uint64_t)lo + (uint64_t)k->step - 1) / (uint64_t)k->step;
+	return trips > 65536 ? 65536 : trips ? trips : 1;
+}
+
+static tbcrt_status launch(run *x, uint32_t l) {
+	tbcrt__dsession *s = x->s;
+	const tbcrt__dtable *t = s->t;
+	const tbcrt__dlaunch *la = &t->launches[l];
+	const tbcrt__dkernel *k = &t->kernels[la->kernel];
+	tbcrt__arg args[TBCRT__MAX_ARGS];
+	int64_t sizes[TBCRT__MAX_ARGS];
+	uint32_t n = 0;
+	bool binds_syms = false, stores_syms = false;
+	for (uint32_t a = 0; a < k->n_buffers; a++) {
+		uint32_t pb = (uint32_t)la->args[a];
+		uint32_t r = t->bufs[pb].alias_of >= 0 ? (uint32_t)t->bufs[pb].alias_of : pb;
+		tbcrt_status st = place(x, r);
+		if (st.code != TBCRT_OK) return st;
+		if (t->bufs[r].role == TBC_ABI_BUF_SYMS) {
+			binds_syms = true;
+			stores_syms |= k->stored[a] != 0;
+		}
+		args[n++] = (tbcrt__arg){TBCRT__ARG_BUFFER, s->buf[r], NULL, 0};
+	}
+	for (uint32_t j = 0; j < k->n_sizes; j++) {
+		sizes[j] = x->syms[la->syms[j]];
+		args[n++] = (tbcrt__arg){TBCRT__ARG_SCALAR, NULL, &sizes[j], sizeof sizes[j]};
+	}
+	if (k->n_messages) args[n++] = (tbcrt__arg){TBCRT__ARG_BUFFER, s->status, NULL, 0};
+	/* Every buffer holds what the kernel may touch at these sizes: the
+	 * table's bindings cannot make a kernel reach past a buffer. */
+	for (uint32_t a = 0; a < k->n_buffers; a++) {
+		uint64_t need = k->elem_bytes[a];
+		bool ok = true;
+		for (uint32_t d = 0; d < k->rank[a] && ok; d++) {
+			int64_t v;
+			ok = eval_expr(&k->dims[a * TBCRT_MAX_RANK + d], sizes, &v) && v >= 0 &&
+			     tbcrt__mul_within(need, (uint64_t)v, TBCRT_MAX_TENSOR_BYTES, &need);
+		}
+		if (!ok || need > args[a].buffer->bytes)
+			return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT,
+					  "model '%s': launch %u binds buffer %d of %llu bytes to argument %u of kernel %s, which "
+					  "may touch %s%llu bytes of it",
+					  s->m->name, l, (int)la->args[a], (unsigned long long)args[a].buffer->bytes, a, k->name,
+					  ok ? "" : "more than ", (unsigned long long)need);
+	}
+	if (binds_syms && x->syms_dirty) {
+		tbcrt_status st = tbcrt__buffer_write(s->syms, 0, x->syms, (uint64_t)t->n_syms * 8);
+		if (st.code != TBCRT_OK) return st;
+		x->syms_dirty = false;
+	}
+	tbcrt__launch_desc d = {.dims = 1, .global = {global_size(k, sizes)}, .n_args = n, .args = args};
+	tbcrt_status st = tbcrt__launch(s->dm->kernels[la->kernel], &d);
+	if (st.code != TBCRT_OK) return st;
+	if (k->n_messages) {
+		int32_t code = 0;
+		if ((st = tbcrt__buffer_read(s->status, 0, &code, sizeof code)).code != TBCRT_OK) return st;
+		if (code)
+			return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed in kernel %s: %s", s->m->name, k->name,
+					  code > 0 && (uint32_t)code <= k->n_messages ? k->messages[code - 1]
+										      : "(a check the kernel does not have)");
+	}
+	if (stores_syms) /* a shape kernel: the host sizes what follows */
+		st = tbcrt__buffer_read(s->syms, 0, x->syms, (uint64_t)t->n_syms * 8);
+	return st;
+}
+
+static tbcrt_status walk(run *x) {
+	const tbcrt__dtable *t = x->s->t;
+	int64_t *syms = x->syms;
+	for (uint32_t l = 0; l < t->n_launches; l++) {
+		const tbcrt__dlaunch *la = &t->launches[l];
+		const int32_t *cs = la->ctl_sym;
+		switch (la->ctl) {
+		case TBC_ABI_CTL_KERNEL: {
+			tbcrt_status st = launch(x, l);
+			if (st.code != TBCRT_OK) return st;
+			continue;
+		}
+		case TBC_ABI_CTL_IF:
+			if (!syms[cs[0]]) l = (uint32_t)la->match; /* on at the ELSE */
+			continue;
+		case TBC_ABI_CTL_ELSE: l = (uint32_t)la->match; continue;
+		case TBC_ABI_CTL_END_IF: continue;
+		case TBC_ABI_CTL_LOOP:
+		case TBC_ABI_CTL_END_LOOP: {
+			uint32_t head = la->ctl == TBC_ABI_CTL_LOOP ? l : (uint32_t)la->match;
+			if (la->ctl == TBC_ABI_CTL_LOOP) syms[cs[0]] = 0;
+			else if (syms[cs[0]] < INT64_MAX) syms[cs[0]]++;
+			x->syms_dirty = true;
+			bool more = (cs[1] < 0 || syms[cs[0]] < syms[cs[1]]) && (cs[2] < 0 || syms[cs[2]] != 0);
+			l = more ? head : (uint32_t)t->launches[head].match;
+			continue;
+		}
+		}
+	}
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *const *in, void **out,
+				 void *(*alloc)(void *ctx, uint64_t bytes), void *alloc_ctx) {
+	const tbcrt__dtable *t = s->t;
+	uint64_t arena_bytes;
+	if (!layout(s, syms, &arena_bytes))
+		return tbcrt__err(TBCRT_ERR_LIMIT, "model '%s': the arena for these input sizes passes %llu bytes", s->m->name,
+				  (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+	if (!s->arena || s->arena_bytes < arena_bytes) {
+		for (uint32_t i = 0; i < t->n_bufs; i++)
+			if (s->at[i] >= 0 && s->buf[i]) drop(s, i); /* views of the old arena */
+		tbcrt__buffer_free(s->arena);
+		s->arena = NULL;
+		s->arena_bytes = 0;
+		tbcrt_status st = tbcrt__buffer_alloc(s->dev, arena_bytes ? arena_bytes : 1, &s->arena);
+		if (st.code != TBCRT_OK) return st;
+		s->arena_bytes = arena_bytes;
+	}
+	for (uint32_t i = 0; i < t->n_bufs; i++) {
+		s->placed[i] = false;
+		if (t->bufs[i].role == TBC_ABI_BUF_CONST || t->bufs[i].role == TBC_ABI_BUF_SYMS)
+			s->buf[i] = NULL; /* not the session's: placed again */
+	}
+	run x = {.s = s, .syms = syms, .in = in, .syms_dirty = true};
+	int32_t zero = 0;
+	tbcrt_status st = tbcrt__buffer_write(s->status, 0, &zero, sizeof zero);
+	if (st.code == TBCRT_OK) st = walk(&x);
+	for (uint32_t o = 0; st.code == TBCRT_OK && o < t->n_outputs; o++) {
+		uint32_t r = (uint32_t)t->outputs[o];
+		const tbcrt__dbuf *b = &t->bufs[r];
+		uint64_t bytes;
+		if (!tbcrt__dbuf_bytes(t, b, syms, &bytes)) {
+			st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' gave output '%s' a negative size or one past the limit",
+					s->m->name, s->m->outputs[o].name);
+			break;
+		}
+		if (b->flags) { /* data dependent: host memory the session returns */
+			out[o] = alloc(alloc_ctx, bytes);
+			if (!out[o]) {
+				st = tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for output '%s'", s->m->outputs[o].name);
+				break;
+			}
+		}
+		if (!s->placed[r]) { /* an empty output no launch wrote */
+			if (bytes) memset(out[o], 0, (size_t)bytes);
+			continue;
+		}
+		if (bytes > s->cap[r]) {
+			st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s': output '%s' grew after its last launch", s->m->name,
+					s->m->outputs[o].name);
+			break;
+		}
+		if (bytes) st = tbcrt__buffer_read(s->buf[r], 0, out[o], bytes);
+	}
+	if (st.code == TBCRT_OK) st = tbcrt__device_synchronize(s->dev);
+	return st;
+}
