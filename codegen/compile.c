@@ -57,9 +57,40 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
 		       size_t *out_size);
 
+/* Whether the device program dp can share the artifact's descriptor, which
+ * p (the CPU's) makes: the same symbols, and every constant at the same
+ * place in the one weights blob (lowering lays constants out whatever the
+ * target: a GEMM operand's padded rows depend on its shape alone). */
+static bool shares_descriptor(const kir_program *p, const kir_program *dp, tbc_diags *d) {
+	bool ok = p->n_syms == dp->n_syms && p->weights_size == dp->weights_size && p->n_inputs == dp->n_inputs &&
+		  p->n_outputs == dp->n_outputs;
+	for (int s = 0; ok && s < p->n_syms; s++)
+		ok = !strcmp(p->sym_names[s], dp->sym_names[s]) && p->sym_computed[s] == dp->sym_computed[s] &&
+		     p->sym_derived[s] == dp->sym_derived[s];
+	for (int b = 0; ok && b < dp->n_bufs; b++) {
+		const kir_pbuf *db = dp->bufs[b];
+		if (db->role != KIR_BUF_CONST) continue;
+		bool found = false;
+		for (int c = 0; !found && c < p->n_bufs; c++) {
+			const kir_pbuf *cb = p->bufs[c];
+			found = cb->role == KIR_BUF_CONST && cb->constant == db->constant && cb->offset == db->offset &&
+				cb->lay.rows == db->lay.rows && cb->lay.cols == db->lay.cols && cb->lay.pitch == db->lay.pitch &&
+				cb->lay.transpose == db->lay.transpose;
+		}
+		ok = found;
+	}
+	if (!ok)
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
+			      "the OpenCL program's symbols or weights differ from the CPU program's (a bug in lowering)");
+	return ok;
+}
+
 /* The targets o asks for: the OpenCL program (its table goes into the
- * descriptor, or its source is the output) and the CPU's code. */
-static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_target_desc *desc,
+ * descriptor, or its source is the output) and the CPU's code.  The device's
+ * kernels are lowered again, for the device's description (work-groups,
+ * local memory: codegen/target_desc.h), into a program of their own that
+ * shares the CPU program's symbols and weights. */
+static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_target_desc *desc, tbc_arena *arena,
 		     const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d, void **out_data,
 		     size_t *out_size) {
 	unsigned targets = o->targets ? o->targets : TBC_TARGETS_CPU;
@@ -71,6 +102,11 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 		}
 		return tbc_target_cpu.emit(p, desc, o, info, d, out_data, out_size);
 	}
+	tbc_target_desc od = tbc_target_desc_opencl_default();
+	kir_program *dp = NULL;
+	tbc_code lrc = kir_lower(work, &od, arena, d, &dp);
+	if (lrc != TBC_OK) return lrc;
+	if (!shares_descriptor(p, dp, d)) return TBC_ERR_INTERNAL;
 	/* Node names by position in the main graph, for the kernels' names. */
 	int n_ops = 0;
 	for (const tbc_op *op = work->main->first; op; op = op->next) n_ops++;
@@ -79,7 +115,7 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 	int i = 0;
 	for (const tbc_op *op = work->main->first; op; op = op->next) names[i++] = op->name;
 	tbc_ocl_program ocl;
-	bool made = tbc_ocl_program_make(p, work->main->name, names, n_ops, &ocl, d);
+	bool made = tbc_ocl_program_make(dp, work->main->name, names, n_ops, &ocl, d);
 	free(names);
 	if (!made) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	tbc_code rc = TBC_OK;
@@ -156,7 +192,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
-	if (rc == TBC_OK && info) rc = emit(work, p, &desc, o, info, d, out_data, out_size);
+	if (rc == TBC_OK && info) rc = emit(work, p, &desc, arena, o, info, d, out_data, out_size);
 	double t2 = now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */

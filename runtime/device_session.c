@@ -323,16 +323,25 @@ static bool eval_expr(const tbcrt__dexpr *e, const int64_t *sizes, int64_t *out)
 	return true;
 }
 
-/* Work-items for a launch: the grid loop's trip count, at most 65536 (the
- * loop is grid-stride, so any count is correct); 1 for a kernel that runs
- * on one work-item. */
-static uint64_t global_size(const tbcrt__dkernel *k, const int64_t *sizes) {
-	if (!k->grid) return 1;
-	int64_t lo, hi;
-	if (!eval_expr(&k->lo, sizes, &lo) || !eval_expr(&k->hi, sizes, &hi)) return 65536;
-	if (hi <= lo) return 1;
-	uint64_t trips = ((uint64_t)hi - (uint64_t)lo + (uint64_t)k->step - 1) / (uint64_t)k->step;
-	return trips > 65536 ? 65536 : trips ? trips : 1;
+/* A launch's NDRange (include/tbc/abi.h): per dim the units of its loop,
+ * the trip count at most 65536 (the loops stride over the rest, so any count
+ * is correct), work-items for a grid-stride kernel and work-groups of the
+ * kernel's size for a grouped one; one work-item for a kernel that runs on
+ * one. */
+static void geometry(const tbcrt__dkernel *k, const int64_t *sizes, tbcrt__launch_desc *d) {
+	d->dims = k->n_dims;
+	for (uint32_t g = 0; g < 3; g++) d->global[g] = 1, d->local[g] = 0;
+	if (k->shape == 0) return;
+	for (uint32_t g = 0; g < k->n_dims; g++) {
+		int64_t lo, hi;
+		uint64_t units = 65536;
+		if (eval_expr(&k->lo[g], sizes, &lo) && eval_expr(&k->hi[g], sizes, &hi)) {
+			uint64_t trips = hi <= lo ? 1 : ((uint64_t)hi - (uint64_t)lo + (uint64_t)k->step[g] - 1) / (uint64_t)k->step[g];
+			units = trips > 65536 ? 65536 : trips ? trips : 1;
+		}
+		d->global[g] = k->shape == 2 ? units * k->local[g] : units;
+		d->local[g] = k->shape == 2 ? k->local[g] : 0;
+	}
 }
 
 static tbcrt_status launch(run *x, uint32_t l) {
@@ -382,7 +391,8 @@ static tbcrt_status launch(run *x, uint32_t l) {
 		if (st.code != TBCRT_OK) return st;
 		x->syms_dirty = false;
 	}
-	tbcrt__launch_desc d = {.dims = 1, .global = {global_size(k, sizes)}, .n_args = n, .args = args};
+	tbcrt__launch_desc d = {.n_args = n, .args = args};
+	geometry(k, sizes, &d);
 	tbcrt_status st = tbcrt__launch(s->dm->kernels[la->kernel], &d);
 	if (st.code != TBCRT_OK) return st;
 	if (k->n_messages) {

@@ -210,17 +210,29 @@ static tbcrt_status read_kernels(reader *r) {
 	if (!t->kernels) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	for (uint32_t i = 0; i < t->n_kernels; i++) {
 		tbcrt__dkernel *k = &t->kernels[i];
-		int64_t shape, step;
+		int64_t shape;
 		if (!string(r, 256, &k->name, NULL) || !identifier(k->name))
 			return BAD("kernel %u's name is cut short or not an identifier of at most 256 bytes", i);
 		if (!count(r, 0, TBCRT__MAX_ARGS, &k->n_buffers) || !count(r, 0, TBCRT__MAX_ARGS, &k->n_sizes) ||
-		    !word(r, &shape) || !word(r, &step) || (shape != 0 && shape != 1) || step < 1)
-			return BAD("kernel '%s': its argument counts, shape or grid step", k->name);
-		k->grid = shape == 1;
-		k->step = step;
-		tbcrt_status s = read_expr(r, k->n_sizes, &k->lo, k->name);
-		if (s.code == TBCRT_OK) s = read_expr(r, k->n_sizes, &k->hi, k->name);
-		if (s.code != TBCRT_OK) return s;
+		    !word(r, &shape) || shape < 0 || shape > 2 || !count(r, 1, 3, &k->n_dims) || (shape < 2 && k->n_dims != 1))
+			return BAD("kernel '%s': its argument counts, shape or dims", k->name);
+		k->shape = (int32_t)shape;
+		uint64_t group_items = 1;
+		for (uint32_t g = 0; g < k->n_dims; g++) {
+			int64_t step, local;
+			if (!word(r, &step) || step < 1) return BAD("kernel '%s': dim %u's step", k->name, g);
+			k->step[g] = step;
+			tbcrt_status s = read_expr(r, k->n_sizes, &k->lo[g], k->name);
+			if (s.code == TBCRT_OK) s = read_expr(r, k->n_sizes, &k->hi[g], k->name);
+			if (s.code != TBCRT_OK) return s;
+			/* OpenCL devices take at least 1 item a group and no device
+			 * takes more than 1024 (the device refuses what it cannot run). */
+			if (!word(r, &local) || (shape < 2 ? local != 0 : local < 1 || local > 1024))
+				return BAD("kernel '%s': dim %u's work-group size", k->name, g);
+			k->local[g] = (uint32_t)local;
+			group_items *= shape < 2 ? 1 : (uint64_t)local;
+		}
+		if (group_items > 1024) return BAD("kernel '%s': work-groups of %llu items", k->name, (unsigned long long)group_items);
 		k->stored = take(r, k->n_buffers, 1);
 		if (!k->stored) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 		for (uint32_t b = 0; b < k->n_buffers; b++) {
@@ -232,6 +244,7 @@ static tbcrt_status read_kernels(reader *r) {
 		k->rank = take(r, k->n_buffers, sizeof *k->rank);
 		k->dims = take(r, (uint64_t)k->n_buffers * TBCRT_MAX_RANK, sizeof *k->dims);
 		if (!k->elem_bytes || !k->rank || !k->dims) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+		tbcrt_status s;
 		for (uint32_t b = 0; b < k->n_buffers; b++) {
 			int64_t v;
 			if (!word(r, &v) || v < 1 || v > 16 || !count(r, 3, TBCRT_MAX_RANK, &k->rank[b]))

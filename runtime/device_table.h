@@ -34,9 +34,14 @@ typedef struct tbcrt__dexpr {
 typedef struct tbcrt__dkernel {
 	char *name;
 	uint32_t n_buffers, n_sizes;
-	bool grid;
-	int64_t step;
-	tbcrt__dexpr lo, hi;
+	/* The launch geometry (include/tbc/abi.h): shape 0 one work-item, 1 a
+	 * grid-stride loop, 2 work-groups; per dim the loop's step and bounds
+	 * and the work-group size (0: any). */
+	int32_t shape;
+	uint32_t n_dims;
+	int64_t step[3];
+	tbcrt__dexpr lo[3], hi[3];
+	uint32_t local[3];
 	uint8_t *stored; /* per buffer */
 	/* Per buffer: element bytes, rank and dims as the kernel sees them (the
 	 * bytes it may touch, checked against what a launch binds). */

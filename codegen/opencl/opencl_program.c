@@ -170,10 +170,26 @@ static void put_tables(words *o, const kir_program *p, const printed *ks, int n_
 		put_string(o, ks[i].name);
 		put(o, k->n_buffers);
 		put(o, k->n_sizes);
-		put(o, c->shape == TBC_OCL_GRID ? 1 : 0);
-		put(o, c->shape == TBC_OCL_GRID ? c->grid_step : 1);
-		put_expr(o, c->shape == TBC_OCL_GRID ? c->grid_lo : NULL, 0);
-		put_expr(o, c->shape == TBC_OCL_GRID ? c->grid_hi : NULL, c->shape == TBC_OCL_GRID ? 65536 : 1);
+		/* The launch geometry, as tbc_ocl_launch_geometry computes it: per
+		 * dim a loop's step and bounds, and the work-group size (0: any). */
+		if (c->shape == TBC_OCL_GROUPS) {
+			int nd = c->n_groups > k->group_dims ? c->n_groups : k->group_dims;
+			put(o, 2), put(o, nd);
+			for (int g = 0; g < nd; g++) {
+				bool loop = g < c->n_groups;
+				put(o, loop ? c->group_step[g] : 1);
+				put_expr(o, loop ? c->group_lo[g] : NULL, 0);
+				put_expr(o, loop ? c->group_hi[g] : NULL, 1);
+				put(o, c->local_size[g]);
+			}
+		} else {
+			bool grid = c->shape == TBC_OCL_GRID;
+			put(o, grid ? 1 : 0), put(o, 1);
+			put(o, grid ? c->grid_step : 1);
+			put_expr(o, grid ? c->grid_lo : NULL, 0);
+			put_expr(o, grid ? c->grid_hi : NULL, grid ? 65536 : 1);
+			put(o, 0);
+		}
 		for (int b = 0; b < k->n_buffers; b++) put(o, c->stored[b] ? 1 : 0);
 		for (int b = 0; b < k->n_buffers; b++) { /* what the kernel may touch */
 			const kir_buffer *kb = k->buffers[b];
@@ -232,13 +248,6 @@ bool tbc_ocl_program_make(const kir_program *p, const char *model_name, const ch
 		printed *slot = &ks[n_ks];
 		kernel_name(k, node, slot->name, sizeof slot->name);
 		if (!tbc_ocl_print_kernel(k, slot->name, &slot->ocl, d)) {
-			ok = false;
-			break;
-		}
-		if (slot->ocl.shape == TBC_OCL_GROUPS) { /* the table has no work-group geometry yet */
-			tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
-				      "kernel %s has work-groups, which the program table cannot launch yet", k->name);
-			tbc_ocl_kernel_free(&slot->ocl);
 			ok = false;
 			break;
 		}

@@ -121,10 +121,15 @@ typedef struct tbc_abi_model {
  *   n_parts, then per part: bytes, n_syms, that many symbols
  *   n_inputs, their buffers; n_outputs, their buffers (descriptor order)
  *   n_kernels, then per kernel: name (string: the __kernel in source),
- *     n_buffers, n_sizes, shape (0: one work-item, 1: a grid-stride loop),
- *     grid_step, grid_lo and grid_hi (index expressions over the kernel's
- *     sizes: a count, then that many (op, value) pairs in postfix,
- *     TBC_ABI_EXPR_*), per buffer a flag (1: the kernel stores to it),
+ *     n_buffers, n_sizes, shape (0: one work-item, 1: a grid-stride loop,
+ *     2: work-groups, the kernel IR's parallel form), n_dims (1-3; 1 for
+ *     shapes 0 and 1), then per dim: the step, lo and hi of the loop that
+ *     dim strides (index expressions over the kernel's sizes: a count, then
+ *     that many (op, value) pairs in postfix, TBC_ABI_EXPR_*) and the
+ *     work-group size (0 for shapes 0 and 1: any).  The NDRange: per dim
+ *     units = ceil((hi - lo) / step), at most 65536 (the loops stride over
+ *     the rest), times the work-group size for shape 2; work-items of a
+ *     shape-1 kernel.  Then per buffer a flag (1: the kernel stores to it),
  *     per buffer the bytes of an element, its rank and its dims (index
  *     expressions: the runtime checks before each launch that every buffer
  *     bound holds what the kernel may touch), n_messages, that many strings
@@ -137,7 +142,7 @@ typedef struct tbc_abi_model {
  * Kernel arguments are the kernel's buffers in order, then its sizes as
  * int64 scalars, then the status word (int32) when it has checks. */
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
-#define TBC_ABI_DEVICE_VERSION 1
+#define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
 #define TBC_ABI_DEVICE_OPENCL_C 1
 
 enum {
