@@ -58,14 +58,8 @@ bool conv_float_ct(tbc_dtype dt, tbc_dtype *ct) {
 }
 
 /* ---- Conv ---------------------------------------------------------------------------*/
-typedef struct conv_cx {
-	int64_t G, Mg, Kg, P, M;
-	kir_buffer *bias;
-	tbc_dtype ct, yt;
-} conv_cx;
-
-static kir_expr *conv_base(void *ctx, lk *l, int which, kir_expr *batch) {
-	conv_cx *c = ctx;
+kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch) {
+	conv_gemm *c = ctx;
 	switch (which) {
 	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
 	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
@@ -73,9 +67,9 @@ static kir_expr *conv_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	}
 }
 
-static kir_expr *conv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
+kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
 	(void)col;
-	conv_cx *c = ctx;
+	conv_gemm *c = ctx;
 	if (c->bias) {
 		kir_expr *m = c->G == 1 ? row : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), row);
 		acc = kir_e_binary(l->k, KIR_ADD, acc, kir_e_cast(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
@@ -188,7 +182,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
-	conv_cx c = {0};
+	conv_gemm c = {0};
 	if (!conv_float_ct(xt->dtype, &c.ct) || wt->dtype != xt->dtype) return conv_refuse(cx, op, "on this dtype");
 	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return conv_refuse(cx, op, "of this rank");
 	if (!conv_static_dims(xt, 1) || !conv_static_dims(wt, 0) || !conv_static_dims(yt, 1))
@@ -238,8 +232,8 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
 	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
 	s.ctx = &c;
-	s.base = conv_base;
-	s.epi = conv_epi;
+	s.base = conv_gemm_base;
+	s.epi = conv_gemm_epi;
 	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
 }
 

@@ -517,36 +517,11 @@ static lower_result lower_roi_align(lower_cx *cx, const tbc_op *op) {
  * place plus its offset, multilinear with zeros outside, times the mask)
  * into a scratch col[n, g][(c, k...)][o...], then Conv's GEMM:
  * y[n, g] = W[g] * col[n, g] + B. */
-typedef struct dconv_cx {
-	int64_t G, Mg, Kg, P;
-	kir_buffer *bias;
-	tbc_dtype ct, yt;
-} dconv_cx;
-
-static kir_expr *dconv_base(void *ctx, lk *l, int which, kir_expr *batch) {
-	dconv_cx *c = ctx;
-	switch (which) {
-	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
-	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
-	default: return MUL(l->k, batch, I(l->k, c->Mg * c->P));
-	}
-}
-
-static kir_expr *dconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
-	(void)col;
-	dconv_cx *c = ctx;
-	if (c->bias) {
-		kir_expr *m = c->G == 1 ? row : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), row);
-		acc = BIN(l->k, KIR_ADD, acc, CAST(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
-	}
-	return CAST(l->k, c->yt, acc);
-}
-
 static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *ov = op->inputs[2], *yv = op->outputs[0];
 	const tbc_value *bv = op->n_inputs > 3 ? op->inputs[3] : NULL, *mv = op->n_inputs > 4 ? op->inputs[4] : NULL;
 	const tbc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type, *yt = &yv->type;
-	dconv_cx c = {0};
+	conv_gemm c = {0};
 	if (!conv_float_ct(xt->dtype, &c.ct)) return conv_refuse(cx, op, "on this dtype");
 	int nsp = xt->rank - 2;
 	if (nsp < 1 || nsp > 3 || wt->rank != xt->rank || ot->rank != xt->rank || yt->rank != xt->rank ||
@@ -663,8 +638,8 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
 	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
 	s.ctx = &c;
-	s.base = dconv_base;
-	s.epi = dconv_epi;
+	s.base = conv_gemm_base;
+	s.epi = conv_gemm_epi;
 	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
 }
 

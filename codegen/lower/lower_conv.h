@@ -9,6 +9,20 @@
  * LOWER_NOT_MINE for any other op. */
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op);
 
+/* A convolution as GEMMs over an im2col scratch (Conv, DeformConv): per
+ * batch-and-group b, y[b] = W[b mod G] * col[b] + bias, G groups of Mg
+ * output channels and Kg = (input channels per group) * kernel taps, P
+ * output positions; M all output channels. */
+typedef struct conv_gemm {
+	int64_t G, Mg, Kg, P, M;
+	kir_buffer *bias;
+	tbc_dtype ct, yt;
+} conv_gemm;
+/* gemm_spec's base (which: 0 W, 1 col, 2 y) and epilogue (+ bias, cast to
+ * yt) for a conv_gemm context (codegen/lower/conv.c). */
+kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch);
+kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col);
+
 /* Shared by the conv family's files (codegen/lower/conv.c). */
 lower_result conv_failed(bool ok); /* LOWER_OK or LOWER_FAILED */
 /* "op X <why> has no lowering yet", LOWER_FAILED. */
