@@ -19,6 +19,7 @@
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
+#include "tests/unit/support/files.h"
 
 static tbc_compile_options opts_at(int level) {
 	tbc_compile_options o;
@@ -752,16 +753,6 @@ static char *read_all(const char *path, size_t *size) {
 	return buf;
 }
 
-static char tmpdir[256];
-static const char *tmp_path(const char *name) {
-	static char buf[512];
-	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof tmpdir, "/tmp/tbc-codegen-XXXXXX");
-		assert_non_null(mkdtemp(tmpdir));
-	}
-	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-	return buf;
-}
 
 /* The interpreter's result for md's inputs. */
 static tbc_tensor *interpret(model *md) {

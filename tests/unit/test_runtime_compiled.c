@@ -15,42 +15,13 @@
 
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_test.h"
-
-static char tmpdir[64];
-
-static const char *tmp_path(const char *name) {
-	static char buf[256];
-	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof tmpdir, "/tmp/tbcrt-compiled-XXXXXX");
-		assert_non_null(mkdtemp(tmpdir));
-	}
-	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-	return buf;
-}
-
-static tbc_module *load_onnx(const char *path) {
-	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = NULL;
-	if (tbc_module_load_onnx(path, d, &m) != TBC_OK) {
-		char buf[512];
-		tbc_diag_format(tbc_diags_get(d, 0), buf, sizeof buf);
-		fail_msg("%s", buf);
-	}
-	tbc_diags_destroy(d);
-	return m;
-}
+#include "tests/unit/support/files.h"
 
 static void compile(const tbc_module *m, tbc_weights_mode weights, const char *path) {
-	tbc_diags *d = tbc_diags_create();
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
 	o.weights = weights;
-	if (tbc_compile_to_file(m, &o, path, d) != TBC_OK) {
-		char buf[512];
-		tbc_diag_format(tbc_diags_get(d, 0), buf, sizeof buf);
-		fail_msg("compiling %s: %s", path, buf);
-	}
-	tbc_diags_destroy(d);
+	compile_to(m, &o, path);
 }
 
 static void assert_close(const float *got, const float *want, int64_t n, const char *what) {
@@ -180,8 +151,8 @@ static void run_node_case(tbcrt_context *c, const char *name) {
 	if (access(path, R_OK) != 0) TBC_TEST_NEEDS("the ONNX node suite (%s)", path);
 	tbc_module *m = load_onnx(path);
 	char so[256];
-	(void)tmp_path(""); /* makes tmpdir */
-	snprintf(so, sizeof so, "%s/%s.so", tmpdir, name);
+	(void)tmp_path(""); /* makes the folder */
+	snprintf(so, sizeof so, "%s/%s.so", tbc_test_dir, name);
 	compile(m, TBC_WEIGHTS_EMBED, so);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
@@ -236,9 +207,9 @@ static void node_suite_cases_run_compiled_through_the_runtime(void **state) {
 
 static int cleanup(void **state) {
 	(void)state;
-	if (tmpdir[0]) {
+	if (tbc_test_dir[0]) {
 		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
 		if (system(cmd) != 0) return -1;
 	}
 	return 0;

@@ -24,43 +24,14 @@
 #include "runtime/device_table.h"
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_device.h"
+#include "tests/unit/support/files.h"
 #include "tests/unit/support/codegen_check.h"
 
-static char tmpdir[64];
-
-static const char *tmp_path(const char *name) {
-	static char buf[256];
-	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof tmpdir, "/tmp/tbcrt-ocl-XXXXXX");
-		assert_non_null(mkdtemp(tmpdir));
-	}
-	snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
-	return buf;
-}
-
-static tbc_module *load_onnx(const char *path) {
-	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = NULL;
-	if (tbc_module_load_onnx(path, d, &m) != TBC_OK) {
-		char buf[512];
-		tbc_diag_format(tbc_diags_get(d, 0), buf, sizeof buf);
-		fail_msg("%s", buf);
-	}
-	tbc_diags_destroy(d);
-	return m;
-}
-
 static void compile(const tbc_module *m, unsigned targets, const char *path) {
-	tbc_diags *d = tbc_diags_create();
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
 	o.targets = targets;
-	if (tbc_compile_to_file(m, &o, path, d) != TBC_OK) {
-		char buf[512];
-		tbc_diag_format(tbc_diags_get(d, 0), buf, sizeof buf);
-		fail_msg("compiling %s: %s", path, buf);
-	}
-	tbc_diags_destroy(d);
+	compile_to(m, &o, path);
 }
 
 static const char *dense_path(void) {
@@ -263,7 +234,7 @@ static void run_node_case(tbcrt_context *c, uint32_t ocl, const char *name) {
 	tbc_module *m = load_onnx(path);
 	char so[256];
 	(void)tmp_path("");
-	snprintf(so, sizeof so, "%s/%s.so", tmpdir, name);
+	snprintf(so, sizeof so, "%s/%s.so", tbc_test_dir, name);
 	compile(m, TBC_TARGETS_CPU | TBC_TARGETS_OPENCL, so);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
@@ -483,9 +454,9 @@ static void malformed_device_tables_are_refused_at_load(void **state) {
 
 static int cleanup(void **state) {
 	(void)state;
-	if (tmpdir[0]) {
+	if (tbc_test_dir[0]) {
 		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
 		if (system(cmd) != 0) return -1;
 	}
 	return 0;
