@@ -1,5 +1,5 @@
 /* Running an artifact's launch table (device_table.h) on a device: the
- * walk kir_program_run does in the compiler (codegen/program.c), over device
+ * walk kir_program_run does in the compiler (codegen/host/program.c), over device
  * buffers.  Per model and device, once: the program built (or found in the
  * device's cache), its kernels, the weights uploaded and every constant a
  * view of them.  Per session: one arena buffer whose views hold the
