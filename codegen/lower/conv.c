@@ -77,6 +77,27 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
 	return kir_e_cast(l->k, c->yt, acc);
 }
 
+lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
+			      int colb, int yb, tbc_dim batch) {
+	lk l;
+	if (!lk_begin(&l, cx, name)) return LOWER_FAILED;
+	gemm_spec s = {.ct = c->ct};
+	s.a.buf = lk_value(&l, wv);
+	s.b.buf = lk_buf(&l, colb);
+	s.y.buf = lk_buf(&l, yb);
+	if (bv && !(c->bias = lk_value(&l, bv))) return LOWER_FAILED;
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = I(l.k, c->Mg), s.N = I(l.k, c->P), s.K = I(l.k, c->Kg);
+	s.NB = MUL(l.k, lk_dim(&l, batch), I(l.k, c->G));
+	s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
+	s.b.rs = I(l.k, c->P), s.b.cs = I(l.k, 1);
+	s.y.rs = I(l.k, c->P), s.y.cs = I(l.k, 1);
+	s.ctx = c;
+	s.base = conv_gemm_base;
+	s.epi = conv_gemm_epi;
+	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
+}
+
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
 /* The output positions [*oa, *ob) of a dim with OW outputs, stride s and
@@ -218,23 +239,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 		matb = lower_shared_temp(cx, "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
 		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P)) return LOWER_FAILED;
 	}
-	lk l;
-	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
-	gemm_spec s = {.ct = c.ct};
-	s.a.buf = lk_value(&l, wv);
-	s.b.buf = lk_buf(&l, matb);
-	s.y.buf = lk_buf(&l, yb);
-	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(l.k, c.Mg), s.N = I(l.k, c.P), s.K = I(l.k, c.Kg);
-	s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G));
-	s.a.rs = I(l.k, c.Kg), s.a.cs = I(l.k, 1);
-	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
-	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
-	s.ctx = &c;
-	s.base = conv_gemm_base;
-	s.epi = conv_gemm_epi;
-	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
+	return conv_gemm_launch(cx, "conv", &c, wv, bv, matb, yb, xt->dims[0]);
 }
 
 /* ---- Windowed pools --------------------------------------------------------------

@@ -624,23 +624,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 		kir_expr *rows = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G * c.Kg));
 		if (!lk_end(&l, kir_s_for(k, rv, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
 	}
-	lk l;
-	if (!lk_begin(&l, cx, "deformconv")) return LOWER_FAILED;
-	gemm_spec s = {.ct = c.ct};
-	s.a.buf = lk_value(&l, wv);
-	s.b.buf = lk_buf(&l, cb);
-	s.y.buf = lk_buf(&l, yb);
-	if (bv && !(c.bias = lk_value(&l, bv))) return LOWER_FAILED;
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(l.k, c.Mg), s.N = I(l.k, c.P), s.K = I(l.k, c.Kg);
-	s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G));
-	s.a.rs = I(l.k, c.Kg), s.a.cs = I(l.k, 1);
-	s.b.rs = I(l.k, c.P), s.b.cs = I(l.k, 1);
-	s.y.rs = I(l.k, c.P), s.y.cs = I(l.k, 1);
-	s.ctx = &c;
-	s.base = conv_gemm_base;
-	s.epi = conv_gemm_epi;
-	return conv_failed(lk_end(&l, gemm_generate(&l, &s)));
+	return conv_gemm_launch(cx, "deformconv", &c, wv, bv, cb, yb, xt->dims[0]);
 }
 
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op) {

@@ -51,16 +51,7 @@ static kir_buffer *view(lk *l, int pb, tbc_dtype dt) {
 		if (!strcmp(l->k->buffers[i]->name, name)) snprintf(name, sizeof name, "%s_%s", b->name, kir_type_name(dt));
 	kir_buffer *kb = kir_buffer_new(l->k, name, dt, b->role, b->type.rank, dims);
 	if (!kb) return NULL;
-	if (l->n_args == l->cap_args) {
-		int cap = l->cap_args ? l->cap_args * 2 : 8;
-		int *grown = tbc_arena_array(l->cx->p->arena, (size_t)cap, sizeof *grown);
-		if (!grown) return NULL;
-		if (l->n_args) memcpy(grown, l->args, (size_t)l->n_args * sizeof *grown);
-		l->args = grown;
-		l->cap_args = cap;
-	}
-	l->args[l->n_args++] = pb;
-	return kb;
+	return lk_bind(l, pb) ? kb : NULL;
 }
 
 kir_buffer *data_in(lk *l, const tbc_value *v) {

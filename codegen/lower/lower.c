@@ -332,6 +332,19 @@ kir_expr *lk_dim(lk *l, tbc_dim d) {
 	return kir_e_size(l->k, kir_size_param(l->k, d.sym));
 }
 
+bool lk_bind(lk *l, int pb) {
+	if (l->n_args == l->cap_args) {
+		int cap = l->cap_args ? l->cap_args * 2 : 8;
+		int *grown = tbc_arena_array(l->cx->p->arena, (size_t)cap, sizeof *grown);
+		if (!grown) return false;
+		if (l->n_args) memcpy(grown, l->args, (size_t)l->n_args * sizeof *grown);
+		l->args = grown;
+		l->cap_args = cap;
+	}
+	l->args[l->n_args++] = pb;
+	return true;
+}
+
 kir_buffer *lk_buf(lk *l, int pb) {
 	if (pb < 0) return NULL;
 	for (int i = 0; i < l->n_args; i++)
@@ -345,16 +358,7 @@ kir_buffer *lk_buf(lk *l, int pb) {
 		if (!strcmp(l->k->buffers[i]->name, name)) snprintf(name, sizeof name, "%s_%d", b->name, pb);
 	kir_buffer *kb = kir_buffer_new(l->k, name, b->type.dtype, b->role, b->type.rank, dims);
 	if (!kb) return NULL;
-	if (l->n_args == l->cap_args) {
-		int cap = l->cap_args ? l->cap_args * 2 : 8;
-		int *grown = tbc_arena_array(l->cx->p->arena, (size_t)cap, sizeof *grown);
-		if (!grown) return NULL;
-		if (l->n_args) memcpy(grown, l->args, (size_t)l->n_args * sizeof *grown);
-		l->args = grown;
-		l->cap_args = cap;
-	}
-	l->args[l->n_args++] = pb;
-	return kb;
+	return lk_bind(l, pb) ? kb : NULL;
 }
 
 kir_buffer *lk_value(lk *l, const tbc_value *v) { return lk_buf(l, lower_value_buf(l->cx, v)); }

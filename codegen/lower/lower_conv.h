@@ -22,6 +22,10 @@ typedef struct conv_gemm {
  * yt) for a conv_gemm context (codegen/lower/conv.c). */
 kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch);
 kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col);
+/* The kernel y[b] = W[b mod G] * col[b] + bias over batch * G GEMMs (W the
+ * weights wv, bias bv or NULL, col and y program buffers). */
+lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
+			      int colb, int yb, tbc_dim batch);
 
 /* Shared by the conv family's files (codegen/lower/conv.c). */
 lower_result conv_failed(bool ok); /* LOWER_OK or LOWER_FAILED */

@@ -34,6 +34,9 @@ typedef struct lk {
 bool lk_begin(lk *l, lower_cx *cx, const char *what);
 /* The kernel buffer bound to program buffer pb (made once per kernel). */
 kir_buffer *lk_buf(lk *l, int pb);
+/* Binds the kernel's next buffer to program buffer pb; false when out of
+ * memory. */
+bool lk_bind(lk *l, int pb);
 /* The kernel buffer holding value v (a constant gets its weights slot). */
 kir_buffer *lk_value(lk *l, const tbc_value *v);
 kir_expr *lk_dim(lk *l, tbc_dim d);
