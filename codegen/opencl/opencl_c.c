@@ -33,12 +33,7 @@ typedef struct printer {
 	FILE *f;
 	tbc_diags *d;
 	bool failed;
-	int n_messages, cap_messages;
-	const char **messages;
-	bool *stored;
-	const kir_stmt *grid; /* the loop spread over the work-items */
-	const kir_stmt *groups[3]; /* a grouped kernel's grid loops, outermost (dim 0) first */
-	int n_groups;
+	const tbc_dev_plan *plan; /* how loops map to work-items, the checks' numbers */
 } printer;
 
 __attribute__((format(printf, 2, 3))) static void fail(printer *p, const char *fmt, ...) {
@@ -384,18 +379,6 @@ static void indent(printer *p, int depth) {
 	for (int i = 0; i < depth; i++) fputc('\t', p->f);
 }
 
-static int add_message(printer *p, const char *m) {
-	if (p->n_messages == p->cap_messages) {
-		int cap = p->cap_messages ? 2 * p->cap_messages : 8;
-		const char **grown = realloc(p->messages, (size_t)cap * sizeof *grown);
-		if (!grown) return fail(p, "out of memory"), 0;
-		p->messages = grown;
-		p->cap_messages = cap;
-	}
-	p->messages[p->n_messages++] = m;
-	return p->n_messages;
-}
-
 static void store_value(printer *p, const kir_stmt *s) {
 	tbc_dtype t = s->buf->dtype;
 	fprintf(p->f, "%c%d[", s->buf->space == KIR_MEM_LOCAL ? 'l' : 'b', s->buf->id);
@@ -415,14 +398,14 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 		case KIR_S_FOR: {
 			/* the grid loop of dim g: a group-stride loop, so any number of
 			 * groups is correct and the host may launch fewer */
-			int g = -1;
-			for (int i = 0; i < p->n_groups; i++)
-				if (p->groups[i] == s) g = i;
+			int g = tbc_dev_plan_dim(p->plan, s);
+			bool grid = g >= 0 && p->plan->shape == TBC_DEV_GRID;
+			if (grid) g = -1;
 			fprintf(p->f, "for (");
 			var_name(p, s->var);
 			fprintf(p->f, " = ");
 			expr(p, s->lo);
-			if (s == p->grid) fprintf(p->f, " + (long)get_global_id(0) * %" PRId64, s->step);
+			if (grid) fprintf(p->f, " + (long)get_global_id(0) * %" PRId64, s->step);
 			if (g >= 0) fprintf(p->f, " + (long)get_group_id(%d) * %" PRId64, g, s->step);
 			fprintf(p->f, "; ");
 			var_name(p, s->var);
@@ -430,7 +413,7 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 			expr(p, s->hi);
 			fprintf(p->f, "; ");
 			var_name(p, s->var);
-			if (s == p->grid) fprintf(p->f, " += (long)get_global_size(0) * %" PRId64 ") {\n", s->step);
+			if (grid) fprintf(p->f, " += (long)get_global_size(0) * %" PRId64 ") {\n", s->step);
 			else if (g >= 0) fprintf(p->f, " += (long)get_num_groups(%d) * %" PRId64 ") {\n", g, s->step);
 			else fprintf(p->f, " += %" PRId64 ") {\n", s->step);
 			stmts(p, s->body, depth + 1);
@@ -439,7 +422,6 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 			break;
 		}
 		case KIR_S_STORE:
-			if (s->buf->space == KIR_MEM_GLOBAL) p->stored[s->buf->id] = true;
 			store_value(p, s);
 			break;
 		case KIR_S_SET:
@@ -462,7 +444,7 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 			fprintf(p->f, "}\n");
 			break;
 		case KIR_S_ERROR: {
-			int code = add_message(p, s->message);
+			int code = tbc_dev_plan_error(p->plan, s);
 			fprintf(p->f, "if (");
 			expr(p, s->cond);
 			fprintf(p->f, ") { tbc_fail(status, %d); return; }\n", code);
@@ -473,45 +455,19 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 	}
 }
 
-static bool stores(const kir_stmt *s) {
-	for (; s; s = s->next)
-		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
-	return false;
-}
-
-/* The one top-level parallel loop when everything else at the top stores
- * nothing (every work-item may then run it); NULL otherwise. */
-static const kir_stmt *grid_loop(const kir_kernel *k) {
-	const kir_stmt *grid = NULL;
-	for (const kir_stmt *s = k->body; s; s = s->next) {
-		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL && !grid) grid = s;
-		else if (stores(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL)) return NULL;
-		else if (grid) return NULL; /* after the loop: keep the order simple */
-	}
-	return grid;
-}
-
-bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kernel *out, tbc_diags *d) {
-	memset(out, 0, sizeof *out);
+bool tbc_ocl_print_planned(const kir_kernel *k, const char *fn_name, const tbc_dev_plan *plan, char **out_source,
+			   tbc_diags *d) {
+	*out_source = NULL;
 	char *text = NULL;
 	size_t size = 0;
-	printer pr = {.k = k, .d = d};
+	printer pr = {.k = k, .d = d, .plan = plan};
 	printer *p = &pr;
-	p->stored = calloc((size_t)k->n_buffers + 1, sizeof *p->stored);
 	p->f = open_memstream(&text, &size);
-	if (!p->f || !p->stored) {
-		if (p->f) fclose(p->f);
-		free(text);
-		free(p->stored);
+	if (!p->f) {
 		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
 		return false;
 	}
-	bool grouped = kir_kernel_is_grouped(k);
-	if (grouped)
-		for (const kir_stmt *s = k->body; s && s->kind == KIR_S_FOR && s->loop == KIR_LOOP_GRID && p->n_groups < 3; s = s->body)
-			p->groups[p->n_groups++] = s;
-	else p->grid = grid_loop(k);
-	bool can_fail = kir_kernel_can_fail(k);
+	bool grouped = plan->shape == TBC_DEV_GROUPS;
 	fprintf(p->f, "/* %s */\n__kernel ", k->name);
 	if (grouped)
 		fprintf(p->f, "__attribute__((reqd_work_group_size(%" PRId64 ", %" PRId64 ", %" PRId64 "))) ", k->group[0],
@@ -525,10 +481,10 @@ bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kern
 		fprintf(p->f, "%s__global %s%s *b%d /* %s */", b ? ", " : "", ro ? "const " : "", mt ? mt : "void", b, kb->name);
 	}
 	for (int s = 0; s < k->n_sizes; s++) fprintf(p->f, "%slong s%d /* %s */", k->n_buffers + s ? ", " : "", s, k->size_names[s]);
-	if (can_fail) fprintf(p->f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
-	if (!k->n_buffers && !k->n_sizes && !can_fail) fprintf(p->f, "void");
+	if (plan->can_fail) fprintf(p->f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
+	if (!k->n_buffers && !k->n_sizes && !plan->can_fail) fprintf(p->f, "void");
 	fprintf(p->f, ") {\n");
-	if (!p->grid && !grouped) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
+	if (plan->shape == TBC_DEV_SINGLE) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
 	for (int b = 0; b < k->n_locals; b++) { /* OpenCL C 1.2: __local variables at kernel scope */
 		const kir_buffer *lb = k->locals[b];
 		int64_t n = 1;
@@ -548,71 +504,22 @@ bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kern
 	fclose(p->f);
 	if (p->failed) {
 		free(text);
-		free(p->stored);
-		free(p->messages);
 		return false;
 	}
-	out->source = text;
-	out->shape = grouped ? TBC_OCL_GROUPS : p->grid ? TBC_OCL_GRID : TBC_OCL_SINGLE;
-	if (p->grid) {
-		out->grid_lo = p->grid->lo;
-		out->grid_hi = p->grid->hi;
-		out->grid_step = p->grid->step;
-	}
-	out->n_groups = p->n_groups;
-	for (int g = 0; g < p->n_groups; g++) {
-		out->group_lo[g] = p->groups[g]->lo;
-		out->group_hi[g] = p->groups[g]->hi;
-		out->group_step[g] = p->groups[g]->step;
-	}
-	for (int d = 0; d < 3; d++) out->local_size[d] = grouped ? k->group[d] : 0;
-	out->has_status = can_fail;
-	out->n_messages = p->n_messages;
-	out->messages = p->messages;
-	out->stored = p->stored;
+	*out_source = text;
 	return true;
+}
+
+bool tbc_ocl_print_kernel(const kir_kernel *k, const char *fn_name, tbc_ocl_kernel *out, tbc_diags *d) {
+	memset(out, 0, sizeof *out);
+	if (!tbc_dev_plan_make(k, &out->plan, d)) return false;
+	if (tbc_ocl_print_planned(k, fn_name, &out->plan, &out->source, d)) return true;
+	tbc_dev_plan_free(&out->plan);
+	return false;
 }
 
 void tbc_ocl_kernel_free(tbc_ocl_kernel *k) {
 	free(k->source);
-	free(k->messages);
-	free(k->stored);
+	tbc_dev_plan_free(&k->plan);
 	memset(k, 0, sizeof *k);
-}
-
-/* Work-items launched for a trip count: all of them up to a cap (the grid
- * and group loops stride, so fewer are correct too). */
-#define TBC_OCL_MAX_UNITS 65536
-
-static uint64_t capped(int64_t lo, int64_t hi, int64_t step) {
-	int64_t trips = hi > lo ? (hi - lo + step - 1) / step : 0;
-	return trips < 1 ? 1 : trips > TBC_OCL_MAX_UNITS ? TBC_OCL_MAX_UNITS : (uint64_t)trips;
-}
-
-bool tbc_ocl_launch_geometry(const kir_kernel *k, const tbc_ocl_kernel *pk, const int64_t *sizes, uint32_t *dims,
-			     uint64_t global[3], uint64_t local[3], tbc_diags *d) {
-	*dims = 1;
-	for (int i = 0; i < 3; i++) global[i] = 1, local[i] = 0;
-	int64_t lo = 0, hi = 0;
-	switch (pk->shape) {
-	case TBC_OCL_SINGLE: return true;
-	case TBC_OCL_GRID:
-		if (!kir_eval_index(k, pk->grid_lo, sizes, &lo, d) || !kir_eval_index(k, pk->grid_hi, sizes, &hi, d)) return false;
-		global[0] = capped(lo, hi, pk->grid_step);
-		return true;
-	case TBC_OCL_GROUPS:
-		*dims = (uint32_t)(pk->n_groups > k->group_dims ? pk->n_groups : k->group_dims);
-		for (int g = 0; g < 3; g++) {
-			uint64_t groups = 1;
-			if (g < pk->n_groups) {
-				if (!kir_eval_index(k, pk->group_lo[g], sizes, &lo, d) || !kir_eval_index(k, pk->group_hi[g], sizes, &hi, d))
-					return false;
-				groups = capped(lo, hi, pk->group_step[g]);
-			}
-			local[g] = (uint64_t)pk->local_size[g];
-			global[g] = groups * local[g];
-		}
-		return true;
-	}
-	return false;
 }

@@ -110,7 +110,7 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 		return false;
 	}
 	const tbc_ocl_kernel *pk = &ok->printed;
-	int n_args = k->n_buffers + k->n_sizes + (pk->has_status ? 1 : 0);
+	int n_args = k->n_buffers + k->n_sizes + (pk->plan.can_fail ? 1 : 0);
 	tbcrt__buffer **bufs = calloc((size_t)k->n_buffers + 2, sizeof *bufs); /* + status */
 	uint64_t *bytes = calloc((size_t)k->n_buffers + 1, sizeof *bytes);
 	tbcrt__arg *args = calloc((size_t)n_args + 1, sizeof *args);
@@ -138,20 +138,20 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 	}
 	tbcrt__buffer *status = NULL;
 	int32_t zero = 0;
-	if (good && pk->has_status) {
+	if (good && pk->plan.can_fail) {
 		st = tbcrt__buffer_alloc(r->device, sizeof zero, &status);
 		if (st.code == TBCRT_OK) st = tbcrt__buffer_write(status, 0, &zero, sizeof zero);
 		good = st.code == TBCRT_OK;
 		args[a++] = (tbcrt__arg){TBCRT__ARG_BUFFER, status, NULL, 0};
 	}
 	tbcrt__launch_desc l = {.n_args = (uint32_t)a, .args = args};
-	good = good && tbc_ocl_launch_geometry(k, pk, sizes, &l.dims, l.global, l.local, d);
+	good = good && tbc_dev_launch_geometry(k, &pk->plan, sizes, &l.dims, l.global, l.local, d);
 	if (good) {
 		st = tbcrt__launch(ok->kernel, &l);
 		good = st.code == TBCRT_OK;
 	}
 	for (int b = 0; b < k->n_buffers && good; b++)
-		if (pk->stored[b] && bytes[b]) {
+		if (pk->plan.stored[b] && bytes[b]) {
 			st = tbcrt__buffer_read(bufs[b], 0, buffers[b], bytes[b]);
 			good = st.code == TBCRT_OK;
 		}
@@ -159,8 +159,8 @@ static bool launch(void *ctx, const kir_kernel *k, void *const *buffers, const i
 		int32_t code = 0;
 		st = tbcrt__buffer_read(status, 0, &code, sizeof code);
 		good = st.code == TBCRT_OK;
-		if (good && code > 0 && code <= pk->n_messages) {
-			tbc_diags_add(d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "%s", pk->messages[code - 1]);
+		if (good && code > 0 && code <= pk->plan.n_messages) {
+			tbc_diags_add(d, TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL, "%s", pk->plan.errors[code - 1]->message);
 			good = false;
 			st = tbcrt__ok();
 		}

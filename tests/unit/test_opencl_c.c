@@ -142,12 +142,12 @@ static void test_one_parallel_loop_is_a_grid(void **state) {
 	map(&f, kir_e_binary(f.k, KIR_MUL, xi(&f), kir_e_float(f.k, TBC_DT_F32, 2.0)));
 	tbc_ocl_kernel out;
 	assert_true(tbc_ocl_print_kernel(f.k, "twice", &out, f.d));
-	assert_int_equal(out.shape, TBC_OCL_GRID);
+	assert_int_equal(out.plan.shape, TBC_DEV_GRID);
 	assert_non_null(strstr(out.source, "__kernel void twice("));
 	assert_non_null(strstr(out.source, "get_global_id(0)"));
 	assert_non_null(strstr(out.source, "get_global_size(0)"));
-	assert_false(out.has_status);
-	assert_true(out.stored[1] && !out.stored[0]);
+	assert_false(out.plan.can_fail);
+	assert_true(out.plan.stored[1] && !out.plan.stored[0]);
 	tbc_ocl_kernel_free(&out);
 	float x[N];
 	special_floats(x);
@@ -171,7 +171,7 @@ static void test_two_loops_run_on_one_work_item(void **state) {
 	k->body = first;
 	tbc_ocl_kernel out;
 	assert_true(tbc_ocl_print_kernel(k, "two", &out, f.d));
-	assert_int_equal(out.shape, TBC_OCL_SINGLE);
+	assert_int_equal(out.plan.shape, TBC_DEV_SINGLE);
 	tbc_ocl_kernel_free(&out);
 	int32_t x[N];
 	for (int i = 0; i < N; i++) x[i] = i * 3;
@@ -270,9 +270,9 @@ static void test_failed_check_reports_its_message(void **state) {
 	k->body = loop(&f, KIR_LOOP_PARALLEL, b.first);
 	tbc_ocl_kernel out;
 	assert_true(tbc_ocl_print_kernel(k, "checked", &out, f.d));
-	assert_true(out.has_status);
-	assert_int_equal(out.n_messages, 1);
-	assert_string_equal(out.messages[0], "index -1 is out of range");
+	assert_true(out.plan.can_fail);
+	assert_int_equal(out.plan.n_messages, 1);
+	assert_string_equal(out.plan.errors[0]->message, "index -1 is out of range");
 	tbc_ocl_kernel_free(&out);
 	int64_t x[N], y[N];
 	for (int i = 0; i < N; i++) x[i] = i == 40 ? -1 : i;
@@ -359,7 +359,7 @@ static void test_tree_reduction_in_local_memory(void **state) {
 	kir_kernel *k = row_sum(a, 64);
 	tbc_ocl_kernel out;
 	assert_true(tbc_ocl_print_kernel(k, "row_sum", &out, d));
-	assert_int_equal(out.shape, TBC_OCL_GROUPS);
+	assert_int_equal(out.plan.shape, TBC_DEV_GROUPS);
 	assert_non_null(strstr(out.source, "__attribute__((reqd_work_group_size(64, 1, 1))) void row_sum("));
 	assert_non_null(strstr(out.source, "__local float l0[64]; /* part */"));
 	assert_non_null(strstr(out.source, "barrier(CLK_LOCAL_MEM_FENCE);"));
@@ -367,7 +367,7 @@ static void test_tree_reduction_in_local_memory(void **state) {
 	int64_t sizes[2] = {5, 1000};
 	uint32_t dims;
 	uint64_t global[3], local[3];
-	assert_true(tbc_ocl_launch_geometry(k, &out, sizes, &dims, global, local, d));
+	assert_true(tbc_dev_launch_geometry(k, &out.plan, sizes, &dims, global, local, d));
 	assert_int_equal(dims, 1);
 	assert_int_equal(global[0], 5 * 64);
 	assert_int_equal(local[0], 64);
@@ -471,14 +471,14 @@ static void test_tiled_gemm_in_local_memory(void **state) {
 	kir_kernel *k = tiled_gemm(a, 4, 4, 2, 3, 8);
 	tbc_ocl_kernel out;
 	assert_true(tbc_ocl_print_kernel(k, "gemm", &out, d));
-	assert_int_equal(out.shape, TBC_OCL_GROUPS);
+	assert_int_equal(out.plan.shape, TBC_DEV_GROUPS);
 	assert_non_null(strstr(out.source, "reqd_work_group_size(4, 4, 1)"));
 	assert_non_null(strstr(out.source, "__local float l1[96]; /* bs */"));
 	enum { GM = 37, GN = 45, GK = 29 };
 	int64_t sizes[3] = {GM, GN, GK};
 	uint32_t dims;
 	uint64_t global[3], local[3];
-	assert_true(tbc_ocl_launch_geometry(k, &out, sizes, &dims, global, local, d));
+	assert_true(tbc_dev_launch_geometry(k, &out.plan, sizes, &dims, global, local, d));
 	assert_int_equal(dims, 2);
 	assert_int_equal(global[0], (GM + 7) / 8 * 4); /* row tiles of 8 along dim 0 */
 	assert_int_equal(global[1], (GN + 11) / 12 * 4);
