@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "tbc/abi.h"
 
 extern char **environ;
 
@@ -176,13 +177,17 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 		o = &dflt;
 	}
 	bool obj = ends_with(path, ".o"), so = ends_with(path, ".so"), ll = ends_with(path, ".ll");
-	bool cl = ends_with(path, ".cl");
+	int code_of = ends_with(path, ".cl")      ? TBC_ABI_DEVICE_OPENCL_C
+		      : ends_with(path, ".ptx")   ? TBC_ABI_DEVICE_PTX
+		      : ends_with(path, ".hsaco") ? TBC_ABI_DEVICE_AMDGPU_ELF
+						  : 0;
+	bool cl = code_of != 0;
 	if (!obj && !so && !ll && !cl) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, path, NULL, NULL, NULL,
-			      "the output must end in .o, .so, .ll or .cl");
+			      "the output must end in .o, .so, .ll, .cl, .ptx or .hsaco");
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
-	if (cl && !(o->targets & TBC_TARGETS_OPENCL)) {
+	if (code_of == TBC_ABI_DEVICE_OPENCL_C && !(o->targets & TBC_TARGETS_OPENCL)) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, path, NULL, NULL, NULL,
 			      "a .cl output is OpenCL C: compile for the opencl target (--target opencl)");
 		return TBC_ERR_INVALID_ARGUMENT;
@@ -197,7 +202,7 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 		      .prefix = prefix,
 		      .header = obj,
 		      .external_weights = o->weights == TBC_WEIGHTS_EXTERNAL && !cl};
-	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll, .opencl_source = cl};
+	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll, .device_code_of = code_of};
 	char *weights_name = NULL;
 	if (a.external_weights) {
 		size_t n = strlen(path);

@@ -10,7 +10,7 @@
 
 #include "codegen/compile.h"
 #include "codegen/lower/lower.h"
-#include "codegen/opencl/opencl_program.h"
+#include "codegen/device/device_targets.h"
 #include "codegen/test_fault.h"
 #include "passes/passes.h"
 #include "tbc/abi.h"
@@ -81,56 +81,77 @@ static bool shares_descriptor(const kir_program *p, const kir_program *dp, tbc_d
 	}
 	if (!ok)
 		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
-			      "the OpenCL program's symbols or weights differ from the CPU program's (a bug in lowering)");
+			      "the device program's symbols or weights differ from the CPU program's (a bug in lowering)");
 	return ok;
 }
 
-/* The targets o asks for: the OpenCL program (its table goes into the
- * descriptor, or its source is the output) and the CPU's code.  The device's
- * kernels are lowered again, for the device's description (work-groups,
- * local memory: codegen/target_desc.h), into a program of their own that
- * shares the CPU program's symbols and weights. */
+static const char *kind_name(int kind) {
+	return kind == TBC_ABI_DEVICE_OPENCL_C ? "OpenCL C source (.cl)"
+	       : kind == TBC_ABI_DEVICE_PTX    ? "PTX (.ptx)"
+					       : "an AMDGPU code object (.hsaco)";
+}
+
+/* The targets o asks for: the CPU's code, and for each device target
+ * (codegen/device/device_targets.h) its device program, whose tables go
+ * into the descriptor (or whose code is the output).  Each device's kernels
+ * are lowered again, for its description (work-groups, local memory:
+ * codegen/target_desc.h), into a program of their own that shares the CPU
+ * program's symbols and weights. */
 static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_target_desc *desc, tbc_arena *arena,
 		     const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d, void **out_data,
 		     size_t *out_size) {
 	unsigned targets = o->targets ? o->targets : TBC_TARGETS_CPU;
-	if (!(targets & TBC_TARGETS_OPENCL)) {
-		if (info->opencl_source) {
-			tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
-				      "OpenCL C source asked of a compile without the opencl target");
-			return TBC_ERR_INVALID_ARGUMENT;
-		}
-		return tbc_target_cpu.emit(p, desc, o, info, d, out_data, out_size);
+	tbc_device_choice dev[TBC_MAX_DEVICE_TARGETS];
+	int n_dev = 0;
+	if (!tbc_device_choices(o, dev, &n_dev, d)) return tbc_diags_first_code(d);
+	int code_of = -1; /* the device target whose code is the output */
+	for (int i = 0; i < n_dev && info->device_code_of && code_of < 0; i++)
+		if (dev[i].target->kind == info->device_code_of) code_of = i;
+	if (info->device_code_of && code_of < 0) {
+		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "%s asked of a compile without such a target",
+			      kind_name(info->device_code_of));
+		return TBC_ERR_INVALID_ARGUMENT;
 	}
-	tbc_target_desc od = tbc_target_desc_opencl_default();
-	kir_program *dp = NULL;
-	tbc_code lrc = kir_lower(work, &od, arena, d, &dp);
-	if (lrc != TBC_OK) return lrc;
-	if (!shares_descriptor(p, dp, d)) return TBC_ERR_INTERNAL;
+	if (!n_dev) return tbc_target_cpu.emit(p, desc, o, info, d, out_data, out_size);
 	/* Node names by position in the main graph, for the kernels' names. */
 	int n_ops = 0;
 	for (const tbc_op *op = work->main->first; op; op = op->next) n_ops++;
 	const char **names = calloc((size_t)n_ops + 1, sizeof *names);
+	tbc_dev_program progs[TBC_MAX_DEVICE_TARGETS];
+	memset(progs, 0, sizeof progs);
 	if (!names) return TBC_ERR_NO_MEMORY;
 	int i = 0;
 	for (const tbc_op *op = work->main->first; op; op = op->next) names[i++] = op->name;
-	tbc_ocl_program ocl;
-	bool made = tbc_ocl_program_make(dp, work->main->name, names, n_ops, &ocl, d);
-	free(names);
-	if (!made) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	tbc_code rc = TBC_OK;
-	if (info->opencl_source) {
-		*out_size = strlen(ocl.source);
-		*out_data = ocl.source;
-		ocl.source = NULL;
-	} else {
-		tbc_emit_info with = *info;
-		with.device_code = ocl.table;
-		with.device_code_size = ocl.table_size;
-		with.no_cpu_code = !(targets & TBC_TARGETS_CPU);
-		rc = tbc_target_cpu.emit(p, desc, o, &with, d, out_data, out_size);
+	int made = 0;
+	for (; rc == TBC_OK && made < n_dev; made++) {
+		if (code_of >= 0 && made != code_of) continue;
+		tbc_target_desc dd;
+		kir_program *dp = NULL;
+		if (!dev[made].target->describe(dev[made].arch, &dd, d)) rc = tbc_diags_first_code(d);
+		if (rc == TBC_OK) rc = kir_lower(work, &dd, arena, d, &dp);
+		if (rc == TBC_OK && !shares_descriptor(p, dp, d)) rc = TBC_ERR_INTERNAL;
+		if (rc == TBC_OK &&
+		    !dev[made].target->make(dp, work->main->name, names, n_ops, dev[made].arch, &progs[made], d))
+			rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	}
-	tbc_ocl_program_free(&ocl);
+	free(names);
+	if (rc == TBC_OK && code_of >= 0) {
+		*out_data = progs[code_of].code;
+		*out_size = progs[code_of].code_size;
+		progs[code_of].code = NULL;
+	} else if (rc == TBC_OK) {
+		tbc_emit_info with = *info;
+		size_t size = 0;
+		void *code = tbc_device_code_pack(progs, n_dev, &size);
+		if (!code) rc = TBC_ERR_NO_MEMORY;
+		with.device_code = code;
+		with.device_code_size = size;
+		with.no_cpu_code = !(targets & TBC_TARGETS_CPU);
+		if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, desc, o, &with, d, out_data, out_size);
+		free(code);
+	}
+	for (int j = 0; j < n_dev; j++) tbc_dev_program_free(&progs[j]);
 	return rc;
 }
 

@@ -24,9 +24,10 @@ typedef struct tbc_emit_info {
 	const void *device_code;
 	size_t device_code_size;
 	bool no_cpu_code;
-	/* Instead of an object: the kernels as OpenCL C source (out_data holds
-	 * the text, out_size its length). */
-	bool opencl_source;
+	/* Instead of an object: the code of the first device target of this
+	 * kind (TBC_ABI_DEVICE_*: OpenCL C source, PTX text, an AMDGPU code
+	 * object) in out_data; 0: an object. */
+	int device_code_of;
 } tbc_emit_info;
 
 typedef struct tbc_target {

@@ -17,6 +17,7 @@
 typedef struct tbcrt__dmodel {
 	struct tbcrt__dmodel *next;
 	tbcrt__device *device;
+	const tbcrt__dtable *t; /* the artifact's table for the device */
 	tbcrt__program *program;
 	tbcrt__kernel **kernels;
 	tbcrt__buffer *weights;
@@ -38,7 +39,8 @@ struct tbcrt__dsession {
 	tbcrt__buffer *syms, *status;
 };
 
-static void dmodel_free(tbcrt__dmodel *dm, const tbcrt__dtable *t, const tbcrt_context *c) {
+static void dmodel_free(tbcrt__dmodel *dm, const tbcrt_context *c) {
+	const tbcrt__dtable *t = dm->t;
 	for (uint32_t i = 0; dm->consts && i < t->n_bufs; i++) tbcrt__buffer_free(dm->consts[i]);
 	tbcrt__buffer_free(dm->weights);
 	for (uint32_t i = 0; dm->kernels && i < t->n_kernels; i++) tbcrt__kernel_destroy(dm->kernels[i]);
@@ -51,7 +53,7 @@ static void dmodel_free(tbcrt__dmodel *dm, const tbcrt__dtable *t, const tbcrt_c
 void tbcrt__dmodels_free(tbcrt_model *m) {
 	for (tbcrt__dmodel *dm = m->dmodels, *next; dm; dm = next) {
 		next = dm->next;
-		dmodel_free(dm, m->device_table, m->context);
+		dmodel_free(dm, m->context);
 	}
 	m->dmodels = NULL;
 }
@@ -59,17 +61,24 @@ void tbcrt__dmodels_free(tbcrt_model *m) {
 static uint64_t align_of(const tbcrt__device *d) { return d->align_bytes ? d->align_bytes : TBCRT_ARENA_ALIGN; }
 
 static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel **out) {
-	const tbcrt__dtable *t = m->device_table;
+	const tbcrt__dtable *t = tbcrt__dtable_for(m, &d->info);
+	if (!t)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "model '%s' holds no code for %s%s%s%s (it holds %s)", m->name,
+				  d->info.name, d->info.arch[0] ? " (" : "", d->info.arch, d->info.arch[0] ? ")" : "",
+				  m->device_targets[0] ? m->device_targets : "no device code");
 	const tbcrt_context *c = m->context;
 	tbcrt__dmodel *dm = tbcrt__calloc(c, 1, sizeof *dm);
 	if (!dm) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	dm->device = d;
+	dm->t = t;
 	dm->kernels = tbcrt__calloc(c, t->n_kernels ? t->n_kernels : 1, sizeof *dm->kernels);
 	dm->consts = tbcrt__calloc(c, t->n_bufs ? t->n_bufs : 1, sizeof *dm->consts);
 	tbcrt_status s = dm->kernels && dm->consts ? tbcrt__ok() : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	char name[4200];
-	snprintf(name, sizeof name, "%s.cl", m->name);
-	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, name, t->source, t->source_size, t->options};
+	bool source = t->kind == TBC_ABI_DEVICE_OPENCL_C;
+	snprintf(name, sizeof name, "%s.%s", m->name, source ? "cl" : t->kind == TBC_ABI_DEVICE_PTX ? "ptx" : "hsaco");
+	tbcrt__program_desc desc = {source ? TBCRT__PROGRAM_SOURCE : TBCRT__PROGRAM_BINARY, name, t->source, t->source_size,
+				    source ? t->options : NULL};
 	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
 	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
 		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);
@@ -89,7 +98,7 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 			s = tbcrt__buffer_write(dm->consts[i], 0, (const char *)m->weights + b->offset, bytes);
 	}
 	if (s.code != TBCRT_OK) {
-		dmodel_free(dm, t, c);
+		dmodel_free(dm, c);
 		return s;
 	}
 	*out = dm;
@@ -131,7 +140,7 @@ tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dse
 	tbcrt__dsession *ds = tbcrt__calloc(c, 1, sizeof *ds);
 	if (!ds) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	tbcrt__model_retain(m);
-	const tbcrt__dtable *t = m->device_table;
+	const tbcrt__dtable *t = dm->t;
 	*ds = (tbcrt__dsession){.m = m, .t = t, .dm = dm, .dev = d};
 	uint32_t n = t->n_bufs ? t->n_bufs : 1;
 	ds->buf = tbcrt__calloc(c, n, sizeof *ds->buf);

@@ -4,6 +4,7 @@
  * each input and output agreeing with the descriptor's.  What passes is
  * copied, so a table that lies can make a run fail but not read or write
  * outside what the runtime allocated. */
+#include <stdio.h>
 #include <string.h>
 
 #include "device_table.h"
@@ -346,14 +347,21 @@ static tbcrt_status read_all(reader *r, const tbcrt_model *m) {
 	if (!word(r, &version) || version != TBC_ABI_DEVICE_VERSION)
 		return tbcrt__err(TBCRT_ERR_ABI_VERSION, "device code: table version %lld; this runtime reads version %d",
 				  (long long)version, TBC_ABI_DEVICE_VERSION);
-	if (!word(r, &kind) || kind != TBC_ABI_DEVICE_OPENCL_C)
-		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "device code of kind %lld; this runtime runs OpenCL C (%d)",
-				  (long long)kind, TBC_ABI_DEVICE_OPENCL_C);
+	if (!word(r, &kind) || (kind != TBC_ABI_DEVICE_OPENCL_C && kind != TBC_ABI_DEVICE_PTX && kind != TBC_ABI_DEVICE_AMDGPU_ELF))
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "device code of kind %lld; this runtime runs OpenCL C (%d), PTX (%d) and AMDGPU code objects (%d)",
+				  (long long)kind, TBC_ABI_DEVICE_OPENCL_C, TBC_ABI_DEVICE_PTX, TBC_ABI_DEVICE_AMDGPU_ELF);
+	t->kind = (int32_t)kind;
 	size_t options_len;
 	if (!string(r, TBCRT_MAX_DEVICE_TABLE, &t->source, &t->source_size) || !t->source_size)
-		return BAD("the OpenCL C source is missing or cut short");
+		return BAD("the device code is missing or cut short");
 	if (!string(r, TBCRT_MAX_NAME, &t->options, &options_len) || strlen(t->options) != options_len)
-		return BAD("the build options are cut short or hold a NUL");
+		return BAD("the options are cut short or hold a NUL");
+	if (kind == TBC_ABI_DEVICE_OPENCL_C) snprintf(t->target, sizeof t->target, "opencl");
+	else if (!options_len || options_len > 24 || strspn(t->options, "abcdefghijklmnopqrstuvwxyz0123456789_") != options_len)
+		return BAD("the %s code names no architecture (options '%s')", kind == TBC_ABI_DEVICE_PTX ? "PTX" : "AMDGPU",
+			   t->options);
+	else snprintf(t->target, sizeof t->target, "%s:%s", kind == TBC_ABI_DEVICE_PTX ? "cuda" : "rocm", t->options);
 	t->source_hash = tbcrt__fnv1a64(t->source, t->source_size);
 	if (!count(r, 0, TBCRT_MAX_TENSORS, &t->n_syms) || t->n_syms != m->n_syms)
 		return BAD("the table has %u symbols; the descriptor %u", t->n_syms, m->n_syms);
@@ -430,4 +438,84 @@ void tbcrt__dtable_free(const tbcrt_context *c, tbcrt__dtable *t) {
 		tbcrt__free(c, b);
 	}
 	tbcrt__free(c, t);
+}
+
+/* ---- Several targets ----------------------------------------------------*/
+
+static tbcrt_status dcode_add(tbcrt_model *m, const void *bytes, uint64_t size) {
+	if (m->n_dtables == TBC_ABI_MAX_DEVICE_TABLES)
+		return BAD("more than %d device tables", TBC_ABI_MAX_DEVICE_TABLES);
+	tbcrt__dtable *t = NULL;
+	tbcrt_status s = tbcrt__dtable_read(m, bytes, size, &t);
+	if (s.code != TBCRT_OK) return s;
+	for (uint32_t i = 0; i < m->n_dtables; i++)
+		if (!strcmp(m->dtables[i]->target, t->target)) {
+			tbcrt__dtable_free(m->context, t);
+			return BAD("two device tables for %s", m->dtables[i]->target);
+		}
+	m->dtables[m->n_dtables++] = t;
+	size_t at = strlen(m->device_targets);
+	snprintf(m->device_targets + at, sizeof m->device_targets - at, "%s%s", at ? "," : "", t->target);
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt__dcode_read(tbcrt_model *m, const void *bytes, uint64_t size) {
+	m->dtables = tbcrt__calloc(m->context, TBC_ABI_MAX_DEVICE_TABLES, sizeof *m->dtables);
+	if (!m->dtables) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	const int64_t *w = bytes;
+	if (size < 16 || size % 8 || (uint64_t)w[0] != TBC_ABI_DEVICES_MAGIC) return dcode_add(m, bytes, size);
+	uint64_t n_words = size / 8;
+	int64_t n = w[1];
+	if (n < 1 || n > TBC_ABI_MAX_DEVICE_TABLES || (uint64_t)(2 + 2 * n) > n_words)
+		return BAD("the device code directory lists %lld tables", (long long)n);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t off = w[2 + 2 * i], bytes_i = w[3 + 2 * i];
+		if (off < (2 + 2 * n) * 8 || off % 8 || bytes_i <= 0 || (uint64_t)off > size || (uint64_t)bytes_i > size - (uint64_t)off)
+			return BAD("device table %lld of the directory lies outside it", (long long)i);
+		tbcrt_status s = dcode_add(m, (const char *)bytes + off, (uint64_t)bytes_i);
+		if (s.code != TBCRT_OK) return s;
+	}
+	return tbcrt__ok();
+}
+
+/* The number of an architecture name after its prefix ("sm_86" -> 86), -1
+ * when it is not one; *accel: the "a" suffix (sm_90a). */
+static int arch_number(const char *name, const char *prefix, bool *accel) {
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n)) return -1;
+	int v = 0, digits = 0;
+	const char *p = name + n;
+	for (; *p >= '0' && *p <= '9' && digits < 6; p++, digits++) v = v * 10 + (*p - '0');
+	*accel = *p == 'a';
+	return digits ? v : -1;
+}
+
+const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_info *info) {
+	const tbcrt__dtable *best = NULL;
+	int best_sm = -1;
+	for (uint32_t i = 0; i < m->n_dtables; i++) {
+		const tbcrt__dtable *t = m->dtables[i];
+		switch (info->kind) {
+		case TBCRT_DEVICE_OPENCL:
+			if (t->kind == TBC_ABI_DEVICE_OPENCL_C) return t;
+			break;
+		case TBCRT_DEVICE_CUDA: {
+			bool accel = false, dev_accel = false;
+			int sm = t->kind == TBC_ABI_DEVICE_PTX ? arch_number(t->options, "sm_", &accel) : -1;
+			int have = arch_number(info->arch, "sm_", &dev_accel);
+			if (sm < 0 || have < 0 || sm > have || (accel && sm != have)) break;
+			if (sm > best_sm || (sm == best_sm && accel)) best = t, best_sm = sm;
+			break;
+		}
+		case TBCRT_DEVICE_HIP: {
+			size_t len = strcspn(info->arch, ":"); /* "gfx90a:sramecc+:xnack-" */
+			if (t->kind == TBC_ABI_DEVICE_AMDGPU_ELF && len && strlen(t->options) == len &&
+			    !strncmp(t->options, info->arch, len))
+				return t;
+			break;
+		}
+		default: break;
+		}
+	}
+	return best;
 }

@@ -59,6 +59,8 @@ typedef struct tbcrt__dlaunch {
 
 typedef struct tbcrt__dtable {
 	struct tbcrt__dblock *blocks; /* everything below, freed at once */
+	int32_t kind;   /* TBC_ABI_DEVICE_* */
+	char target[48]; /* "opencl", "cuda:sm_80", "rocm:gfx942" */
 	char *source;
 	size_t source_size;
 	char *options;
@@ -78,6 +80,16 @@ typedef struct tbcrt__dtable {
  * or TBCRT_ERR_LIMIT saying what is wrong. */
 tbcrt_status tbcrt__dtable_read(const tbcrt_model *m, const void *bytes, uint64_t size, tbcrt__dtable **out_table);
 void tbcrt__dtable_free(const tbcrt_context *c, tbcrt__dtable *t);
+/* Reads the artifact's device code (include/tbc/abi.h, device_code: one
+ * table or a directory of them) into m->dtables. */
+tbcrt_status tbcrt__dcode_read(tbcrt_model *m, const void *bytes, uint64_t size);
+/* The table that runs on the device described by info, NULL when the
+ * artifact holds none: OpenCL C for an OpenCL device; for a CUDA device the
+ * PTX of the newest architecture the device runs (sm_XY runs on compute
+ * capability X.Y and later; sm_90a on 9.0 only); for a HIP device the code
+ * object of its processor. */
+const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_info *info);
+
 /* Bytes of buffer b given the symbols; false when a symbol is negative or
  * the size passes the 1 TiB limit. */
 bool tbcrt__dbuf_bytes(const tbcrt__dtable *t, const tbcrt__dbuf *b, const int64_t *syms, uint64_t *out);

@@ -124,11 +124,13 @@ struct tbcrt_model {
 	void *weights_map;
 	size_t weights_map_size;
 	bool weights_external;
-	/* ABI 3: the device program table, checked (device_table.h); NULL when
-	 * the artifact holds no device code.  has_cpu_code: run and arena_bytes
+	/* ABI 3: the device program tables, checked (device_table.h), one per
+	 * device target; none when the artifact holds no device code.  has_cpu_code: run and arena_bytes
 	 * are set.  dmodels: what the model holds on each device it ran on (the
 	 * built program, its kernels, the uploaded weights), under device_lock. */
-	struct tbcrt__dtable *device_table;
+	struct tbcrt__dtable **dtables;
+	uint32_t n_dtables;
+	char device_targets[TBC_ABI_MAX_DEVICE_TABLES * 48];
 	bool has_cpu_code;
 	pthread_mutex_t device_lock;
 	struct tbcrt__dmodel *dmodels;

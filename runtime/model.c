@@ -13,7 +13,8 @@
 static void model_free(tbcrt_model *m) {
 	tbcrt_context *c = m->context;
 	tbcrt__dmodels_free(m);
-	tbcrt__dtable_free(c, m->device_table);
+	for (uint32_t i = 0; i < m->n_dtables; i++) tbcrt__dtable_free(c, m->dtables[i]);
+	tbcrt__free(c, m->dtables);
 	pthread_mutex_destroy(&m->device_lock);
 	for (uint32_t i = 0; i < m->n_inputs; i++) tbcrt__free(c, m->inputs[i].name);
 	for (uint32_t i = 0; i < m->n_outputs; i++) tbcrt__free(c, m->outputs[i].name);
@@ -159,7 +160,9 @@ tbcrt_status tbcrt_model_get_info(const tbcrt_model *m, tbcrt_model_info *out_in
 	out_info->weights_bytes = m->weights_size;
 	out_info->weights_external = m->weights_external;
 	out_info->cpu_code = m->has_cpu_code;
-	out_info->opencl_code = m->device_table != NULL;
+	tbcrt_device_info ocl = {.kind = TBCRT_DEVICE_OPENCL};
+	out_info->opencl_code = tbcrt__dtable_for(m, &ocl) != NULL;
+	out_info->device_targets = m->device_targets;
 	return tbcrt__ok();
 }
 

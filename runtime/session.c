@@ -130,8 +130,15 @@ void tbcrt_session_options_init(tbcrt_session_options *o) {
 	o->device = TBCRT_DEVICE_AUTO;
 }
 
+/* Whether m holds code for the device info describes. */
+static bool runs_on(const tbcrt_model *m, const tbcrt_device_info *info) {
+	return info->kind == TBCRT_DEVICE_CPU ? m->has_cpu_code : tbcrt__dtable_for(m, info) != NULL;
+}
+
 /* The device a session of m runs on (the registry's index) and, when it is
- * not the CPU, the device itself. */
+ * not the CPU, the device itself.  Without a choice, the first available
+ * device m holds code for, in this order (docs/gpu-runtime.md): a CUDA GPU,
+ * a HIP GPU, the CPU, an OpenCL device. */
 static tbcrt_status choose_device(tbcrt_model *m, uint32_t want, uint32_t *out_index, tbcrt__device **out_device) {
 	*out_device = NULL;
 	tbcrt_context *c = m->context;
@@ -140,43 +147,40 @@ static tbcrt_status choose_device(tbcrt_model *m, uint32_t want, uint32_t *out_i
 	if (s.code != TBCRT_OK) return s;
 	tbcrt_device_info info;
 	if (want == TBCRT_DEVICE_AUTO) {
-		if (m->has_cpu_code) {
-			*out_index = 0; /* the CPU is always first */
-			return tbcrt__ok();
-		}
+		static const tbcrt_device_kind order[] = {TBCRT_DEVICE_CUDA, TBCRT_DEVICE_HIP, TBCRT_DEVICE_CPU,
+							  TBCRT_DEVICE_OPENCL};
 		char why[300] = "";
-		for (uint32_t i = 0; i < n; i++) {
-			if (tbcrt_device_info_get(c, i, &info).code != TBCRT_OK || info.kind != TBCRT_DEVICE_OPENCL) continue;
-			if (info.available) {
-				want = i;
-				break;
+		for (size_t o = 0; o < sizeof order / sizeof *order && want == TBCRT_DEVICE_AUTO; o++)
+			for (uint32_t i = 0; i < n && want == TBCRT_DEVICE_AUTO; i++) {
+				if (tbcrt_device_info_get(c, i, &info).code != TBCRT_OK || info.kind != order[o]) continue;
+				if (info.available && runs_on(m, &info)) want = i;
+				else if (!info.available && !why[0] && info.kind == TBCRT_DEVICE_OPENCL)
+					snprintf(why, sizeof why, ": %s", info.unavailable_reason);
 			}
-			if (!why[0]) snprintf(why, sizeof why, ": %s", info.unavailable_reason);
-		}
 		if (want == TBCRT_DEVICE_AUTO)
 			return tbcrt__err(TBCRT_ERR_DEVICE_UNAVAILABLE,
-					  "model '%s' holds code for OpenCL devices only, and this machine has no OpenCL device%s",
-					  m->name, why);
+					  "model '%s' holds code for %s only, and this machine has no device that runs it%s", m->name,
+					  m->device_targets, why);
 	}
 	if (want >= n)
 		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "device index %u is out of range: this machine has %u devices", want,
 				  n);
 	if ((s = tbcrt_device_info_get(c, want, &info)).code != TBCRT_OK) return s;
 	*out_index = want;
-	if (info.kind == TBCRT_DEVICE_CPU) {
-		if (!m->has_cpu_code)
+	if (!runs_on(m, &info)) {
+		if (info.kind == TBCRT_DEVICE_CPU)
 			return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
-					  "model '%s' holds no CPU code (compiled with --target opencl): run it on an OpenCL device, "
-					  "or compile it with --target cpu,opencl",
-					  m->name);
-		return tbcrt__ok();
-	}
-	if (info.kind != TBCRT_DEVICE_OPENCL || !m->device_table)
+					  "model '%s' holds no CPU code (compiled with --target %s): run it on one of those "
+					  "devices, or compile it with --target cpu,...",
+					  m->name, m->device_targets);
 		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
-				  "model '%s' holds no code for %s (%s): it was compiled for %s%s; compile it with --target "
-				  "cpu,opencl to run it on OpenCL devices",
-				  m->name, info.name, tbcrt_device_kind_name(info.kind), m->has_cpu_code ? "the CPU" : "",
-				  m->device_table ? (m->has_cpu_code ? " and OpenCL" : "OpenCL") : "");
+				  "model '%s' holds no code for %s (%s%s%s): it was compiled for %s%s%s; compile it with "
+				  "--target naming that device",
+				  m->name, info.name, tbcrt_device_kind_name(info.kind), info.arch[0] ? " " : "", info.arch,
+				  m->has_cpu_code ? "the CPU" : "", m->has_cpu_code && m->device_targets[0] ? " and " : "",
+				  m->device_targets);
+	}
+	if (info.kind == TBCRT_DEVICE_CPU) return tbcrt__ok();
 	return tbcrt__device_get(c, info.name, out_device);
 }
 

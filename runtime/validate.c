@@ -309,7 +309,7 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 	if (device_code) {
 		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
 			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);
-		if ((s = tbcrt__dtable_read(m, device_code, device_code_size, &m->device_table)).code != TBCRT_OK) return s;
+		if ((s = tbcrt__dcode_read(m, device_code, device_code_size)).code != TBCRT_OK) return s;
 	}
 	m->desc = d;
 	return tbcrt__ok();

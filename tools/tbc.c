@@ -442,8 +442,44 @@ done:
 	return rc;
 }
 
+/* --target's list: cpu and opencl set bits, cuda[:sm_XX] and rocm[:gfxNNN]
+ * go to o->gpu_targets (gpu, checked when compiling). */
+static bool parse_targets(const char *list, tbc_compile_options *o, char *gpu, size_t gpu_size) {
+	o->targets = 0;
+	gpu[0] = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == 3 && !strncmp(p, "cpu", 3)) o->targets |= TBC_TARGETS_CPU;
+		else if (len == 6 && !strncmp(p, "opencl", 6)) o->targets |= TBC_TARGETS_OPENCL;
+		else if ((len >= 4 && !strncmp(p, "cuda", 4) && (len == 4 || p[4] == ':')) ||
+			 (len >= 4 && !strncmp(p, "rocm", 4) && (len == 4 || p[4] == ':'))) {
+			size_t at = strlen(gpu);
+			if (at + len + 2 > gpu_size) {
+				fprintf(stderr, "tbc compile: --target lists too many targets\n");
+				return false;
+			}
+			snprintf(gpu + at, gpu_size - at, "%s%.*s", at ? "," : "", (int)len, p);
+		} else {
+			fprintf(stderr,
+				"tbc compile: --target is a list of cpu, opencl, cuda[:sm_XX] and rocm[:gfxNNN] (or a triple "
+				"with '-'), got '%.*s'\n",
+				(int)len, p);
+			return false;
+		}
+		p += len;
+		if (*p == ',') p++;
+	}
+	o->gpu_targets = gpu[0] ? gpu : NULL;
+	if (!o->targets && !gpu[0]) {
+		fprintf(stderr, "tbc compile: --target names no target\n");
+		return false;
+	}
+	return true;
+}
+
 static int cmd_compile(int argc, char **argv) {
 	const char *model = NULL, *out = NULL;
+	static char gpu[512];
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
 	for (int i = 0; i < argc; i++) {
@@ -455,15 +491,7 @@ static int cmd_compile(int argc, char **argv) {
 		else if (!strcmp(a, "--target") && has) {
 			const char *t = argv[++i];
 			if (strchr(t, '-')) o.target_triple = t; /* an LLVM triple, as before --triple */
-			else if (!strcmp(t, "cpu")) o.targets = TBC_TARGETS_CPU;
-			else if (!strcmp(t, "opencl")) o.targets = TBC_TARGETS_OPENCL;
-			else if (!strcmp(t, "cpu,opencl") || !strcmp(t, "opencl,cpu"))
-				o.targets = TBC_TARGETS_CPU | TBC_TARGETS_OPENCL;
-			else {
-				fprintf(stderr, "tbc compile: --target is cpu, opencl or cpu,opencl (or a triple with '-'), got '%s'\n",
-					t);
-				return 2;
-			}
+			else if (!parse_targets(t, &o, gpu, sizeof gpu)) return 2;
 		}
 		else if (!strcmp(a, "--cpu") && has) o.cpu = argv[++i];
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
@@ -491,11 +519,15 @@ static int cmd_compile(int argc, char **argv) {
 		fprintf(stderr, "tbc compile: need MODEL and -o OUT (see tbc --help)\n");
 		return 2;
 	}
-	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll") && !ends_with(out, ".cl")) {
-		fprintf(stderr, "tbc compile: OUT must end in .o, .so, .ll or .cl, got '%s'\n", out);
+	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll") && !ends_with(out, ".cl") &&
+	    !ends_with(out, ".ptx") && !ends_with(out, ".hsaco")) {
+		fprintf(stderr, "tbc compile: OUT must end in .o, .so, .ll, .cl, .ptx or .hsaco, got '%s'\n", out);
 		return 2;
 	}
-	if (ends_with(out, ".cl") && !o.targets) o.targets = TBC_TARGETS_OPENCL; /* what a .cl holds */
+	/* What a .cl, .ptx or .hsaco holds, when --target does not say */
+	if (ends_with(out, ".cl") && !o.targets && !o.gpu_targets) o.targets = TBC_TARGETS_OPENCL;
+	if (ends_with(out, ".ptx") && !o.targets && !o.gpu_targets) o.gpu_targets = "cuda";
+	if (ends_with(out, ".hsaco") && !o.targets && !o.gpu_targets) o.gpu_targets = "rocm";
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = load(model, d);
 	int rc = m && tbc_compile_to_file(m, &o, out, d) == TBC_OK ? 0 : 1;

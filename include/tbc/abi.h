@@ -19,11 +19,12 @@ extern "C" {
 #endif
 
 #define TBC_ABI_MAGIC 0x31434254u /* "TBC1" little-endian */
-/* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code).
+/* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code);
+ * 4: device code for several targets (a directory of tables, below).
  * The runtime loads versions TBC_ABI_VERSION_MIN to TBC_ABI_VERSION: a
  * newer version only appends fields, and the runtime reads an older
  * descriptor's fields only (a version 2 one has no device code). */
-#define TBC_ABI_VERSION 3u
+#define TBC_ABI_VERSION 4u
 #define TBC_ABI_VERSION_MIN 2u
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
@@ -109,7 +110,7 @@ typedef struct tbc_abi_model {
  * in bytes, then its bytes, padded with zeros to a multiple of 8.
  *
  *   magic TBC_ABI_DEVICE_MAGIC, version TBC_ABI_DEVICE_VERSION,
- *   kind (TBC_ABI_DEVICE_OPENCL_C), source (string), build options (string)
+ *   kind (TBC_ABI_DEVICE_*), source (string: the code), options (string)
  *   n_syms (the descriptor's), syms_buf (the buffer of role SYMS, or -1)
  *   n_bufs, then per buffer: role (TBC_ABI_BUF_*), dtype (tbc_dtype; 7,
  *     int64, for SYMS), io_index, alias_of (-1 or a buffer that aliases
@@ -143,7 +144,21 @@ typedef struct tbc_abi_model {
  * int64 scalars, then the status word (int32) when it has checks. */
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
 #define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
-#define TBC_ABI_DEVICE_OPENCL_C 1
+/* Kinds of device code: what a table's source is, and what its options say. */
+#define TBC_ABI_DEVICE_OPENCL_C 1   /* OpenCL C 1.2 text; options: the build options */
+#define TBC_ABI_DEVICE_PTX 2        /* PTX text; options: the architecture ("sm_80") */
+#define TBC_ABI_DEVICE_AMDGPU_ELF 3 /* an AMDGPU code object; options: the processor ("gfx942") */
+
+/* ABI 4: device_code is one table, or a directory of tables when the
+ * artifact holds code for several device targets (`--target
+ * cpu,opencl,cuda:sm_80,rocm:gfx942`), each table for one target (its kind
+ * and options say which):
+ *
+ *   magic TBC_ABI_DEVICES_MAGIC, n_tables, then per table its offset (bytes
+ *   from the directory's start, a multiple of 8) and its size in bytes; the
+ *   tables follow, in the order the targets were named. */
+#define TBC_ABI_DEVICES_MAGIC 0x3153564544434254ull /* "TBCDEVS1" */
+#define TBC_ABI_MAX_DEVICE_TABLES 16
 
 enum {
 	TBC_ABI_BUF_INPUT = 0,

@@ -140,6 +140,9 @@ typedef struct tbcrt_model_info {
 	 * `cpu,opencl`; ABI 3). */
 	bool cpu_code;
 	bool opencl_code;
+	/* ABI 4: every device target it holds code for, in the order compiled:
+	 * "opencl,cuda:sm_80,rocm:gfx942" ("" when none). */
+	const char *device_targets;
 } tbcrt_model_info;
 
 /* One input or output.  dims[i] >= 0 is a static dim; dims[i] == -1 is the
@@ -259,6 +262,9 @@ typedef struct tbcrt_device_info {
 	uint64_t max_alloc_bytes;    /* the largest single buffer */
 	uint64_t max_work_group_size;
 	bool fp16, fp64;
+	/* A GPU's architecture, which picks the artifact's code for it: "sm_90"
+	 * (CUDA compute capability 9.0), "gfx942" (HIP); "" otherwise. */
+	char arch[32];
 	char features[2048];         /* CPU: "+avx2,+fma,..." of the features tbc uses that the host has */
 } tbcrt_device_info;
 

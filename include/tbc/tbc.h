@@ -178,6 +178,10 @@ typedef struct tbc_compile_options {
 	 * device_code); without CPU it holds no CPU code and runs on an OpenCL
 	 * device only (docs/opencl.md). */
 	unsigned targets;
+	/* GPU targets, a comma list of cuda[:sm_XX] and rocm[:gfxNNN] (NULL or
+	 * "": none), each a device program in the artifact after OpenCL's, in
+	 * this order (docs/gpu.md). */
+	const char *gpu_targets;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -209,7 +213,9 @@ void tbc_compile_options_init(tbc_compile_options *o);
  * and "x.h" declaring <prefix>_descriptor, the inputs and the outputs), "x.so"
  * (a shared object exporting tbc_model_descriptor, linked by the system
  * linker), "x.ll" (LLVM IR, for reading), "x.cl" (the kernels as OpenCL C,
- * for reading or another OpenCL host; targets must include OPENCL).  External weights go to
+ * for reading or another OpenCL host; targets must include OPENCL), "x.ptx"
+ * (the first cuda target's PTX), "x.hsaco" (the first rocm target's code
+ * object).  External weights go to
  * "<path>.weights". */
 tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path,
 			     tbc_diags *diags);
