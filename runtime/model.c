@@ -217,3 +217,62 @@ tbcrt_status tbcrt_model_find_input(const tbcrt_model *m, const char *name, uint
 tbcrt_status tbcrt_model_find_output(const tbcrt_model *m, const char *name, uint32_t *out_index) {
 	return find(m, m ? m->outputs : NULL, m ? m->n_outputs : 0, "output", name, out_index);
 }
+
+/* ---- Device code ----------------------------------------------------------*/
+
+static const char *format_name(int32_t kind) {
+	return kind == TBC_ABI_DEVICE_OPENCL_C ? "OpenCL C" : kind == TBC_ABI_DEVICE_PTX ? "PTX" : "AMDGPU code object";
+}
+
+tbcrt_status tbcrt_model_device_code(const tbcrt_model *m, uint32_t index, tbcrt_device_code_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_device_code: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_device_code: model is NULL");
+	if (index >= m->n_dtables)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "model '%s' holds %u device code tables; there is no %u", m->name,
+				  m->n_dtables, index);
+	const tbcrt__dtable *t = m->dtables[index];
+	out_info->target = t->target;
+	out_info->format = format_name(t->kind);
+	out_info->code_bytes = t->source_size;
+	out_info->n_kernels = t->n_kernels;
+	out_info->n_launches = t->n_launches;
+	return tbcrt__ok();
+}
+
+/* Where kernel name's entry starts in text code, or -1. */
+static int64_t entry_at(const tbcrt__dtable *t, const char *name) {
+	const char *lead = t->kind == TBC_ABI_DEVICE_PTX ? ".entry " : "void ";
+	size_t nl = strlen(lead), n = strlen(name);
+	for (size_t at = 0; at + nl + n < t->source_size; at++)
+		if (!memcmp(t->source + at, lead, nl) && !memcmp(t->source + at + nl, name, n) &&
+		    t->source[at + nl + n] == '(')
+			return (int64_t)at;
+	return -1;
+}
+
+tbcrt_status tbcrt_model_device_kernel(const tbcrt_model *m, uint32_t index, uint32_t kernel,
+				       tbcrt_kernel_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_device_kernel: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	tbcrt_device_code_info code;
+	tbcrt_status s = tbcrt_model_device_code(m, index, &code);
+	if (s.code != TBCRT_OK) return s;
+	const tbcrt__dtable *t = m->dtables[index];
+	if (kernel >= t->n_kernels)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "device code %s holds %u kernels; there is no %u", t->target,
+				  t->n_kernels, kernel);
+	const tbcrt__dkernel *k = &t->kernels[kernel];
+	out_info->name = k->name;
+	out_info->shape = (uint32_t)k->shape;
+	for (int d = 0; d < 3; d++) out_info->group_size[d] = k->shape == 2 ? k->local[d] : 0;
+	out_info->n_buffers = k->n_buffers;
+	if (t->kind == TBC_ABI_DEVICE_AMDGPU_ELF) return tbcrt__ok();
+	int64_t at = entry_at(t, k->name), next = (int64_t)t->source_size;
+	for (uint32_t j = 0; at >= 0 && j < t->n_kernels; j++) {
+		int64_t other = j == kernel ? -1 : entry_at(t, t->kernels[j].name);
+		if (other > at && other < next) next = other;
+	}
+	out_info->code_bytes = at >= 0 ? (uint64_t)(next - at) : 0;
+	return tbcrt__ok();
+}

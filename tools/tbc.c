@@ -1,6 +1,7 @@
 /* The tbc command: a thin client of the compiler library (include/tbc/tbc.h). */
 #include <errno.h>
 #include <stdbool.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@ static const char usage_text[] =
 	"\n"
 	"commands:\n"
 	"  inspect MODEL              print the IR and a summary (ops by kind, parameters,\n"
-	"                             inputs and outputs with shapes)\n"
+	"                             inputs and outputs with shapes); for a compiled .so,\n"
+	"                             its targets, each target's kernels and code sizes\n"
 	"  compile MODEL -o OUT       compile MODEL; OUT ends in .o (object + OUT's .h),\n"
 	"                             .so (shared object), .ll (LLVM IR, for reading) or .cl\n"
 	"                             (the kernels as OpenCL C, for reading; --target opencl)\n"
@@ -84,11 +86,66 @@ static tbc_module *load(const char *path, tbc_diags *d) {
 	return m;
 }
 
+static int rt_fail(const char *what, const tbcrt_status *st);
+
+/* `tbc inspect model.so`: what a compiled artifact holds -- its inputs and
+ * outputs, the CPU code, and per device target the code's size and every
+ * kernel with its launch shape and size. */
+static int inspect_artifact(const char *path) {
+	tbcrt_context *ctx = NULL;
+	tbcrt_model *art = NULL;
+	tbcrt_status st = tbcrt_context_create(NULL, &ctx);
+	if (st.code == TBCRT_OK) st = tbcrt_model_load(ctx, path, &art);
+	tbcrt_model_info info;
+	if (st.code == TBCRT_OK) st = tbcrt_model_get_info(art, &info);
+	if (st.code != TBCRT_OK) {
+		int rc = rt_fail(path, &st);
+		tbcrt_model_destroy(art);
+		tbcrt_context_destroy(ctx);
+		return rc;
+	}
+	printf("artifact %s: model '%s'\n", path, info.name);
+	printf("  weights: %" PRIu64 " bytes%s\n", info.weights_bytes, info.weights_external ? " (external file)" : "");
+	for (uint32_t i = 0; i < info.n_inputs + info.n_outputs; i++) {
+		bool in = i < info.n_inputs;
+		tbcrt_tensor_info t;
+		st = in ? tbcrt_model_input_info(art, i, &t) : tbcrt_model_output_info(art, i - info.n_inputs, &t);
+		if (st.code != TBCRT_OK) continue;
+		printf("  %s %s: %s[", in ? "input " : "output", t.name, tbcrt_dtype_name(t.dtype));
+		for (uint32_t k = 0; k < t.rank; k++)
+			if (t.dims[k] >= 0) printf("%s%" PRId64, k ? ", " : "", t.dims[k]);
+			else printf("%s%s", k ? ", " : "", t.symbols && t.symbols[k] ? t.symbols[k] : "?");
+		printf("]\n");
+	}
+	printf("targets:\n");
+	if (info.cpu_code) printf("  cpu: %s%s%s\n", info.target_triple, info.cpu_features[0] ? ", " : "", info.cpu_features);
+	static const char *const shapes[] = {"one work-item", "grid-stride", "work-groups"};
+	for (uint32_t i = 0;; i++) {
+		tbcrt_device_code_info dc;
+		if (tbcrt_model_device_code(art, i, &dc).code != TBCRT_OK) break;
+		printf("  %s: %s, %" PRIu64 " bytes, %u kernels, %u launches\n", dc.target, dc.format, dc.code_bytes,
+		       dc.n_kernels, dc.n_launches);
+		for (uint32_t k = 0; k < dc.n_kernels; k++) {
+			tbcrt_kernel_info ki;
+			if (tbcrt_model_device_kernel(art, i, k, &ki).code != TBCRT_OK) continue;
+			printf("    %-48s %s", ki.name, ki.shape < 3 ? shapes[ki.shape] : "?");
+			for (int g = 0; ki.shape == 2 && g < 3 && ki.group_size[g]; g++) printf("%s%u", g ? "x" : " of ", ki.group_size[g]);
+			if (ki.code_bytes) printf(", %" PRIu64 " bytes", ki.code_bytes);
+			printf("\n");
+		}
+	}
+	tbcrt_model_destroy(art);
+	tbcrt_context_destroy(ctx);
+	return 0;
+}
+
 static int cmd_inspect(int argc, char **argv) {
 	if (argc != 1) {
 		fprintf(stderr, "tbc inspect: expected one MODEL argument\n");
 		return 2;
 	}
+	size_t len = strlen(argv[0]);
+	if (len > 3 && !strcmp(argv[0] + len - 3, ".so")) return inspect_artifact(argv[0]);
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = load(argv[0], d);
 	if (!m) {

@@ -145,6 +145,33 @@ typedef struct tbcrt_model_info {
 	const char *device_targets;
 } tbcrt_model_info;
 
+/* The device code of a model (ABI 3 and later): table `index` of
+ * tbcrt_model_info.device_targets, in that order; TBCRT_ERR_INVALID_ARGUMENT
+ * past the last.  Strings live as long as the model. */
+typedef struct tbcrt_device_code_info {
+	const char *target;  /* "opencl", "cuda:sm_80", "rocm:gfx942" */
+	const char *format;  /* "OpenCL C", "PTX", "AMDGPU code object" */
+	uint64_t code_bytes; /* of the source text or binary */
+	uint32_t n_kernels, n_launches;
+} tbcrt_device_code_info;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_device_code(const tbcrt_model *model, uint32_t index,
+						      tbcrt_device_code_info *out_info);
+
+/* Kernel `kernel` of device code `index`: its name in the code, how it is
+ * launched (0: one work-item, 1: a grid-stride loop over work-items, 2:
+ * work-groups of group_size), its buffers and the bytes of its code (the
+ * text from its entry to the next kernel's for OpenCL C and PTX; 0 where
+ * the code is a binary). */
+typedef struct tbcrt_kernel_info {
+	const char *name;
+	uint32_t shape;
+	uint32_t group_size[3];
+	uint32_t n_buffers;
+	uint64_t code_bytes;
+} tbcrt_kernel_info;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_device_kernel(const tbcrt_model *model, uint32_t index, uint32_t kernel,
+							tbcrt_kernel_info *out_info);
+
 /* One input or output.  dims[i] >= 0 is a static dim; dims[i] == -1 is the
  * symbolic dim named symbols[i] (NULL where static).  Pointers stay valid
  * while the model does. */

@@ -88,6 +88,27 @@ static void check_dense(tbcrt_session *s, const tbc_module *m) {
 	}
 }
 
+/* `tbc run` in another process (the ICD loader is opened once per process)
+ * with TBCRT_OPENCL_LIBRARY pointing nowhere: an OpenCL-only artifact says
+ * this machine has no OpenCL device, and a CPU-only one asked to run on
+ * OpenCL says it holds no code for it. */
+static char *run_tool(const char *args, int *out_status) {
+	const char *bin = getenv("TBC_BINARY_DIR");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "TBCRT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 '%s/tbc' %s 2>&1",
+		 bin ? bin : "build", args);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t cap = 1 << 16, n = 0, got;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
+	out[n] = '\0';
+	int status = pclose(p);
+	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return out;
+}
+
 static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	(void)state;
 	uint32_t ocl;
@@ -102,6 +123,25 @@ static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	RT_OK(tbcrt_model_get_info(model, &info));
 	assert_true(info.cpu_code);
 	assert_true(info.opencl_code);
+	assert_string_equal(info.device_targets, "opencl");
+	/* What it holds, as tbc inspect lists it. */
+	tbcrt_device_code_info dc;
+	RT_OK(tbcrt_model_device_code(model, 0, &dc));
+	assert_string_equal(dc.target, "opencl");
+	assert_string_equal(dc.format, "OpenCL C");
+	assert_true(dc.code_bytes > 1000 && dc.n_kernels >= 1 && dc.n_launches >= dc.n_kernels);
+	tbcrt_kernel_info ki;
+	RT_OK(tbcrt_model_device_kernel(model, 0, 0, &ki));
+	assert_true(!strncmp(ki.name, "tbc_k0_", 7) && ki.code_bytes > 0 && ki.code_bytes < dc.code_bytes);
+	RT_ERR(tbcrt_model_device_kernel(model, 0, dc.n_kernels, &ki), TBCRT_ERR_INVALID_ARGUMENT, "there is no");
+	RT_ERR(tbcrt_model_device_code(model, 1, &dc), TBCRT_ERR_INVALID_ARGUMENT, "holds 1 device code tables");
+	char args[600];
+	int status;
+	snprintf(args, sizeof args, "inspect '%s'", so);
+	char *listing = run_tool(args, &status);
+	if (status != 0 || !strstr(listing, "opencl: OpenCL C, ") || !strstr(listing, "tbc_k0_") || !strstr(listing, "cpu: "))
+		fail_msg("tbc inspect: status %d:\n%s", status, listing);
+	free(listing);
 	tbcrt_session *auto_s = NULL;
 	RT_OK(tbcrt_session_create(model, &auto_s)); /* CPU code first */
 	uint32_t dev = 99;
@@ -175,27 +215,6 @@ static void opencl_artifact_refuses_the_cpu_and_cpu_artifact_refuses_opencl(void
 	tbc_module_destroy(m);
 }
 
-/* `tbc run` in another process (the ICD loader is opened once per process)
- * with TBCRT_OPENCL_LIBRARY pointing nowhere: an OpenCL-only artifact says
- * this machine has no OpenCL device, and a CPU-only one asked to run on
- * OpenCL says it holds no code for it. */
-static char *run_tool(const char *args, int *out_status) {
-	const char *bin = getenv("TBC_BINARY_DIR");
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "TBCRT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 '%s/tbc' run %s 2>&1",
-		 bin ? bin : "build", args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t cap = 1 << 16, n = 0, got;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-	out[n] = '\0';
-	int status = pclose(p);
-	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	return out;
-}
-
 static void no_opencl_platform_is_a_clear_status(void **state) {
 	(void)state;
 	tbc_module *m = load_onnx(dense_path());
@@ -213,12 +232,12 @@ static void no_opencl_platform_is_a_clear_status(void **state) {
 	tbc_diags_destroy(d);
 	tbc_tensor_destroy(t);
 	int status;
-	snprintf(args, sizeof args, "'%s' --input x='%s' --output-dir '%s'", so, x, tmp_path("out"));
+	snprintf(args, sizeof args, "run '%s' --input x='%s' --output-dir '%s'", so, x, tmp_path("out"));
 	char *out = run_tool(args, &status);
 	if (status != 1 || !strstr(out, "holds code for opencl only, and this machine has no device that runs it: no OpenCL"))
 		fail_msg("status %d:\n%s", status, out);
 	free(out);
-	snprintf(args, sizeof args, "'%s' --target opencl --input x='%s' --output-dir '%s'", cpu_so, x, tmp_path("out"));
+	snprintf(args, sizeof args, "run '%s' --target opencl --input x='%s' --output-dir '%s'", cpu_so, x, tmp_path("out"));
 	out = run_tool(args, &status);
 	if (status != 1 || !strstr(out, "no OpenCL ICD loader")) fail_msg("status %d:\n%s", status, out);
 	free(out);
