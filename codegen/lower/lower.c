@@ -922,7 +922,9 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	kir_program *p = tbc_arena_alloc(arena, sizeof *p);
 	if (!p) return TBC_ERR_NO_MEMORY;
 	p->arena = arena;
-	p->name = "model";
+	/* The descriptor's model name (messages, tbc inspect): the graph's. */
+	const char *gname = m->main ? m->main->name : NULL;
+	p->name = gname && *gname && strlen(gname) <= 200 ? gname : "model";
 	p->syms_buf = -1;
 	lower_cx cx = {.m = m, .target = t, .p = p, .d = d};
 	const tbc_graph *g = m->main;
