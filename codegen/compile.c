@@ -13,12 +13,25 @@
 #include "codegen/device/device_targets.h"
 #include "codegen/test_fault.h"
 #include "passes/passes.h"
+#include "passes/util.h"
 #include "tbc/abi.h"
 
 void tbc_compile_options_init(tbc_compile_options *o) {
 	memset(o, 0, sizeof *o);
 	o->opt_level = 2;
 	o->weights = TBC_WEIGHTS_EMBED;
+	o->precision = TBC_DT_F32;
+	o->keep_io_types = 1;
+}
+
+/* Bytes of the main graph's constants (the weights as the graph holds them). */
+static int64_t const_bytes(const tbc_module *m) {
+	int64_t n = 0;
+	for (int i = 0; i < m->main->n_consts; i++) {
+		int64_t b = pass_value_bytes(m->main->consts[i]);
+		n += b > 0 ? b : 0;
+	}
+	return n;
 }
 
 static double now(void) {
@@ -38,6 +51,10 @@ static void print_stats(FILE *f, const tbc_compile_stats *st) {
 	double ratio = st->lower_bound > 0 ? (double)st->arena_bytes / (double)st->lower_bound : 1.0;
 	fprintf(f, "tbc: arena %" PRId64 " bytes, lower bound %" PRId64 " bytes (ratio %.3f)\n", st->arena_bytes,
 		st->lower_bound, ratio);
+	if (st->precision_ops || st->precision_casts)
+		fprintf(f, "tbc: precision: %d ops in the low type, %d casts; weights %" PRId64 " -> %" PRId64 " bytes (%.3fx)\n",
+			st->precision_ops, st->precision_casts, st->weights_bytes_fp32, st->weights_bytes_lowered,
+			st->weights_bytes_fp32 ? (double)st->weights_bytes_lowered / (double)st->weights_bytes_fp32 : 1.0);
 	fprintf(f, "tbc: planned values %" PRId64 " bytes (%" PRId64 " without reuse), scratch %" PRId64
 		   " bytes; weights %" PRIu64 " bytes\n",
 		st->plan_bytes, st->unshared_bytes, st->arena_bytes - st->plan_bytes, st->weights_bytes);
@@ -198,6 +215,9 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	po.dump_after = o->dump_after;
 	po.dump_file = o->dump_file;
 	po.stats = &pst;
+	tbc_precision_options prec = {(tbc_dtype)o->precision, o->keep_io_types != 0, o->precision_exclude};
+	po.precision = &prec;
+	int64_t fp32_bytes = const_bytes(work);
 	tbc_code rc = TBC_OK;
 	if (o->test_perturb_node && !tbc_test_perturb_node(work, o->test_perturb_node, d)) /* TEST ONLY */
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
@@ -234,6 +254,10 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.plan_bytes = pst.memplan.arena_bytes;
 		st.lower_bound = pst.memplan.lower_bound;
 		st.unshared_bytes = pst.memplan.total_bytes;
+		st.weights_bytes_fp32 = fp32_bytes;
+		st.weights_bytes_lowered = const_bytes(work);
+		st.precision_ops = pst.precision.ops_lowered;
+		st.precision_casts = pst.precision.casts_inserted;
 		if (o->stats) print_stats(o->stats_file ? o->stats_file : stderr, &st);
 		if (o->stats_out) *o->stats_out = st;
 	}

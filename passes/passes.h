@@ -21,6 +21,21 @@ bool tbc_pass_dce(tbc_module *m, tbc_diags *d);     /* passes/dce.c */
 bool tbc_pass_fusion(tbc_module *m, tbc_diags *d);  /* passes/fusion.c */
 bool tbc_pass_memplan(tbc_module *m, tbc_diags *d); /* passes/memplan.c */
 
+/* Precision lowering (passes/precision.c, docs/precision.md): float32
+ * computation moved to `low` where the policy allows, with Casts at the
+ * boundaries; run before folding, which turns casts of weights into weights
+ * of the low type. */
+typedef struct tbc_precision_options {
+	tbc_dtype low;          /* TBC_DT_F16 or TBC_DT_BF16; F32 or UNDEFINED: nothing to do */
+	bool keep_io_types;     /* float32 inputs and outputs stay float32 */
+	const char *exclude;    /* comma list of op types and node names kept in float32 */
+} tbc_precision_options;
+typedef struct tbc_precision_stats {
+	int ops_lowered;        /* ops that compute in the low type */
+	int casts_inserted;
+} tbc_precision_stats;
+bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_precision_stats *st, tbc_diags *d);
+
 /* Folding leaves results of at most this many bytes as constants without
  * asking more; up to TBC_FOLD_MAX_BYTES only when the result is no larger
  * than the constants it reads (weights never grow). */
@@ -97,6 +112,7 @@ typedef struct tbc_pipeline_stats {
 		double seconds;
 	} passes[TBC_PIPELINE_MAX_PASSES];
 	tbc_memplan_stats memplan;
+	tbc_precision_stats precision;
 } tbc_pipeline_stats;
 
 typedef struct tbc_pipeline_options {
@@ -106,6 +122,7 @@ typedef struct tbc_pipeline_options {
 	FILE *dump_file;        /* where dumps go; NULL: stderr */
 	size_t dump_max_const_bytes; /* 0: print constants whole (parses back); else abridge */
 	tbc_pipeline_stats *stats; /* NULL: not recorded */
+	const tbc_precision_options *precision; /* NULL: the model's own precision */
 } tbc_pipeline_options;
 
 /* Defaults: -O2, verify in debug builds (no NDEBUG), no dump, no stats. */

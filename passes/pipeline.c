@@ -7,6 +7,8 @@
  *   fold     constants first, so shapes sharpen before anything looks at them;
  *   simplify algebraic rewrites over what folding made constant (a
  *            BatchNormalization into the Conv before it);
+ *   precision (when asked, passes/precision.c) float32 to float16/bfloat16,
+ *            then fold again: casts of weights become lowered weights;
  *   cse      merges what folding made equal (and duplicate weights);
  *   dce      removes what folding and merging left unread;
  *   fusion   groups what is left into loop nests;
@@ -72,9 +74,9 @@ static bool dump(const runner *R, const char *pass) {
 	return true;
 }
 
-static bool run(const runner *R, const char *name, tbc_pass_fn pass) {
-	double t0 = now_seconds();
-	bool ok = pass(R->m, R->d);
+/* After a pass that started at t0 and returned ok: its time, the verifier,
+ * the dump. */
+static bool finish(const runner *R, const char *name, double t0, bool ok) {
 	tbc_pipeline_stats *st = R->opt->stats;
 	if (st && st->n_passes < TBC_PIPELINE_MAX_PASSES) {
 		st->passes[st->n_passes].name = name;
@@ -89,10 +91,16 @@ static bool run(const runner *R, const char *name, tbc_pass_fn pass) {
 	return dump(R, name);
 }
 
+static bool run(const runner *R, const char *name, tbc_pass_fn pass) {
+	double t0 = now_seconds();
+	return finish(R, name, t0, pass(R->m, R->d));
+}
+
 bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags *d) {
 	tbc_pipeline_options defaults = tbc_pipeline_defaults();
 	if (!opt) opt = &defaults;
-	if (opt->dump_after && strcmp(opt->dump_after, "all") && !tbc_pass_find(opt->dump_after)) {
+	if (opt->dump_after && strcmp(opt->dump_after, "all") && !tbc_pass_find(opt->dump_after) &&
+	    strcmp(opt->dump_after, "precision")) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, m->path, NULL, NULL, NULL,
 			      "--dump-after: no pass is named '%s'", opt->dump_after);
 		return false;
@@ -104,6 +112,17 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	if (opt->opt_level >= 1) {
 		if (!run(&R, "fold", tbc_pass_fold)) return false;
 		if (!run(&R, "simplify", tbc_pass_simplify)) return false;
+	}
+	/* Asked for, at any level: after simplify (a BatchNormalization already
+	 * in its Conv), and folded after, so the weights are stored lowered. */
+	const tbc_precision_options *po = opt->precision;
+	if (po && po->low != TBC_DT_F32 && po->low != TBC_DT_UNDEFINED) {
+		double t0 = now_seconds();
+		bool ok = tbc_pass_precision(m, po, opt->stats ? &opt->stats->precision : NULL, d);
+		if (!finish(&R, "precision", t0, ok)) return false;
+		if (!run(&R, "fold", tbc_pass_fold)) return false;
+	}
+	if (opt->opt_level >= 1) {
 		if (!run(&R, "cse", tbc_pass_cse)) return false;
 		if (!run(&R, "dce", tbc_pass_dce)) return false;
 		if (!run(&R, "fusion", tbc_pass_fusion)) return false;

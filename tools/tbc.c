@@ -22,12 +22,19 @@ static const char usage_text[] =
 	"                             inputs and outputs with shapes); for a compiled .so,\n"
 	"                             its targets, each target's kernels and code sizes\n"
 	"  compile MODEL -o OUT       compile MODEL; OUT ends in .o (object + OUT's .h),\n"
-	"                             .so (shared object), .ll (LLVM IR, for reading) or .cl\n"
-	"                             (the kernels as OpenCL C, for reading; --target opencl)\n"
+	"                             .so (shared object), .ll (LLVM IR, for reading), .cl\n"
+	"                             (the kernels as OpenCL C; --target opencl), .ptx (PTX;\n"
+	"                             --target cuda[:sm_XX]) or .hsaco (--target rocm[:gfxNNN])\n"
 	"      -O0 .. -O3             optimization level (default -O2)\n"
-	"      --target cpu|opencl|cpu,opencl   what the artifact holds code for (default cpu):\n"
-	"                             opencl alone runs on OpenCL devices only; cpu,opencl on\n"
-	"                             either.  A value with a '-' is a TRIPLE (as --triple)\n"
+	"      --target LIST          what the artifact holds code for (default cpu): a list of\n"
+	"                             cpu, opencl, cuda[:sm_XX] (default sm_80) and rocm[:gfxNNN]\n"
+	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"
+	"                             without cpu it runs on those devices only.  A value with\n"
+	"                             a '-' is a TRIPLE (as --triple)\n"
+	"      --precision fp32|fp16|bf16   compute float32 models in that type where the policy\n"
+	"                             allows (docs/precision.md; default fp32: unchanged)\n"
+	"      --no-keep-io-types     with --precision: float32 inputs and outputs lowered too\n"
+	"      --precision-exclude LIST   op types and node names kept in float32\n"
 	"      --triple TRIPLE        cross-compile (x86_64-..., aarch64-...); default the host\n"
 	"      --cpu NAME             CPU to tune for and whose features to use (one LLVM knows:\n"
 	"                             llc-19 -mtriple=TRIPLE -mcpu=help); the artifact lists them\n"
@@ -551,6 +558,21 @@ static int cmd_compile(int argc, char **argv) {
 			else if (!parse_targets(t, &o, gpu, sizeof gpu)) return 2;
 		}
 		else if (!strcmp(a, "--cpu") && has) o.cpu = argv[++i];
+		else if (!strcmp(a, "--precision") && has) {
+			const char *p = argv[++i];
+			if (!strcmp(p, "fp32")) o.precision = TBC_DT_F32;
+			else if (!strcmp(p, "fp16")) o.precision = TBC_DT_F16;
+			else if (!strcmp(p, "bf16")) o.precision = TBC_DT_BF16;
+			else if (!strcmp(p, "fp8")) {
+				fprintf(stderr, "tbc compile: --precision fp8 is not implemented yet (docs/precision.md)\n");
+				return 2;
+			} else {
+				fprintf(stderr, "tbc compile: --precision is fp32, fp16 or bf16, got '%s'\n", p);
+				return 2;
+			}
+		} else if (!strcmp(a, "--keep-io-types")) o.keep_io_types = 1;
+		else if (!strcmp(a, "--no-keep-io-types")) o.keep_io_types = 0;
+		else if (!strcmp(a, "--precision-exclude") && has) o.precision_exclude = argv[++i];
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];

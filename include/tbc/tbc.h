@@ -182,6 +182,15 @@ typedef struct tbc_compile_options {
 	 * "": none), each a device program in the artifact after OpenCL's, in
 	 * this order (docs/gpu.md). */
 	const char *gpu_targets;
+	/* Precision lowering (docs/precision.md): TBC_DT_F16 or TBC_DT_BF16
+	 * moves float32 computation to that type where the policy allows;
+	 * TBC_DT_F32 (init's default) keeps the model's precision.
+	 * keep_io_types (init: true) keeps float32 inputs and outputs;
+	 * precision_exclude is a comma list of op types and node names kept in
+	 * float32. */
+	int precision;
+	int keep_io_types;
+	const char *precision_exclude;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -205,6 +214,10 @@ typedef struct tbc_compile_stats {
 	int64_t lower_bound;    /* the largest sum of bytes of values live at once */
 	int64_t unshared_bytes; /* every intermediate in its own buffer */
 	int lowered;            /* 0: lowering failed; arena_bytes is then memory planning's */
+	/* Precision lowering: the weights' bytes before it and after the passes
+	 * (the graph's constants), ops computing in the low type, Casts made. */
+	int64_t weights_bytes_fp32, weights_bytes_lowered;
+	int precision_ops, precision_casts;
 } tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);

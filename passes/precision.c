@@ -1,0 +1,301 @@
+/* Precision lowering (docs/precision.md): float32 computation moved to
+ * float16 or bfloat16 where the policy below allows it, with Casts at the
+ * boundaries.
+ *
+ * Each op of the main graph gets one of three policies (policy_of, the one
+ * table):
+ *   LOW     matrix products and convolutions: their float operands are cast
+ *           to the low type (constants folded afterwards, so weights are
+ *           stored in it) and they compute in it, accumulating in float32
+ *           (the kernels' accumulator, codegen/lower/matmul.c);
+ *   FOLLOW  elementwise and data-movement ops: low when their float inputs
+ *           are (at least one low, every other low or a constant), float32
+ *           otherwise -- the widest input wins, as in torch's autocast;
+ *   KEEP    everything else, and those the policy names for accuracy
+ *           (softmax, normalizations, reductions, Exp/Log/Pow/Erf, Div by a
+ *           value that is not a constant, losses): float32, their low inputs
+ *           cast back.
+ * Only the inputs an op's type constraint ties to its float data are
+ * touched (Resize's scales stay float32); an op with a float32 input the
+ * policy does not list stays float32.  Subgraphs (If/Loop/Scan bodies) stay
+ * float32: a value they capture is read as it is.
+ *
+ * Afterwards one Cast per value and type is shared by its readers, a Cast
+ * back to the type a value came from reads the value itself, and folding
+ * (the pipeline runs fold after this pass) turns casts of constants into
+ * constants of the low type; dce removes the float32 originals nobody reads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "passes/util.h"
+
+typedef enum policy { KEEP = 0, LOW, FOLLOW } policy;
+
+/* The policy of an op and which of its inputs carry its float data (bit i:
+ * input i; ALL: every input). */
+#define ALL 0xffffffffu
+typedef struct rule {
+	tbc_opcode code;
+	policy p;
+	uint32_t data; /* the inputs of the op's float type */
+} rule;
+
+static const rule rules[] = {
+	/* Matrix products and convolutions: operands and bias. */
+	{TBC_OP_MatMul, LOW, 0x3},
+	{TBC_OP_Gemm, LOW, 0x7},
+	{TBC_OP_Conv, LOW, 0x7},
+	{TBC_OP_ConvTranspose, LOW, 0x7},
+	/* Elementwise ops that lose nothing to a narrower type beyond the
+	 * rounding of their result. */
+	{TBC_OP_Add, FOLLOW, 0x3},
+	{TBC_OP_Sub, FOLLOW, 0x3},
+	{TBC_OP_Mul, FOLLOW, 0x3},
+	{TBC_OP_Neg, FOLLOW, 0x1},
+	{TBC_OP_Abs, FOLLOW, 0x1},
+	{TBC_OP_Relu, FOLLOW, 0x1},
+	{TBC_OP_LeakyRelu, FOLLOW, 0x1},
+	{TBC_OP_PRelu, FOLLOW, 0x3},
+	{TBC_OP_Clip, FOLLOW, 0x7},
+	{TBC_OP_Max, FOLLOW, ALL},
+	{TBC_OP_Min, FOLLOW, ALL},
+	{TBC_OP_Sigmoid, FOLLOW, 0x1},
+	{TBC_OP_HardSigmoid, FOLLOW, 0x1},
+	{TBC_OP_HardSwish, FOLLOW, 0x1},
+	{TBC_OP_Tanh, FOLLOW, 0x1},
+	{TBC_OP_Where, FOLLOW, 0x6},
+	/* Data movement: exact in any type. */
+	{TBC_OP_Identity, FOLLOW, 0x1},
+	{TBC_OP_Reshape, FOLLOW, 0x1},
+	{TBC_OP_Flatten, FOLLOW, 0x1},
+	{TBC_OP_Squeeze, FOLLOW, 0x1},
+	{TBC_OP_Unsqueeze, FOLLOW, 0x1},
+	{TBC_OP_Transpose, FOLLOW, 0x1},
+	{TBC_OP_Concat, FOLLOW, ALL},
+	{TBC_OP_Split, FOLLOW, 0x1},
+	{TBC_OP_Slice, FOLLOW, 0x1},
+	{TBC_OP_Gather, FOLLOW, 0x1},
+	{TBC_OP_Expand, FOLLOW, 0x1},
+	{TBC_OP_Tile, FOLLOW, 0x1},
+	{TBC_OP_Pad, FOLLOW, 0x5},
+	{TBC_OP_Resize, FOLLOW, 0x1},
+	{TBC_OP_DepthToSpace, FOLLOW, 0x1},
+	{TBC_OP_SpaceToDepth, FOLLOW, 0x1},
+	{TBC_OP_MaxPool, FOLLOW, 0x1},
+	{TBC_OP_Dropout, FOLLOW, 0x1},
+};
+
+static const rule *rule_of(const tbc_op *op) {
+	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+		if (rules[i].code == op->code) return &rules[i];
+	return NULL;
+}
+
+static bool is_data(const rule *r, int i) { return i < 32 && (r->data >> i & 1u); }
+
+/* Whether v is read as a constant (an initializer, or what folding will
+ * make one): constants adopt the type of the op that reads them. */
+static bool is_const(const tbc_value *v) { return v->kind == TBC_VALUE_CONST; }
+
+static bool excluded(const tbc_op *op, const tbc_precision_options *o) {
+	const char *type = tbc_ops[op->code].onnx_name;
+	for (const char *p = o->exclude; p && *p;) {
+		size_t n = strcspn(p, ",");
+		if ((strlen(type) == n && !strncmp(type, p, n)) || (op->name && strlen(op->name) == n && !strncmp(op->name, p, n)))
+			return true;
+		p += n;
+		if (*p == ',') p++;
+	}
+	return false;
+}
+
+typedef struct lowering {
+	tbc_module *m;
+	const tbc_precision_options *o;
+	tbc_dtype low;
+	pass_bits lowered; /* values this pass made low (the model's own low values are not ours) */
+	pass_bits pinned;  /* values a subgraph reads: they keep their type */
+	/* Per value id: its Cast to the other float type, made so far. */
+	tbc_value **cast_of;
+	uint32_t n;
+	tbc_precision_stats *st;
+} lowering;
+
+/* The policy of op before anything changed: KEEP unless the table lists it,
+ * the options do not exclude it, its float data is float32 and no subgraph
+ * reads its results. */
+static policy policy_of(const lowering *L, const tbc_op *op) {
+	const rule *r = rule_of(op);
+	if (!r || excluded(op, L->o)) return KEEP;
+	bool any = false;
+	for (int i = 0; i < op->n_inputs; i++) {
+		const tbc_value *v = op->inputs[i];
+		if (!v || !is_data(r, i)) continue;
+		if (v->type.dtype != TBC_DT_F32) return KEEP;
+		any = true;
+	}
+	for (int i = 0; i < op->n_outputs; i++) {
+		const tbc_value *v = op->outputs[i];
+		if (!v || (op->code == TBC_OP_Dropout && i == 1)) continue; /* Dropout's mask */
+		if (v->type.dtype != TBC_DT_F32 || pass_bits_get(&L->pinned, v->id)) return KEEP;
+	}
+	return any ? r->p : KEEP;
+}
+
+/* The value v as type t: v itself, the value v was cast from when that is
+ * of type t (a Cast back is no Cast), or one Cast shared by every reader,
+ * just after v's definition (before `before` for graph inputs and
+ * constants, so that a constant's Cast folds where it is read). */
+static tbc_value *as_type(lowering *L, tbc_value *v, tbc_dtype t, tbc_op *before) {
+	if (v->type.dtype == t) return v;
+	if (v->kind == TBC_VALUE_RESULT && v->def->code == TBC_OP_Cast && v->def->inputs[0] &&
+	    v->def->inputs[0]->type.dtype == t && pass_bits_get(&L->lowered, v->def->outputs[0]->id))
+		return v->def->inputs[0];
+	if (v->id < L->n && L->cast_of[v->id]) return L->cast_of[v->id];
+	tbc_op *c = tbc_op_new(before->graph, TBC_OP_Cast, "", 1, &v, 1);
+	tbc_attr *a = c ? tbc_op_add_attr(c, "to", TBC_ATTR_INT) : NULL;
+	if (!a) return NULL;
+	a->i = t;
+	pass_unlink(c);
+	if (v->kind == TBC_VALUE_RESULT && v->def->graph == before->graph) pass_insert_after(c, v->def);
+	else pass_insert_before(c, before);
+	tbc_value *out = c->outputs[0];
+	out->type = v->type;
+	out->type.dtype = t;
+	if (v->id < L->n) L->cast_of[v->id] = out;
+	if (t == L->low && !pass_bits_set(&L->lowered, out->id)) return NULL;
+	L->st->casts_inserted++;
+	return out;
+}
+
+/* Marks every main-graph value read inside a subgraph of g's ops. */
+static bool pin_captures(lowering *L, const tbc_graph *g) {
+	for (const tbc_op *op = g->first; op; op = op->next) {
+		for (int a = 0; a < op->n_attrs; a++) {
+			const tbc_attr *at = &op->attrs[a];
+			int n = at->kind == TBC_ATTR_GRAPH ? 1 : at->kind == TBC_ATTR_GRAPHS ? at->n : 0;
+			for (int j = 0; j < n; j++)
+				if (!pin_captures(L, at->graphs[j])) return false;
+		}
+		if (g == L->m->main) continue;
+		for (int i = 0; i < op->n_inputs; i++)
+			if (op->inputs[i] && op->inputs[i]->graph == L->m->main && !pass_bits_set(&L->pinned, op->inputs[i]->id))
+				return false;
+	}
+	for (int i = 0; g != L->m->main && i < g->n_outputs; i++)
+		if (g->outputs[i] && g->outputs[i]->graph == L->m->main && !pass_bits_set(&L->pinned, g->outputs[i]->id))
+			return false;
+	return true;
+}
+
+static bool lower_main(lowering *L) {
+	tbc_graph *g = L->m->main;
+	int n_ops = 0;
+	for (tbc_op *op = g->first; op; op = op->next) n_ops++;
+	pass_ptrmap pol;
+	if (!pass_map_init(&pol, (size_t)n_ops + 1)) return false;
+	for (tbc_op *op = g->first; op; op = op->next) pass_map_put(&pol, op, (int)policy_of(L, op));
+	/* Without --keep-io-types, float32 inputs become inputs of the low type. */
+	for (int i = 0; !L->o->keep_io_types && i < g->n_inputs; i++) {
+		tbc_value *v = g->inputs[i];
+		if (v->type.dtype != TBC_DT_F32 || pass_bits_get(&L->pinned, v->id)) continue;
+		v->type.dtype = L->low;
+		if (!pass_bits_set(&L->lowered, v->id)) goto oom;
+	}
+	for (tbc_op *op = g->first, *next; op; op = next) {
+		next = op->next;
+		int p = pass_map_get(&pol, op);
+		if (p < 0) continue; /* a Cast this pass made */
+		const rule *r = rule_of(op);
+		bool low = p == LOW;
+		if (p == FOLLOW) { /* the widest input wins; constants adopt the op's type */
+			bool any_low = false, all = true;
+			for (int i = 0; i < op->n_inputs; i++) {
+				const tbc_value *v = op->inputs[i];
+				if (!v || !is_data(r, i) || is_const(v)) continue;
+				if (pass_bits_get(&L->lowered, v->id)) any_low = true;
+				else all = false;
+			}
+			low = any_low && all;
+		}
+		if (low) {
+			for (int i = 0; i < op->n_inputs; i++) {
+				tbc_value *v = op->inputs[i];
+				if (!v || !is_data(r, i) || pass_bits_get(&L->lowered, v->id)) continue;
+				tbc_value *c = as_type(L, v, L->low, op);
+				if (!c) goto oom;
+				tbc_op_set_input(op, i, c);
+			}
+			for (int i = 0; i < op->n_outputs; i++) {
+				tbc_value *v = op->outputs[i];
+				if (!v || (op->code == TBC_OP_Dropout && i == 1)) continue;
+				v->type.dtype = L->low;
+				if (!pass_bits_set(&L->lowered, v->id)) goto oom;
+			}
+			L->st->ops_lowered++;
+			continue;
+		}
+		/* float32: every input this pass lowered is read back as float32. */
+		for (int i = 0; i < op->n_inputs; i++) {
+			tbc_value *v = op->inputs[i];
+			if (!v || !pass_bits_get(&L->lowered, v->id)) continue;
+			tbc_value *c = as_type(L, v, TBC_DT_F32, op);
+			if (!c) goto oom;
+			tbc_op_set_input(op, i, c);
+		}
+	}
+	/* Outputs: back to float32 under their names with --keep-io-types. */
+	for (int i = 0; L->o->keep_io_types && i < g->n_outputs; i++) {
+		tbc_value *v = g->outputs[i];
+		if (!v || !pass_bits_get(&L->lowered, v->id)) continue;
+		tbc_value *c = NULL;
+		if (v->kind == TBC_VALUE_RESULT && v->def->code == TBC_OP_Cast && v->def->inputs[0]->type.dtype == TBC_DT_F32)
+			c = v->def->inputs[0]; /* an input passed through */
+		else if (v->kind == TBC_VALUE_RESULT) {
+			tbc_op *cast = tbc_op_new(g, TBC_OP_Cast, "", 1, &v, 1);
+			tbc_attr *a = cast ? tbc_op_add_attr(cast, "to", TBC_ATTR_INT) : NULL;
+			if (!a) goto oom;
+			a->i = TBC_DT_F32;
+			pass_unlink(cast);
+			pass_insert_after(cast, v->def);
+			c = cast->outputs[0];
+			c->type = v->type;
+			c->type.dtype = TBC_DT_F32;
+			L->st->casts_inserted++;
+		}
+		if (!c) continue;
+		/* The model's interface keeps its name: the float32 value takes it. */
+		for (int j = 0; j < g->n_outputs; j++)
+			if (g->outputs[j] == v) g->outputs[j] = c;
+		if (!c->name) {
+			c->name = v->name;
+			v->name = NULL;
+		}
+	}
+	pass_map_free(&pol);
+	return true;
+oom:
+	pass_map_free(&pol);
+	return false;
+}
+
+bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_precision_stats *st, tbc_diags *d) {
+	tbc_precision_stats local;
+	if (!st) st = &local;
+	memset(st, 0, sizeof *st);
+	if (!o || o->low == TBC_DT_F32 || o->low == TBC_DT_UNDEFINED) return true;
+	if (o->low != TBC_DT_F16 && o->low != TBC_DT_BF16) {
+		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, m->path, NULL, NULL, NULL, "precision %s is not one tbc lowers to yet",
+			      tbc_dtype_name(o->low));
+		return false;
+	}
+	lowering L = {.m = m, .o = o, .low = o->low, .st = st, .n = m->n_values};
+	L.cast_of = calloc((size_t)L.n + 1, sizeof *L.cast_of);
+	bool ok = L.cast_of && pin_captures(&L, m->main) && lower_main(&L);
+	free(L.cast_of);
+	pass_bits_free(&L.lowered);
+	pass_bits_free(&L.pinned);
+	if (!ok) tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory lowering precision");
+	return ok;
+}

@@ -1,0 +1,235 @@
+/* Precision lowering (passes/precision.c, docs/precision.md): which ops move
+ * to float16/bfloat16 and which stay float32, the Casts at the boundaries
+ * (one per value, never a pair), weights stored in the low type, the
+ * model's interface kept, exclusions, subgraph captures, and the results
+ * against float32 through the reference interpreter. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ir/dtype.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+static tbc_module *parse(const char *text) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = tbc_parse(text, "t.ir", d);
+	if (!m) {
+		char msg[1200];
+		tbc_diag_format(tbc_diags_get(d, 0), msg, sizeof msg);
+		print_error("parse failed: %s\n", msg);
+	}
+	assert_non_null(m);
+	tbc_infer cx = {.module = m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, m->main));
+	tbc_diags_destroy(d);
+	return m;
+}
+
+/* A small transformer-like block: x @ w1 + b, Relu, Softmax (kept), @ w2,
+ * a residual Add with the Relu, an Exp (kept) and a Div by a computed value
+ * (kept). */
+static char *block_text(void) {
+	static char text[16384];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 17\ngraph main(%%x: f32[4,8]) {\n");
+	const char *names[] = {"w1", "w2"};
+	for (int w = 0; w < 2; w++) {
+		n += snprintf(text + n, sizeof text - (size_t)n, "  %%%s: f32[8,8] = const [", names[w]);
+		for (int i = 0; i < 64; i++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", 0.05 * ((i * (w + 3)) % 17) - 0.4);
+		n += snprintf(text + n, sizeof text - (size_t)n, "]\n");
+	}
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "  %%b: f32[8] = const [0.1, -0.2, 0.3, -0.4, 0.5, -0.6, 0.7, -0.8]\n"
+		 "  %%a: f32[4,8] = MatMul(%%x, %%w1)\n"
+		 "  %%ab: f32[4,8] = Add(%%a, %%b)\n"
+		 "  %%h: f32[4,8] = Relu(%%ab)\n"
+		 "  %%s: f32[4,8] = Softmax(%%h) {axis = 1}\n"
+		 "  %%m: f32[4,8] = MatMul(%%s, %%w2)\n"
+		 "  %%r: f32[4,8] = Add(%%m, %%h)\n"
+		 "  %%e: f32[4,8] = Exp(%%r)\n"
+		 "  %%q: f32[4,8] = Div(%%r, %%e)\n"
+		 "  return %%r, %%q\n"
+		 "}\n");
+	return text;
+}
+
+static const tbc_op *op_named_output(const tbc_module *m, tbc_opcode code, int nth) {
+	for (const tbc_op *op = m->main->first; op; op = op->next)
+		if (op->code == code && nth-- == 0) return op;
+	return NULL;
+}
+
+static tbc_module *lowered(const char *text, tbc_dtype low, bool keep_io, const char *exclude, tbc_precision_stats *st) {
+	tbc_module *m = parse(text);
+	tbc_pipeline_options o = tbc_pipeline_defaults();
+	o.verify = true;
+	tbc_precision_options po = {low, keep_io, exclude};
+	o.precision = &po;
+	tbc_pipeline_stats pst;
+	memset(&pst, 0, sizeof pst);
+	o.stats = &pst;
+	tbc_diags *d = tbc_diags_create();
+	bool ok = tbc_run_pipeline(m, &o, d);
+	if (!ok) {
+		char msg[1200];
+		tbc_diag_format(tbc_diags_get(d, 0), msg, sizeof msg);
+		print_error("%s\n", msg);
+	}
+	assert_true(ok);
+	tbc_diags_destroy(d);
+	if (st) *st = pst.precision;
+	return m;
+}
+
+/* No Cast reads a Cast (the pass never leaves a pair), and no op reads a
+ * value of another float type than its data needs (the verifier's). */
+static void assert_no_cast_pairs(const tbc_module *m) {
+	for (const tbc_op *op = m->main->first; op; op = op->next)
+		if (op->code == TBC_OP_Cast && op->inputs[0]->kind == TBC_VALUE_RESULT)
+			assert_int_not_equal(op->inputs[0]->def->code, TBC_OP_Cast);
+}
+
+static void run(const tbc_module *m, float *out0, float *out1) {
+	float xs[32];
+	for (int i = 0; i < 32; i++) xs[i] = (float)sin(0.7 * i) * 2.0f;
+	int64_t dims[2] = {4, 8};
+	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 2, dims);
+	memcpy(x->data, xs, sizeof xs);
+	tbc_tensor *out[2] = {NULL, NULL};
+	tbc_diags *d = tbc_diags_create();
+	assert_int_equal(tbc_interpret(m, &x, 1, out, 2, d), TBC_OK);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(out[k]->dtype, TBC_DT_F32); /* the interface keeps its types */
+		memcpy(k ? out1 : out0, out[k]->data, 32 * sizeof(float));
+		tbc_tensor_destroy(out[k]);
+	}
+	tbc_tensor_destroy(x);
+	tbc_diags_destroy(d);
+}
+
+static void matmuls_go_low_softmax_exp_and_div_stay_float32(void **state) {
+	(void)state;
+	const tbc_dtype lows[] = {TBC_DT_F16, TBC_DT_BF16};
+	for (int l = 0; l < 2; l++) {
+		tbc_precision_stats st;
+		tbc_module *m = lowered(block_text(), lows[l], true, NULL, &st);
+		assert_no_cast_pairs(m);
+		const tbc_op *mm0 = op_named_output(m, TBC_OP_MatMul, 0), *mm1 = op_named_output(m, TBC_OP_MatMul, 1);
+		assert_non_null(mm0);
+		assert_non_null(mm1);
+		/* Both products compute in the low type, their weights stored in it. */
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(mm0->inputs[i]->type.dtype, lows[l]);
+			assert_int_equal(mm1->inputs[i]->type.dtype, lows[l]);
+		}
+		assert_int_equal(mm0->inputs[1]->kind, TBC_VALUE_CONST);
+		assert_int_equal(mm0->outputs[0]->type.dtype, lows[l]);
+		/* The kept ops read float32. */
+		for (const tbc_op *op = m->main->first; op; op = op->next)
+			if (op->code == TBC_OP_Softmax || op->code == TBC_OP_Exp || op->code == TBC_OP_Div)
+				assert_int_equal(op->inputs[0]->type.dtype, TBC_DT_F32);
+		/* The outputs are float32 under their names. */
+		assert_int_equal(m->main->n_outputs, 2);
+		assert_string_equal(m->main->outputs[0]->name, "r");
+		assert_int_equal(m->main->outputs[0]->type.dtype, TBC_DT_F32);
+		assert_true(st.ops_lowered >= 4 && st.casts_inserted >= 3);
+		/* Close to float32: the products round to 11 (f16) or 8 (bf16) bits. */
+		tbc_module *ref = parse(block_text());
+		float want0[32], want1[32], got0[32], got1[32];
+		run(ref, want0, want1);
+		run(m, got0, got1);
+		double tol = lows[l] == TBC_DT_F16 ? 4e-3 : 3e-2;
+		for (int i = 0; i < 32; i++) {
+			if (fabs(got0[i] - want0[i]) > tol * (1 + fabs(want0[i])))
+				fail_msg("%s r[%d] = %g, float32 %g", tbc_dtype_name(lows[l]), i, got0[i], want0[i]);
+			if (fabs(got1[i] - want1[i]) > tol * (1 + fabs(want1[i])))
+				fail_msg("%s q[%d] = %g, float32 %g", tbc_dtype_name(lows[l]), i, got1[i], want1[i]);
+		}
+		tbc_module_destroy(ref);
+		tbc_module_destroy(m);
+	}
+}
+
+static void excluded_ops_and_nodes_stay_float32(void **state) {
+	(void)state;
+	tbc_precision_stats st;
+	tbc_module *m = lowered(block_text(), TBC_DT_F16, true, "MatMul", &st);
+	assert_int_equal(st.ops_lowered, 0);
+	assert_int_equal(st.casts_inserted, 0);
+	for (const tbc_op *op = m->main->first; op; op = op->next) assert_int_not_equal(op->code, TBC_OP_Cast);
+	tbc_module_destroy(m);
+}
+
+static void without_keep_io_types_the_inputs_are_lowered(void **state) {
+	(void)state;
+	tbc_module *m = lowered(block_text(), TBC_DT_F16, false, NULL, NULL);
+	assert_int_equal(m->main->inputs[0]->type.dtype, TBC_DT_F16);
+	/* The first product reads the input itself: no Cast before it. */
+	assert_ptr_equal(op_named_output(m, TBC_OP_MatMul, 0)->inputs[0], m->main->inputs[0]);
+	assert_no_cast_pairs(m);
+	tbc_module_destroy(m);
+}
+
+/* A value an If branch reads keeps its type: the branch was typed for it. */
+static void values_read_by_subgraphs_keep_float32(void **state) {
+	(void)state;
+	static const char *const text =
+		"module ir_version 8 opset 17\n"
+		"graph main(%cond: bool[], %x: f32[2,2], %w: f32[2,2]) {\n"
+		"  %a: f32[2,2] = MatMul(%x, %w)\n"
+		"  %r: f32[2,2] = Relu(%a)\n"
+		"  %y: f32[2,2] = If(%cond) {\n"
+		"    then_branch = graph then_body() {\n"
+		"      %t: f32[2,2] = Neg(%r)\n"
+		"      return %t\n"
+		"    },\n"
+		"    else_branch = graph else_body() {\n"
+		"      return %r\n"
+		"    }\n"
+		"  } @if\n"
+		"  return %y\n"
+		"}\n";
+	tbc_module *m = lowered(text, TBC_DT_F16, true, NULL, NULL);
+	const tbc_op *iff = op_named_output(m, TBC_OP_If, 0);
+	assert_non_null(iff);
+	const tbc_graph *then = tbc_attr_graph(iff, "then_branch"), *els = tbc_attr_graph(iff, "else_branch");
+	assert_int_equal(then->first->inputs[0]->type.dtype, TBC_DT_F32); /* Neg(%r) */
+	assert_int_equal(els->outputs[0]->type.dtype, TBC_DT_F32);
+	assert_int_equal(op_named_output(m, TBC_OP_MatMul, 0)->outputs[0]->type.dtype, TBC_DT_F16);
+	assert_no_cast_pairs(m);
+	tbc_module_destroy(m);
+}
+
+/* Models already in float16, and integer models, are not the pass's. */
+static void other_types_are_left_alone(void **state) {
+	(void)state;
+	static const char *const text = "module ir_version 8 opset 17\n"
+					"graph main(%x: f16[2,2], %w: f16[2,2], %i: i32[2,2]) {\n"
+					"  %a: f16[2,2] = MatMul(%x, %w)\n"
+					"  %b: i32[2,2] = MatMul(%i, %i)\n"
+					"  return %a, %b\n"
+					"}\n";
+	tbc_precision_stats st;
+	tbc_module *m = lowered(text, TBC_DT_BF16, true, NULL, &st);
+	assert_int_equal(st.ops_lowered, 0);
+	assert_int_equal(st.casts_inserted, 0);
+	tbc_module_destroy(m);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(matmuls_go_low_softmax_exp_and_div_stay_float32),
+		cmocka_unit_test(excluded_ops_and_nodes_stay_float32),
+		cmocka_unit_test(without_keep_io_types_the_inputs_are_lowered),
+		cmocka_unit_test(values_read_by_subgraphs_keep_float32),
+		cmocka_unit_test(other_types_are_left_alone),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
