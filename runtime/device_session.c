@@ -56,6 +56,27 @@ void tbcrt__dmodels_free(tbcrt_model *m) {
 	m->dmodels = NULL;
 }
 
+/* What runs a table of each kind, and how its program is named. */
+typedef struct table_kind {
+	int32_t kind;
+	tbcrt_device_kind device;
+	tbcrt__program_kind program;
+	const char *extension;
+} table_kind;
+
+static const table_kind *kind_of(int32_t kind) {
+	static const table_kind kinds[] = {
+		{TBC_ABI_DEVICE_OPENCL_C, TBCRT_DEVICE_OPENCL, TBCRT__PROGRAM_SOURCE, "cl"},
+		{TBC_ABI_DEVICE_PTX, TBCRT_DEVICE_CUDA, TBCRT__PROGRAM_BINARY, "ptx"},
+		{TBC_ABI_DEVICE_AMDGPU_ELF, TBCRT_DEVICE_HIP, TBCRT__PROGRAM_BINARY, "hsaco"},
+	};
+	for (size_t i = 1; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].kind == kind) return &kinds[i];
+	return &kinds[0]; /* device_table.c admits no other kind */
+}
+
+tbcrt_device_kind tbcrt__dtable_device_kind(const tbcrt__dtable *t) { return kind_of(t->kind)->device; }
+
 static uint64_t align_of(const tbcrt__device *d) { return d->align_bytes ? d->align_bytes : TBCRT_ARENA_ALIGN; }
 
 static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel **out) {
@@ -68,8 +89,9 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 	dm->consts = tbcrt__calloc(c, t->n_bufs ? t->n_bufs : 1, sizeof *dm->consts);
 	tbcrt_status s = dm->kernels && dm->consts ? tbcrt__ok() : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	char name[4200];
-	snprintf(name, sizeof name, "%s.cl", m->name);
-	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, name, t->source, t->source_size, t->options};
+	const table_kind *tk = kind_of(t->kind);
+	snprintf(name, sizeof name, "%s.%s", m->name, tk->extension);
+	tbcrt__program_desc desc = {tk->program, name, t->source, t->source_size, t->options};
 	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
 	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
 		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);
@@ -118,6 +140,16 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dsession **out) {
 	*out = NULL;
 	const tbcrt_context *c = m->context;
+	const tbcrt__dtable *table = m->device_table;
+	if (kind_of(table->kind)->device != d->info.kind) {
+		char target[80] = "";
+		if (table->kind != TBC_ABI_DEVICE_OPENCL_C && table->options[0])
+			snprintf(target, sizeof target, " for %s", table->options);
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "model '%s' holds %s%s, which runs on %s devices; %s is a%s %s device",
+				  m->name, tbcrt__dtable_kind_name(table->kind), target,
+				  tbcrt_device_kind_name(kind_of(table->kind)->device), d->info.name,
+				  d->info.kind == TBCRT_DEVICE_OPENCL ? "n" : "", tbcrt_device_kind_name(d->info.kind));
+	}
 	pthread_mutex_lock(&m->device_lock);
 	tbcrt__dmodel *dm = m->dmodels;
 	while (dm && dm->device != d) dm = dm->next;

@@ -346,12 +346,15 @@ static tbcrt_status read_all(reader *r, const tbcrt_model *m) {
 	if (!word(r, &version) || version != TBC_ABI_DEVICE_VERSION)
 		return tbcrt__err(TBCRT_ERR_ABI_VERSION, "device code: table version %lld; this runtime reads version %d",
 				  (long long)version, TBC_ABI_DEVICE_VERSION);
-	if (!word(r, &kind) || kind != TBC_ABI_DEVICE_OPENCL_C)
-		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "device code of kind %lld; this runtime runs OpenCL C (%d)",
-				  (long long)kind, TBC_ABI_DEVICE_OPENCL_C);
+	if (!word(r, &kind) || !tbcrt__dtable_kind_name((int32_t)kind) || kind != (int32_t)kind)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "device code of kind %lld; this runtime runs OpenCL C (%d), PTX (%d) and AMDGPU code "
+				  "objects (%d)",
+				  (long long)kind, TBC_ABI_DEVICE_OPENCL_C, TBC_ABI_DEVICE_PTX, TBC_ABI_DEVICE_AMDGPU_ELF);
+	t->kind = (int32_t)kind;
 	size_t options_len;
 	if (!string(r, TBCRT_MAX_DEVICE_TABLE, &t->source, &t->source_size) || !t->source_size)
-		return BAD("the OpenCL C source is missing or cut short");
+		return BAD("the %s is missing or cut short", tbcrt__dtable_kind_name(t->kind));
 	if (!string(r, TBCRT_MAX_NAME, &t->options, &options_len) || strlen(t->options) != options_len)
 		return BAD("the build options are cut short or hold a NUL");
 	t->source_hash = tbcrt__fnv1a64(t->source, t->source_size);
@@ -430,4 +433,13 @@ void tbcrt__dtable_free(const tbcrt_context *c, tbcrt__dtable *t) {
 		tbcrt__free(c, b);
 	}
 	tbcrt__free(c, t);
+}
+
+const char *tbcrt__dtable_kind_name(int32_t kind) {
+	switch (kind) {
+	case TBC_ABI_DEVICE_OPENCL_C: return "OpenCL C source";
+	case TBC_ABI_DEVICE_PTX: return "PTX";
+	case TBC_ABI_DEVICE_AMDGPU_ELF: return "AMDGPU code object";
+	}
+	return NULL;
 }

@@ -59,6 +59,7 @@ typedef struct tbcrt__dlaunch {
 
 typedef struct tbcrt__dtable {
 	struct tbcrt__dblock *blocks; /* everything below, freed at once */
+	int32_t kind;                 /* TBC_ABI_DEVICE_*: what source holds */
 	char *source;
 	size_t source_size;
 	char *options;
@@ -78,6 +79,9 @@ typedef struct tbcrt__dtable {
  * or TBCRT_ERR_LIMIT saying what is wrong. */
 tbcrt_status tbcrt__dtable_read(const tbcrt_model *m, const void *bytes, uint64_t size, tbcrt__dtable **out_table);
 void tbcrt__dtable_free(const tbcrt_context *c, tbcrt__dtable *t);
+/* "OpenCL C source", "PTX", "AMDGPU code object"; NULL for a kind the
+ * runtime does not run. */
+const char *tbcrt__dtable_kind_name(int32_t kind);
 /* Bytes of buffer b given the symbols; false when a symbol is negative or
  * the size passes the 1 TiB limit. */
 bool tbcrt__dbuf_bytes(const tbcrt__dtable *t, const tbcrt__dbuf *b, const int64_t *syms, uint64_t *out);
@@ -95,6 +99,8 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s);
  * alloc(alloc_ctx, bytes) holding it. */
 tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *const *in, void **out,
 				 void *(*alloc)(void *ctx, uint64_t bytes), void *alloc_ctx);
+/* The kind of device that runs a table of t's kind. */
+tbcrt_device_kind tbcrt__dtable_device_kind(const tbcrt__dtable *t);
 /* Frees what the model holds on devices (model.c, at destroy). */
 void tbcrt__dmodels_free(tbcrt_model *m);
 

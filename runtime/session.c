@@ -145,18 +145,20 @@ static tbcrt_status choose_device(tbcrt_model *m, uint32_t want, uint32_t *out_i
 			return tbcrt__ok();
 		}
 		char why[300] = "";
+		tbcrt_device_kind runs_on = m->device_table ? tbcrt__dtable_device_kind(m->device_table) : TBCRT_DEVICE_OPENCL;
 		for (uint32_t i = 0; i < n; i++) {
-			if (tbcrt_device_info_get(c, i, &info).code != TBCRT_OK || info.kind != TBCRT_DEVICE_OPENCL) continue;
+			if (tbcrt_device_info_get(c, i, &info).code != TBCRT_OK || info.kind != runs_on) continue;
 			if (info.available) {
 				want = i;
 				break;
 			}
 			if (!why[0]) snprintf(why, sizeof why, ": %s", info.unavailable_reason);
 		}
+		const char *kind = runs_on == TBCRT_DEVICE_OPENCL ? "OpenCL" : runs_on == TBCRT_DEVICE_CUDA ? "CUDA" : "HIP";
 		if (want == TBCRT_DEVICE_AUTO)
 			return tbcrt__err(TBCRT_ERR_DEVICE_UNAVAILABLE,
-					  "model '%s' holds code for OpenCL devices only, and this machine has no OpenCL device%s",
-					  m->name, why);
+					  "model '%s' holds code for %s devices only, and this machine has no %s device%s", m->name,
+					  kind, kind, why);
 	}
 	if (want >= n)
 		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "device index %u is out of range: this machine has %u devices", want,
@@ -171,12 +173,13 @@ static tbcrt_status choose_device(tbcrt_model *m, uint32_t want, uint32_t *out_i
 					  m->name);
 		return tbcrt__ok();
 	}
-	if (info.kind != TBCRT_DEVICE_OPENCL || !m->device_table)
+	if (!m->device_table)
 		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
 				  "model '%s' holds no code for %s (%s): it was compiled for %s%s; compile it with --target "
 				  "cpu,opencl to run it on OpenCL devices",
 				  m->name, info.name, tbcrt_device_kind_name(info.kind), m->has_cpu_code ? "the CPU" : "",
 				  m->device_table ? (m->has_cpu_code ? " and OpenCL" : "OpenCL") : "");
+	/* A table for another kind of device: tbcrt__dsession_create says so. */
 	return tbcrt__device_get(c, info.name, out_device);
 }
 

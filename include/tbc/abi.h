@@ -109,7 +109,8 @@ typedef struct tbc_abi_model {
  * in bytes, then its bytes, padded with zeros to a multiple of 8.
  *
  *   magic TBC_ABI_DEVICE_MAGIC, version TBC_ABI_DEVICE_VERSION,
- *   kind (TBC_ABI_DEVICE_OPENCL_C), source (string), build options (string)
+ *   kind (TBC_ABI_DEVICE_OPENCL_C, _PTX, _AMDGPU_ELF), source (string),
+ *   build options (string)
  *   n_syms (the descriptor's), syms_buf (the buffer of role SYMS, or -1)
  *   n_bufs, then per buffer: role (TBC_ABI_BUF_*), dtype (tbc_dtype; 7,
  *     int64, for SYMS), io_index, alias_of (-1 or a buffer that aliases
@@ -140,10 +141,20 @@ typedef struct tbc_abi_model {
  *     and n_sizes program symbols
  *
  * Kernel arguments are the kernel's buffers in order, then its sizes as
- * int64 scalars, then the status word (int32) when it has checks. */
+ * int64 scalars, then the status word (int32) when it has checks: for
+ * OpenCL buffer objects, for CUDA and HIP device pointers (the status word
+ * an int32 *), the same order for every kind. */
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
 #define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
+/* The table's kind: what its source string holds, and its options string.
+ * OPENCL_C: OpenCL C 1.2 source, options for clBuildProgram; runs on an
+ * OpenCL device.  PTX: PTX text (no NUL), options the target ("sm_80");
+ * runs on a CUDA device of that compute capability or newer ("sm_90a":
+ * that one only).  AMDGPU_ELF: an AMDGPU code object (an ELF shared object),
+ * options the target ("gfx942"); runs on a HIP device of that target. */
 #define TBC_ABI_DEVICE_OPENCL_C 1
+#define TBC_ABI_DEVICE_PTX 2
+#define TBC_ABI_DEVICE_AMDGPU_ELF 3
 
 enum {
 	TBC_ABI_BUF_INPUT = 0,
