@@ -26,6 +26,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 
 enum {
 	CUDA_SUCCESS = 0,
@@ -85,6 +86,12 @@ typedef struct cu_driver {
 #define CU_POINTER(ret, name, args) ret(*name) args;
 	CU_FUNCTIONS(CU_POINTER)
 #undef CU_POINTER
+	/* Timing, optional: NULL where the driver lacks them. */
+	CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+	CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+	CUresult (*cuEventSynchronize)(CUevent event);
+	CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+	CUresult (*cuEventDestroy_v2)(CUevent event);
 	int version;
 } cu_driver;
 
@@ -168,6 +175,12 @@ tbcrt_status tbcrt__cuda_enumerate(tbcrt_context *c, tbcrt__registry *r) {
 	}
 	CU_FUNCTIONS(CU_RESOLVE)
 #undef CU_RESOLVE
+	*(void **)&drv->cuEventCreate = dlsym(dl, "cuEventCreate");
+	*(void **)&drv->cuEventRecord = dlsym(dl, "cuEventRecord");
+	*(void **)&drv->cuEventSynchronize = dlsym(dl, "cuEventSynchronize");
+	*(void **)&drv->cuEventDestroy_v2 = dlsym(dl, "cuEventDestroy_v2");
+	if (!(*(void **)&drv->cuEventElapsedTime = dlsym(dl, "cuEventElapsedTime")))
+		*(void **)&drv->cuEventElapsedTime = dlsym(dl, "cuEventElapsedTime_v2"); /* CUDA 13's name */
 	tbcrt_status s = tbcrt__ok();
 	CUresult err = drv->cuInit(0);
 	int n = 0;
@@ -479,6 +492,48 @@ static tbcrt_status cu_synchronize(tbcrt__device *d) {
 	return s;
 }
 
+/* ---- Timing: CUDA events on the stream ---- */
+static tbcrt_status cu_event_record(tbcrt__device *d, void **out_event) {
+	cu_state *st = d->impl;
+	const cu_driver *drv = st->drv;
+	if (!drv->cuEventCreate || !drv->cuEventRecord || !drv->cuEventSynchronize || !drv->cuEventElapsedTime ||
+	    !drv->cuEventDestroy_v2)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "libcuda.so.1 lacks the event entry points");
+	ENTER(st);
+	CUevent e = NULL;
+	const char *call = "cuEventCreate";
+	CUresult err = drv->cuEventCreate(&e, 0);
+	if (err == CUDA_SUCCESS) {
+		call = "cuEventRecord";
+		err = drv->cuEventRecord(e, st->stream);
+		if (err != CUDA_SUCCESS) (void)drv->cuEventDestroy_v2(e);
+	}
+	leave(st);
+	if (err != CUDA_SUCCESS) return cu_fail(drv, err, call);
+	*out_event = e;
+	return tbcrt__ok();
+}
+
+static tbcrt_status cu_event_elapsed(tbcrt__device *d, void *start, void *end, double *out_ms) {
+	cu_state *st = d->impl;
+	ENTER(st);
+	float ms = 0;
+	const char *call = "cuEventSynchronize";
+	CUresult err = st->drv->cuEventSynchronize(end);
+	if (err == CUDA_SUCCESS) call = "cuEventElapsedTime", err = st->drv->cuEventElapsedTime(&ms, start, end);
+	leave(st);
+	if (err != CUDA_SUCCESS) return tbcrt__gpu_after_kernel(cu_fail(st->drv, err, call), st->last_kernel);
+	*out_ms = ms;
+	return tbcrt__ok();
+}
+
+static void cu_event_free(tbcrt__device *d, void *event) {
+	cu_state *st = d->impl;
+	if (enter(st).code != TBCRT_OK) return;
+	(void)st->drv->cuEventDestroy_v2(event);
+	leave(st);
+}
+
 static const tbcrt__device_ops cuda_ops = {
 	.kind = "cuda",
 	.open = cu_open,
@@ -496,4 +551,7 @@ static const tbcrt__device_ops cuda_ops = {
 	.launch = cu_launch,
 	.synchronize = cu_synchronize,
 	.release = cu_release,
+	.event_record = cu_event_record,
+	.event_elapsed = cu_event_elapsed,
+	.event_free = cu_event_free,
 };

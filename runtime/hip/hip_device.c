@@ -28,6 +28,7 @@ typedef int hipError_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipStream_t *hipStream_t;
+typedef struct ihipEvent_t *hipEvent_t;
 
 enum {
 	hipSuccess = 0,
@@ -80,6 +81,12 @@ typedef struct hip_driver {
 #define HIP_POINTER(ret, name, args) ret(*name) args;
 	HIP_FUNCTIONS(HIP_POINTER)
 #undef HIP_POINTER
+	/* Timing, optional: NULL where the runtime lacks them. */
+	hipError_t (*hipEventCreate)(hipEvent_t *event);
+	hipError_t (*hipEventRecord)(hipEvent_t event, hipStream_t stream);
+	hipError_t (*hipEventSynchronize)(hipEvent_t event);
+	hipError_t (*hipEventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t end);
+	hipError_t (*hipEventDestroy)(hipEvent_t event);
 	const char *library;
 	int version;
 } hip_driver;
@@ -157,6 +164,11 @@ tbcrt_status tbcrt__hip_enumerate(tbcrt_context *c, tbcrt__registry *r) {
 	}
 	HIP_FUNCTIONS(HIP_RESOLVE)
 #undef HIP_RESOLVE
+	*(void **)&drv->hipEventCreate = dlsym(dl, "hipEventCreate");
+	*(void **)&drv->hipEventRecord = dlsym(dl, "hipEventRecord");
+	*(void **)&drv->hipEventSynchronize = dlsym(dl, "hipEventSynchronize");
+	*(void **)&drv->hipEventElapsedTime = dlsym(dl, "hipEventElapsedTime");
+	*(void **)&drv->hipEventDestroy = dlsym(dl, "hipEventDestroy");
 	tbcrt_status s = tbcrt__ok();
 	int n = 0;
 	const char *call = "hipInit";
@@ -412,6 +424,43 @@ static tbcrt_status hip_synchronize(tbcrt__device *d) {
 	return wait_stream(st, "");
 }
 
+/* ---- Timing: HIP events on the stream ---- */
+static tbcrt_status hip_event_record(tbcrt__device *d, void **out_event) {
+	hip_state *st = d->impl;
+	const hip_driver *drv = st->drv;
+	if (!drv->hipEventCreate || !drv->hipEventRecord || !drv->hipEventSynchronize || !drv->hipEventElapsedTime ||
+	    !drv->hipEventDestroy)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "%s lacks the event entry points", drv->library);
+	ENTER(st);
+	hipEvent_t e = NULL;
+	hipError_t err = drv->hipEventCreate(&e);
+	if (err != hipSuccess) return hip_fail(drv, err, "hipEventCreate");
+	err = drv->hipEventRecord(e, st->stream);
+	if (err != hipSuccess) {
+		(void)drv->hipEventDestroy(e);
+		return hip_fail(drv, err, "hipEventRecord");
+	}
+	*out_event = e;
+	return tbcrt__ok();
+}
+
+static tbcrt_status hip_event_elapsed(tbcrt__device *d, void *start, void *end, double *out_ms) {
+	hip_state *st = d->impl;
+	ENTER(st);
+	float ms = 0;
+	hipError_t err = st->drv->hipEventSynchronize(end);
+	if (err != hipSuccess) return tbcrt__gpu_after_kernel(hip_fail(st->drv, err, "hipEventSynchronize"), st->last_kernel);
+	err = st->drv->hipEventElapsedTime(&ms, start, end);
+	if (err != hipSuccess) return hip_fail(st->drv, err, "hipEventElapsedTime");
+	*out_ms = ms;
+	return tbcrt__ok();
+}
+
+static void hip_event_free(tbcrt__device *d, void *event) {
+	hip_state *st = d->impl;
+	if (enter(st).code == TBCRT_OK) (void)st->drv->hipEventDestroy(event);
+}
+
 static const tbcrt__device_ops hip_ops = {
 	.kind = "hip",
 	.open = hip_open,
@@ -429,4 +478,7 @@ static const tbcrt__device_ops hip_ops = {
 	.launch = hip_launch,
 	.synchronize = hip_synchronize,
 	.release = hip_release,
+	.event_record = hip_event_record,
+	.event_elapsed = hip_event_elapsed,
+	.event_free = hip_event_free,
 };

@@ -118,9 +118,10 @@ static struct {
 	int n_fails;
 	int devices, major, minor;
 	bool initialized;
-	int streams, modules, contexts;
+	int streams, modules, contexts, events;
 } st = {.mu = PTHREAD_MUTEX_INITIALIZER, .devices = 1};
 static _Thread_local int depth; /* CUDA contexts pushed on this thread */
+static int launches;             /* logged so far, for the events' clock */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...) {
@@ -224,6 +225,7 @@ int MOCK(live)(const char *what) {
 	if (!strcmp(what, "streams")) return st.streams;
 	if (!strcmp(what, "modules")) return st.modules;
 	if (!strcmp(what, "contexts")) return st.contexts;
+	if (!strcmp(what, "events")) return st.events;
 	abort();
 }
 
@@ -390,8 +392,36 @@ static int launch(function *f, const unsigned g[3], const unsigned b[3], unsigne
 		logf_("launch %s: %zu bytes of parameters, the kernel takes %zu", f->name, packed_size, off);
 		return E_INVALID_VALUE;
 	}
+	launches++;
 	logf_("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u args=%s", f->name, g[0], g[1], g[2], b[0], b[1], b[2],
 	      shared, args);
+	return 0;
+}
+
+/* An event: the launches logged before it; the mock's device takes 0.25 ms
+ * a launch. */
+typedef struct event {
+	int launches;
+} event;
+
+static int event_create(event **out) {
+	*out = calloc(1, sizeof **out);
+	if (!*out) abort();
+	st.events++;
+	return 0;
+}
+static int event_record(event *e) {
+	e->launches = launches;
+	logf_("event record after %d launches", launches);
+	return 0;
+}
+static int event_elapsed(float *ms, const event *a, const event *b) {
+	*ms = 0.25f * (float)(b->launches - a->launches);
+	return 0;
+}
+static int event_destroy(event *e) {
+	free(e);
+	st.events--;
 	return 0;
 }
 
@@ -574,6 +604,27 @@ CUresult cuLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsi
 	const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
 	return launch(f, g, b, shared, params, NULL, 0);
 }
+CUresult cuEventCreate(event **e, unsigned flags) {
+	NEED_CONTEXT();
+	return event_create(e);
+}
+CUresult cuEventRecord(event *e, CUstream s) {
+	NEED_CONTEXT();
+	return event_record(e);
+}
+CUresult cuEventSynchronize(event *e) {
+	NEED_CONTEXT();
+	FAIL_IF_INJECTED("cuEventSynchronize");
+	return 0;
+}
+CUresult cuEventElapsedTime(float *ms, event *a, event *b) {
+	NEED_CONTEXT();
+	return event_elapsed(ms, a, b);
+}
+CUresult cuEventDestroy_v2(event *e) {
+	NEED_CONTEXT();
+	return event_destroy(e);
+}
 CUresult cuGetErrorName(CUresult e, const char **name) {
 	int i = error_index(e);
 	if (i < 0) return E_INVALID_VALUE;
@@ -706,6 +757,14 @@ hipError_t hipModuleLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned
 	const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
 	return launch(f, g, b, shared, NULL, extra[1], *(size_t *)extra[3]);
 }
+hipError_t hipEventCreate(event **e) { return event_create(e); }
+hipError_t hipEventRecord(event *e, hipStream_t s) { return event_record(e); }
+hipError_t hipEventSynchronize(event *e) {
+	FAIL_IF_INJECTED("hipEventSynchronize");
+	return 0;
+}
+hipError_t hipEventElapsedTime(float *ms, event *a, event *b) { return event_elapsed(ms, a, b); }
+hipError_t hipEventDestroy(event *e) { return event_destroy(e); }
 const char *hipGetErrorName(hipError_t e) {
 	int i = error_index(e);
 	return i < 0 ? "hipErrorUnknown" : errors[i].hip;

@@ -397,6 +397,49 @@ static void errors_are_statuses_naming_the_call_the_kernel_and_the_limit(void **
 	assert_int_equal(mock.live("allocations"), 0);
 }
 
+/* ---- Timing ---- */
+static void events_time_the_work_between_them_on_the_devices_clock(void **state) {
+	(void)state;
+	tbcrt_context *ctx = mock_context();
+	char name[32];
+	snprintf(name, sizeof name, "%s:0", RT_GPU.kind);
+	tbcrt__device *d = mock_device(ctx, name);
+	tbcrt__program_desc desc = binary(program_name("kernels"), kernels_text, RT_GPU.target);
+	tbcrt__program *p = NULL;
+	RT_OK(tbcrt__program_load(d, &desc, &p));
+	tbcrt__kernel *saxpy;
+	RT_OK(tbcrt__kernel_create(p, "saxpy", &saxpy));
+	tbcrt__buffer *x;
+	RT_OK(tbcrt__buffer_alloc(d, 64, &x));
+	float a = 1;
+	int64_t n = 16;
+	tbcrt__arg args[] = {{TBCRT__ARG_BUFFER, x, NULL, 0}, {TBCRT__ARG_BUFFER, x, NULL, 0},
+			     {TBCRT__ARG_SCALAR, NULL, &a, sizeof a}, {TBCRT__ARG_SCALAR, NULL, &n, sizeof n}};
+	tbcrt__launch_desc l = {.dims = 1, .global = {16}, .n_args = 4, .args = args};
+	tbcrt__event *start, *end;
+	RT_OK(tbcrt__event_record(d, &start));
+	for (int i = 0; i < 4; i++) RT_OK(tbcrt__launch(saxpy, &l));
+	RT_OK(tbcrt__event_record(d, &end));
+	double ms = -1;
+	RT_OK(tbcrt__event_elapsed(start, end, &ms));
+	assert_true(ms == 1.0); /* the mock's device: 0.25 ms a launch */
+	/* An error the device reports while waiting names the last kernel. */
+	mock.inject(strcmp(RT_GPU.kind, "cuda") ? "hipEventSynchronize" : "cuEventSynchronize", 719);
+	RT_ERR(tbcrt__event_elapsed(start, end, &ms), TBCRT_ERR_DEVICE, "after kernel 'saxpy'");
+	thread_restored();
+	tbcrt__event_free(start);
+	tbcrt__event_free(end);
+	assert_int_equal(mock.live("events"), 0);
+	/* The CPU has no events. */
+	tbcrt__device *cpu = mock_device(ctx, "cpu");
+	RT_ERR(tbcrt__event_record(cpu, &start), TBCRT_ERR_UNSUPPORTED_TARGET, "does not time its work");
+	assert_null(start);
+	tbcrt__buffer_free(x);
+	tbcrt__kernel_destroy(saxpy);
+	tbcrt__program_release(p);
+	tbcrt_context_destroy(ctx);
+}
+
 /* ---- A model's device table through device_session ---- */
 static const char *dense_path(void) {
 	static char path[512];
@@ -564,6 +607,7 @@ int main(void) {
 		cmocka_unit_test(programs_load_and_a_failed_build_carries_the_drivers_log),
 		cmocka_unit_test(launches_map_work_items_to_blocks_and_pass_the_arguments_in_order),
 		cmocka_unit_test(errors_are_statuses_naming_the_call_the_kernel_and_the_limit),
+		cmocka_unit_test(events_time_the_work_between_them_on_the_devices_clock),
 		cmocka_unit_test(a_models_table_runs_its_copies_and_launches_in_order),
 		cmocka_unit_test(without_the_driver_the_device_is_unavailable_saying_why),
 	};
