@@ -330,12 +330,14 @@ static tbcrt_status hip_program_build(tbcrt__device *d, const tbcrt__program_des
 				  "program '%s' is %s; a HIP device runs AMDGPU code objects (a binary program)", desc->name,
 				  desc->kind == TBCRT__PROGRAM_SOURCE ? "OpenCL C source" : "host code for the CPU");
 	hip_program *hp = tbcrt__calloc(d->context, 1, sizeof *hp);
-	if (hp) hp->image = tbcrt__alloc(d->context, desc->size ? desc->size : 1, 16);
+	/* A NUL after the bytes: an ELF does not need it, the tests' text images do. */
+	if (hp) hp->image = tbcrt__alloc(d->context, desc->size + 1, 16);
 	if (!hp || !hp->image) {
 		tbcrt__free(d->context, hp);
 		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory loading program '%s'", desc->name);
 	}
 	memcpy(hp->image, desc->bytes, desc->size);
+	((char *)hp->image)[desc->size] = '\0';
 	tbcrt_status s = enter(st);
 	if (s.code == TBCRT_OK) {
 		hipError_t err = st->drv->hipModuleLoadData(&hp->module, hp->image);

@@ -55,6 +55,20 @@
 #error "build with MOCK_CUDA or MOCK_HIP"
 #endif
 
+/* The handle types carry the struct tags the runtime declares, so a call
+ * through its pointers has the function's exact type (UBSan checks it). */
+#if defined(MOCK_CUDA)
+#define MODULE CUmod_st
+#define FUNCTION CUfunc_st
+#define STREAM CUstream_st
+#define EVENT CUevent_st
+#else
+#define MODULE ihipModule_t
+#define FUNCTION ihipModuleSymbol_t
+#define STREAM ihipStream_t
+#define EVENT ihipEvent_t
+#endif
+
 static const struct {
 	int code;
 	const char *cuda, *hip, *text;
@@ -90,13 +104,13 @@ typedef struct alloc {
 	bool live;
 } alloc;
 
-typedef struct function function;
-typedef struct module {
+typedef struct FUNCTION function;
+typedef struct MODULE {
 	char *text;
 	function *functions; /* the driver's handles, freed with the module */
 } module;
 
-struct function {
+struct FUNCTION {
 	function *next;
 	module *m;
 	char name[128];
@@ -400,7 +414,7 @@ static int launch(function *f, const unsigned g[3], const unsigned b[3], unsigne
 
 /* An event: the launches logged before it; the mock's device takes 0.25 ms
  * a launch. */
-typedef struct event {
+typedef struct EVENT {
 	int launches;
 } event;
 
@@ -434,7 +448,8 @@ static int event_destroy(event *e) {
 /* ---- CUDA ---- */
 #if defined(MOCK_CUDA)
 typedef int CUresult;
-typedef struct stream_st *CUstream;
+typedef struct STREAM *CUstream;
+struct CUctx_st;
 #define NEED_CONTEXT()                                               \
 	do {                                                         \
 		if (!st.initialized) return E_NOT_INITIALIZED;       \
@@ -487,9 +502,9 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 	*bytes = st.memory;
 	return 0;
 }
-CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+CUresult cuDevicePrimaryCtxRetain(struct CUctx_st **ctx, int dev) {
 	FAIL_IF_INJECTED("cuDevicePrimaryCtxRetain");
-	*ctx = (void *)(uintptr_t)(0x1000 + dev);
+	*ctx = (struct CUctx_st *)(uintptr_t)(0x1000 + dev);
 	st.contexts++;
 	logf_("retain context %d", dev);
 	return 0;
@@ -499,12 +514,12 @@ CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
 	logf_("release context %d", dev);
 	return 0;
 }
-CUresult cuCtxPushCurrent_v2(void *ctx) {
+CUresult cuCtxPushCurrent_v2(struct CUctx_st *ctx) {
 	if (!ctx) return E_INVALID_CONTEXT;
 	depth++;
 	return 0;
 }
-CUresult cuCtxPopCurrent_v2(void **ctx) {
+CUresult cuCtxPopCurrent_v2(struct CUctx_st **ctx) {
 	if (depth <= 0) return E_INVALID_CONTEXT;
 	depth--;
 	if (ctx) *ctx = NULL;
@@ -642,7 +657,7 @@ CUresult cuGetErrorString(CUresult e, const char **text) {
 /* ---- HIP ---- */
 #if defined(MOCK_HIP)
 typedef int hipError_t;
-typedef struct stream_st *hipStream_t;
+typedef struct STREAM *hipStream_t;
 static _Thread_local int current = -1; /* hipSetDevice's, per thread */
 
 #define NEED_INIT()                                          \
