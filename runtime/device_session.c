@@ -70,9 +70,9 @@ static const table_kind *kind_of(int32_t kind) {
 		{TBC_ABI_DEVICE_PTX, TBCRT_DEVICE_CUDA, TBCRT__PROGRAM_BINARY, "ptx"},
 		{TBC_ABI_DEVICE_AMDGPU_ELF, TBCRT_DEVICE_HIP, TBCRT__PROGRAM_BINARY, "hsaco"},
 	};
-	for (size_t i = 1; i < sizeof kinds / sizeof *kinds; i++)
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
 		if (kinds[i].kind == kind) return &kinds[i];
-	return &kinds[0]; /* device_table.c admits no other kind */
+	return &kinds[0]; /* unreachable: device_table.c admits no other kind */
 }
 
 tbcrt_device_kind tbcrt__dtable_device_kind(const tbcrt__dtable *t) { return kind_of(t->kind)->device; }

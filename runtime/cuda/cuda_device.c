@@ -31,6 +31,7 @@ typedef struct CUevent_st *CUevent;
 enum {
 	CUDA_SUCCESS = 0,
 	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
 	CU_STREAM_NON_BLOCKING = 1,
 	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
 	CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2, /* Y 3, Z 4 */
@@ -406,8 +407,15 @@ static tbcrt_status cu_program_build(tbcrt__device *d, const tbcrt__program_desc
 		if (err != CUDA_SUCCESS) {
 			error_log[JIT_LOG_BYTES - 1] = '\0';
 			tbcrt_status f = cu_fail(st->drv, err, "cuModuleLoadDataEx");
-			s = tbcrt__err(f.code == TBCRT_ERR_NO_MEMORY ? f.code : TBCRT_ERR_BUILD_FAILED,
-				       "program '%s' failed to build (%s): ", desc->name, f.message);
+			if (err == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+				s = tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+					       "program '%s' is PTX of a newer version than %s (CUDA driver %d.%d) compiles; "
+					       "update the driver (%s): ",
+					       desc->name, d->info.name, st->drv->version / 1000, st->drv->version % 1000 / 10,
+					       f.message);
+			else
+				s = tbcrt__err(f.code == TBCRT_ERR_NO_MEMORY ? f.code : TBCRT_ERR_BUILD_FAILED,
+					       "program '%s' failed to build (%s): ", desc->name, f.message);
 			tbcrt__gpu_append_log(&s, error_log);
 		}
 	}

@@ -9,7 +9,8 @@
  * - a module is text: each kernel is a PTX-style `.entry NAME (.param .u64
  *   a, .param .s64 n, ...)` with an optional `.maxntid N` and `.shared ...
  *   .b8 x[N];` (static shared bytes); "MOCK_JIT_ERROR" in it fails the load
- *   with a log, "MOCK_OTHER_GPU" fails it as built for another GPU;
+ *   with a log, "MOCK_OTHER_GPU" as built for another GPU, "MOCK_PTX_TOO_NEW"
+ *   as PTX newer than the driver;
  * - a launch does nothing but log its kernel, grid, block, dynamic shared
  *   bytes and arguments (decoded with the kernel's parameter list: a value
  *   inside an allocation as aK+OFFSET, else SIZE:VALUE);
@@ -36,6 +37,7 @@
 #define E_INVALID_CONTEXT 201
 #define E_NO_BINARY_FOR_GPU 209
 #define E_INVALID_PTX 218
+#define E_UNSUPPORTED_PTX_VERSION 222
 #define E_NOT_FOUND 500
 #define E_LAUNCH_OUT_OF_RESOURCES 701
 #define E_LAUNCH_FAILED 719
@@ -48,6 +50,7 @@
 #define E_INVALID_CONTEXT 201
 #define E_NO_BINARY_FOR_GPU 209
 #define E_INVALID_PTX 218
+#define E_UNSUPPORTED_PTX_VERSION 222
 #define E_NOT_FOUND 500
 #define E_LAUNCH_OUT_OF_RESOURCES 701
 #define E_LAUNCH_FAILED 719
@@ -82,6 +85,8 @@ static const struct {
 	{E_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "hipErrorNoBinaryForGpu",
 	 "no kernel image is available for execution on the device"},
 	{E_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "hipErrorInvalidKernelFile", "a PTX JIT compilation failed"},
+	{E_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "hipErrorUnknown",
+	 "the provided PTX was compiled with an unsupported toolchain."},
 	{E_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "hipErrorNotFound", "named symbol not found"},
 	{E_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "hipErrorLaunchOutOfResources",
 	 "too many resources requested for launch"},
@@ -301,6 +306,7 @@ static size_t param_size(const char *type) {
 static int module_load(module **out, const char *text) {
 	if (strstr(text, "MOCK_OTHER_GPU")) return E_NO_BINARY_FOR_GPU;
 	if (strstr(text, "MOCK_JIT_ERROR")) return E_INVALID_PTX;
+	if (strstr(text, "MOCK_PTX_TOO_NEW")) return E_UNSUPPORTED_PTX_VERSION;
 	module *m = calloc(1, sizeof *m);
 	if (!m || !(m->text = strdup(text))) abort();
 	st.modules++;

@@ -259,6 +259,27 @@ static void programs_load_and_a_failed_build_carries_the_drivers_log(void **stat
 	assert_non_null(strstr(s.message, RT_GPU.load_error));
 	thread_restored();
 
+	if (!strcmp(RT_GPU.kind, "cuda")) {
+		/* The PTX's target against the device's compute capability (9.0). */
+		tbcrt__program_desc newer = binary("newer.ptx", kernels_text, "sm_100");
+		RT_ERR(tbcrt__program_load(d, &newer, &q), TBCRT_ERR_UNSUPPORTED_TARGET,
+		       "program 'newer.ptx' is PTX for sm_100, which Mock H100 0 (compute capability 9.0) cannot run");
+		tbcrt__program_desc other = binary("other.ptx", kernels_text, "sm_80a");
+		RT_ERR(tbcrt__program_load(d, &other, &q), TBCRT_ERR_UNSUPPORTED_TARGET, "PTX for sm_80a");
+		tbcrt__program *exact = NULL;
+		tbcrt__program_desc same = binary("same.ptx", kernels_text, "sm_90a");
+		RT_OK(tbcrt__program_load(d, &same, &exact));
+		tbcrt__program_release(exact);
+		static const char too_new[] = ".version 9.9\nMOCK_PTX_TOO_NEW\n";
+		tbcrt__program_desc driver = binary("too_new.ptx", too_new, "sm_80");
+		RT_ERR(tbcrt__program_load(d, &driver, &q), TBCRT_ERR_UNSUPPORTED_TARGET,
+		       "program 'too_new.ptx' is PTX of a newer version than cuda:0 (CUDA driver 12.4) compiles; update the driver");
+	} else {
+		static const char other_gpu[] = "MOCK_OTHER_GPU\n";
+		tbcrt__program_desc other = binary("other.hsaco", other_gpu, "gfx90a");
+		RT_ERR(tbcrt__program_load(d, &other, &q), TBCRT_ERR_UNSUPPORTED_TARGET,
+		       "program 'other.hsaco' (for gfx90a) does not run on this GPU: hipModuleLoadData failed: hipErrorNoBinaryForGpu");
+	}
 	tbcrt__program_desc source = {TBCRT__PROGRAM_SOURCE, "k.cl", kernels_text, strlen(kernels_text), NULL};
 	RT_ERR(tbcrt__program_load(d, &source, &q), TBCRT_ERR_UNSUPPORTED_TARGET, "OpenCL C source");
 	tbcrt__kernel_destroy(saxpy);
