@@ -670,6 +670,16 @@ static _Thread_local int current = -1; /* hipSetDevice's, per thread */
 	do {                                                 \
 		if (!st.initialized) return E_NOT_INITIALIZED; \
 	} while (0)
+/* Stricter than HIP, whose threads start on device 0: the runtime must set
+ * the device on each thread it calls from. */
+#define NEED_DEVICE()                                                      \
+	do {                                                               \
+		NEED_INIT();                                               \
+		if (current < 0) {                                         \
+			logf_("%s on a thread without hipSetDevice", __func__); \
+			return 101;                                        \
+		}                                                          \
+	} while (0)
 
 hipError_t hipInit(unsigned flags) {
 	FAIL_IF_INJECTED("hipInit");
@@ -713,7 +723,7 @@ hipError_t hipSetDevice(int dev) {
 }
 int MOCK(current_device)(void) { return current; }
 hipError_t hipStreamCreate(hipStream_t *s) {
-	NEED_INIT();
+	NEED_DEVICE();
 	FAIL_IF_INJECTED("hipStreamCreate");
 	*s = malloc(1);
 	st.streams++;
@@ -732,7 +742,7 @@ hipError_t hipStreamSynchronize(hipStream_t s) {
 	return 0;
 }
 hipError_t hipMalloc(void **p, size_t n) {
-	NEED_INIT();
+	NEED_DEVICE();
 	FAIL_IF_INJECTED("hipMalloc");
 	uintptr_t a = 0;
 	int e = mem_alloc(&a, n);
@@ -741,10 +751,12 @@ hipError_t hipMalloc(void **p, size_t n) {
 }
 hipError_t hipFree(void *p) { return mem_free((uintptr_t)p); }
 hipError_t hipMemcpyHtoDAsync(void *dst, const void *src, size_t n, hipStream_t s) {
+	NEED_DEVICE();
 	FAIL_IF_INJECTED("hipMemcpyHtoDAsync");
 	return mem_copy("htod", (uintptr_t)dst, (uintptr_t)src, n);
 }
 hipError_t hipMemcpyDtoHAsync(void *dst, const void *src, size_t n, hipStream_t s) {
+	NEED_DEVICE();
 	FAIL_IF_INJECTED("hipMemcpyDtoHAsync");
 	return mem_copy("dtoh", (uintptr_t)dst, (uintptr_t)src, n);
 }
@@ -752,7 +764,7 @@ hipError_t hipMemcpyDtoDAsync(void *dst, const void *src, size_t n, hipStream_t 
 	return mem_copy("dtod", (uintptr_t)dst, (uintptr_t)src, n);
 }
 hipError_t hipModuleLoadData(module **m, const void *image) {
-	NEED_INIT();
+	NEED_DEVICE();
 	return module_load(m, image);
 }
 hipError_t hipModuleUnload(module *m) {
@@ -770,6 +782,7 @@ hipError_t hipFuncGetAttribute(int *v, int attrib, function *f) {
 }
 hipError_t hipModuleLaunchKernel(function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 				 unsigned bz, unsigned shared, hipStream_t s, void **params, void **extra) {
+	NEED_DEVICE();
 	FAIL_IF_INJECTED("hipModuleLaunchKernel");
 	/* extra: BUFFER_POINTER (1), the block, BUFFER_SIZE (2), &its size, END (3) */
 	if (params || !extra || extra[0] != (void *)1 || extra[2] != (void *)2 || extra[4] != (void *)3)

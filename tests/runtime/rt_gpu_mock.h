@@ -13,6 +13,7 @@
 #define RT_GPU_MOCK_H
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,48 @@ static void buffers_and_views_round_trip_through_device_memory(void **state) {
 	assert_int_equal(mock.live("allocations"), 0);
 	tbcrt_context_destroy(ctx);
 	LOGGED(0, "stream destroy");
+}
+
+/* The runtime is called from any thread: each call sets the thread up
+ * (CUDA: the context pushed and popped; HIP: the device set), which the
+ * mocks insist on. */
+typedef struct thread_job {
+	tbcrt__device *d;
+	tbcrt__buffer *b;
+	tbcrt_status s;
+	int depth;
+} thread_job;
+
+static void *other_thread(void *arg) {
+	thread_job *j = arg;
+	static const char hello[] = "from another thread";
+	char back[sizeof hello];
+	j->s = tbcrt__buffer_write(j->b, 8, hello, sizeof hello);
+	if (j->s.code == TBCRT_OK) j->s = tbcrt__buffer_read(j->b, 8, back, sizeof back);
+	if (j->s.code == TBCRT_OK && memcmp(back, hello, sizeof hello))
+		j->s = tbcrt__err(TBCRT_ERR_DEVICE, "read back something else");
+	tbcrt__buffer *own = NULL;
+	if (j->s.code == TBCRT_OK) j->s = tbcrt__buffer_alloc(j->d, 64, &own);
+	tbcrt__buffer_free(own);
+	j->depth = mock.context_depth ? mock.context_depth() : 0;
+	return NULL;
+}
+
+static void a_device_opened_on_one_thread_is_used_from_another(void **state) {
+	(void)state;
+	tbcrt_context *ctx = mock_context();
+	char name[32];
+	snprintf(name, sizeof name, "%s:0", RT_GPU.kind);
+	thread_job j = {.d = mock_device(ctx, name)};
+	RT_OK(tbcrt__buffer_alloc(j.d, 64, &j.b));
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, other_thread, &j), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	RT_OK(j.s);
+	assert_int_equal(j.depth, 0);
+	tbcrt__buffer_free(j.b);
+	tbcrt_context_destroy(ctx);
+	assert_int_equal(mock.live("allocations"), 0);
 }
 
 /* ---- Programs ---- */
@@ -625,6 +668,7 @@ int main(void) {
 		cmocka_unit_test(each_device_is_an_entry_with_its_name_capability_and_memory),
 		cmocka_unit_test(a_driver_without_devices_or_failing_to_start_is_unavailable_saying_why),
 		cmocka_unit_test(buffers_and_views_round_trip_through_device_memory),
+		cmocka_unit_test(a_device_opened_on_one_thread_is_used_from_another),
 		cmocka_unit_test(programs_load_and_a_failed_build_carries_the_drivers_log),
 		cmocka_unit_test(launches_map_work_items_to_blocks_and_pass_the_arguments_in_order),
 		cmocka_unit_test(errors_are_statuses_naming_the_call_the_kernel_and_the_limit),
