@@ -76,6 +76,7 @@ static void device_free(const tbcrt_context *c, tbcrt__device *d) {
 		tbcrt__program_cache_clear(d);
 		d->ops->close(d);
 	}
+	if (d->ops && d->ops->release) d->ops->release(d);
 	pthread_mutex_destroy(&d->lock);
 	tbcrt__free(c, d);
 }

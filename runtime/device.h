@@ -1,12 +1,12 @@
 /* The device interface: one struct of function pointers per kind of device
- * (the CPU, OpenCL; CUDA and HIP later), as QBE's Target or ggml's backend
+ * (the CPU, OpenCL, CUDA, HIP), as QBE's Target or ggml's backend
  * interface.  Private to libtbcrt: applications see only the enumeration in
  * tbc/runtime.h (tbcrt_device_count, tbcrt_device_info).
  *
  * A context holds a registry of the devices of this machine, built on first
- * use: "cpu", "opencl:N" (every device of every OpenCL platform), and
- * entries for the drivers not yet supported ("cuda", "hip") that say why
- * they cannot run.  A device is opened once per context and shared by the
+ * use: "cpu", "opencl:N" (every device of every OpenCL platform), "cuda:N"
+ * and "hip:N" (every device their drivers find), and for a driver that is
+ * missing or finds nothing one entry ("opencl", "cuda", "hip") that says why.  A device is opened once per context and shared by the
  * context's users; its calls are serialized by the device's lock.
  *
  * device.c checks every argument (ranges, sizes, work-group shapes) before a
@@ -97,6 +97,15 @@ typedef struct tbcrt__device_ops {
 	void (*kernel_free)(tbcrt__device *d, tbcrt__kernel *k);
 	tbcrt_status (*launch)(tbcrt__device *d, tbcrt__kernel *k, const tbcrt__launch_desc *l);
 	tbcrt_status (*synchronize)(tbcrt__device *d);
+	/* Optional: frees what enumeration attached to native[] (a driver
+	 * library shared by a context's devices), when the registry goes. */
+	void (*release)(tbcrt__device *d);
+	/* Optional (timing, the GPUs): an event queued after the work queued so
+	 * far; the milliseconds from start to end once the device has passed
+	 * both (it waits for end); freeing one. */
+	tbcrt_status (*event_record)(tbcrt__device *d, void **out_event);
+	tbcrt_status (*event_elapsed)(tbcrt__device *d, void *start, void *end, double *out_ms);
+	void (*event_free)(tbcrt__device *d, void *event);
 } tbcrt__device_ops;
 
 struct tbcrt__device {
@@ -173,6 +182,13 @@ void tbcrt__kernel_destroy(tbcrt__kernel *k);
 /* Queues the kernel; errors it causes may show at the next synchronize. */
 tbcrt_status tbcrt__launch(tbcrt__kernel *k, const tbcrt__launch_desc *l);
 tbcrt_status tbcrt__device_synchronize(tbcrt__device *d);
+/* Timing on the device's own clock (CUDA and HIP events): a mark queued
+ * after the work queued so far, and the milliseconds between two marks.
+ * TBCRT_ERR_UNSUPPORTED_TARGET on a device that cannot time its work. */
+typedef struct tbcrt__event tbcrt__event;
+tbcrt_status tbcrt__event_record(tbcrt__device *d, tbcrt__event **out_event);
+tbcrt_status tbcrt__event_elapsed(const tbcrt__event *start, const tbcrt__event *end, double *out_ms);
+void tbcrt__event_free(tbcrt__event *e);
 
 /* ---- What each device folder provides to the registry ----
  * enumerate appends its devices with tbcrt__registry_add; a driver that is

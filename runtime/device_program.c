@@ -224,3 +224,49 @@ tbcrt_status tbcrt__device_synchronize(tbcrt__device *d) {
 	pthread_mutex_unlock(&d->lock);
 	return tbcrt__wrap(s, d->info.name);
 }
+
+/* ---- Events ---- */
+struct tbcrt__event {
+	tbcrt__device *device;
+	void *impl;
+};
+
+tbcrt_status tbcrt__event_record(tbcrt__device *d, tbcrt__event **out_event) {
+	*out_event = NULL;
+	if (!d->ops->event_record)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "%s: the device does not time its work (no events)",
+				  d->info.name);
+	tbcrt__event *e = tbcrt__calloc(d->context, 1, sizeof *e);
+	if (!e) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "%s: out of memory for an event", d->info.name);
+	e->device = d;
+	pthread_mutex_lock(&d->lock);
+	tbcrt_status s = d->ops->event_record(d, &e->impl);
+	pthread_mutex_unlock(&d->lock);
+	if (s.code != TBCRT_OK) {
+		tbcrt__free(d->context, e);
+		return tbcrt__wrap(s, d->info.name);
+	}
+	*out_event = e;
+	return s;
+}
+
+tbcrt_status tbcrt__event_elapsed(const tbcrt__event *start, const tbcrt__event *end, double *out_ms) {
+	*out_ms = 0;
+	tbcrt__device *d = start->device;
+	if (end->device != d)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "events of %s and %s: time events of one device",
+				  d->info.name, end->device->info.name);
+	pthread_mutex_lock(&d->lock);
+	tbcrt_status s = d->ops->event_elapsed(d, start->impl, end->impl, out_ms);
+	pthread_mutex_unlock(&d->lock);
+	return tbcrt__wrap(s, d->info.name);
+}
+
+void tbcrt__event_free(tbcrt__event *e) {
+	if (!e) return;
+	tbcrt__device *d = e->device;
+	pthread_mutex_lock(&d->lock);
+	d->ops->event_free(d, e->impl);
+	pthread_mutex_unlock(&d->lock);
+	tbcrt__free(d->context, e);
+}

@@ -58,6 +58,25 @@ void tbcrt__dmodels_free(tbcrt_model *m) {
 	m->dmodels = NULL;
 }
 
+/* What runs a table of each kind, and how its program is named. */
+typedef struct table_kind {
+	int32_t kind;
+	tbcrt_device_kind device;
+	tbcrt__program_kind program;
+	const char *extension;
+} table_kind;
+
+static const table_kind *kind_of(int32_t kind) {
+	static const table_kind kinds[] = {
+		{TBC_ABI_DEVICE_OPENCL_C, TBCRT_DEVICE_OPENCL, TBCRT__PROGRAM_SOURCE, "cl"},
+		{TBC_ABI_DEVICE_PTX, TBCRT_DEVICE_CUDA, TBCRT__PROGRAM_BINARY, "ptx"},
+		{TBC_ABI_DEVICE_AMDGPU_ELF, TBCRT_DEVICE_HIP, TBCRT__PROGRAM_BINARY, "hsaco"},
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].kind == kind) return &kinds[i];
+	return &kinds[0]; /* unreachable: device_table.c admits no other kind */
+}
+
 static uint64_t align_of(const tbcrt__device *d) { return d->align_bytes ? d->align_bytes : TBCRT_ARENA_ALIGN; }
 
 static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel **out) {
@@ -75,10 +94,9 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 	dm->consts = tbcrt__calloc(c, t->n_bufs ? t->n_bufs : 1, sizeof *dm->consts);
 	tbcrt_status s = dm->kernels && dm->consts ? tbcrt__ok() : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	char name[4200];
-	bool source = t->kind == TBC_ABI_DEVICE_OPENCL_C;
-	snprintf(name, sizeof name, "%s.%s", m->name, source ? "cl" : t->kind == TBC_ABI_DEVICE_PTX ? "ptx" : "hsaco");
-	tbcrt__program_desc desc = {source ? TBCRT__PROGRAM_SOURCE : TBCRT__PROGRAM_BINARY, name, t->source, t->source_size,
-				    source ? t->options : NULL};
+	const table_kind *tk = kind_of(t->kind);
+	snprintf(name, sizeof name, "%s.%s", m->name, tk->extension);
+	tbcrt__program_desc desc = {tk->program, name, t->source, t->source_size, t->options};
 	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
 	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
 		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);

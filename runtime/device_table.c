@@ -347,14 +347,15 @@ static tbcrt_status read_all(reader *r, const tbcrt_model *m) {
 	if (!word(r, &version) || version != TBC_ABI_DEVICE_VERSION)
 		return tbcrt__err(TBCRT_ERR_ABI_VERSION, "device code: table version %lld; this runtime reads version %d",
 				  (long long)version, TBC_ABI_DEVICE_VERSION);
-	if (!word(r, &kind) || (kind != TBC_ABI_DEVICE_OPENCL_C && kind != TBC_ABI_DEVICE_PTX && kind != TBC_ABI_DEVICE_AMDGPU_ELF))
+	if (!word(r, &kind) || !tbcrt__dtable_kind_name((int32_t)kind) || kind != (int32_t)kind)
 		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
-				  "device code of kind %lld; this runtime runs OpenCL C (%d), PTX (%d) and AMDGPU code objects (%d)",
+				  "device code of kind %lld; this runtime runs OpenCL C (%d), PTX (%d) and AMDGPU code "
+				  "objects (%d)",
 				  (long long)kind, TBC_ABI_DEVICE_OPENCL_C, TBC_ABI_DEVICE_PTX, TBC_ABI_DEVICE_AMDGPU_ELF);
 	t->kind = (int32_t)kind;
 	size_t options_len;
 	if (!string(r, TBCRT_MAX_DEVICE_TABLE, &t->source, &t->source_size) || !t->source_size)
-		return BAD("the device code is missing or cut short");
+		return BAD("the %s is missing or cut short", tbcrt__dtable_kind_name(t->kind));
 	if (!string(r, TBCRT_MAX_NAME, &t->options, &options_len) || strlen(t->options) != options_len)
 		return BAD("the options are cut short or hold a NUL");
 	if (kind == TBC_ABI_DEVICE_OPENCL_C) snprintf(t->target, sizeof t->target, "opencl");
@@ -508,9 +509,11 @@ const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_
 			break;
 		}
 		case TBCRT_DEVICE_HIP: {
-			size_t len = strcspn(info->arch, ":"); /* "gfx90a:sramecc+:xnack-" */
-			if (t->kind == TBC_ABI_DEVICE_AMDGPU_ELF && len && strlen(t->options) == len &&
-			    !strncmp(t->options, info->arch, len))
+			/* "gfx90a:sramecc+:xnack-"; unknown (""): the first code object,
+			 * which the driver refuses if it is for another GPU */
+			size_t len = strcspn(info->arch, ":");
+			if (t->kind == TBC_ABI_DEVICE_AMDGPU_ELF &&
+			    (!len || (strlen(t->options) == len && !strncmp(t->options, info->arch, len))))
 				return t;
 			break;
 		}
@@ -518,4 +521,13 @@ const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_
 		}
 	}
 	return best;
+}
+
+const char *tbcrt__dtable_kind_name(int32_t kind) {
+	switch (kind) {
+	case TBC_ABI_DEVICE_OPENCL_C: return "OpenCL C source";
+	case TBC_ABI_DEVICE_PTX: return "PTX";
+	case TBC_ABI_DEVICE_AMDGPU_ELF: return "AMDGPU code object";
+	}
+	return NULL;
 }

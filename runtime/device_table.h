@@ -90,9 +90,14 @@ tbcrt_status tbcrt__dcode_read(tbcrt_model *m, const void *bytes, uint64_t size)
  * object of its processor. */
 const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_info *info);
 
+/* "OpenCL C source", "PTX", "AMDGPU code object"; NULL for a kind the
+ * runtime does not run. */
+const char *tbcrt__dtable_kind_name(int32_t kind);
 /* Bytes of buffer b given the symbols; false when a symbol is negative or
  * the size passes the 1 TiB limit. */
 bool tbcrt__dbuf_bytes(const tbcrt__dtable *t, const tbcrt__dbuf *b, const int64_t *syms, uint64_t *out);
+/* Frees what the model holds on devices (model.c, at destroy). */
+void tbcrt__dmodels_free(tbcrt_model *m);
 
 /* ---- device_session.c: running the table on a device ---- */
 typedef struct tbcrt__dsession tbcrt__dsession;
@@ -107,7 +112,5 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s);
  * alloc(alloc_ctx, bytes) holding it. */
 tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *const *in, void **out,
 				 void *(*alloc)(void *ctx, uint64_t bytes), void *alloc_ctx);
-/* Frees what the model holds on devices (model.c, at destroy). */
-void tbcrt__dmodels_free(tbcrt_model *m);
 
 #endif

@@ -220,10 +220,6 @@ tbcrt_status tbcrt_model_find_output(const tbcrt_model *m, const char *name, uin
 
 /* ---- Device code ----------------------------------------------------------*/
 
-static const char *format_name(int32_t kind) {
-	return kind == TBC_ABI_DEVICE_OPENCL_C ? "OpenCL C" : kind == TBC_ABI_DEVICE_PTX ? "PTX" : "AMDGPU code object";
-}
-
 tbcrt_status tbcrt_model_device_code(const tbcrt_model *m, uint32_t index, tbcrt_device_code_info *out_info) {
 	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_device_code: out_info is NULL");
 	memset(out_info, 0, sizeof *out_info);
@@ -233,7 +229,7 @@ tbcrt_status tbcrt_model_device_code(const tbcrt_model *m, uint32_t index, tbcrt
 				  m->n_dtables, index);
 	const tbcrt__dtable *t = m->dtables[index];
 	out_info->target = t->target;
-	out_info->format = format_name(t->kind);
+	out_info->format = tbcrt__dtable_kind_name(t->kind);
 	out_info->code_bytes = t->source_size;
 	out_info->n_kernels = t->n_kernels;
 	out_info->n_launches = t->n_launches;

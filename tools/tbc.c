@@ -640,7 +640,9 @@ static void print_device(const tbcrt_device_info *i) {
 	print_bytes("largest buffer", i->max_alloc_bytes);
 	printf(", work-group %llu, fp16 %s, fp64 %s\n", (unsigned long long)i->max_work_group_size, i->fp16 ? "yes" : "no",
 	       i->fp64 ? "yes" : "no");
-	if (i->features[0]) printf("%-10s features tbc uses: %s\n", "", i->features);
+	if (i->features[0])
+		printf("%-10s %s: %s\n", "", i->kind == TBCRT_DEVICE_CPU ? "features tbc uses" : "compute capability",
+		       i->features);
 }
 
 /* A missing driver is a line of the report, not a failure: exit 0 unless

@@ -141,7 +141,9 @@ typedef struct tbc_abi_model {
  *     and n_sizes program symbols
  *
  * Kernel arguments are the kernel's buffers in order, then its sizes as
- * int64 scalars, then the status word (int32) when it has checks. */
+ * int64 scalars, then the status word (int32) when it has checks: for
+ * OpenCL buffer objects, for CUDA and HIP device pointers (the status word
+ * an int32 *), the same order for every kind. */
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
 #define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
 /* Kinds of device code: what a table's source is, and what its options say. */

@@ -150,7 +150,7 @@ typedef struct tbcrt_model_info {
  * past the last.  Strings live as long as the model. */
 typedef struct tbcrt_device_code_info {
 	const char *target;  /* "opencl", "cuda:sm_80", "rocm:gfx942" */
-	const char *format;  /* "OpenCL C", "PTX", "AMDGPU code object" */
+	const char *format;  /* "OpenCL C source", "PTX", "AMDGPU code object" */
 	uint64_t code_bytes; /* of the source text or binary */
 	uint32_t n_kernels, n_launches;
 } tbcrt_device_code_info;

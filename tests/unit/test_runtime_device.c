@@ -77,6 +77,12 @@ static void a_missing_driver_is_an_unavailable_device_with_the_reason(void **sta
 	const char *names[] = {"cuda", "hip"}, *libs[] = {"libcuda.so.1", "libamdhip64.so"};
 	for (int i = 0; i < 2; i++) {
 		uint32_t index;
+		char numbered[16];
+		snprintf(numbered, sizeof numbered, "%s:0", names[i]);
+		if (tbcrt_device_find(ctx, numbered, &index).code == TBCRT_OK) {
+			printf("skipped: %s has a driver here (%s is a device)\n", names[i], numbered);
+			continue;
+		}
 		RT_OK(tbcrt_device_find(ctx, names[i], &index));
 		tbcrt_device_info info;
 		RT_OK(tbcrt_device_info_get(ctx, index, &info));
@@ -84,8 +90,7 @@ static void a_missing_driver_is_an_unavailable_device_with_the_reason(void **sta
 		assert_non_null(strstr(info.unavailable_reason, libs[i]));
 		tbcrt__device *d = NULL;
 		RT_ERR(tbcrt__device_get(ctx, names[i], &d), TBCRT_ERR_DEVICE_UNAVAILABLE, "is unavailable");
-		char numbered[16];
-		snprintf(numbered, sizeof numbered, "%s:0", names[i]); /* an artifact for a device this machine lacks */
+		/* "cuda:0": an artifact for a device this machine lacks */
 		RT_ERR(tbcrt__device_get(ctx, numbered, &d), TBCRT_ERR_DEVICE_UNAVAILABLE, libs[i]);
 		assert_null(d);
 	}

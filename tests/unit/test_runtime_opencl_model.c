@@ -128,7 +128,7 @@ static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	tbcrt_device_code_info dc;
 	RT_OK(tbcrt_model_device_code(model, 0, &dc));
 	assert_string_equal(dc.target, "opencl");
-	assert_string_equal(dc.format, "OpenCL C");
+	assert_string_equal(dc.format, "OpenCL C source");
 	assert_true(dc.code_bytes > 1000 && dc.n_kernels >= 1 && dc.n_launches >= dc.n_kernels);
 	tbcrt_kernel_info ki;
 	RT_OK(tbcrt_model_device_kernel(model, 0, 0, &ki));
@@ -139,7 +139,7 @@ static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	int status;
 	snprintf(args, sizeof args, "inspect '%s'", so);
 	char *listing = run_tool(args, &status);
-	if (status != 0 || !strstr(listing, "opencl: OpenCL C, ") || !strstr(listing, "tbc_k0_") || !strstr(listing, "cpu: "))
+	if (status != 0 || !strstr(listing, "opencl: OpenCL C source, ") || !strstr(listing, "tbc_k0_") || !strstr(listing, "cpu: "))
 		fail_msg("tbc inspect: status %d:\n%s", status, listing);
 	free(listing);
 	tbcrt_session *auto_s = NULL;

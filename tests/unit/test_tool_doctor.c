@@ -74,10 +74,29 @@ static void without_an_opencl_loader_doctor_says_so_and_exits_0(void **state) {
 	free(out);
 }
 
+/* With the fake drivers of tests/gpu_mock/ on the path, each GPU is a line. */
+static void with_a_gpu_driver_doctor_lists_its_devices(void **state) {
+	(void)state;
+	const char *bin = getenv("TBC_BINARY_DIR");
+	char env[4200];
+	snprintf(env, sizeof env, "LD_LIBRARY_PATH='%s/tests/gpu_mock'", bin ? bin : "build");
+	int status;
+	char *out = run_doctor(env, &status);
+	printf("%s", out);
+	assert_int_equal(status, 0);
+	HAS(out, "\ncuda:0     Mock H100 0\n");
+	HAS(out, "CUDA driver 12.4");
+	HAS(out, "compute capability: sm_90");
+	HAS(out, "\nhip:0      Mock MI300X 0\n");
+	HAS(out, "compute capability: cc 9.4");
+	free(out);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(doctor_reports_the_cpu_opencl_cuda_hip_and_the_targets),
 		cmocka_unit_test(without_an_opencl_loader_doctor_says_so_and_exits_0),
+		cmocka_unit_test(with_a_gpu_driver_doctor_lists_its_devices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
