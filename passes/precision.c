@@ -9,8 +9,10 @@
  *           stored in it) and they compute in it, accumulating in float32
  *           (the kernels' accumulator, codegen/lower/matmul.c);
  *   FOLLOW  elementwise and data-movement ops: low when their float inputs
- *           are (at least one low, every other low or a constant), float32
- *           otherwise -- the widest input wins, as in torch's autocast;
+ *           are (at least one low, every other low or a constant; or only
+ *           constants, one of them a weight: an embedding table under
+ *           Gather), float32 otherwise -- the widest input wins, as in
+ *           torch's autocast;
  *   KEEP    everything else, and those the policy names for accuracy
  *           (softmax, normalizations, reductions, Exp/Log/Pow/Erf, Div by a
  *           value that is not a constant, losses): float32, their low inputs
@@ -31,6 +33,11 @@
 #include "passes/util.h"
 
 typedef enum policy { KEEP = 0, LOW, FOLLOW } policy;
+
+/* A constant at least this large is a weight: a FOLLOW op whose only float
+ * data is constants runs low when one of them is (an embedding table
+ * under Gather), so the weight is stored lowered. */
+#define WEIGHT_BYTES 4096
 
 /* The policy of an op and which of its inputs carry its float data (bit i:
  * input i; ALL: every input). */
@@ -210,14 +217,17 @@ static bool lower_main(lowering *L) {
 		const rule *r = rule_of(op);
 		bool low = p == LOW;
 		if (p == FOLLOW) { /* the widest input wins; constants adopt the op's type */
-			bool any_low = false, all = true;
+			bool any_low = false, all = true, weight = false;
 			for (int i = 0; i < op->n_inputs; i++) {
 				const tbc_value *v = op->inputs[i];
-				if (!v || !is_data(r, i) || is_const(v)) continue;
-				if (pass_bits_get(&L->lowered, v->id)) any_low = true;
+				if (!v || !is_data(r, i)) continue;
+				if (is_const(v)) weight |= pass_value_bytes(v) >= WEIGHT_BYTES;
+				else if (pass_bits_get(&L->lowered, v->id)) any_low = true;
 				else all = false;
 			}
-			low = any_low && all;
+			/* A weight read only through data movement (an embedding table
+			 * that Gather reads) is stored lowered too. */
+			low = all && (any_low || weight);
 		}
 		if (low) {
 			for (int i = 0; i < op->n_inputs; i++) {
