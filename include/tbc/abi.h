@@ -144,6 +144,8 @@ typedef struct tbc_abi_model {
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
 #define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
 #define TBC_ABI_DEVICE_OPENCL_C 1
+#define TBC_ABI_DEVICE_PTX 2
+#define TBC_ABI_DEVICE_AMDGPU_ELF 3
 
 enum {
 	TBC_ABI_BUF_INPUT = 0,
