@@ -150,13 +150,18 @@ static char *notes(const void *code, size_t n) {
 	return out;
 }
 
-/* The names of p's kernels as the device program names them: every one is
- * in text. */
-static void names_in(const tbc_dev_program *dp, const char *text) {
-	/* the table's kernels: scan the code for tbc_k names instead of parsing
-	 * the table; every .entry / .name must start with tbc_ */
-	(void)dp;
-	assert_non_null(strstr(text, "tbc_"));
+/* Every kernel of p, under the name the device program gives it without
+ * node names (tbc_<kernel>), appears in text after prefix. */
+static void names_in(const kir_program *p, const char *text, const char *prefix) {
+	for (int l = 0; l < p->n_launches; l++) {
+		if (p->launches[l].ctl != KIR_CTL_KERNEL) continue;
+		char name[128];
+		int n = snprintf(name, sizeof name, "%stbc_%s", prefix, p->launches[l].kernel->name);
+		for (int i = (int)strlen(prefix) + 4; i < n && i < (int)sizeof name; i++)
+			if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9')))
+				name[i] = '_';
+		if (!strstr(text, name)) fail_msg("%s is missing", name);
+	}
 }
 
 /* The graph's PTX for sm_75 and for sm_90, each assembled by ptxas for its
@@ -180,6 +185,7 @@ static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expec
 		assert_null(strstr(ptx, ".extern .func")); /* no call left unresolved (libm) */
 		if (getenv("TBC_GPU_DUMP")) fputs(ptx, stderr);
 		if (expect_in_ptx) assert_non_null(strstr(ptx, expect_in_ptx));
+		names_in(p, ptx, ".visible .entry ");
 		/* the table: magic, version, kind PTX, the code's length */
 		const int64_t *w = dp.table;
 		assert_int_equal(w[2], TBC_ABI_DEVICE_PTX);
@@ -225,7 +231,8 @@ static void check_hsaco(graph_kind g, const char *expect_in_notes) {
 		assert_memory_equal(dp.code, "\177ELF", 4);
 		assert_int_equal(((const int64_t *)dp.table)[2], TBC_ABI_DEVICE_AMDGPU_ELF);
 		char *n = notes(dp.code, dp.code_size);
-		names_in(&dp, n);
+		if (getenv("TBC_GPU_DUMP")) fprintf(stderr, "== %s\n%s", gfxs[i], n);
+		names_in(p, n, ".name:           ");
 		assert_non_null(strstr(n, "amdhsa.kernels"));
 		assert_non_null(strstr(n, ".vgpr_count"));
 		assert_non_null(strstr(n, ".name:           tbc_"));
