@@ -140,8 +140,9 @@ void llvm_fn_free(llvm_fn *f) {
 	free(f->bufs);
 	free(f->sizes);
 	free(f->vars);
+	free(f->locals);
 	free(f->memo);
-	f->bufs = f->sizes = f->vars = NULL;
+	f->bufs = f->sizes = f->vars = f->locals = NULL;
 	f->memo = NULL;
 	f->memo_cap = f->memo_n = 0;
 }
