@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "codegen/amdgpu/amdgpu.h"
+#include "codegen/compile.h"
 #include "codegen/nvptx/nvptx.h"
 #include "codegen/target_desc.h"
 #include "tests/unit/support/codegen_check.h"
@@ -364,6 +365,77 @@ static void test_same_program_gives_the_same_bytes(void **state) {
 	}
 }
 
+/* ---- Whole models ------------------------------------------------------------*/
+typedef struct model_job {
+	bool cuda;
+	const char *arch;
+} model_job;
+
+static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
+	const model_job *job = user;
+	tbc_dev_program dp;
+	bool ok = job->cuda ? tbc_nvptx_program_make(p, "model", NULL, 0, job->arch, &dp, d)
+			    : tbc_amdgpu_program_make(p, "model", NULL, 0, job->arch, &dp, d);
+	if (!ok) return false;
+	if (job->cuda) free(ptxas(dp.code, dp.code_size, job->arch));
+	else {
+		char *n = notes(dp.code, dp.code_size);
+		names_in(p, n, ".name:           ");
+		free(n);
+	}
+	tbc_dev_program_free(&dp);
+	return true;
+}
+
+/* Under a sanitizer the bench models take minutes for each GPU: one
+ * architecture of each vendor there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+/* A model through the passes and lowering for each GPU (sm_75, sm_90,
+ * gfx90a, gfx942; all: else sm_90 and gfx942), its code accepted by ptxas /
+ * llvm-readelf-19. */
+static void compile_model(const char *path, bool all) {
+	tbc_module *m = load_onnx(path);
+	static const model_job jobs[] = {{true, "sm_90"}, {false, "gfx942"}, {true, "sm_75"}, {false, "gfx90a"}};
+	for (size_t i = 0; i < (all ? 4 : 2); i++) {
+		tbc_diags *d = tbc_diags_create();
+		tbc_target_desc desc = jobs[i].cuda ? tbc_target_desc_cuda(atoi(jobs[i].arch + 3)) : tbc_target_desc_rocm(jobs[i].arch);
+		tbc_code rc = tbc_codegen_for(m, NULL, &desc, d, model_program, (void *)&jobs[i]);
+		if (rc != TBC_OK) {
+			print_diags(d);
+			fail_msg("%s for %s", path, jobs[i].arch);
+		}
+		tbc_diags_destroy(d);
+	}
+	tbc_module_destroy(m);
+}
+
+static void test_models_compile_for_every_gpu(void **state) {
+	(void)state;
+	compile_model("examples/models/tiny_cnn.onnx", true);
+	/* the bench models tests/models writes (the bench_models fixture) */
+	static const char *const bench[] = {"transformer", "resnet50", "bert_dynamic", "gpt_dynamic"};
+	const char *bin = getenv("TBC_BINARY_DIR");
+	for (size_t i = 0; i < sizeof bench / sizeof *bench; i++) {
+		char path[1024];
+		snprintf(path, sizeof path, "%s/models/%s.onnx", bin ? bin : "build/dev", bench[i]);
+		if (access(path, R_OK) != 0) {
+			print_message("skipped %s: the bench models are not built (tests/models)\n", path);
+			continue;
+		}
+		compile_model(path, !SANITIZED);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_elementwise_add_is_a_grid_stride_kernel),
@@ -375,6 +447,7 @@ int main(void) {
 		cmocka_unit_test(test_unknown_architectures_are_refused_with_the_accepted_list),
 		cmocka_unit_test(test_descriptions),
 		cmocka_unit_test(test_same_program_gives_the_same_bytes),
+		cmocka_unit_test(test_models_compile_for_every_gpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
