@@ -1,6 +1,8 @@
 /* The stock target descriptions (codegen/target_desc.h). */
 #include "codegen/target_desc.h"
 
+#include <string.h>
+
 tbc_target_desc tbc_target_desc_cpu_default(void) {
 	return (tbc_target_desc){
 		.name = "cpu",
@@ -34,4 +36,36 @@ tbc_target_desc tbc_target_desc_opencl_default(void) {
 		/* FP_CONTRACT OFF in every printed kernel (docs/opencl.md). */
 		.fma = false,
 	};
+}
+
+/* What the two GPU descriptions share: scalar work-items (their lanes are
+ * the work-items), groups of up to 256, fp64, fused multiply-add for
+ * kernels marked contract.  Narrow floats are computed in f32 (the LLVM
+ * emitter holds them as bits, codegen/llvm/llvm_narrow.c). */
+static tbc_target_desc gpu(const char *name, int64_t local_mem, int subgroup) {
+	return (tbc_target_desc){
+		.name = name,
+		.parallel = TBC_PAR_GRID,
+		.vector_bytes = 4,
+		.vector_regs = 64,
+		.workgroups = true,
+		.local_mem_bytes = local_mem,
+		.max_workgroup_size = 256,
+		.subgroup_size = subgroup,
+		.native_f16 = false,
+		.native_bf16 = false,
+		.native_f64 = true,
+		.fma = true,
+	};
+}
+
+tbc_target_desc tbc_target_desc_cuda(int sm) {
+	(void)sm; /* sm_75 .. sm_90a agree on everything described here */
+	return gpu("cuda", 48 * 1024, 32);
+}
+
+tbc_target_desc tbc_target_desc_rocm(const char *gfx) {
+	/* gfx9 (gfx906 .. gfx942) runs wave64; gfx10 and later default to wave32 */
+	bool gfx9 = !gfx || (strncmp(gfx, "gfx9", 4) == 0 && strlen(gfx) == 6);
+	return gpu("rocm", 64 * 1024, gfx9 ? 64 : 32);
 }

@@ -56,4 +56,15 @@ tbc_target_desc tbc_target_desc_cpu_default(void);
  * which printed kernels use to convert narrow floats (docs/opencl.md). */
 tbc_target_desc tbc_target_desc_opencl_default(void);
 
+/* An NVIDIA GPU of compute capability sm / 10 (75 .. 90; docs/gpu.md):
+ * the 48 KiB of shared memory a block may hold without opting in, blocks
+ * of up to 256 threads (the lowering's groups are 64; 256 leaves ptxas 255
+ * registers a thread on every architecture), warps of 32, fp64. */
+tbc_target_desc tbc_target_desc_cuda(int sm);
+
+/* An AMD GPU (gfx90a, gfx942, gfx1100, ...): 64 KiB of LDS a group, groups
+ * of up to 256 items, wavefronts of 64 (gfx9) or 32 (gfx10 and later,
+ * whose default is wave32), fp64. */
+tbc_target_desc tbc_target_desc_rocm(const char *gfx);
+
 #endif

@@ -209,11 +209,11 @@ static LLVMValueRef fail_fn(llvm_cx *c, LLVMTypeRef *out_ty) {
 }
 
 /* A failed check: tbc.fail(host, status, message). */
-static void report_error(llvm_fn *f, const char *message) {
+static void report_error(llvm_fn *f, const kir_stmt *check) {
 	llvm_cx *c = f->c;
 	LLVMTypeRef fty;
 	LLVMValueRef fn = fail_fn(c, &fty);
-	LLVMValueRef args[3] = {f->env, f->status, llvm_message(c, message)};
+	LLVMValueRef args[3] = {f->env, f->status, llvm_message(c, check->message)};
 	LLVMBuildCall2(c->b, fty, fn, args, 3, "");
 }
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/amdgpu/amdgpu.h"
+#include "codegen/nvptx/nvptx.h"
 #include "codegen/opencl/opencl_program.h"
 #include "tbc/abi.h"
 
@@ -24,8 +26,23 @@ static bool opencl_make(const kir_program *p, const char *model_name, const char
 	return true;
 }
 
+static bool cuda_describe(const char *arch, tbc_target_desc *out, tbc_diags *d) {
+	if (!tbc_nvptx_arch_check(arch, d)) return false;
+	*out = tbc_target_desc_cuda(atoi(arch + 3)); /* "sm_90a": 90 */
+	return true;
+}
+
+static bool rocm_describe(const char *arch, tbc_target_desc *out, tbc_diags *d) {
+	if (!tbc_amdgpu_gfx_check(arch, d)) return false;
+	*out = tbc_target_desc_rocm(arch);
+	return true;
+}
+
+/* In the order `tbc doctor` lists what this build compiles for. */
 static const tbc_device_target targets[] = {
 	{"opencl", TBC_ABI_DEVICE_OPENCL_C, NULL, opencl_describe, opencl_make},
+	{"cuda", TBC_ABI_DEVICE_PTX, TBC_NVPTX_DEFAULT_ARCH, cuda_describe, tbc_nvptx_program_make},
+	{"rocm", TBC_ABI_DEVICE_AMDGPU_ELF, TBC_AMDGPU_DEFAULT_GFX, rocm_describe, tbc_amdgpu_program_make},
 };
 #define N_TARGETS (int)(sizeof targets / sizeof *targets)
 

@@ -42,16 +42,19 @@ static bool libm_allowed(llvm_fn *f, const char *function) {
 /* An intrinsic that LLVM lowers to a libm call where the target has no
  * instruction for it (llvm.exp, llvm.sin, ...; llvm.pow). */
 static LLVMValueRef libm_intrinsic1(llvm_fn *f, const char *name, LLVMValueRef x) {
+	if (!f->c->hooks->libm && f->c->hooks->soft_math) return llvm_soft_math(f->c, name + 5, x, NULL);
 	return libm_allowed(f, name + 5) ? call_intrinsic1(f, name, x) : NULL;
 }
 
 static LLVMValueRef libm_intrinsic2(llvm_fn *f, const char *name, LLVMValueRef x, LLVMValueRef y) {
+	if (!f->c->hooks->libm && f->c->hooks->soft_math) return llvm_soft_math(f->c, name + 5, x, y);
 	return libm_allowed(f, name + 5) ? call_intrinsic2(f, name, x, y) : NULL;
 }
 
 /* A libm function of one or two float arguments (sinf / sin, ...). */
 static LLVMValueRef call_libm(llvm_fn *f, const char *base, LLVMValueRef x, LLVMValueRef y) {
 	llvm_cx *c = f->c;
+	if (!c->hooks->libm && c->hooks->soft_math) return llvm_soft_math(c, base, x, y);
 	if (!libm_allowed(f, base)) return NULL;
 	LLVMTypeRef t = LLVMTypeOf(x);
 	char name[32];

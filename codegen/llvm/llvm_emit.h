@@ -44,4 +44,9 @@ LLVMValueRef llvm_narrow_const(llvm_cx *c, tbc_dtype t, double v);
  * other ops. */
 LLVMValueRef llvm_math_f32(llvm_cx *c, kir_unop op, LLVMValueRef x);
 
+/* libm's function fn ("sin", "pow", ...; y NULL for one argument) of an
+ * f32 or f64 x, computed without libm (llvm_soft_math.c): for targets with
+ * llvm_hooks.soft_math.  NULL after a diagnostic for a function it lacks. */
+LLVMValueRef llvm_soft_math(llvm_cx *c, const char *fn, LLVMValueRef x, LLVMValueRef y);
+
 #endif

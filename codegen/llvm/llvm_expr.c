@@ -71,7 +71,8 @@ static LLVMValueRef load(llvm_fn *f, const kir_expr *e) {
 	tbc_dtype dt = e->buf->dtype;
 	LLVMTypeRef mt = llvm_mem_type(c, dt);
 	if (!i || !mt) return NULL;
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, mt, f->bufs[e->buf->id], &i, 1, "");
+	LLVMValueRef base = e->buf->space == KIR_MEM_LOCAL ? f->locals[e->buf->id] : f->bufs[e->buf->id];
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, mt, base, &i, 1, "");
 	LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
 	LLVMSetAlignment(v, (unsigned)tbc_dtype_size(dt));
 	llvm_mark_access(f, v);
@@ -117,7 +118,7 @@ LLVMValueRef llvm_expr(llvm_fn *f, const kir_expr *e) {
 		break;
 	}
 	case KIR_E_CAST: v = llvm_cast(f, e); break;
-	case KIR_E_LOCAL_ID: break; /* grouped kernels are refused (llvm_emit_kernel) */
+	case KIR_E_LOCAL_ID: v = c->hooks->local_id(f, e->size); break; /* present: llvm_emit_kernel */
 	}
 	if (v) memo_put(f, e, v);
 	return v;

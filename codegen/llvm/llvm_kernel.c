@@ -130,7 +130,9 @@ bool llvm_fn_part(llvm_fn *part, const llvm_fn *f, LLVMValueRef fn) {
 	part->bufs = calloc((size_t)k->n_buffers + 1, sizeof *part->bufs);
 	part->sizes = calloc((size_t)k->n_sizes + 1, sizeof *part->sizes);
 	part->vars = calloc((size_t)k->n_vars + 1, sizeof *part->vars);
-	if (part->bufs && part->sizes && part->vars) return true;
+	part->locals = calloc((size_t)k->n_locals + 1, sizeof *part->locals);
+	if (part->locals && f->locals) memcpy(part->locals, f->locals, (size_t)k->n_locals * sizeof *part->locals);
+	if (part->bufs && part->sizes && part->vars && part->locals) return true;
 	return llvm_fail(f->c, TBC_ERR_NO_MEMORY, "out of memory");
 }
 
@@ -138,8 +140,9 @@ void llvm_fn_free(llvm_fn *f) {
 	free(f->bufs);
 	free(f->sizes);
 	free(f->vars);
+	free(f->locals);
 	free(f->memo);
-	f->bufs = f->sizes = f->vars = NULL;
+	f->bufs = f->sizes = f->vars = f->locals = NULL;
 	f->memo = NULL;
 	f->memo_cap = f->memo_n = 0;
 }
@@ -160,7 +163,9 @@ void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 		llvm_memo_clear(f);
 		switch (s->kind) {
 		case KIR_S_FOR: {
-			if (s->loop == KIR_LOOP_PARALLEL && !f->parallel_mapped) {
+			bool mapped_kind = s->loop == KIR_LOOP_PARALLEL || s->loop == KIR_LOOP_GRID ||
+					   (s->loop == KIR_LOOP_VECTOR && c->hooks->map_vector_loops);
+			if (mapped_kind && !f->parallel_mapped) {
 				c->hooks->parallel_loop(f, s);
 				break;
 			}
@@ -177,7 +182,8 @@ void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 			/* tbc_store_i64: a signed sub-byte integer fills its byte with its sign. */
 			if (llvm_is_sub_byte_int(s->buf->dtype))
 				v = tbc_dtype_is_unsigned(s->buf->dtype) ? LLVMBuildZExt(b, v, c->i8, "") : LLVMBuildSExt(b, v, c->i8, "");
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, f->bufs[s->buf->id], &i, 1, "");
+			LLVMValueRef base = s->buf->space == KIR_MEM_LOCAL ? f->locals[s->buf->id] : f->bufs[s->buf->id];
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, base, &i, 1, "");
 			LLVMValueRef st = LLVMBuildStore(b, v, p);
 			LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
 			llvm_mark_access(f, st);
@@ -202,7 +208,7 @@ void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 			LLVMValueRef br = LLVMBuildCondBr(b, cond, fail, cont);
 			set_unlikely(c, br);
 			LLVMPositionBuilderAtEnd(b, fail);
-			c->hooks->report_error(f, s->message);
+			c->hooks->report_error(f, s);
 			LLVMBuildBr(b, cont);
 			LLVMPositionBuilderAtEnd(b, cont);
 			llvm_memo_clear(f);
@@ -226,7 +232,9 @@ void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 			LLVMPositionBuilderAtEnd(b, join);
 			break;
 		}
-		case KIR_S_BARRIER: break; /* grouped kernels are refused (llvm_emit_kernel) */
+		case KIR_S_BARRIER:
+			c->hooks->barrier(f); /* present: grouped kernels need it (llvm_emit_kernel) */
+			break;
 		}
 	}
 	llvm_memo_clear(f);
@@ -241,14 +249,17 @@ LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
 	f.bufs = calloc((size_t)k->n_buffers + 1, sizeof *f.bufs);
 	f.sizes = calloc((size_t)k->n_sizes + 1, sizeof *f.sizes);
 	f.vars = calloc((size_t)k->n_vars + 1, sizeof *f.vars);
+	f.locals = calloc((size_t)k->n_locals + 1, sizeof *f.locals);
 	LLVMValueRef fn = NULL;
-	if (!params || !f.bufs || !f.sizes || !f.vars) {
+	if (!params || !f.bufs || !f.sizes || !f.vars || !f.locals) {
 		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		goto done;
 	}
 	for (int i = 0; i < k->n_buffers; i++)
 		if (!llvm_mem_type(c, k->buffers[i]->dtype)) goto done;
-	if (kir_kernel_is_grouped(k)) { /* the parallel form: no LLVM target maps work-groups yet */
+	const llvm_hooks *h = c->hooks;
+	bool groups = h->local_buffer && h->local_id && h->barrier;
+	if ((kir_kernel_is_grouped(k) || k->n_locals) && !groups) { /* the parallel form: this target has no work-groups */
 		llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s has work-groups, which this target does not run", k->name);
 		goto done;
 	}
@@ -271,7 +282,8 @@ LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
 	if (can_fail) f.status = LLVMGetParam(fn, (unsigned)(n_params - 1));
 	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
 	llvm_var_slots(&f);
-	llvm_stmts(&f, k->body);
+	for (int i = 0; i < k->n_locals && !c->failed; i++) f.locals[i] = h->local_buffer(&f, k->locals[i]);
+	if (!c->failed) llvm_stmts(&f, k->body);
 	LLVMBuildRetVoid(c->b);
 done:
 	free(params);

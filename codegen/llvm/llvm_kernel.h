@@ -32,6 +32,9 @@ typedef struct llvm_hooks {
 	 * Without libm such an op is a diagnostic, never an unresolved
 	 * symbol.  f32 exp, log, tanh and erf are inline polynomials always. */
 	bool libm;
+	/* Without libm: whether that math is computed by codegen/llvm/'s own
+	 * implementations (llvm_soft_math.c, in f64) instead of refused. */
+	bool soft_math;
 	/* Whether a kernel takes a leading pointer for the hooks (llvm_fn.env):
 	 * the CPU's host table, through which it calls parallel_for and error. */
 	bool env_param;
@@ -40,10 +43,21 @@ typedef struct llvm_hooks {
 	 * with llvm_stmts on a llvm_fn whose parallel_mapped is set (they then
 	 * run as ordinary loops). */
 	void (*parallel_loop)(llvm_fn *f, const kir_stmt *s);
-	/* Reports that a check failed with message (the first failure of a run
-	 * wins); the builder is in a block of its own, which the emitter ends
+	/* Whether a vector loop not inside a parallel one goes to parallel_loop
+	 * too (a GPU spreads it over its work-items as codegen/device/ plans). */
+	bool map_vector_loops;
+	/* Reports that check (a KIR_S_ERROR) failed: the first failure of a run
+	 * wins; the builder is in a block of its own, which the emitter ends
 	 * with a branch back to the code after the check. */
-	void (*report_error)(llvm_fn *f, const char *message);
+	void (*report_error)(llvm_fn *f, const kir_stmt *check);
+	/* Grouped kernels (kernel IR's parallel form); a target without these
+	 * refuses them.  Grid loops go to parallel_loop.  local_buffer gives
+	 * the pointer to local buffer lb of f's kernel (made once per kernel,
+	 * at the top of its function), local_id the item's position along dim
+	 * d as an index (i64), barrier the group's barrier. */
+	LLVMValueRef (*local_buffer)(llvm_fn *f, const kir_buffer *lb);
+	LLVMValueRef (*local_id)(llvm_fn *f, int d);
+	void (*barrier)(llvm_fn *f);
 } llvm_hooks;
 
 /* One LLVM module being emitted. */
@@ -59,6 +73,7 @@ typedef struct llvm_cx {
 	 * tiled for vectors this wide, so they ask LLVM for them. */
 	int vector_bytes;
 	int n_messages; /* error messages emitted so far (their globals' names) */
+	void *target;   /* the target's own state, for its hooks */
 	tbc_diags *d;
 	bool failed;
 } llvm_cx;
@@ -98,6 +113,7 @@ struct llvm_fn {
 	/* Per kernel buffer, size parameter and variable: its pointer, its
 	 * value, its alloca (llvm_var_slots). */
 	LLVMValueRef *bufs, *sizes, *vars;
+	LLVMValueRef *locals; /* per local buffer of a grouped kernel: its pointer */
 	/* Inside a parallel loop the target mapped: parallel loops are then
 	 * emitted as ordinary loops. */
 	bool parallel_mapped;

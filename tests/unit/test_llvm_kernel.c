@@ -10,12 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/ExecutionEngine.h>
+#include <llvm-c/Target.h>
+#include <math.h>
 
 #include "codegen/cpu/cpu.h"
+#include "codegen/llvm/llvm_emit.h"
 #include "codegen/llvm/llvm_kernel.h"
 
 /* ---- A GPU-shaped target ---------------------------------------------------
@@ -48,8 +53,8 @@ static void grid_parallel(llvm_fn *f, const kir_stmt *s) {
 	LLVMPositionBuilderAtEnd(b, exit);
 }
 
-static void grid_report(llvm_fn *f, const char *message) {
-	(void)message;
+static void grid_report(llvm_fn *f, const kir_stmt *check) {
+	(void)check;
 	n_reports++;
 	LLVMBuildStore(f->c->b, LLVMConstInt(f->c->i32, 1, 0), f->status);
 }
@@ -61,6 +66,48 @@ static const llvm_hooks grid_hooks = {
 	.env_param = false,
 	.parallel_loop = grid_parallel,
 	.report_error = grid_report,
+};
+
+/* The same target with work-groups: local buffers as globals in address
+ * space 3, local_id a constant, the barrier a call to tbc.test.barrier; and
+ * math without libm from llvm_soft_math.c. */
+static int n_barriers, n_local_ids;
+
+static LLVMValueRef group_local_buffer(llvm_fn *f, const kir_buffer *lb) {
+	llvm_cx *c = f->c;
+	LLVMTypeRef at = LLVMArrayType2(c->f32, 64);
+	LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, lb->name, 3);
+	LLVMSetInitializer(g, LLVMGetUndef(at));
+	LLVMSetLinkage(g, LLVMInternalLinkage);
+	return g;
+}
+
+static LLVMValueRef group_local_id(llvm_fn *f, int d) {
+	(void)d;
+	n_local_ids++;
+	return LLVMConstInt(f->c->i64, 0, 0);
+}
+
+static void group_barrier(llvm_fn *f) {
+	llvm_cx *c = f->c;
+	n_barriers++;
+	LLVMTypeRef fty = LLVMFunctionType(c->void_t, NULL, 0, 0);
+	LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "tbc.test.barrier");
+	if (!fn) fn = LLVMAddFunction(c->mod, "tbc.test.barrier", fty);
+	LLVMBuildCall2(c->b, fty, fn, NULL, 0, "");
+}
+
+static const llvm_hooks group_hooks = {
+	.name = "group",
+	.buffer_addrspace = 1,
+	.libm = false,
+	.soft_math = true,
+	.env_param = false,
+	.parallel_loop = grid_parallel,
+	.report_error = grid_report,
+	.local_buffer = group_local_buffer,
+	.local_id = group_local_id,
+	.barrier = group_barrier,
 };
 
 /* ---- Kernels -------------------------------------------------------------- */
@@ -196,6 +243,193 @@ static void test_inline_f32_math_needs_no_libm(void **state) {
 	}
 }
 
+/* kernel row_sum's shape (docs/kernel-ir.md): part[local_id] = x[...];
+ * barrier; y[g] = part[0] + part[1], over grid loop g. */
+static kir_kernel *grouped_kernel(fixture *f) {
+	kir_kernel *k = f->k;
+	int64_t size[1] = {64}, dims[1] = {64};
+	kir_kernel_set_group(k, 1, size);
+	kir_buffer *part = kir_local_new(k, "part", TBC_DT_F32, 1, dims);
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_expr *g = kir_e_var(k, f->i);
+	kir_block body = {0};
+	kir_block_add(k, &body, kir_s_store(k, part, lid, kir_e_load(k, f->x, g)));
+	kir_block_add(k, &body, kir_s_barrier(k));
+	kir_expr *sum = kir_e_binary(k, KIR_ADD, kir_e_load(k, part, kir_e_index(k, 0)), kir_e_load(k, part, kir_e_index(k, 1)));
+	kir_block_add(k, &body, kir_s_if(k, kir_e_cmp(k, KIR_EQ, lid, kir_e_index(k, 0)), kir_s_store(k, f->y, g, sum), NULL));
+	k->body = kir_s_for(k, f->i, kir_e_index(k, 0), kir_e_size(k, 0), 1, KIR_LOOP_GRID, body.first);
+	assert_non_null(k->body);
+	return k;
+}
+
+static void test_grouped_kernel_takes_local_buffers_ids_and_barriers_from_its_hooks(void **state) {
+	(void)state;
+	fixture f = make(TBC_DT_F32, &group_hooks);
+	kir_kernel *k = grouped_kernel(&f);
+	if (!kir_verify(k, f.d)) print_error("%s\n", tbc_diags_get(f.d, 0)->message);
+	n_barriers = n_local_ids = 0;
+	LLVMValueRef fn = llvm_emit_kernel(&f.c, k, 0);
+	assert_non_null(fn);
+	assert_module_valid(f.c.mod);
+	assert_int_equal(n_parallel, 1); /* the grid loop is the target's */
+	assert_int_equal(n_barriers, 1);
+	assert_true(n_local_ids >= 1);
+	LLVMValueRef part = LLVMGetNamedGlobal(f.c.mod, "part");
+	assert_non_null(part);
+	assert_int_equal(LLVMGetPointerAddressSpace(LLVMTypeOf(part)), 3);
+	assert_non_null(LLVMGetFirstUse(part)); /* the store and the loads reach it */
+	done(&f);
+}
+
+static void test_grouped_kernel_is_refused_without_work_group_hooks(void **state) {
+	(void)state;
+	fixture f = make(TBC_DT_F32, &grid_hooks);
+	kir_kernel *k = grouped_kernel(&f);
+	assert_null(llvm_emit_kernel(&f.c, k, 0));
+	assert_true(mentions(f.d, "has work-groups"));
+	done(&f);
+}
+
+/* Every libm function kernels use, f32 and f64, defined in the module:
+ * nothing is left for a libm to resolve. */
+static void test_soft_math_leaves_no_libm_call(void **state) {
+	(void)state;
+	static const kir_unop ops[] = {KIR_EXP,  KIR_LOG,   KIR_SIN,   KIR_COS,   KIR_TAN,   KIR_ASIN,  KIR_ACOS,
+				       KIR_ATAN, KIR_SINH,  KIR_COSH,  KIR_TANH,  KIR_ASINH, KIR_ACOSH, KIR_ATANH,
+				       KIR_ERF,  KIR_EXPM1, KIR_LOG1P};
+	static const tbc_dtype types[] = {TBC_DT_F32, TBC_DT_F64};
+	for (size_t t = 0; t < 2; t++)
+		for (size_t i = 0; i < sizeof ops / sizeof *ops + 2; i++) {
+			fixture f = make(types[t], &group_hooks);
+			kir_kernel *k = f.k;
+			kir_expr *xi = kir_e_load(k, f.x, kir_e_var(k, f.i));
+			kir_expr *v = i < sizeof ops / sizeof *ops ? kir_e_unary(k, ops[i], xi)
+				: kir_e_binary(k, i == sizeof ops / sizeof *ops ? KIR_POW : KIR_ATAN2, xi, xi);
+			set_body(&f, kir_s_store(k, f.y, kir_e_var(k, f.i), v));
+			assert_non_null(llvm_emit_kernel(&f.c, k, 0));
+			assert_module_valid(f.c.mod);
+			for (LLVMValueRef fn = LLVMGetFirstFunction(f.c.mod); fn; fn = LLVMGetNextFunction(fn)) {
+				size_t len;
+				const char *name = LLVMGetValueName2(fn, &len);
+				if (LLVMIsDeclaration(fn) && strncmp(name, "llvm.", 5)) fail_msg("%s is left to libm", name);
+			}
+			done(&f);
+		}
+}
+
+/* Distance in units in the last place between two doubles of one sign. */
+static double ulps(double got, double want) {
+	if (isnan(want)) return isnan(got) ? 0 : INFINITY;
+	if (got == want) return 0;
+	if (isinf(want) || isinf(got)) return INFINITY;
+	double u = nextafter(fabs(want), INFINITY) - fabs(want);
+	return fabs(got - want) / u;
+}
+
+/* The soft math functions run on this host (MCJIT) against libm over a
+ * grid of f64 arguments: how many ulp they are off at most. */
+static void test_soft_math_agrees_with_libm(void **state) {
+	(void)state;
+	static const struct {
+		const char *fn;
+		double (*libm)(double);
+		double lo, hi, max_ulp;
+	} cases[] = {
+		{"exp", exp, -745, 709, 2},     {"log", log, 1e-300, 1e300, 2},    {"sin", sin, -100, 100, 2},
+		{"cos", cos, -100, 100, 2},     {"tan", tan, -10, 10, 4},          {"atan", atan, -50, 50, 2},
+		{"asin", asin, -1, 1, 4},       {"acos", acos, -1, 1, 4},          {"expm1", expm1, -5, 5, 4},
+		{"log1p", log1p, -0.9, 100, 4}, {"sinh", sinh, -30, 30, 4},        {"cosh", cosh, -30, 30, 4},
+		{"tanh", tanh, -30, 30, 4},     {"asinh", asinh, -1e5, 1e5, 4},    {"acosh", acosh, 1, 1e5, 4},
+		{"atanh", atanh, -0.999, 0.999, 4}, {"erf", erf, -7, 7, 8},
+	};
+	LLVMLinkInMCJIT();
+	assert_int_equal(LLVMInitializeNativeTarget(), 0);
+	assert_int_equal(LLVMInitializeNativeAsmPrinter(), 0);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		tbc_diags *d = tbc_diags_create();
+		llvm_cx c;
+		llvm_cx_init(&c, "soft", &group_hooks, 32, d);
+		LLVMTypeRef fty = LLVMFunctionType(c.f64, &c.f64, 1, 0);
+		LLVMValueRef fn = LLVMAddFunction(c.mod, "f", fty);
+		LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(c.ctx, fn, "entry"));
+		LLVMBuildRet(c.b, llvm_soft_math(&c, cases[i].fn, LLVMGetParam(fn, 0), NULL));
+		assert_module_valid(c.mod);
+		LLVMModuleRef mod = c.mod;
+		c.mod = LLVMModuleCreateWithNameInContext("empty", c.ctx); /* the engine owns mod */
+		LLVMExecutionEngineRef ee;
+		char *err = NULL;
+		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
+		double (*f)(double) = (double (*)(double))(uintptr_t)LLVMGetFunctionAddress(ee, "f");
+		assert_non_null(f);
+		double worst = 0, at = 0;
+		for (int k = 0; k <= 20000; k++) {
+			double x = cases[i].lo + (cases[i].hi - cases[i].lo) * k / 20000.0;
+			if (!strcmp(cases[i].fn, "log")) x = exp(log(cases[i].lo) + (log(cases[i].hi) - log(cases[i].lo)) * k / 20000.0);
+			double e = ulps(f(x), cases[i].libm(x));
+			if (e > worst) worst = e, at = x;
+		}
+		/* special values */
+		const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN};
+		for (size_t s = 0; s < 5; s++) {
+			double x = specials[s], w = cases[i].libm(x), g = f(x);
+			if (!(isnan(w) ? isnan(g) : g == w && signbit(g) == signbit(w)))
+				fail_msg("%s(%g) = %g, libm %g", cases[i].fn, x, g, w);
+		}
+		if (getenv("TBC_SOFT_MATH_REPORT")) print_message("%-6s %.2f ulp at %.17g\n", cases[i].fn, worst, at);
+		if (worst > cases[i].max_ulp) fail_msg("%s: %.1f ulp at %.17g", cases[i].fn, worst, at);
+		LLVMDisposeExecutionEngine(ee);
+		llvm_cx_dispose(&c);
+		tbc_diags_destroy(d);
+	}
+}
+
+/* pow and atan2 the same way, over pairs of arguments with the special
+ * values among them (C's rules for zeros, infinities, NaN and negative
+ * bases).  pow loses about |y ln x| 2^-53 (llvm_soft_math.c). */
+static void test_soft_math_pow_and_atan2_agree_with_libm(void **state) {
+	(void)state;
+	static const struct {
+		const char *fn;
+		double (*libm)(double, double);
+		double max_ulp;
+	} cases[] = {{"pow", pow, 4}, {"atan2", atan2, 4}};
+	const double vals[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1, -1, 2, -2, 0.5, -0.5, 3, -3, 2.5, -2.5, 1e-3, 7.25, 1e3, -1e3, 0.999};
+	const int n = (int)(sizeof vals / sizeof *vals);
+	LLVMLinkInMCJIT();
+	assert_int_equal(LLVMInitializeNativeTarget(), 0);
+	assert_int_equal(LLVMInitializeNativeAsmPrinter(), 0);
+	for (size_t i = 0; i < 2; i++) {
+		tbc_diags *d = tbc_diags_create();
+		llvm_cx c;
+		llvm_cx_init(&c, "soft", &group_hooks, 32, d);
+		LLVMTypeRef params[2] = {c.f64, c.f64};
+		LLVMValueRef fn = LLVMAddFunction(c.mod, "f", LLVMFunctionType(c.f64, params, 2, 0));
+		LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(c.ctx, fn, "entry"));
+		LLVMBuildRet(c.b, llvm_soft_math(&c, cases[i].fn, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1)));
+		assert_module_valid(c.mod);
+		LLVMModuleRef mod = c.mod;
+		c.mod = LLVMModuleCreateWithNameInContext("empty", c.ctx);
+		LLVMExecutionEngineRef ee;
+		char *err = NULL;
+		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
+		double (*f)(double, double) = (double (*)(double, double))(uintptr_t)LLVMGetFunctionAddress(ee, "f");
+		assert_non_null(f);
+		for (int a = 0; a < n; a++)
+			for (int b = 0; b < n; b++) {
+				double x = vals[a], y = vals[b], w = cases[i].libm(x, y), g = f(x, y);
+				/* pow: the error exp(y log x) carries, |y ln x| ulp */
+				double extra = i == 0 ? fabs(y * log(fabs(x))) * 2 : 0;
+				double allowed = cases[i].max_ulp + (isfinite(extra) ? extra : 0);
+				bool same = isnan(w) ? isnan(g) : (w == 0 || isinf(w)) ? g == w && signbit(g) == signbit(w)
+									 : signbit(g) == signbit(w) && ulps(g, w) <= allowed;
+				if (!same) fail_msg("%s(%g, %g) = %.17g, libm %.17g", cases[i].fn, x, y, g, w);
+			}
+		LLVMDisposeExecutionEngine(ee);
+		llvm_cx_dispose(&c);
+		tbc_diags_destroy(d);
+	}
+}
+
 static void test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop(void **state) {
 	(void)state;
 	fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
@@ -217,6 +451,11 @@ int main(void) {
 		cmocka_unit_test(test_gpu_shaped_kernel_reports_a_failed_check_through_its_hook),
 		cmocka_unit_test(test_math_that_needs_libm_is_a_diagnostic_without_it),
 		cmocka_unit_test(test_inline_f32_math_needs_no_libm),
+		cmocka_unit_test(test_grouped_kernel_takes_local_buffers_ids_and_barriers_from_its_hooks),
+		cmocka_unit_test(test_grouped_kernel_is_refused_without_work_group_hooks),
+		cmocka_unit_test(test_soft_math_leaves_no_libm_call),
+		cmocka_unit_test(test_soft_math_agrees_with_libm),
+		cmocka_unit_test(test_soft_math_pow_and_atan2_agree_with_libm),
 		cmocka_unit_test(test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
