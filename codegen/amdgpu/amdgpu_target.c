@@ -151,7 +151,7 @@ static const llvm_gpu_arch amdgpu_arch = {
 static bool executable(const char *path) { return access(path, X_OK) == 0; }
 
 /* ld.lld-19 on PATH, else /usr/bin/ld.lld-19; false if neither. */
-static bool find_lld(char *out, size_t size) {
+bool tbc_amdgpu_find_linker(char *out, size_t size) {
 	const char *path = getenv("PATH");
 	while (path && *path) {
 		const char *colon = strchr(path, ':');
@@ -209,7 +209,7 @@ static bool read_file(const char *path, void **data, size_t *size, size_t limit)
 
 static bool link_code_object(const void *obj, size_t obj_size, void **code, size_t *size, tbc_diags *d) {
 	char lld[4096];
-	if (!find_lld(lld, sizeof lld)) {
+	if (!tbc_amdgpu_find_linker(lld, sizeof lld)) {
 		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
 			      "amdgpu backend: ld.lld-19 is neither on PATH nor at /usr/bin/ld.lld-19; it links the code object "
 			      "(Debian/Ubuntu: apt-get install lld-19)");

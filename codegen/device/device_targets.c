@@ -128,3 +128,15 @@ void *tbc_device_code_pack(const tbc_dev_program *progs, int n, size_t *out_size
 	*out_size = size;
 	return w;
 }
+
+int tbc_target_can_compile(const char *target, char *why, size_t why_size) {
+	if (why_size) why[0] = 0;
+	if (!strcmp(target, "rocm")) {
+		if (tbc_amdgpu_find_linker(why, why_size)) return 1;
+		snprintf(why, why_size, "ld.lld-19 not found (apt install lld-19)");
+		return 0;
+	}
+	if (!strcmp(target, "cpu") || find(target, strlen(target))) return 1;
+	snprintf(why, why_size, "no target '%s'", target);
+	return 0;
+}

@@ -222,6 +222,11 @@ typedef struct tbc_compile_stats {
 
 void tbc_compile_options_init(tbc_compile_options *o);
 
+/* Whether this machine has what compiling for target ("cpu", "opencl",
+ * "cuda", "rocm") needs beyond the library (rocm: the linker ld.lld-19);
+ * why holds what is missing, or where the tool is. */
+int tbc_target_can_compile(const char *target, char *why, size_t why_size);
+
 /* Writes an artifact chosen by path's extension: "x.o" (a relocatable object
  * and "x.h" declaring <prefix>_descriptor, the inputs and the outputs), "x.so"
  * (a shared object exporting tbc_model_descriptor, linked by the system

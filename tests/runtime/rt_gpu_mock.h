@@ -629,6 +629,72 @@ static void a_models_table_runs_its_copies_and_launches_in_order(void **state) {
 	dlclose(dl);
 }
 
+/* One artifact compiled for the CPU, OpenCL and GPUs of both kinds: a
+ * session without a choice runs on the GPU (docs/runtime.md, "Choosing a
+ * device"), with the table of the newest architecture the device runs. */
+static void an_artifact_for_every_target_runs_on_the_gpu_with_its_table(void **state) {
+	(void)state;
+	tbcrt_context *ctx = mock_context();
+	tbc_module *m = load_onnx(dense_path());
+	const char *so = tmp_path("dense_every_target.so");
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.targets = TBC_TARGETS_CPU | TBC_TARGETS_OPENCL;
+	o.gpu_targets = "cuda:sm_75,cuda:sm_80,rocm:gfx90a";
+	compile_to(m, &o, so);
+	tbc_module_destroy(m);
+	tbcrt_model *model = NULL;
+	RT_OK(tbcrt_model_load(ctx, so, &model));
+	tbcrt_model_info info;
+	RT_OK(tbcrt_model_get_info(model, &info));
+	assert_true(info.cpu_code && info.opencl_code);
+	assert_string_equal(info.device_targets, "opencl,cuda:sm_75,cuda:sm_80,rocm:gfx90a");
+	char name[32];
+	snprintf(name, sizeof name, "%s:0", RT_GPU.kind);
+	uint32_t index;
+	RT_OK(tbcrt_device_find(ctx, name, &index));
+	size_t mark = strlen(mock.log());
+	tbcrt_session *s = NULL;
+	tbcrt_status st = tbcrt_session_create(model, &s);
+	uint32_t got = 99;
+	if (st.code == TBCRT_OK) RT_OK(tbcrt_session_device(s, &got));
+	if (RT_GPU.table_kind == TBC_ABI_DEVICE_PTX) {
+		/* The mock H100 (sm_90) gets sm_80's PTX, the newest it runs. */
+		RT_OK(st);
+		assert_int_equal(got, index);
+		const char *log = mock.log() + mark;
+		assert_non_null(strstr(log, "load "));
+		int64_t dims[2] = {5, 64};
+		static float x[5 * 64];
+		RT_OK(tbcrt_session_bind_input(s, 0, 1, 2, dims, x, sizeof x));
+		RT_OK(tbcrt_session_run(s));
+		assert_non_null(strstr(mock.log() + mark, "launch tbc_k0_"));
+	} else {
+		/* Both mocks are on the library path, so without a choice the CUDA
+		 * GPU comes first; asked for the HIP device, the session gets the
+		 * code object (the mock reads PTX-style text, not code objects:
+		 * its refusal is a clear status naming the program). */
+		tbcrt_session_destroy(s);
+		s = NULL;
+		tbcrt_session_options so_opts;
+		tbcrt_session_options_init(&so_opts);
+		so_opts.device = index;
+		st = tbcrt_session_create_with(model, &so_opts, &s);
+		printf("hip:0 with the rocm:gfx90a table: %s\n", st.code == TBCRT_OK ? "loaded" : st.message);
+		if (st.code == TBCRT_OK) {
+			RT_OK(tbcrt_session_device(s, &got));
+			assert_int_equal(got, index);
+		} else {
+			assert_non_null(strstr(st.message, ".hsaco"));
+		}
+	}
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(ctx);
+	assert_int_equal(mock.live("allocations"), 0);
+	assert_int_equal(mock.live("modules"), 0);
+}
+
 /* ---- No driver ---- */
 static void without_the_driver_the_device_is_unavailable_saying_why(void **state) {
 	(void)state;
@@ -673,6 +739,7 @@ int main(void) {
 		cmocka_unit_test(errors_are_statuses_naming_the_call_the_kernel_and_the_limit),
 		cmocka_unit_test(events_time_the_work_between_them_on_the_devices_clock),
 		cmocka_unit_test(a_models_table_runs_its_copies_and_launches_in_order),
+		cmocka_unit_test(an_artifact_for_every_target_runs_on_the_gpu_with_its_table),
 		cmocka_unit_test(without_the_driver_the_device_is_unavailable_saying_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, close_mock);
