@@ -253,6 +253,21 @@ static inline int64_t kir_group_items(const kir_kernel *k) {
 	for (int d = 0; d < k->group_dims; d++) n *= k->group[d];
 	return n;
 }
+/* How a device runs a kernel: as work-groups (a grouped kernel), as
+ * work-items striding over one top-level parallel loop (GRID: the body is
+ * that loop, after statements that store nothing), or on one work-item
+ * (SINGLE: anything else, e.g. sequential code, or two parallel loops whose
+ * second may read what the first stored).  A device backend maps the first
+ * two to its grid; a SINGLE kernel runs the whole body on one work-item.
+ * Lowering for a TBC_PAR_GRID target aims for GROUPS or GRID. */
+typedef enum kir_launch_shape {
+	KIR_LAUNCH_SINGLE = 0,
+	KIR_LAUNCH_GRID = 1,
+	KIR_LAUNCH_GROUPS = 2
+} kir_launch_shape;
+kir_launch_shape kir_kernel_launch_shape(const kir_kernel *k);
+/* The loop a GRID kernel's work-items stride over; NULL for other shapes. */
+const kir_stmt *kir_kernel_grid_loop(const kir_kernel *k);
 /* A local buffer of static dims (rank >= 1), in k->locals. */
 kir_buffer *kir_local_new(kir_kernel *k, const char *name, tbc_dtype dtype, int rank, const int64_t *dims);
 kir_expr *kir_e_local_id(kir_kernel *k, int dim);

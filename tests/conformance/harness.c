@@ -142,6 +142,9 @@ static const target targets[] = {
 	/* Kernels printed as OpenCL C, run on the first OpenCL device under the
 	 * host program (tests/conformance/opencl_target.c). */
 	{"opencl", tbc_run_opencl},
+	/* The same kernels (lowered for the device's description) under the
+	 * kernel IR evaluator: the parallel form checked without a device. */
+	{"opencl-eval", tbc_run_device_eval},
 };
 
 /* ---- Small utilities ------------------------------------------------------*/
