@@ -1,0 +1,297 @@
+/* A kernel's form for a grid target (TBC_PAR_GRID without work-groups in
+ * the kernel): what lk_end does to each kernel a family lowered before it
+ * becomes launches, so that every family gets a device's shape without
+ * writing it twice.
+ *
+ *  - Split: a kernel whose body is several statements that store (two
+ *    parallel loops, as Concat and Split write one per input) would run on
+ *    one work-item (kir_kernel_launch_shape: SINGLE).  It becomes one kernel
+ *    per storing statement, each after a copy of the statements before it
+ *    that store nothing (the scalars they compute); launches run in order,
+ *    so a later part sees what an earlier one stored, as the one kernel did.
+ *  - Flatten: a parallel loop whose body is a perfect nest of loops with
+ *    bounds fixed by the sizes alone (`for i parallel { for j sequential {
+ *    for k vector { ... } } }`, data movement's and the reductions' kept
+ *    dims) would spread only its outer trip count over the work-items.  It
+ *    becomes one parallel loop over the product, each loop's variable
+ *    decomposed from the flat index, so a batch of 1 still fills the grid.
+ *
+ * Both keep every value: a part runs the statements the kernel ran, in the
+ * same order; a flattened nest runs the same iterations, which were
+ * independent (a sequential loop is flattened only when its body reads no
+ * buffer it stores and carries no scalar from one iteration to the next).
+ * Requires: verified kernels of lowering.  Guarantees: the parts verify as
+ * the kernel did; the CPU's kernels are never touched (lk_end calls this for
+ * grid targets only). */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/lower/kir_short.h"
+#include "codegen/lower/lower_internal.h"
+
+/* ---- Facts about statements and expressions ----------------------------------------*/
+static bool stores(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
+	return false;
+}
+
+static bool can_fail(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_ERROR || can_fail(s->body) || can_fail(s->orelse)) return true;
+	return false;
+}
+
+static bool expr_reads_var(const kir_expr *e, const kir_var *v) {
+	if (!e) return false;
+	if (e->kind == KIR_E_VAR && e->var == v) return true;
+	return expr_reads_var(e->a, v) || expr_reads_var(e->b, v) || expr_reads_var(e->c, v);
+}
+
+/* Whether an index expression is fixed by the kernel's sizes alone. */
+static bool sizes_only(const kir_expr *e) {
+	if (!e) return true;
+	if (e->kind == KIR_E_VAR || e->kind == KIR_E_LOAD || e->kind == KIR_E_LOCAL_ID) return false;
+	return sizes_only(e->a) && sizes_only(e->b) && sizes_only(e->c);
+}
+
+static bool stmts_read_var(const kir_stmt *s, const kir_var *v) {
+	for (; s; s = s->next)
+		if (expr_reads_var(s->lo, v) || expr_reads_var(s->hi, v) || expr_reads_var(s->index, v) ||
+		    expr_reads_var(s->value, v) || expr_reads_var(s->cond, v) || stmts_read_var(s->body, v) ||
+		    stmts_read_var(s->orelse, v))
+			return true;
+	return false;
+}
+
+/* Whether s sets (or binds as a loop variable) v. */
+static bool stmts_set_var(const kir_stmt *s, const kir_var *v) {
+	for (; s; s = s->next)
+		if (((s->kind == KIR_S_SET || s->kind == KIR_S_FOR) && s->var == v) || stmts_set_var(s->body, v) ||
+		    stmts_set_var(s->orelse, v))
+			return true;
+	return false;
+}
+
+static bool expr_loads(const kir_expr *e, const kir_buffer *b) {
+	if (!e) return false;
+	if (e->kind == KIR_E_LOAD && e->buf == b) return true;
+	return expr_loads(e->a, b) || expr_loads(e->b, b) || expr_loads(e->c, b);
+}
+
+static bool stmts_load(const kir_stmt *s, const kir_buffer *b) {
+	for (; s; s = s->next)
+		if (expr_loads(s->lo, b) || expr_loads(s->hi, b) || expr_loads(s->index, b) || expr_loads(s->value, b) ||
+		    expr_loads(s->cond, b) || stmts_load(s->body, b) || stmts_load(s->orelse, b))
+			return true;
+	return false;
+}
+
+static bool stores_to(const kir_stmt *s, const kir_buffer *b) {
+	for (; s; s = s->next)
+		if ((s->kind == KIR_S_STORE && s->buf == b) || stores_to(s->body, b) || stores_to(s->orelse, b)) return true;
+	return false;
+}
+
+/* Whether body reads a buffer it stores (a recurrence through memory). */
+static bool reads_what_it_stores(const kir_kernel *k, const kir_stmt *body) {
+	for (int b = 0; b < k->n_buffers; b++)
+		if (stores_to(body, k->buffers[b]) && stmts_load(body, k->buffers[b])) return true;
+	return false;
+}
+
+/* Whether a variable is set inside body before it is read there, in every
+ * iteration: the first statement of body mentioning it (at the top level)
+ * is a set of it reading nothing of it.  Anything else may carry a value
+ * from one iteration to the next. */
+static bool set_before_read(const kir_stmt *body, const kir_var *v) {
+	bool inside = false; /* v lives inside a loop above: read no more after it */
+	for (const kir_stmt *s = body; s; s = s->next) {
+		if (s->kind == KIR_S_SET && s->var == v) return !expr_reads_var(s->value, v);
+		kir_stmt one = *s;
+		one.next = NULL;
+		bool mentions = stmts_read_var(&one, v) || stmts_set_var(&one, v);
+		if (!mentions) continue;
+		/* A loop whose body sets v before reading it, each iteration. */
+		if (inside || s->kind != KIR_S_FOR || expr_reads_var(s->lo, v) || expr_reads_var(s->hi, v) ||
+		    !set_before_read(s->body, v))
+			return false;
+		inside = true;
+	}
+	return true;
+}
+
+static bool binds(const kir_stmt *s, const kir_var *v) {
+	for (; s; s = s->next)
+		if ((s->kind == KIR_S_FOR && s->var == v) || binds(s->body, v) || binds(s->orelse, v)) return true;
+	return false;
+}
+
+/* Whether no scalar flows from one iteration of a sequential loop to the
+ * next: every variable set in its body is set before it is read (a loop
+ * variable is bound afresh, and loop variables are never set). */
+static bool carries_nothing(const kir_kernel *k, const kir_stmt *loop) {
+	for (int i = 0; i < k->n_vars; i++) {
+		const kir_var *v = k->vars[i];
+		if (!binds(loop->body, v) && stmts_set_var(loop->body, v) && !set_before_read(loop->body, v)) return false;
+	}
+	return true;
+}
+
+/* The same questions of one statement (the functions above walk a list). */
+static bool stmt_stores(const kir_stmt *s) {
+	kir_stmt one = *s;
+	one.next = NULL;
+	return stores(&one);
+}
+
+static bool stmt_sets_var(const kir_stmt *s, const kir_var *v) {
+	kir_stmt one = *s;
+	one.next = NULL;
+	return stmts_set_var(&one, v);
+}
+
+/* ---- Flatten ---------------------------------------------------------------------*/
+static bool flat_bounds(const kir_stmt *s) {
+	int64_t lo;
+	return s->kind == KIR_S_FOR && s->step == 1 && kir_e_const_index(s->lo, &lo) && lo == 0 && sizes_only(s->hi) &&
+	       s->loop != KIR_LOOP_GRID;
+}
+
+#define MAX_NEST (2 * TBC_MAX_RANK)
+
+/* grid (a top-level parallel loop) as one parallel loop over its perfect
+ * nest; grid itself when there is nothing to flatten. */
+static kir_stmt *flatten(kir_kernel *k, kir_stmt *grid) {
+	if (!flat_bounds(grid)) return grid;
+	kir_stmt *loops[MAX_NEST];
+	kir_stmt *pre[MAX_NEST]; /* the sets before loop d in loop d-1's body (a list) */
+	int n = 0;
+	loops[n] = grid;
+	pre[n++] = NULL;
+	while (n < MAX_NEST) {
+		kir_stmt *body = loops[n - 1]->body, *s = body;
+		while (s && s->kind == KIR_S_SET) s = s->next;
+		if (!s || s->kind != KIR_S_FOR || s->next || !flat_bounds(s)) break;
+		/* The sets before the loop are recomputed per flat iteration: none
+		 * may be set again inside it. */
+		bool ok = true;
+		for (kir_stmt *p = body; p != s && ok; p = p->next) ok = !stmts_set_var(s, p->var);
+		if (s->loop == KIR_LOOP_SEQUENTIAL)
+			ok = ok && !reads_what_it_stores(k, s->body) && carries_nothing(k, s);
+		if (!ok) break;
+		pre[n] = body == s ? NULL : body;
+		loops[n++] = s;
+	}
+	if (n == 1) return grid;
+	kir_var *f = kir_var_new(k, "f", KIR_INDEX);
+	kir_expr *fv = V(k, f), *stride = I(k, 1), *strides[MAX_NEST];
+	for (int d = n - 1; d >= 0; d--) {
+		strides[d] = stride;
+		stride = MUL(k, stride, loops[d]->hi);
+	}
+	kir_block b = {0};
+	for (int d = 0; d < n; d++) {
+		for (kir_stmt *p = pre[d]; p && p != loops[d]; p = p->next) kir_block_add(k, &b, kir_s_set(k, p->var, p->value));
+		kir_expr *q = DIV(k, fv, strides[d]);
+		kir_block_add(k, &b, kir_s_set(k, loops[d]->var, d == 0 ? q : MOD(k, q, loops[d]->hi)));
+	}
+	kir_stmt *inner = loops[n - 1]->body;
+	if (b.last) b.last->next = inner;
+	return kir_s_for(k, f, I(k, 0), stride, 1, KIR_LOOP_PARALLEL, b.first);
+}
+
+/* ---- Split -----------------------------------------------------------------------*/
+static kir_stmt *clone(kir_kernel *k, const kir_stmt *s) {
+	kir_stmt *c = tbc_arena_alloc(k->arena, sizeof *c);
+	if (!c) return k->failed = true, NULL;
+	*c = *s;
+	c->next = NULL;
+	return c;
+}
+
+static bool forms_part(const kir_stmt *s) {
+	return stmt_stores(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL);
+}
+
+/* Whether k's body may be split into parts: two or more statements that
+ * store, each a parallel loop, none setting a scalar a later statement
+ * reads, and nothing that may fail after the last of them. */
+static int parts_of(const kir_kernel *k) {
+	int parts = 0;
+	const kir_stmt *last = NULL;
+	for (const kir_stmt *s = k->body; s; s = s->next) {
+		if (!forms_part(s)) continue;
+		/* Storing code of one work-item stays one kernel (a shape kernel's
+		 * symbols): parts pay only when each is a grid. */
+		if (s->kind != KIR_S_FOR || s->loop == KIR_LOOP_SEQUENTIAL) return 0;
+		parts++;
+		last = s;
+		for (int i = 0; i < k->n_vars; i++)
+			if (stmt_sets_var(s, k->vars[i]) && stmts_read_var(s->next, k->vars[i])) return 0;
+	}
+	if (parts < 2 || can_fail(last->next)) return 0;
+	return parts;
+}
+
+/* A part (or the whole kernel): `prefix` (statements storing nothing) then
+ * `last`; the body for a grid target.  A parallel loop last is flattened,
+ * and prefix sets it does not need for its bounds move into it (each
+ * work-item computes them), so the body is the one loop a device spreads
+ * over its work-items. */
+static kir_stmt *part_body(kir_kernel *k, const kir_stmt *prefix, const kir_stmt *last) {
+	kir_block b = {0};
+	bool sink = last->kind == KIR_S_FOR && last->loop != KIR_LOOP_SEQUENTIAL;
+	for (const kir_stmt *p = prefix; p != last && sink; p = p->next)
+		if (!forms_part(p))
+			sink = p->kind == KIR_S_SET && !expr_reads_var(last->lo, p->var) && !expr_reads_var(last->hi, p->var);
+	kir_block sunk = {0};
+	for (const kir_stmt *p = prefix; p != last; p = p->next)
+		if (!forms_part(p)) kir_block_add(k, sink ? &sunk : &b, clone(k, p));
+	kir_stmt *own = clone(k, last);
+	if (own && own->kind == KIR_S_FOR && own->loop != KIR_LOOP_SEQUENTIAL) own = flatten(k, own);
+	if (own && sunk.first) {
+		sunk.last->next = own->body;
+		own->body = sunk.first;
+	}
+	kir_block_add(k, &b, own);
+	return b.first;
+}
+
+int lower_device_form(kir_kernel *k, kir_kernel ***out) {
+	*out = tbc_arena_array(k->arena, 1, sizeof **out);
+	if (!*out) return -1;
+	(*out)[0] = k;
+	if (kir_kernel_is_grouped(k) || kir_kernel_launch_shape(k) != KIR_LAUNCH_SINGLE) {
+		kir_stmt *grid = (kir_stmt *)kir_kernel_grid_loop(k);
+		if (grid && grid == k->body) k->body = part_body(k, k->body, grid);
+		return k->failed ? -1 : 1;
+	}
+	int n = parts_of(k);
+	if (n == 0) {
+		/* Statements that store nothing, then one parallel loop. */
+		const kir_stmt *last = k->body;
+		while (last && last->next) last = last->next;
+		bool one_loop = last && last->kind == KIR_S_FOR && last->loop != KIR_LOOP_SEQUENTIAL;
+		for (const kir_stmt *p = k->body; p != last && one_loop; p = p->next) one_loop = !forms_part(p);
+		if (one_loop) k->body = part_body(k, k->body, last);
+		return k->failed ? -1 : 1;
+	}
+	kir_kernel **parts = tbc_arena_array(k->arena, (size_t)n, sizeof *parts);
+	if (!parts) return -1;
+	int made = 0;
+	for (kir_stmt *s = k->body; s; s = s->next) {
+		if (!forms_part(s)) continue;
+		kir_kernel *pk = tbc_arena_alloc(k->arena, sizeof *pk);
+		if (!pk) return -1;
+		*pk = *k;
+		char name[160];
+		snprintf(name, sizeof name, "%s_p%d", k->name, made);
+		pk->name = tbc_arena_strdup(k->arena, name);
+		pk->body = part_body(pk, k->body, s);
+		if (!pk->name || !pk->body || pk->failed) return -1;
+		parts[made++] = pk;
+	}
+	*out = parts;
+	return made;
+}
