@@ -664,7 +664,9 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 
 /* ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
  * Max first (NaN sticks), then the sum of exp(x - max) in f64, then the
- * results; Hardmax marks the first maximum. */
+ * results; Hardmax marks the first maximum.  On a device a long row is a
+ * work-group's (rs_group): max and sum combined by trees, each item writing
+ * its strided part of the row. */
 typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
 
 static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) {
@@ -682,6 +684,9 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
+	/* Devices: a work-group per row for long rows (Hardmax keeps a row per
+	 * item: its first maximum would need the index in the tree). */
+	if (kind != SM_HARD) rs_group(&s);
 	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
 	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
 	if (best) rs_set(&s, best, kir_e_index(k, 0));
@@ -698,6 +703,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		rs_set(&s, mx, kir_e_binary(k, KIR_MAX, kir_e_var(k, mx), v));
 	}
 	rs_pass_end(&s);
+	rs_group_combine(&s, mx, KIR_MAX);
 	kir_expr *sum = NULL;
 	if (kind != SM_HARD) {
 		/* The f64 sum of f32 (or narrower) terms: its order changes it
@@ -710,6 +716,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		kir_expr *e = kir_e_unary(k, KIR_EXP, kir_e_binary(k, KIR_SUB, v, kir_e_var(k, mx)));
 		rs_set(&s, sv, kir_e_binary(k, KIR_ADD, kir_e_var(k, sv), kir_e_cast(k, TBC_DT_F64, e)));
 		rs_pass_end(&s);
+		rs_group_combine(&s, sv, KIR_ADD);
 		sum = kind == SM_LOG ? rs_local(&s, "lse", kir_e_cast(k, ct, kir_e_unary(k, KIR_LOG, kir_e_var(k, sv))))
 				     : rs_local(&s, "inv", kir_e_cast(k, ct, kir_e_binary(k, KIR_DIV, kir_e_float(k, TBC_DT_F64, 1),
 											 kir_e_var(k, sv))));
