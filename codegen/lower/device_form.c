@@ -3,12 +3,14 @@
  * becomes launches, so that every family gets a device's shape without
  * writing it twice.
  *
- *  - Split: a kernel whose body is several statements that store (two
- *    parallel loops, as Concat and Split write one per input) would run on
- *    one work-item (kir_kernel_launch_shape: SINGLE).  It becomes one kernel
- *    per storing statement, each after a copy of the statements before it
- *    that store nothing (the scalars they compute); launches run in order,
- *    so a later part sees what an earlier one stored, as the one kernel did.
+ *  - Split: a kernel whose body holds a parallel loop beside other storing
+ *    statements (two parallel loops, as Concat and Split write one per input;
+ *    a parallel fill before a sequential scatter) would run on one work-item
+ *    (kir_kernel_launch_shape: SINGLE).  It becomes a kernel per parallel
+ *    loop and per run of storing code between them, each after a copy of the
+ *    statements before it that store nothing (the scalars they compute);
+ *    launches run in order, so a later part sees what an earlier one
+ *    stored, as the one kernel did.
  *  - Flatten: a parallel loop whose body is a perfect nest of loops with
  *    bounds fixed by the sizes alone (`for i parallel { for j sequential {
  *    for k vector { ... } } }`, data movement's and the reductions' kept
@@ -151,6 +153,12 @@ static bool stmt_sets_var(const kir_stmt *s, const kir_var *v) {
 	return stmts_set_var(&one, v);
 }
 
+static bool stmt_reads_var(const kir_stmt *s, const kir_var *v) {
+	kir_stmt one = *s;
+	one.next = NULL;
+	return stmts_read_var(&one, v);
+}
+
 /* ---- Flatten ---------------------------------------------------------------------*/
 static bool flat_bounds(const kir_stmt *s) {
 	int64_t lo;
@@ -210,46 +218,69 @@ static kir_stmt *clone(kir_kernel *k, const kir_stmt *s) {
 	return c;
 }
 
-static bool forms_part(const kir_stmt *s) {
-	return stmt_stores(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL);
-}
+static bool is_parallel_loop(const kir_stmt *s) { return s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL; }
 
-/* Whether k's body may be split into parts: two or more statements that
- * store, each a parallel loop, none setting a scalar a later statement
- * reads, and nothing that may fail after the last of them. */
-static int parts_of(const kir_kernel *k) {
-	int parts = 0;
-	const kir_stmt *last = NULL;
-	for (const kir_stmt *s = k->body; s; s = s->next) {
-		if (!forms_part(s)) continue;
-		/* Storing code of one work-item stays one kernel (a shape kernel's
-		 * symbols): parts pay only when each is a grid. */
-		if (s->kind != KIR_S_FOR || s->loop == KIR_LOOP_SEQUENTIAL) return 0;
-		parts++;
-		last = s;
-		for (int i = 0; i < k->n_vars; i++)
-			if (stmt_sets_var(s, k->vars[i]) && stmts_read_var(s->next, k->vars[i])) return 0;
+/* The parts of k's top-level statements s[0..n): part[i] >= 0 for a
+ * statement of a part, -1 for one that only computes scalars (copied before
+ * every later part).  Each parallel loop is a part; the statements from a
+ * storing one up to the next parallel loop are one (code for one
+ * work-item, such as a scatter after a parallel fill).  The number of
+ * parts, or 0 when k stays whole: fewer than two parts, none a parallel
+ * loop, a part setting a scalar a later statement reads, or a check after
+ * the last parallel loop that no part holds. */
+static int parts_of(const kir_kernel *k, const kir_stmt *const *s, int n, int *part) {
+	int parts = 0, run = -1, loops = 0;
+	for (int i = 0; i < n; i++) {
+		if (is_parallel_loop(s[i])) {
+			part[i] = parts++;
+			run = -1;
+			loops++;
+		} else if (stmt_stores(s[i]) || run >= 0) {
+			if (run < 0) run = parts++;
+			part[i] = run;
+		} else {
+			part[i] = -1;
+		}
 	}
-	if (parts < 2 || can_fail(last->next)) return 0;
+	if (parts < 2 || loops == 0) return 0;
+	for (int i = 0; i < n; i++) {
+		bool later_part = false;
+		for (int j = i + 1; j < n && !later_part; j++) later_part = part[j] >= 0;
+		if (part[i] < 0) {
+			if (can_fail(s[i]) && !later_part) return 0; /* it would be dropped */
+			continue;
+		}
+		for (int v = 0; v < k->n_vars; v++) {
+			if (!stmt_sets_var(s[i], k->vars[v])) continue;
+			for (int j = i + 1; j < n; j++)
+				if (part[j] != part[i] && stmt_reads_var(s[j], k->vars[v])) return 0;
+		}
+	}
 	return parts;
 }
 
-/* A part (or the whole kernel): `prefix` (statements storing nothing) then
- * `last`; the body for a grid target.  A parallel loop last is flattened,
- * and prefix sets it does not need for its bounds move into it (each
+/* The body of part `want` of k for a grid target: the scalar statements
+ * before it, then its own statements.  A parallel loop is flattened, and the
+ * scalar sets before it that its bounds do not read move into it (each
  * work-item computes them), so the body is the one loop a device spreads
  * over its work-items. */
-static kir_stmt *part_body(kir_kernel *k, const kir_stmt *prefix, const kir_stmt *last) {
-	kir_block b = {0};
-	bool sink = last->kind == KIR_S_FOR && last->loop != KIR_LOOP_SEQUENTIAL;
-	for (const kir_stmt *p = prefix; p != last && sink; p = p->next)
-		if (!forms_part(p))
-			sink = p->kind == KIR_S_SET && !expr_reads_var(last->lo, p->var) && !expr_reads_var(last->hi, p->var);
-	kir_block sunk = {0};
-	for (const kir_stmt *p = prefix; p != last; p = p->next)
-		if (!forms_part(p)) kir_block_add(k, sink ? &sunk : &b, clone(k, p));
-	kir_stmt *own = clone(k, last);
-	if (own && own->kind == KIR_S_FOR && own->loop != KIR_LOOP_SEQUENTIAL) own = flatten(k, own);
+static kir_stmt *part_body(kir_kernel *k, const kir_stmt *const *s, int n, const int *part, int want) {
+	int first = 0;
+	while (first < n && part[first] != want) first++;
+	const kir_stmt *loop = first < n && is_parallel_loop(s[first]) ? s[first] : NULL;
+	bool sink = loop != NULL;
+	for (int i = 0; i < first && sink; i++)
+		if (part[i] < 0)
+			sink = s[i]->kind == KIR_S_SET && !expr_reads_var(loop->lo, s[i]->var) && !expr_reads_var(loop->hi, s[i]->var);
+	kir_block b = {0}, sunk = {0};
+	for (int i = 0; i < first; i++)
+		if (part[i] < 0) kir_block_add(k, sink ? &sunk : &b, clone(k, s[i]));
+	if (!loop) {
+		for (int i = first; i < n; i++)
+			if (part[i] == want) kir_block_add(k, &b, clone(k, s[i]));
+		return b.first;
+	}
+	kir_stmt *own = flatten(k, clone(k, loop));
 	if (own && sunk.first) {
 		sunk.last->next = own->body;
 		own->body = sunk.first;
@@ -262,36 +293,37 @@ int lower_device_form(kir_kernel *k, kir_kernel ***out) {
 	*out = tbc_arena_array(k->arena, 1, sizeof **out);
 	if (!*out) return -1;
 	(*out)[0] = k;
-	if (kir_kernel_is_grouped(k) || kir_kernel_launch_shape(k) != KIR_LAUNCH_SINGLE) {
-		kir_stmt *grid = (kir_stmt *)kir_kernel_grid_loop(k);
-		if (grid && grid == k->body) k->body = part_body(k, k->body, grid);
-		return k->failed ? -1 : 1;
+	int n = 0;
+	for (const kir_stmt *st = k->body; st; st = st->next) n++;
+	if (kir_kernel_is_grouped(k) || n == 0) return 1;
+	const kir_stmt **s = tbc_arena_array(k->arena, (size_t)n, sizeof *s);
+	int *part = tbc_arena_array(k->arena, (size_t)n, sizeof *part);
+	if (!s || !part) return -1;
+	n = 0;
+	for (const kir_stmt *st = k->body; st; st = st->next) s[n++] = st;
+	int parts = kir_kernel_launch_shape(k) == KIR_LAUNCH_SINGLE ? parts_of(k, s, n, part) : 0;
+	if (parts == 0) {
+		/* Whole: scalar statements, then one parallel loop. */
+		bool one_loop = is_parallel_loop(s[n - 1]);
+		for (int i = 0; i < n - 1 && one_loop; i++) one_loop = !stmt_stores(s[i]) && !is_parallel_loop(s[i]);
+		if (!one_loop) return 1;
+		for (int i = 0; i < n; i++) part[i] = i == n - 1 ? 0 : -1;
+		k->body = part_body(k, s, n, part, 0);
+		return k->body && !k->failed ? 1 : -1;
 	}
-	int n = parts_of(k);
-	if (n == 0) {
-		/* Statements that store nothing, then one parallel loop. */
-		const kir_stmt *last = k->body;
-		while (last && last->next) last = last->next;
-		bool one_loop = last && last->kind == KIR_S_FOR && last->loop != KIR_LOOP_SEQUENTIAL;
-		for (const kir_stmt *p = k->body; p != last && one_loop; p = p->next) one_loop = !forms_part(p);
-		if (one_loop) k->body = part_body(k, k->body, last);
-		return k->failed ? -1 : 1;
-	}
-	kir_kernel **parts = tbc_arena_array(k->arena, (size_t)n, sizeof *parts);
-	if (!parts) return -1;
-	int made = 0;
-	for (kir_stmt *s = k->body; s; s = s->next) {
-		if (!forms_part(s)) continue;
+	kir_kernel **kernels = tbc_arena_array(k->arena, (size_t)parts, sizeof *kernels);
+	if (!kernels) return -1;
+	for (int p = 0; p < parts; p++) {
 		kir_kernel *pk = tbc_arena_alloc(k->arena, sizeof *pk);
 		if (!pk) return -1;
 		*pk = *k;
 		char name[160];
-		snprintf(name, sizeof name, "%s_p%d", k->name, made);
+		snprintf(name, sizeof name, "%s_p%d", k->name, p);
 		pk->name = tbc_arena_strdup(k->arena, name);
-		pk->body = part_body(pk, k->body, s);
+		pk->body = part_body(pk, s, n, part, p);
 		if (!pk->name || !pk->body || pk->failed) return -1;
-		parts[made++] = pk;
+		kernels[p] = pk;
 	}
-	*out = parts;
-	return made;
+	*out = kernels;
+	return parts;
 }
