@@ -477,7 +477,47 @@ static bool float_input(lower_cx *cx, const tbc_op *op) {
 
 /* ---- ArgMax / ArgMin ----------------------------------------------------------
  * The first (or with select_last_index the last) extreme; NaN wins and the
- * first NaN stays, as the interpreter does. */
+ * first NaN stays (the last with select_last_index), as the interpreter
+ * does. */
+
+/* The parallel form: every item's candidate (best value bv at index bi, bi
+ * -1 for none) combined by a tree in local memory into the row's, with the
+ * scan's rules: NaN beats numbers, the extreme beats the rest, and between
+ * equals (two NaNs too) the first index, or the last with last. */
+static void arg_combine(rspace *s, kir_var *bv, kir_var *bi, bool want_max, bool last, bool is_f) {
+	kir_kernel *k = s->k;
+	kir_buffer *pv = kir_local_new(k, "part_best", bv->type, 1, &s->group);
+	kir_buffer *pi = kir_local_new(k, "part_at", TBC_DT_I64, 1, &s->group);
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_block *b = &s->point;
+	kir_block_add(k, b, kir_s_store(k, pv, lid, kir_e_var(k, bv)));
+	kir_block_add(k, b, kir_s_store(k, pi, lid, kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi))));
+	kir_block_add(k, b, kir_s_barrier(k));
+	for (int64_t st = s->group / 2; st >= 1; st /= 2) {
+		kir_expr *other = kir_e_add(k, lid, kir_e_index(k, st));
+		kir_expr *va = kir_e_load(k, pv, lid), *vb = kir_e_load(k, pv, other);
+		kir_expr *ia = kir_e_load(k, pi, lid), *ib = kir_e_load(k, pi, other);
+		kir_expr *by_index = kir_e_cmp(k, last ? KIR_GT : KIR_LT, ib, ia);
+		kir_expr *better = kir_e_binary(k, KIR_OR, kir_e_cmp(k, want_max ? KIR_GT : KIR_LT, vb, va),
+						kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, vb, va), by_index));
+		if (is_f) {
+			kir_expr *an = kir_e_unary(k, KIR_ISNAN, va), *bn = kir_e_unary(k, KIR_ISNAN, vb);
+			better = kir_e_select(k, an, kir_e_binary(k, KIR_AND, bn, by_index), kir_e_binary(k, KIR_OR, bn, better));
+		}
+		kir_expr *zero = kir_e_int(k, TBC_DT_I64, 0);
+		kir_expr *take = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ib, zero),
+					      kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, ia, zero), better));
+		kir_var *tv = kir_var_new(k, "take_b", TBC_DT_BOOL);
+		kir_block step = {0};
+		kir_block_add(k, &step, kir_s_set(k, tv, take));
+		kir_block_add(k, &step, kir_s_store(k, pv, lid, kir_e_select(k, kir_e_var(k, tv), vb, va)));
+		kir_block_add(k, &step, kir_s_store(k, pi, lid, kir_e_select(k, kir_e_var(k, tv), ib, ia)));
+		kir_block_add(k, b, kir_s_if(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, st)), step.first, NULL));
+		kir_block_add(k, b, kir_s_barrier(k));
+	}
+	kir_block_add(k, b, kir_s_set(k, bi, kir_e_cast(k, KIR_INDEX, kir_e_load(k, pi, kir_e_index(k, 0)))));
+}
+
 static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	const tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
@@ -504,9 +544,12 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
 	tbc_dtype ct = is_f ? float_ct(dt) : dt;
+	/* Devices: a work-group per long row, each item's candidate (at -1
+	 * until it has one) then a tree of candidates. */
+	bool grouped = rs_group(&s);
 	kir_var *bv = kir_var_new(k, "best", ct), *bi = kir_var_new(k, "at", KIR_INDEX);
 	rs_set(&s, bv, is_f ? kir_e_float(k, ct, 0) : kir_e_int(k, ct, 0));
-	rs_set(&s, bi, kir_e_index(k, 0));
+	rs_set(&s, bi, kir_e_index(k, grouped ? -1 : 0));
 	rs_pass_begin(&s);
 	kir_expr *j = s.cur[a];
 	kir_expr *v = rs_local(&s, "v", kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s))));
@@ -520,12 +563,14 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	} else {
 		take = better;
 	}
-	take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_EQ, j, kir_e_index(k, 0)), take);
+	kir_expr *none = grouped ? kir_e_cmp(k, KIR_LT, kir_e_var(k, bi), kir_e_index(k, 0)) : kir_e_cmp(k, KIR_EQ, j, kir_e_index(k, 0));
+	take = kir_e_binary(k, KIR_OR, none, take);
 	kir_expr *t = rs_local(&s, "take", take);
 	rs_set(&s, bi, kir_e_select(k, t, j, kir_e_var(k, bi)));
 	rs_set(&s, bv, kir_e_select(k, t, v, kir_e_var(k, bv)));
 	rs_pass_end(&s);
-	kir_block_add(k, &s.point, kir_s_store(k, out, rs_out_linear(&s), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi))));
+	if (grouped) arg_combine(&s, bv, bi, want_max, last, is_f);
+	rs_store(&s, out, rs_out_linear(&s), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi)));
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 

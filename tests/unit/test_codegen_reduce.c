@@ -430,11 +430,48 @@ static void test_softmax_norms_fused_as_work_groups(void **state) {
 	g_target = NULL;
 }
 
+/* ArgMax/ArgMin on a device: a long row is a work-group's, the items'
+ * candidates combined by a tree that keeps the scan's rules (the first
+ * extreme, or the last with select_last_index; NaN wins).  Few distinct
+ * values make ties; NaNs are planted at both ends and in the middle. */
+static void test_argmax_argmin_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const char *shapes[] = {"2,300", "2,N", "2,N", "2,300,3"};
+	const int64_t syms[] = {3, 1, 1000, 3};
+	const int axis[] = {-1, 1, 1, 1};
+	for (int last = 0; last < 2; last++)
+		for (int mx = 0; mx < 2; mx++)
+			for (size_t v = 0; v < 4; v++)
+				for (int f = 0; f < 2; f++) {
+					model md = model_new();
+					tbc_value *x = input_sym(&md, f ? TBC_DT_F32 : TBC_DT_I32, shapes[v], syms[v], 0, 3);
+					tbc_tensor *t = md.in[md.n_in - 1];
+					if (f && t->numel > 7) {
+						float *p = t->data;
+						p[1] = p[t->numel - 2] = p[t->numel / 2] = NAN;
+					}
+					tbc_op *o = node(&md, mx ? TBC_OP_ArgMax : TBC_OP_ArgMin, 1, x, NULL, NULL);
+					set_int(o, "axis", axis[v]);
+					set_int(o, "select_last_index", last);
+					check(&md, o->outputs[0]);
+				}
+	model md = model_new();
+	set_int(node(&md, TBC_OP_ArgMax, 1, input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1), NULL, NULL), "axis", 1);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	free(text);
+	g_target = NULL;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_kinds_middle_axis_f32),
 		cmocka_unit_test(test_reduce_kinds_as_work_groups),
 		cmocka_unit_test(test_softmax_norms_fused_as_work_groups),
+		cmocka_unit_test(test_argmax_argmin_as_work_groups),
 		cmocka_unit_test(test_reduce_sum_two_axes_no_keepdims_f64),
 		cmocka_unit_test(test_reduce_mean_all_axes),
 		cmocka_unit_test(test_reduce_sum_square_noop_with_empty_axes),
