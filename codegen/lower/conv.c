@@ -357,7 +357,9 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	int yb = lower_result_buf(cx, yv), ib = iv ? lower_result_buf(cx, iv) : -2;
 	if (yb < 0 || ib == -1) return LOWER_FAILED;
 	if (conv_static_empty(yt)) return LOWER_OK;
-	if (kind == POOL_MAX && !iv) return maxpool_rows(cx, op, &g, yb, ct);
+	/* The row form is the CPU's (a vector loop over a row's interior); a
+	 * device computes each output on its own, one work-item each. */
+	if (kind == POOL_MAX && !iv && cx->target->parallel != TBC_PAR_GRID) return maxpool_rows(cx, op, &g, yb, ct);
 	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
 	lk l;
 	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;

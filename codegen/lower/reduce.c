@@ -214,10 +214,23 @@ static kir_stmt *rs_group_finish(rspace *s) {
 bool rs_group(rspace *s) {
 	const tbc_target_desc *t = s->l->cx->target;
 	if (t->parallel != TBC_PAR_GRID || !t->workgroups || t->max_workgroup_size < 2) return false;
-	int64_t n;
-	if (kir_e_const_index(rs_count(s), &n) && n < 256) return false;
 	int64_t g = 1;
 	while (g * 2 <= t->max_workgroup_size && g < 64) g *= 2;
+	int64_t n;
+	if (kir_e_const_index(rs_count(s), &n) && n < 256) {
+		/* A shorter row still goes to a group when it is contiguous (the
+		 * reduced dims innermost) and fills the group: its items then read
+		 * consecutive elements, where items owning a row each read addresses
+		 * a row apart. */
+		bool inner = true, reduced = false;
+		for (int d = 0; d < s->rank; d++) {
+			int64_t c;
+			bool unit = kir_e_const_index(s->size[d], &c) && c == 1;
+			if (s->mask[d]) reduced = true;
+			else if (reduced && !unit) inner = false;
+		}
+		if (!inner || n < g) return false;
+	}
 	s->group = g;
 	return true;
 }

@@ -83,7 +83,7 @@ static bool each_kernel(const kir_program *p, void *user, tbc_diags *d) {
 			extent = trips(k, kir_kernel_grid_loop(k), sv->sym);
 		} else if (shape == KIR_LAUNCH_GROUPS) {
 			const kir_stmt *g = k->body;
-			for (int dim = 0; dim < k->group_dims && g && g->kind == KIR_S_FOR; dim++, g = g->body)
+			for (int dim = 0; dim < 3 && g && g->kind == KIR_S_FOR && g->loop == KIR_LOOP_GRID; dim++, g = g->body)
 				extent *= trips(k, g, sv->sym);
 		}
 		/* Work-items the launch runs, and the iterations each runs. */

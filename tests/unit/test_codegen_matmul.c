@@ -523,8 +523,7 @@ static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
  * and empty interiors, windows wholly in the padding (0), 1-3 spatial dims,
  * dilation, ceil mode, i8, u8 and f16, and NaN (skipped unless a window
  * holds nothing else). */
-static void test_maxpool_rows(void **state) {
-	(void)state;
+static void maxpool_rows_cases(void) {
 	static const struct {
 		tbc_dtype dt;
 		const char *x;
@@ -563,6 +562,22 @@ static void test_maxpool_rows(void **state) {
 	x[1 * 9 + 3] = x[1 * 9 + 4] = x[2 * 9 + 3] = x[2 * 9 + 4] = NAN;
 	x[5 * 9 + 8] = NAN;
 	check(&md, o->outputs[0]);
+}
+
+static void test_maxpool_rows(void **state) {
+	(void)state;
+	maxpool_rows_cases();
+}
+
+/* On a device every output is a work-item's (the generic window loop, the
+ * nest flattened): the same cases, against the interpreter. */
+static void test_maxpool_on_a_device(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	maxpool_rows_cases();
+	g_target = NULL;
 }
 
 static void test_averagepool_count_include_pad_and_lppool(void **state) {
@@ -634,6 +649,7 @@ int main(void) {
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
 		cmocka_unit_test(test_maxpool_rows),
+		cmocka_unit_test(test_maxpool_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
 		cmocka_unit_test(test_small_cnn_end_to_end),
