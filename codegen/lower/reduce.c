@@ -592,7 +592,8 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
  * (ir/kernels/reduce_scan.c): floats (narrow ones too) accumulate in f64 and
  * round on each store, integers and bool in 64 bits, wrapping, stored
  * wrapped to the width (bool: != 0).  A constant axis uses the reduction
- * space; an axis given at run time gets its own kernel (lower_cum_dynamic). */
+ * space (on a device a long line is a work-group's: cum_group); an axis
+ * given at run time gets its own kernel (lower_cum_dynamic). */
 static tbc_dtype cum_acc_type(tbc_dtype dt) {
 	return tbc_dtype_is_float(dt) ? TBC_DT_F64 : is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
 }
@@ -685,6 +686,53 @@ static lower_result lower_cum_dynamic(lower_cx *cx, const tbc_op *op, bool prod)
 	return lk_end(&l, body.first) ? LOWER_OK : LOWER_FAILED;
 }
 
+/* The parallel form of a line (rs_group: a work-group per line): item t
+ * scans the t-th chunk of ceil(n / group) elements in scan order for its
+ * total, the totals go to local memory, each item starts its chunk from the
+ * combination of the totals before it and scans it again, storing.  Floats
+ * accumulate in f64 as the sequential scan does (in another association:
+ * the chunks' totals first); integers wrap alike. */
+static kir_stmt *cum_group(rspace *s, int a, kir_buffer *out, kir_buffer *xb, tbc_dtype dt, bool prod, bool exclusive,
+			   bool reverse) {
+	kir_kernel *k = s->k;
+	tbc_dtype ac = cum_acc_type(dt);
+	kir_binop op = prod ? KIR_MUL : KIR_ADD;
+	kir_block *b = &s->point;
+	kir_expr *n = s->size[a], *lid = kir_e_local_id(k, 0);
+	kir_expr *c = LET(k, b, "chunk", DIV(k, ADD(k, n, I(k, s->group - 1)), I(k, s->group)));
+	kir_expr *lo = LET(k, b, "lo", MUL(k, lid, c));
+	kir_expr *hi = LET(k, b, "hi", MIN(k, ADD(k, lo, c), n));
+	kir_var *pv[2];
+	kir_expr *e[2];
+	for (int i = 0; i < 2; i++) {
+		pv[i] = kir_var_new(k, "p", KIR_INDEX);
+		/* max(., 0) changes nothing (p < n) but lets the verifier prove the
+		 * index in bounds. */
+		s->cur[a] = reverse ? MAX(k, SUB(k, SUB(k, n, I(k, 1)), V(k, pv[i])), I(k, 0)) : V(k, pv[i]);
+		e[i] = rs_linear(s);
+	}
+	s->cur[a] = NULL;
+	kir_var *total = kir_var_new(k, "total", ac), *acc = kir_var_new(k, "acc", ac);
+	kir_block_add(k, b, kir_s_set(k, total, cum_init(k, ac, prod)));
+	kir_block_add(k, b, kir_s_for(k, pv[0], lo, hi, 1, KIR_LOOP_SEQUENTIAL,
+				      kir_s_set(k, total, BIN(k, op, V(k, total), CAST(k, ac, LOAD(k, xb, e[0]))))));
+	kir_buffer *part = kir_local_new(k, "part", ac, 1, &s->group);
+	kir_block_add(k, b, kir_s_store(k, part, lid, V(k, total)));
+	kir_block_add(k, b, kir_s_barrier(k));
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block_add(k, b, kir_s_set(k, acc, cum_init(k, ac, prod)));
+	kir_block_add(k, b, kir_s_for(k, t, I(k, 0), lid, 1, KIR_LOOP_SEQUENTIAL,
+				      kir_s_set(k, acc, BIN(k, op, V(k, acc), LOAD(k, part, V(k, t))))));
+	kir_block_add(k, b, kir_s_barrier(k)); /* before part is stored again */
+	kir_block scan = {0};
+	kir_expr *ev = LET(k, &scan, "e", e[1]);
+	if (exclusive) kir_block_add(k, &scan, kir_s_store(k, out, ev, CAST(k, dt, V(k, acc))));
+	kir_block_add(k, &scan, kir_s_set(k, acc, BIN(k, op, V(k, acc), CAST(k, ac, LOAD(k, xb, ev)))));
+	if (!exclusive) kir_block_add(k, &scan, kir_s_store(k, out, ev, CAST(k, dt, V(k, acc))));
+	kir_block_add(k, b, kir_s_for(k, pv[1], lo, hi, 1, KIR_LOOP_SEQUENTIAL, scan.first));
+	return rs_finish(s);
+}
+
 static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	const tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
@@ -706,6 +754,8 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
+	if (rs_group(&s)) /* devices: a work-group per long line */
+		return lk_end(&l, cum_group(&s, a, out, xb, dt, prod, exclusive, reverse)) ? LOWER_OK : LOWER_FAILED;
 	s.reverse = reverse;
 	tbc_dtype ac = cum_acc_type(dt);
 	kir_var *acc = kir_var_new(k, "acc", ac);

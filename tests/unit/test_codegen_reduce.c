@@ -466,12 +466,47 @@ static void test_argmax_argmin_as_work_groups(void **state) {
 	g_target = NULL;
 }
 
+/* CumSum/CumProd on a device: a long line is a work-group's (chunk totals,
+ * then each chunk rescanned from the totals before it), every exclusive and
+ * reverse combination, lines that do not divide the group, of one element
+ * and long, contiguous and strided, integers (exact) and floats. */
+static void test_cumsum_cumprod_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const char *shapes[] = {"2,300", "2,N", "2,N", "2,300,3"};
+	const int64_t syms[] = {3, 1, 1000, 3};
+	for (int v = 0; v < 8; v++)
+		for (size_t sh = 0; sh < 4; sh++) {
+			model md = model_new();
+			bool prod = v & 1, ints = v & 4;
+			tbc_value *x = input_sym(&md, ints ? TBC_DT_I32 : TBC_DT_F32, shapes[sh], syms[sh], prod ? 0.99 : -3,
+						 prod ? 1.01 : 3);
+			const double a[] = {1};
+			int64_t none[1] = {0};
+			tbc_op *o = node(&md, prod ? TBC_OP_CumProd : TBC_OP_CumSum, 2, x, constant(&md, TBC_DT_I64, 0, none, a), NULL);
+			set_int(o, "exclusive", (v >> 1) & 1);
+			set_int(o, "reverse", ((v >> 1) ^ v) & 1);
+			check_rtol(&md, o->outputs[0], 1e-5);
+		}
+	model md = model_new();
+	const double a[] = {1};
+	int64_t none[1] = {0};
+	node(&md, TBC_OP_CumSum, 2, input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1), constant(&md, TBC_DT_I64, 0, none, a), NULL);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	free(text);
+	g_target = NULL;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_kinds_middle_axis_f32),
 		cmocka_unit_test(test_reduce_kinds_as_work_groups),
 		cmocka_unit_test(test_softmax_norms_fused_as_work_groups),
 		cmocka_unit_test(test_argmax_argmin_as_work_groups),
+		cmocka_unit_test(test_cumsum_cumprod_as_work_groups),
 		cmocka_unit_test(test_reduce_sum_two_axes_no_keepdims_f64),
 		cmocka_unit_test(test_reduce_mean_all_axes),
 		cmocka_unit_test(test_reduce_sum_square_noop_with_empty_axes),
