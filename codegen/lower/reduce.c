@@ -773,8 +773,8 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 /* ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
  * Max first (NaN sticks), then the sum of exp(x - max) in f64, then the
  * results; Hardmax marks the first maximum.  On a device a long row is a
- * work-group's (rs_group): max and sum combined by trees, each item writing
- * its strided part of the row. */
+ * work-group's (rs_group): max and sum combined by trees (Hardmax's first
+ * maximum by ArgMax's), each item writing its strided part of the row. */
 typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
 
 static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) {
@@ -792,18 +792,19 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
-	/* Devices: a work-group per row for long rows (Hardmax keeps a row per
-	 * item: its first maximum would need the index in the tree). */
-	if (kind != SM_HARD) rs_group(&s);
+	/* Devices: a work-group per long row (Hardmax: each item's first
+	 * maximum, at -1 until it has one, then ArgMax's tree of candidates). */
+	bool grouped = rs_group(&s);
 	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
 	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
-	if (best) rs_set(&s, best, kir_e_index(k, 0));
+	if (best) rs_set(&s, best, kir_e_index(k, grouped ? -1 : 0));
 	rs_pass_begin(&s);
 	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));
 	if (kind == SM_HARD) {
 		kir_expr *m = kir_e_var(k, mx);
 		kir_expr *take = kir_e_binary(k, KIR_AND, kir_e_unary(k, KIR_NOT, kir_e_unary(k, KIR_ISNAN, m)),
 					      kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, m), kir_e_unary(k, KIR_ISNAN, v)));
+		if (grouped) take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, kir_e_var(k, best), kir_e_index(k, 0)), take);
 		kir_expr *t = rs_local(&s, "take", take);
 		rs_set(&s, best, kir_e_select(k, t, a >= 0 ? s.cur[a] : kir_e_index(k, 0), kir_e_var(k, best)));
 		rs_set(&s, mx, kir_e_select(k, t, v, kir_e_var(k, mx)));
@@ -811,7 +812,8 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		rs_set(&s, mx, kir_e_binary(k, KIR_MAX, kir_e_var(k, mx), v));
 	}
 	rs_pass_end(&s);
-	rs_group_combine(&s, mx, KIR_MAX);
+	if (kind != SM_HARD) rs_group_combine(&s, mx, KIR_MAX);
+	else if (grouped) arg_combine(&s, mx, best, true, false, true);
 	kir_expr *sum = NULL;
 	if (kind != SM_HARD) {
 		/* The f64 sum of f32 (or narrower) terms: its order changes it
