@@ -21,7 +21,9 @@
  * Both keep every value: a part runs the statements the kernel ran, in the
  * same order; a flattened nest runs the same iterations, which were
  * independent (a sequential loop is flattened only when its body reads no
- * buffer it stores and carries no scalar from one iteration to the next).
+ * buffer it stores, carries no scalar from one iteration to the next, and
+ * stores each element at an index computed from the loop's variable
+ * without loads, so no two iterations store one element).
  * Requires: verified kernels of lowering.  Guarantees: the parts verify as
  * the kernel did; the CPU's kernels are never touched (lk_end calls this for
  * grid targets only). */
@@ -159,6 +161,52 @@ static bool stmt_reads_var(const kir_stmt *s, const kir_var *v) {
 	return stmts_read_var(&one, v);
 }
 
+/* Whether e, a store's index inside root, is computed without loads from
+ * loop variables, sizes, constants and locals that are either set outside
+ * root (the same for every iteration of it) or set inside it only to such
+ * values; *uses is set when it reads v. */
+static bool pure_index(const kir_stmt *root, const kir_expr *e, const kir_var *v, bool *uses, int depth);
+
+static bool sets_pure(const kir_stmt *s, const kir_stmt *root, const kir_var *x, const kir_var *v, bool *uses,
+		      int depth) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_SET && s->var == x && !pure_index(root, s->value, v, uses, depth + 1)) return false;
+		if (!sets_pure(s->body, root, x, v, uses, depth) || !sets_pure(s->orelse, root, x, v, uses, depth)) return false;
+	}
+	return true;
+}
+
+static bool pure_index(const kir_stmt *root, const kir_expr *e, const kir_var *v, bool *uses, int depth) {
+	if (!e) return true;
+	if (depth > 16 || e->kind == KIR_E_LOAD) return false;
+	if (e->kind == KIR_E_VAR) {
+		kir_stmt one = *root;
+		one.next = NULL;
+		if (e->var == v) *uses = true;
+		else if (!binds(&one, e->var) && stmts_set_var(&one, e->var) && !sets_pure(&one, root, e->var, v, uses, depth))
+			return false;
+		return true;
+	}
+	return pure_index(root, e->a, v, uses, depth) && pure_index(root, e->b, v, uses, depth) &&
+	       pure_index(root, e->c, v, uses, depth);
+}
+
+/* Whether every store in s (inside root) goes to an element its index
+ * computes from loop's variable without loads: different iterations of a
+ * sequential loop then store different elements (an index that does not
+ * read the variable would be stored by every iteration, the last value
+ * winning; one read from memory may repeat). */
+static bool stores_by(const kir_stmt *s, const kir_stmt *root, const kir_var *loopvar) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_STORE) {
+			bool uses = false;
+			if (!pure_index(root, s->index, loopvar, &uses, 0) || !uses) return false;
+		}
+		if (!stores_by(s->body, root, loopvar) || !stores_by(s->orelse, root, loopvar)) return false;
+	}
+	return true;
+}
+
 /* ---- Flatten ---------------------------------------------------------------------*/
 static bool flat_bounds(const kir_stmt *s) {
 	int64_t lo;
@@ -186,7 +234,7 @@ static kir_stmt *flatten(kir_kernel *k, kir_stmt *grid) {
 		bool ok = true;
 		for (kir_stmt *p = body; p != s && ok; p = p->next) ok = !stmts_set_var(s, p->var);
 		if (s->loop == KIR_LOOP_SEQUENTIAL)
-			ok = ok && !reads_what_it_stores(k, s->body) && carries_nothing(k, s);
+			ok = ok && !reads_what_it_stores(k, s->body) && carries_nothing(k, s) && stores_by(s->body, grid, s->var);
 		if (!ok) break;
 		pre[n] = body == s ? NULL : body;
 		loops[n++] = s;

@@ -138,6 +138,24 @@ static void test_data_movement_on_a_device(void **state) {
 	set_int(o, "axis", -1);
 	tbc_value *outs[3] = {o->outputs[0], o->outputs[1], o->outputs[2]};
 	check_outputs(&md, 3, outs, 0);
+	/* A scatter stores at indices read from memory, which may repeat: its
+	 * loop over the updates stays one work-item's (flattened, two items
+	 * could store one element at once), after the copy's flat grid. */
+	for (int axis = 0; axis < 2; axis++) {
+		md = model_new();
+		o = node(&md, TBC_OP_ScatterElements, 3, input(&md, TBC_DT_F32, "3,4"), index_input(&md, "2,3", 0, -3, 3),
+			 input(&md, TBC_DT_F32, "2,3"));
+		set_int(o, "axis", axis);
+		check(&md, o->outputs[0]);
+		md = model_new();
+		o = node(&md, TBC_OP_ScatterElements, 3, input(&md, TBC_DT_F32, "3,4"), index_input(&md, "2,3", 0, -3, 3),
+			 input(&md, TBC_DT_F32, "2,3"));
+		set_int(o, "axis", axis);
+		text = lowered_text(&md);
+		assert_non_null(strstr(text, "_p1("));
+		assert_non_null(strstr(text, " sequential {"));
+		free(text);
+	}
 	g_target = NULL;
 }
 
