@@ -298,6 +298,16 @@ bool kir_fits_target(const kir_kernel *k, const struct tbc_target_desc *t, tbc_d
  * local memory no item stored, and two items touching one local element
  * between barriers (one of them storing) are errors. */
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+/* kir_eval in another schedule: with reverse_parallel, parallel, vector and
+ * grid loops run from their last iteration to their first, so a kernel whose
+ * "independent" iterations are not (two storing one element, one reading
+ * what another stores) gives another result than in order: a device may run
+ * them in any order (the conformance harness's opencl-eval target). */
+typedef struct kir_eval_options {
+	bool reverse_parallel;
+} kir_eval_options;
+bool kir_eval_with(const kir_kernel *k, void *const *buffers, const int64_t *sizes, const kir_eval_options *o,
+		   tbc_diags *d);
 /* The value of an index expression over k's sizes alone (a buffer's dim, a
  * loop bound): false when it loads or reads a variable. */
 bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d);

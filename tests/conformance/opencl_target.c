@@ -266,7 +266,8 @@ tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in,
 	return rc;
 }
 
-/* ---- The device's kernels under the evaluator -------------------------------------*/
+/* ---- The device's kernels under the evaluator -------------------------------------
+ * Each kernel's parallel, vector and grid loops run backwards (kir_eval_with). */
 typedef struct eval_run {
 	tbc_tensor *const *in;
 	size_t n_in;
@@ -275,9 +276,18 @@ typedef struct eval_run {
 	tbc_code rc;
 } eval_run;
 
+/* Independent iterations backwards: a race a device could hit gives
+ * another result than the interpreter's. */
+static bool eval_reversed(void *ctx, const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
+	(void)ctx;
+	kir_eval_options o = {.reverse_parallel = true};
+	return kir_eval_with(k, buffers, sizes, &o, d);
+}
+
 static bool eval_program(const kir_program *p, void *user, tbc_diags *d) {
 	eval_run *r = user;
-	r->rc = kir_program_eval(p, r->in, r->n_in, r->out, r->n_out, d);
+	kir_kernel_runner runner = {eval_reversed, NULL};
+	r->rc = kir_program_run(p, &runner, r->in, r->n_in, r->out, r->n_out, d);
 	return true;
 }
 
