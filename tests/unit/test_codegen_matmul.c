@@ -487,6 +487,26 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	check(&md, node(&md, TBC_OP_Conv, 2, x, w, NULL)->outputs[0]);
 }
 
+/* On a device im2col is one flat grid over the matrix (codegen/lower/conv.c,
+ * im2col_flat) before the grouped GEMM: the same geometries, 1-3 spatial
+ * dims, groups, dilations, padding, a symbolic batch. */
+static void test_conv_on_a_device(void **state) {
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	test_conv_2d_geometries(state);
+	test_conv_1d_and_3d(state);
+	test_conv_symbolic_batch_and_f64(state);
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "1,3,9,9"), *w = input(&md, TBC_DT_F32, "4,3,3,3");
+	node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "im2col"));
+	assert_null(strstr(text, " vector {"));
+	free(text);
+	g_target = NULL;
+}
+
 static tbc_op *pool_op(model *md, tbc_opcode code, tbc_dtype dt, const char *x, int nsp, const int64_t *kernel,
 		       const int64_t *strides, const int64_t *pads, int n_out) {
 	tbc_value *xv = input_sym(md, dt, x, 1, -100, 100);
@@ -650,6 +670,7 @@ int main(void) {
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
 		cmocka_unit_test(test_maxpool_rows),
 		cmocka_unit_test(test_maxpool_on_a_device),
+		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
 		cmocka_unit_test(test_small_cnn_end_to_end),
