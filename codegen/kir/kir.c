@@ -290,6 +290,33 @@ static bool stmts_can_fail(const kir_stmt *s) {
 bool kir_kernel_can_fail(const kir_kernel *k) { return stmts_can_fail(k->body); }
 
 /* ---- The parallel form ---------------------------------------------------*/
+static bool stmts_store(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_STORE || stmts_store(s->body) || stmts_store(s->orelse)) return true;
+	return false;
+}
+
+/* The one top-level parallel (or vector) loop, when everything before it
+ * stores nothing (every work-item may then run it) and nothing follows it.
+ * As the OpenCL printer decides it (codegen/opencl/opencl_c.c grid_loop):
+ * a statement before the loop is asked whether it or anything after it
+ * stores, so in effect a kernel is GRID when its body is the loop alone. */
+const kir_stmt *kir_kernel_grid_loop(const kir_kernel *k) {
+	if (kir_kernel_is_grouped(k)) return NULL;
+	const kir_stmt *grid = NULL;
+	for (const kir_stmt *s = k->body; s; s = s->next) {
+		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL && !grid) grid = s;
+		else if (stmts_store(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL)) return NULL;
+		else if (grid) return NULL;
+	}
+	return grid;
+}
+
+kir_launch_shape kir_kernel_launch_shape(const kir_kernel *k) {
+	if (kir_kernel_is_grouped(k)) return KIR_LAUNCH_GROUPS;
+	return kir_kernel_grid_loop(k) ? KIR_LAUNCH_GRID : KIR_LAUNCH_SINGLE;
+}
+
 void kir_kernel_set_group(kir_kernel *k, int dims, const int64_t *size) {
 	if (dims < 1 || dims > 3) {
 		k->failed = true;

@@ -253,6 +253,21 @@ static inline int64_t kir_group_items(const kir_kernel *k) {
 	for (int d = 0; d < k->group_dims; d++) n *= k->group[d];
 	return n;
 }
+/* How a device runs a kernel: as work-groups (a grouped kernel), as
+ * work-items striding over one top-level parallel loop (GRID: the body is
+ * that loop, after statements that store nothing), or on one work-item
+ * (SINGLE: anything else, e.g. sequential code, or two parallel loops whose
+ * second may read what the first stored).  A device backend maps the first
+ * two to its grid; a SINGLE kernel runs the whole body on one work-item.
+ * Lowering for a TBC_PAR_GRID target aims for GROUPS or GRID. */
+typedef enum kir_launch_shape {
+	KIR_LAUNCH_SINGLE = 0,
+	KIR_LAUNCH_GRID = 1,
+	KIR_LAUNCH_GROUPS = 2
+} kir_launch_shape;
+kir_launch_shape kir_kernel_launch_shape(const kir_kernel *k);
+/* The loop a GRID kernel's work-items stride over; NULL for other shapes. */
+const kir_stmt *kir_kernel_grid_loop(const kir_kernel *k);
 /* A local buffer of static dims (rank >= 1), in k->locals. */
 kir_buffer *kir_local_new(kir_kernel *k, const char *name, tbc_dtype dtype, int rank, const int64_t *dims);
 kir_expr *kir_e_local_id(kir_kernel *k, int dim);
@@ -283,6 +298,16 @@ bool kir_fits_target(const kir_kernel *k, const struct tbc_target_desc *t, tbc_d
  * local memory no item stored, and two items touching one local element
  * between barriers (one of them storing) are errors. */
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+/* kir_eval in another schedule: with reverse_parallel, parallel, vector and
+ * grid loops run from their last iteration to their first, so a kernel whose
+ * "independent" iterations are not (two storing one element, one reading
+ * what another stores) gives another result than in order: a device may run
+ * them in any order (the conformance harness's opencl-eval target). */
+typedef struct kir_eval_options {
+	bool reverse_parallel;
+} kir_eval_options;
+bool kir_eval_with(const kir_kernel *k, void *const *buffers, const int64_t *sizes, const kir_eval_options *o,
+		   tbc_diags *d);
 /* The value of an index expression over k's sizes alone (a buffer's dim, a
  * loop bound): false when it loads or reads a variable. */
 bool kir_eval_index(const kir_kernel *k, const kir_expr *e, const int64_t *sizes, int64_t *out, tbc_diags *d);

@@ -48,6 +48,7 @@ typedef struct evaluator {
 	int64_t phase;
 	val *item_vars; /* the group's items' variables: n_items x n_vars */
 	int64_t n_items;
+	bool reverse; /* parallel, vector and grid loops from their last iteration */
 } evaluator;
 
 __attribute__((format(printf, 2, 3))) static void eerr(evaluator *ev, const char *fmt, ...) {
@@ -334,8 +335,10 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	case KIR_S_FOR: {
 		int64_t lo = eval(ev, s->lo).i, hi = eval(ev, s->hi).i;
 		bool group = s->loop == KIR_LOOP_GRID && !(s->body && s->body->kind == KIR_S_FOR && s->body->loop == KIR_LOOP_GRID);
-		for (int64_t i = lo; i < hi && !ev->failed; i += s->step) {
-			ev->vars[s->var->id].i = i;
+		int64_t n = hi > lo ? (hi - lo - 1) / s->step + 1 : 0;
+		bool backwards = ev->reverse && s->loop != KIR_LOOP_SEQUENTIAL;
+		for (int64_t t = 0; t < n && !ev->failed; t++) {
+			ev->vars[s->var->id].i = lo + (backwards ? n - 1 - t : t) * s->step;
 			if (group) run_group(ev, s->body);
 			else run(ev, s->body);
 		}
@@ -456,7 +459,12 @@ static void start_groups(evaluator *ev) {
 }
 
 bool kir_eval(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
-	evaluator ev = {.k = k, .bufs = buffers, .sizes = sizes, .d = d, .item = -1};
+	return kir_eval_with(k, buffers, sizes, NULL, d);
+}
+
+bool kir_eval_with(const kir_kernel *k, void *const *buffers, const int64_t *sizes, const kir_eval_options *o,
+		   tbc_diags *d) {
+	evaluator ev = {.k = k, .bufs = buffers, .sizes = sizes, .d = d, .item = -1, .reverse = o && o->reverse_parallel};
 	ev.numel = calloc((size_t)k->n_buffers + 1, sizeof *ev.numel);
 	ev.vars = calloc((size_t)k->n_vars + 1, sizeof *ev.vars);
 	if (!ev.numel || !ev.vars) {

@@ -117,6 +117,49 @@ static void tap_range(lk *l, kir_block *blk, kir_expr *base, int64_t dil, int64_
 	*hi = LET(l->k, blk, "hi", MIN(l->k, I(l->k, K), ADD(l->k, DIV(l->k, SUB(l->k, I(l->k, in - 1), base), I(l->k, dil)), I(l->k, 1))));
 }
 
+/* A device's im2col: one parallel loop over every element of col, each
+ * decomposed into its row (image and group, channel, tap) and output
+ * position, a load of its tap or 0 in the padding, so the grid covers the
+ * whole matrix whatever the batch. */
+static bool im2col_flat(lk *l, const conv_geom *g, kir_buffer *x, kir_buffer *col, kir_expr *images, int64_t Kg, int64_t P) {
+	kir_kernel *k = l->k;
+	int nsp = g->nsp, w = nsp - 1;
+	int64_t KS = conv_prod(0, nsp, g->kernel), in_size = conv_prod(0, nsp, g->in);
+	int64_t KW = g->kernel[w], KR = KS / KW, Cg = Kg / KS;
+	kir_var *f = kir_var_new(k, "f", KIR_INDEX);
+	kir_block b = {0};
+	kir_expr *fv = V(k, f);
+	kir_expr *pos = LET(k, &b, "p", MOD(k, fv, I(k, P)));
+	kir_expr *q = LET(k, &b, "q", DIV(k, fv, I(k, P)));
+	kir_expr *r = LET(k, &b, "r", DIV(k, q, I(k, KW)));
+	kir_expr *rem = LET(k, &b, "rem", MOD(k, r, I(k, Cg * KR)));
+	kir_expr *xbase = LET(k, &b, "xbase", MUL(k, ADD(k, MUL(k, DIV(k, r, I(k, Cg * KR)), I(k, Cg)), DIV(k, rem, I(k, KR))),
+						       I(k, in_size)));
+	kir_expr *kd[CONV_MAX_SPATIAL], *kt = MOD(k, rem, I(k, KR));
+	kd[w] = MOD(k, q, I(k, KW));
+	for (int d = w - 1; d >= 0; d--) {
+		kd[d] = MOD(k, kt, I(k, g->kernel[d]));
+		kt = DIV(k, kt, I(k, g->kernel[d]));
+	}
+	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ostride = I(k, 1);
+	int64_t istride = 1;
+	for (int d = w; d >= 0; d--) {
+		kir_expr *o = MOD(k, DIV(k, pos, ostride), I(k, g->out[d]));
+		kir_expr *i = LET(k, &b, "i", ADD(k, SUB(k, MUL(k, o, I(k, g->stride[d])), I(k, g->pad_begin[d])),
+						   MUL(k, kd[d], I(k, g->dil[d]))));
+		inside = kir_e_binary(k, KIR_AND, inside,
+				      kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(k, 0)), kir_e_cmp(k, KIR_LT, i, I(k, g->in[d]))));
+		xi = ADD(k, xi, MUL(k, CLAMP(l, i, g->in[d]), I(k, istride)));
+		istride *= g->in[d];
+		ostride = MUL(k, ostride, I(k, g->out[d]));
+	}
+	kir_expr *zero = x->dtype == TBC_DT_F32 || x->dtype == TBC_DT_F64 ? kir_e_float(k, x->dtype, 0)
+								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
+	kir_block_add(k, &b, kir_s_store(k, col, fv, kir_e_select(k, inside, kir_e_load(k, x, xi), zero)));
+	/* images (batch x groups) x Kg rows of P positions */
+	return lk_end(l, kir_s_for(k, f, I(k, 0), MUL(k, MUL(k, images, I(k, Kg)), I(k, P)), 1, KIR_LOOP_PARALLEL, b.first));
+}
+
 /* col[(n*G + g)*Kg + kk][o] = x[n][g*Cg + kk / KS][o * s + k * d - pb] or 0.
  * Parallel over the rows of col taken KW at a time (one tap of the outer
  * kernel dims, every tap kw of the last), then over output positions of the
@@ -132,6 +175,8 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	kir_buffer *x = lk_buf(&l, xb), *col = lk_buf(&l, cb);
 	if (!x || !col) return false;
 	(void)C;
+	if (cx->target->parallel == TBC_PAR_GRID)
+		return im2col_flat(&l, g, x, col, MUL(l.k, lk_dim(&l, nd), I(l.k, tbc_attr_int(op, "group", 1))), Kg, P);
 	int nsp = g->nsp, w = nsp - 1;
 	int64_t KS = conv_prod(0, nsp, g->kernel), in_size = conv_prod(0, nsp, g->in);
 	int64_t KW = g->kernel[w], KR = KS / KW, Cg = Kg / KS;
@@ -357,7 +402,9 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	int yb = lower_result_buf(cx, yv), ib = iv ? lower_result_buf(cx, iv) : -2;
 	if (yb < 0 || ib == -1) return LOWER_FAILED;
 	if (conv_static_empty(yt)) return LOWER_OK;
-	if (kind == POOL_MAX && !iv) return maxpool_rows(cx, op, &g, yb, ct);
+	/* The row form is the CPU's (a vector loop over a row's interior); a
+	 * device computes each output on its own, one work-item each. */
+	if (kind == POOL_MAX && !iv && cx->target->parallel != TBC_PAR_GRID) return maxpool_rows(cx, op, &g, yb, ct);
 	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
 	lk l;
 	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;

@@ -186,6 +186,7 @@ lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op) {
 			if (!mask[d]) f.out_map[f.out_rank++] = d;
 			else if (keep) f.out_map[f.out_rank++] = -1;
 		}
+		rs_group(&s); /* devices: a work-group per output point of a long reduction */
 		kir_expr *r = rs_reduce(&s, red, kind, x->type.dtype, elem, &f);
 		if (!r || f.failed) ok = false;
 		if (ok) f.result = rs_local(&s, "r", r);
@@ -202,7 +203,7 @@ lower_result lower_fused_reduce(lower_cx *cx, const tbc_op *op) {
 				ok = false;
 				break;
 			}
-			kir_block_add(l.k, &s.point, kir_s_store(l.k, b, rs_out_linear(&s), kir_e_cast(l.k, ov->type.dtype, v)));
+			rs_store(&s, b, rs_out_linear(&s), kir_e_cast(l.k, ov->type.dtype, v));
 		}
 		ok = ok && lk_end(&l, rs_finish(&s));
 	}

@@ -363,6 +363,8 @@ kir_buffer *lk_buf(lk *l, int pb) {
 
 kir_buffer *lk_value(lk *l, const tbc_value *v) { return lk_buf(l, lower_value_buf(l->cx, v)); }
 
+static bool append_launch(lk *l, kir_kernel *k);
+
 bool lk_end(lk *l, kir_stmt *body) {
 	lower_cx *cx = l->cx;
 	kir_program *p = cx->p;
@@ -372,6 +374,21 @@ bool lk_end(lk *l, kir_stmt *body) {
 		if (l->args[i] == p->syms_buf) l->k->buffers[i]->dims[0] = kir_e_index(l->k, p->n_syms);
 	if (!kir_verify(l->k, cx->d)) return internal(cx, "a lowered kernel does not verify");
 	if (!kir_fits_target(l->k, cx->target, cx->d)) return internal(cx, "a lowered kernel does not fit its target");
+	kir_kernel **parts = &l->k;
+	int n_parts = 1;
+	if (cx->target->parallel == TBC_PAR_GRID && (n_parts = lower_device_form(l->k, &parts)) < 0)
+		return internal(cx, "out of memory building a kernel");
+	for (int i = 0; i < n_parts; i++)
+		if (!append_launch(l, parts[i])) return false;
+	return true;
+}
+
+/* Appends the launch of kernel k (l's, or a part of it) binding l's buffers. */
+static bool append_launch(lk *l, kir_kernel *k) {
+	lower_cx *cx = l->cx;
+	kir_program *p = cx->p;
+	if (cx->target->parallel == TBC_PAR_GRID && !kir_verify(k, cx->d))
+		return internal(cx, "a kernel's device form does not verify");
 	if (p->n_launches == p->cap_launches) {
 		int cap = p->cap_launches ? p->cap_launches * 2 : 16;
 		kir_launch *grown = tbc_arena_array(p->arena, (size_t)cap, sizeof *grown);
@@ -381,15 +398,15 @@ bool lk_end(lk *l, kir_stmt *body) {
 		p->cap_launches = cap;
 	}
 	kir_launch *la = &p->launches[p->n_launches];
-	la->kernel = l->k;
+	la->kernel = k;
 	la->args = l->args;
 	la->op_pos = cx->op_pos;
-	la->syms = tbc_arena_array(p->arena, (size_t)l->k->n_sizes + 1, sizeof(int));
+	la->syms = tbc_arena_array(p->arena, (size_t)k->n_sizes + 1, sizeof(int));
 	if (!la->syms) return false;
-	for (int i = 0; i < l->k->n_sizes; i++) {
+	for (int i = 0; i < k->n_sizes; i++) {
 		la->syms[i] = -1;
 		for (int s = 0; s < p->n_syms; s++)
-			if (!strcmp(p->sym_names[s], l->k->size_names[i])) la->syms[i] = s;
+			if (!strcmp(p->sym_names[s], k->size_names[i])) la->syms[i] = s;
 		if (la->syms[i] < 0) return internal(cx, "a kernel size is not a program symbol");
 	}
 	p->n_launches++;

@@ -40,8 +40,14 @@ bool lk_bind(lk *l, int pb);
 /* The kernel buffer holding value v (a constant gets its weights slot). */
 kir_buffer *lk_value(lk *l, const tbc_value *v);
 kir_expr *lk_dim(lk *l, tbc_dim d);
-/* Verifies the kernel and appends its launch. */
+/* Verifies the kernel and appends its launch (for a grid target, the
+ * launches of its device form: lower_device_form). */
 bool lk_end(lk *l, kir_stmt *body);
+/* The kernels k runs as on a grid target (codegen/lower/device_form.c): k
+ * itself, a top-level nest flattened into one parallel loop, or parts of it
+ * launched in order; *out an arena array of them.  Their count, -1 when out
+ * of memory. */
+int lower_device_form(kir_kernel *k, kir_kernel ***out);
 
 /* ---- Data-dependent shapes -------------------------------------------------
  * A dim inference could not know (a fresh symbol from tbc_module_fresh_dim:

@@ -62,8 +62,8 @@ kir_expr *rs_count(rspace *s);
  * parallel form one grid loop over the points). */
 kir_stmt *rs_finish(rspace *s);
 /* Chooses the parallel form when the target runs a grid of work-groups and
- * the passes are long (256 elements or more, or symbolic); call before the
- * first pass.  Then every accumulator of a pass must be combined with
+ * the passes are long (256 elements or more, or symbolic, or a contiguous
+ * row of at least a group's items); call before the first pass.  Then every accumulator of a pass must be combined with
  * rs_group_combine after it, and stores guarded with rs_store. */
 bool rs_group(rspace *s);
 /* After a pass: every item's v combined with op (add, mul, min, max) into

@@ -5,7 +5,8 @@
  * One kernel each, over a reduction space (codegen/lower/lower_reduce.h): parallel
  * over the normalized groups, statistics in sequential passes accumulating in
  * f64 (two-pass mean and variance, as the interpreter computes them), then a
- * pass writing the results.  The final affine step computes in f32 for f32
+ * pass writing the results.  On a device a long normalized group is a
+ * work-group's (rs_group: the sums combined by trees in local memory).  The final affine step computes in f32 for f32
  * inputs and in f64 otherwise (narrow floats too, so rounding on store
  * matches the interpreter's double). */
 #include <math.h>
@@ -39,7 +40,8 @@ typedef struct kb {
 
 
 /* Adds mean (when centred) and inv = 1 / sqrt(var + eps) of the reduced
- * dims of x (read at rs_linear) to the point body. */
+ * dims of x (read at rs_linear) to the point body; in the parallel form
+ * (rs_group) each sum is combined across the group. */
 static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_expr **mean, kir_expr **inv) {
 	kir_kernel *k = s->k;
 	kir_expr *n = rs_local(s, "n", kir_e_cast(k, F64, rs_count(s)));
@@ -50,6 +52,7 @@ static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_exp
 		rs_pass_begin(s);
 		rs_set(s, sum, BIN(k, KIR_ADD, kir_e_var(k, sum), LOAD_F64(k, xb, rs_linear(s))));
 		rs_pass_end(s);
+		rs_group_combine(s, sum, KIR_ADD);
 		*mean = rs_local(s, "mean", BIN(k, KIR_DIV, kir_e_var(k, sum), n));
 	}
 	kir_var *q = kir_var_new(k, "q", F64);
@@ -59,6 +62,7 @@ static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_exp
 	if (centred) d = rs_local(s, "d", BIN(k, KIR_SUB, d, *mean));
 	rs_set(s, q, BIN(k, KIR_ADD, kir_e_var(k, q), BIN(k, KIR_MUL, d, d)));
 	rs_pass_end(s);
+	rs_group_combine(s, q, KIR_ADD);
 	kir_expr *var = BIN(k, KIR_DIV, kir_e_var(k, q), n);
 	*inv = rs_local(s, "inv", BIN(k, KIR_DIV, F(k, F64, 1), kir_e_unary(k, KIR_SQRT, BIN(k, KIR_ADD, var, F(k, F64, eps)))));
 }
@@ -85,6 +89,7 @@ static lower_result lower_trailing(lower_cx *cx, const tbc_op *op, bool rms) {
 	kir_kernel *k = l.k;
 	kir_buffer *xb = lk_value(&l, x), *sb = lk_value(&l, sc), *bb = bi ? lk_value(&l, bi) : NULL;
 	if (!xb || !sb || (bi && !bb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	rs_group(&s); /* devices: a work-group per long row */
 	kir_expr *mean, *inv;
 	moments(&s, xb, !rms, eps, &mean, &inv);
 	if (want(op, 0)) {
@@ -104,7 +109,7 @@ static lower_result lower_trailing(lower_cx *cx, const tbc_op *op, bool rms) {
 		if (ob[i] < 0) continue;
 		kir_buffer *b = lk_buf(&l, ob[i]);
 		kir_expr *v = i == 1 ? mean : inv;
-		kir_block_add(k, &s.point, kir_s_store(k, b, rs_out_linear(&s), kir_e_cast(k, b->dtype, v)));
+		rs_store(&s, b, rs_out_linear(&s), kir_e_cast(k, b->dtype, v));
 	}
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
@@ -288,6 +293,7 @@ static lower_result lower_channel_norm(lower_cx *cx, const tbc_op *op, int64_t g
 	for (int d = 2; d < x->type.rank; d++) sizes[3] = kir_e_mul(k, sizes[3], lk_dim(&l, x->type.dims[d]));
 	bool mask[4] = {false, false, true, true};
 	if (!rs_begin_sizes(&l, &s, 4, sizes, mask)) return LOWER_FAILED;
+	rs_group(&s); /* devices: a work-group per (image, group) */
 	kir_expr *mean, *inv;
 	moments(&s, xb, true, eps, &mean, &inv);
 	kir_expr *m = rs_local(&s, "m", kir_e_cast(k, ct, mean)), *iv = rs_local(&s, "iv", kir_e_cast(k, ct, inv));
@@ -321,12 +327,14 @@ static lower_result lower_lp(lower_cx *cx, const tbc_op *op) {
 	kir_kernel *k = l.k;
 	kir_buffer *yb = lk_buf(&l, ob), *xb = lk_value(&l, x);
 	if (!yb || !xb || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	rs_group(&s);
 	kir_var *acc = kir_var_new(k, "norm", F64);
 	rs_set(&s, acc, F(k, F64, 0));
 	rs_pass_begin(&s);
 	kir_expr *v = LOAD_F64(k, xb, rs_linear(&s));
 	rs_set(&s, acc, BIN(k, KIR_ADD, kir_e_var(k, acc), p == 1 ? kir_e_unary(k, KIR_ABS, v) : BIN(k, KIR_MUL, v, v)));
 	rs_pass_end(&s);
+	rs_group_combine(&s, acc, KIR_ADD);
 	kir_expr *norm = kir_e_var(k, acc);
 	if (p == 2) norm = kir_e_unary(k, KIR_SQRT, norm);
 	norm = rs_local(&s, "n", kir_e_cast(k, ct, norm));
@@ -361,6 +369,7 @@ static lower_result lower_mvn(lower_cx *cx, const tbc_op *op) {
 	kir_kernel *k = l.k;
 	kir_buffer *yb = lk_buf(&l, ob), *xb = lk_value(&l, x);
 	if (!yb || !xb || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
+	rs_group(&s);
 	kir_expr *mean, *inv;
 	moments(&s, xb, true, 0, &mean, &inv);
 	/* (x - mean) / (sqrt(var) + 1e-9): inv is 1 / sqrt(var) here. */

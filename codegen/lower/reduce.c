@@ -214,10 +214,23 @@ static kir_stmt *rs_group_finish(rspace *s) {
 bool rs_group(rspace *s) {
 	const tbc_target_desc *t = s->l->cx->target;
 	if (t->parallel != TBC_PAR_GRID || !t->workgroups || t->max_workgroup_size < 2) return false;
-	int64_t n;
-	if (kir_e_const_index(rs_count(s), &n) && n < 256) return false;
 	int64_t g = 1;
 	while (g * 2 <= t->max_workgroup_size && g < 64) g *= 2;
+	int64_t n;
+	if (kir_e_const_index(rs_count(s), &n) && n < 256) {
+		/* A shorter row still goes to a group when it is contiguous (the
+		 * reduced dims innermost) and fills the group: its items then read
+		 * consecutive elements, where items owning a row each read addresses
+		 * a row apart. */
+		bool inner = true, reduced = false;
+		for (int d = 0; d < s->rank; d++) {
+			int64_t c;
+			bool unit = kir_e_const_index(s->size[d], &c) && c == 1;
+			if (s->mask[d]) reduced = true;
+			else if (reduced && !unit) inner = false;
+		}
+		if (!inner || n < g) return false;
+	}
 	s->group = g;
 	return true;
 }
@@ -477,7 +490,47 @@ static bool float_input(lower_cx *cx, const tbc_op *op) {
 
 /* ---- ArgMax / ArgMin ----------------------------------------------------------
  * The first (or with select_last_index the last) extreme; NaN wins and the
- * first NaN stays, as the interpreter does. */
+ * first NaN stays (the last with select_last_index), as the interpreter
+ * does. */
+
+/* The parallel form: every item's candidate (best value bv at index bi, bi
+ * -1 for none) combined by a tree in local memory into the row's, with the
+ * scan's rules: NaN beats numbers, the extreme beats the rest, and between
+ * equals (two NaNs too) the first index, or the last with last. */
+static void arg_combine(rspace *s, kir_var *bv, kir_var *bi, bool want_max, bool last, bool is_f) {
+	kir_kernel *k = s->k;
+	kir_buffer *pv = kir_local_new(k, "part_best", bv->type, 1, &s->group);
+	kir_buffer *pi = kir_local_new(k, "part_at", TBC_DT_I64, 1, &s->group);
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_block *b = &s->point;
+	kir_block_add(k, b, kir_s_store(k, pv, lid, kir_e_var(k, bv)));
+	kir_block_add(k, b, kir_s_store(k, pi, lid, kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi))));
+	kir_block_add(k, b, kir_s_barrier(k));
+	for (int64_t st = s->group / 2; st >= 1; st /= 2) {
+		kir_expr *other = kir_e_add(k, lid, kir_e_index(k, st));
+		kir_expr *va = kir_e_load(k, pv, lid), *vb = kir_e_load(k, pv, other);
+		kir_expr *ia = kir_e_load(k, pi, lid), *ib = kir_e_load(k, pi, other);
+		kir_expr *by_index = kir_e_cmp(k, last ? KIR_GT : KIR_LT, ib, ia);
+		kir_expr *better = kir_e_binary(k, KIR_OR, kir_e_cmp(k, want_max ? KIR_GT : KIR_LT, vb, va),
+						kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, vb, va), by_index));
+		if (is_f) {
+			kir_expr *an = kir_e_unary(k, KIR_ISNAN, va), *bn = kir_e_unary(k, KIR_ISNAN, vb);
+			better = kir_e_select(k, an, kir_e_binary(k, KIR_AND, bn, by_index), kir_e_binary(k, KIR_OR, bn, better));
+		}
+		kir_expr *zero = kir_e_int(k, TBC_DT_I64, 0);
+		kir_expr *take = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ib, zero),
+					      kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, ia, zero), better));
+		kir_var *tv = kir_var_new(k, "take_b", TBC_DT_BOOL);
+		kir_block step = {0};
+		kir_block_add(k, &step, kir_s_set(k, tv, take));
+		kir_block_add(k, &step, kir_s_store(k, pv, lid, kir_e_select(k, kir_e_var(k, tv), vb, va)));
+		kir_block_add(k, &step, kir_s_store(k, pi, lid, kir_e_select(k, kir_e_var(k, tv), ib, ia)));
+		kir_block_add(k, b, kir_s_if(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, st)), step.first, NULL));
+		kir_block_add(k, b, kir_s_barrier(k));
+	}
+	kir_block_add(k, b, kir_s_set(k, bi, kir_e_cast(k, KIR_INDEX, kir_e_load(k, pi, kir_e_index(k, 0)))));
+}
+
 static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	const tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
@@ -504,9 +557,12 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
 	tbc_dtype ct = is_f ? float_ct(dt) : dt;
+	/* Devices: a work-group per long row, each item's candidate (at -1
+	 * until it has one) then a tree of candidates. */
+	bool grouped = rs_group(&s);
 	kir_var *bv = kir_var_new(k, "best", ct), *bi = kir_var_new(k, "at", KIR_INDEX);
 	rs_set(&s, bv, is_f ? kir_e_float(k, ct, 0) : kir_e_int(k, ct, 0));
-	rs_set(&s, bi, kir_e_index(k, 0));
+	rs_set(&s, bi, kir_e_index(k, grouped ? -1 : 0));
 	rs_pass_begin(&s);
 	kir_expr *j = s.cur[a];
 	kir_expr *v = rs_local(&s, "v", kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s))));
@@ -520,12 +576,14 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
 	} else {
 		take = better;
 	}
-	take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_EQ, j, kir_e_index(k, 0)), take);
+	kir_expr *none = grouped ? kir_e_cmp(k, KIR_LT, kir_e_var(k, bi), kir_e_index(k, 0)) : kir_e_cmp(k, KIR_EQ, j, kir_e_index(k, 0));
+	take = kir_e_binary(k, KIR_OR, none, take);
 	kir_expr *t = rs_local(&s, "take", take);
 	rs_set(&s, bi, kir_e_select(k, t, j, kir_e_var(k, bi)));
 	rs_set(&s, bv, kir_e_select(k, t, v, kir_e_var(k, bv)));
 	rs_pass_end(&s);
-	kir_block_add(k, &s.point, kir_s_store(k, out, rs_out_linear(&s), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi))));
+	if (grouped) arg_combine(&s, bv, bi, want_max, last, is_f);
+	rs_store(&s, out, rs_out_linear(&s), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, bi)));
 	return lk_end(&l, rs_finish(&s)) ? LOWER_OK : LOWER_FAILED;
 }
 
@@ -534,7 +592,8 @@ static lower_result lower_arg(lower_cx *cx, const tbc_op *op, bool want_max) {
  * (ir/kernels/reduce_scan.c): floats (narrow ones too) accumulate in f64 and
  * round on each store, integers and bool in 64 bits, wrapping, stored
  * wrapped to the width (bool: != 0).  A constant axis uses the reduction
- * space; an axis given at run time gets its own kernel (lower_cum_dynamic). */
+ * space (on a device a long line is a work-group's: cum_group); an axis
+ * given at run time gets its own kernel (lower_cum_dynamic). */
 static tbc_dtype cum_acc_type(tbc_dtype dt) {
 	return tbc_dtype_is_float(dt) ? TBC_DT_F64 : is_signed_int(dt) ? TBC_DT_I64 : TBC_DT_U64;
 }
@@ -627,6 +686,53 @@ static lower_result lower_cum_dynamic(lower_cx *cx, const tbc_op *op, bool prod)
 	return lk_end(&l, body.first) ? LOWER_OK : LOWER_FAILED;
 }
 
+/* The parallel form of a line (rs_group: a work-group per line): item t
+ * scans the t-th chunk of ceil(n / group) elements in scan order for its
+ * total, the totals go to local memory, each item starts its chunk from the
+ * combination of the totals before it and scans it again, storing.  Floats
+ * accumulate in f64 as the sequential scan does (in another association:
+ * the chunks' totals first); integers wrap alike. */
+static kir_stmt *cum_group(rspace *s, int a, kir_buffer *out, kir_buffer *xb, tbc_dtype dt, bool prod, bool exclusive,
+			   bool reverse) {
+	kir_kernel *k = s->k;
+	tbc_dtype ac = cum_acc_type(dt);
+	kir_binop op = prod ? KIR_MUL : KIR_ADD;
+	kir_block *b = &s->point;
+	kir_expr *n = s->size[a], *lid = kir_e_local_id(k, 0);
+	kir_expr *c = LET(k, b, "chunk", DIV(k, ADD(k, n, I(k, s->group - 1)), I(k, s->group)));
+	kir_expr *lo = LET(k, b, "lo", MUL(k, lid, c));
+	kir_expr *hi = LET(k, b, "hi", MIN(k, ADD(k, lo, c), n));
+	kir_var *pv[2];
+	kir_expr *e[2];
+	for (int i = 0; i < 2; i++) {
+		pv[i] = kir_var_new(k, "p", KIR_INDEX);
+		/* max(., 0) changes nothing (p < n) but lets the verifier prove the
+		 * index in bounds. */
+		s->cur[a] = reverse ? MAX(k, SUB(k, SUB(k, n, I(k, 1)), V(k, pv[i])), I(k, 0)) : V(k, pv[i]);
+		e[i] = rs_linear(s);
+	}
+	s->cur[a] = NULL;
+	kir_var *total = kir_var_new(k, "total", ac), *acc = kir_var_new(k, "acc", ac);
+	kir_block_add(k, b, kir_s_set(k, total, cum_init(k, ac, prod)));
+	kir_block_add(k, b, kir_s_for(k, pv[0], lo, hi, 1, KIR_LOOP_SEQUENTIAL,
+				      kir_s_set(k, total, BIN(k, op, V(k, total), CAST(k, ac, LOAD(k, xb, e[0]))))));
+	kir_buffer *part = kir_local_new(k, "part", ac, 1, &s->group);
+	kir_block_add(k, b, kir_s_store(k, part, lid, V(k, total)));
+	kir_block_add(k, b, kir_s_barrier(k));
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block_add(k, b, kir_s_set(k, acc, cum_init(k, ac, prod)));
+	kir_block_add(k, b, kir_s_for(k, t, I(k, 0), lid, 1, KIR_LOOP_SEQUENTIAL,
+				      kir_s_set(k, acc, BIN(k, op, V(k, acc), LOAD(k, part, V(k, t))))));
+	kir_block_add(k, b, kir_s_barrier(k)); /* before part is stored again */
+	kir_block scan = {0};
+	kir_expr *ev = LET(k, &scan, "e", e[1]);
+	if (exclusive) kir_block_add(k, &scan, kir_s_store(k, out, ev, CAST(k, dt, V(k, acc))));
+	kir_block_add(k, &scan, kir_s_set(k, acc, BIN(k, op, V(k, acc), CAST(k, ac, LOAD(k, xb, ev)))));
+	if (!exclusive) kir_block_add(k, &scan, kir_s_store(k, out, ev, CAST(k, dt, V(k, acc))));
+	kir_block_add(k, b, kir_s_for(k, pv[1], lo, hi, 1, KIR_LOOP_SEQUENTIAL, scan.first));
+	return rs_finish(s);
+}
+
 static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	const tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
@@ -648,6 +754,8 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
+	if (rs_group(&s)) /* devices: a work-group per long line */
+		return lk_end(&l, cum_group(&s, a, out, xb, dt, prod, exclusive, reverse)) ? LOWER_OK : LOWER_FAILED;
 	s.reverse = reverse;
 	tbc_dtype ac = cum_acc_type(dt);
 	kir_var *acc = kir_var_new(k, "acc", ac);
@@ -664,7 +772,9 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 
 /* ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
  * Max first (NaN sticks), then the sum of exp(x - max) in f64, then the
- * results; Hardmax marks the first maximum. */
+ * results; Hardmax marks the first maximum.  On a device a long row is a
+ * work-group's (rs_group): max and sum combined by trees (Hardmax's first
+ * maximum by ArgMax's), each item writing its strided part of the row. */
 typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
 
 static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) {
@@ -682,15 +792,19 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	rspace s;
 	if (!begin1(cx, op, &l, &out, &xb) || !rs_begin_type(&l, &s, &x->type, mask)) return LOWER_FAILED;
 	kir_kernel *k = l.k;
+	/* Devices: a work-group per long row (Hardmax: each item's first
+	 * maximum, at -1 until it has one, then ArgMax's tree of candidates). */
+	bool grouped = rs_group(&s);
 	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
 	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
-	if (best) rs_set(&s, best, kir_e_index(k, 0));
+	if (best) rs_set(&s, best, kir_e_index(k, grouped ? -1 : 0));
 	rs_pass_begin(&s);
 	kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));
 	if (kind == SM_HARD) {
 		kir_expr *m = kir_e_var(k, mx);
 		kir_expr *take = kir_e_binary(k, KIR_AND, kir_e_unary(k, KIR_NOT, kir_e_unary(k, KIR_ISNAN, m)),
 					      kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, m), kir_e_unary(k, KIR_ISNAN, v)));
+		if (grouped) take = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, kir_e_var(k, best), kir_e_index(k, 0)), take);
 		kir_expr *t = rs_local(&s, "take", take);
 		rs_set(&s, best, kir_e_select(k, t, a >= 0 ? s.cur[a] : kir_e_index(k, 0), kir_e_var(k, best)));
 		rs_set(&s, mx, kir_e_select(k, t, v, kir_e_var(k, mx)));
@@ -698,6 +812,8 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		rs_set(&s, mx, kir_e_binary(k, KIR_MAX, kir_e_var(k, mx), v));
 	}
 	rs_pass_end(&s);
+	if (kind != SM_HARD) rs_group_combine(&s, mx, KIR_MAX);
+	else if (grouped) arg_combine(&s, mx, best, true, false, true);
 	kir_expr *sum = NULL;
 	if (kind != SM_HARD) {
 		/* The f64 sum of f32 (or narrower) terms: its order changes it
@@ -710,6 +826,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		kir_expr *e = kir_e_unary(k, KIR_EXP, kir_e_binary(k, KIR_SUB, v, kir_e_var(k, mx)));
 		rs_set(&s, sv, kir_e_binary(k, KIR_ADD, kir_e_var(k, sv), kir_e_cast(k, TBC_DT_F64, e)));
 		rs_pass_end(&s);
+		rs_group_combine(&s, sv, KIR_ADD);
 		sum = kind == SM_LOG ? rs_local(&s, "lse", kir_e_cast(k, ct, kir_e_unary(k, KIR_LOG, kir_e_var(k, sv))))
 				     : rs_local(&s, "inv", kir_e_cast(k, ct, kir_e_binary(k, KIR_DIV, kir_e_float(k, TBC_DT_F64, 1),
 											 kir_e_var(k, sv))));

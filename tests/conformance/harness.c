@@ -152,6 +152,9 @@ static const target targets[] = {
 	{"cuda-sm_90", tbc_compile_cuda_sm90, true},
 	{"rocm-gfx90a", tbc_compile_rocm_gfx90a, true},
 	{"rocm-gfx942", tbc_compile_rocm_gfx942, true},
+	/* The same kernels (lowered for the device's description) under the
+	 * kernel IR evaluator: the parallel form checked without a device. */
+	{"opencl-eval", tbc_run_device_eval, false},
 };
 
 /* ---- Small utilities ------------------------------------------------------*/

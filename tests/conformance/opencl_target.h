@@ -11,6 +11,13 @@
 tbc_code tbc_run_opencl(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
 			tbc_diags *d);
 
+/* Lowers m for tbc_target_desc_opencl_default() (the device's parallel form)
+ * and runs the program with the kernel IR evaluator, independent loops
+ * backwards: the device's kernels checked without a device, in seconds for
+ * the whole suite. */
+tbc_code tbc_run_device_eval(const tbc_module *m, tbc_tensor *const *in, size_t n_in, tbc_tensor **out, size_t n_out,
+			     tbc_diags *d);
+
 /* Whether an OpenCL platform is installed. */
 bool tbc_ocl_available(void);
 /* Prints k alone, builds it for the first OpenCL device and runs it over

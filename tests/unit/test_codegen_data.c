@@ -82,6 +82,83 @@ static void test_transpose_default_reverses_and_merges_contiguous_dims(void **st
 	check(&m2, o->outputs[0]);
 }
 
+/* ---- The device's form -------------------------------------------------------------
+ * Lowered for an OpenCL device, data movement is one flat parallel loop over
+ * the output (a batch of 1 still fills the grid), and a Concat or Split is a
+ * kernel per input or output (kir_kernel_launch_shape: no kernel on one
+ * work-item).  The evaluator runs them against the interpreter. */
+static bool no_single_kernel(const char *text) {
+	/* every kernel's body is one loop (its first statement is a for) */
+	for (const char *k = strstr(text, "kernel "); k; k = strstr(k + 1, "kernel ")) {
+		const char *body = strstr(k, "\n  for %");
+		const char *next = strstr(k + 1, "kernel ");
+		if (!body || (next && body > next)) return false;
+	}
+	return true;
+}
+
+static void test_data_movement_on_a_device(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	static const int64_t perm[4] = {0, 2, 1, 3};
+	model md = model_new();
+	tbc_op *o = node(&md, TBC_OP_Transpose, 1, input_sym(&md, TBC_DT_F32, "N,3,4,5", 1, -1, 1), NULL, NULL);
+	set_ints(&md, o, "perm", 4, perm);
+	check(&md, o->outputs[0]);
+	md = model_new();
+	o = node(&md, TBC_OP_Transpose, 1, input_sym(&md, TBC_DT_F32, "N,3,4,5", 1, -1, 1), NULL, NULL);
+	set_ints(&md, o, "perm", 4, perm);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "for %f = 0 .. 60 * $N parallel {\n    %i:index = floordiv(%f, 60)"));
+	assert_null(strstr(text, "sequential"));
+	free(text);
+	for (size_t t = 0; t < N_DTYPES; t++) {
+		md = model_new();
+		tbc_value *ins[3] = {input_sym(&md, all_dtypes[t], "N,2,3", 1, -4, 4),
+				     input_sym(&md, all_dtypes[t], "N,0,3", 1, -4, 4),
+				     input_sym(&md, all_dtypes[t], "N,4,3", 1, -4, 4)};
+		o = nodev(&md, TBC_OP_Concat, 3, ins, 1);
+		set_int(o, "axis", 1);
+		check(&md, o->outputs[0]);
+	}
+	md = model_new();
+	tbc_value *ins[2] = {input_sym(&md, TBC_DT_I32, "N,2,3", 1, -4, 4), input_sym(&md, TBC_DT_I32, "N,4,3", 1, -4, 4)};
+	set_int(nodev(&md, TBC_OP_Concat, 2, ins, 1), "axis", 1);
+	text = lowered_text(&md);
+	assert_non_null(strstr(text, "_concat_p0("));
+	assert_non_null(strstr(text, "_concat_p1("));
+	assert_true(no_single_kernel(text));
+	free(text);
+	md = model_new();
+	static const int64_t sizes[3] = {2, 0, 5};
+	tbc_value *sin[2] = {input(&md, TBC_DT_F16, "4,7"), ints(&md, 3, sizes)};
+	o = nodev(&md, TBC_OP_Split, 2, sin, 3);
+	set_int(o, "axis", -1);
+	tbc_value *outs[3] = {o->outputs[0], o->outputs[1], o->outputs[2]};
+	check_outputs(&md, 3, outs, 0);
+	/* A scatter stores at indices read from memory, which may repeat: its
+	 * loop over the updates stays one work-item's (flattened, two items
+	 * could store one element at once), after the copy's flat grid. */
+	for (int axis = 0; axis < 2; axis++) {
+		md = model_new();
+		o = node(&md, TBC_OP_ScatterElements, 3, input(&md, TBC_DT_F32, "3,4"), index_input(&md, "2,3", 0, -3, 3),
+			 input(&md, TBC_DT_F32, "2,3"));
+		set_int(o, "axis", axis);
+		check(&md, o->outputs[0]);
+		md = model_new();
+		o = node(&md, TBC_OP_ScatterElements, 3, input(&md, TBC_DT_F32, "3,4"), index_input(&md, "2,3", 0, -3, 3),
+			 input(&md, TBC_DT_F32, "2,3"));
+		set_int(o, "axis", axis);
+		text = lowered_text(&md);
+		assert_non_null(strstr(text, "_p1("));
+		assert_non_null(strstr(text, " sequential {"));
+		free(text);
+	}
+	g_target = NULL;
+}
+
 static void test_slice_negative_steps_and_clamped_bounds(void **state) {
 	(void)state;
 	model md = model_new();
@@ -438,6 +515,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_transpose_every_dtype),
 		cmocka_unit_test(test_transpose_default_reverses_and_merges_contiguous_dims),
+		cmocka_unit_test(test_data_movement_on_a_device),
 		cmocka_unit_test(test_slice_negative_steps_and_clamped_bounds),
 		cmocka_unit_test(test_slice_keeps_symbolic_batch),
 		cmocka_unit_test(test_concat_axis1_symbolic_batch_every_dtype),

@@ -487,6 +487,26 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	check(&md, node(&md, TBC_OP_Conv, 2, x, w, NULL)->outputs[0]);
 }
 
+/* On a device im2col is one flat grid over the matrix (codegen/lower/conv.c,
+ * im2col_flat) before the grouped GEMM: the same geometries, 1-3 spatial
+ * dims, groups, dilations, padding, a symbolic batch. */
+static void test_conv_on_a_device(void **state) {
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	test_conv_2d_geometries(state);
+	test_conv_1d_and_3d(state);
+	test_conv_symbolic_batch_and_f64(state);
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "1,3,9,9"), *w = input(&md, TBC_DT_F32, "4,3,3,3");
+	node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "im2col"));
+	assert_null(strstr(text, " vector {"));
+	free(text);
+	g_target = NULL;
+}
+
 static tbc_op *pool_op(model *md, tbc_opcode code, tbc_dtype dt, const char *x, int nsp, const int64_t *kernel,
 		       const int64_t *strides, const int64_t *pads, int n_out) {
 	tbc_value *xv = input_sym(md, dt, x, 1, -100, 100);
@@ -523,8 +543,7 @@ static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
  * and empty interiors, windows wholly in the padding (0), 1-3 spatial dims,
  * dilation, ceil mode, i8, u8 and f16, and NaN (skipped unless a window
  * holds nothing else). */
-static void test_maxpool_rows(void **state) {
-	(void)state;
+static void maxpool_rows_cases(void) {
 	static const struct {
 		tbc_dtype dt;
 		const char *x;
@@ -563,6 +582,22 @@ static void test_maxpool_rows(void **state) {
 	x[1 * 9 + 3] = x[1 * 9 + 4] = x[2 * 9 + 3] = x[2 * 9 + 4] = NAN;
 	x[5 * 9 + 8] = NAN;
 	check(&md, o->outputs[0]);
+}
+
+static void test_maxpool_rows(void **state) {
+	(void)state;
+	maxpool_rows_cases();
+}
+
+/* On a device every output is a work-item's (the generic window loop, the
+ * nest flattened): the same cases, against the interpreter. */
+static void test_maxpool_on_a_device(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	maxpool_rows_cases();
+	g_target = NULL;
 }
 
 static void test_averagepool_count_include_pad_and_lppool(void **state) {
@@ -634,6 +669,8 @@ int main(void) {
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
 		cmocka_unit_test(test_maxpool_rows),
+		cmocka_unit_test(test_maxpool_on_a_device),
+		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
 		cmocka_unit_test(test_small_cnn_end_to_end),

@@ -361,10 +361,155 @@ static void test_reduce_kinds_as_work_groups(void **state) {
 	g_target = NULL;
 }
 
+/* Softmaxes, normalizations and fused reductions on a device: a long row
+ * (256 elements or more, or of symbolic length) is a work-group's, its sums
+ * and maxima combined by trees; shorter rows are one work-item each over a
+ * flat grid.  Hardmax with a tied maximum and NaNs (the first wins).  Rows that do not divide the group (300), of one element (a
+ * symbolic length of 1), long ones (1000) and strided ones (the middle
+ * axis), against the interpreter. */
+static void test_softmax_norms_fused_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const tbc_opcode sm[] = {TBC_OP_Softmax, TBC_OP_LogSoftmax, TBC_OP_Hardmax};
+	const char *shapes[] = {"3,300", "2,N", "2,N", "2,300,3", "2,5"};
+	const int64_t syms[] = {3, 1, 1000, 3, 3};
+	const int axes_of[] = {-1, -1, -1, 1, -1};
+	for (size_t i = 0; i < 3; i++)
+		for (size_t v = 0; v < 5; v++) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, TBC_DT_F32, shapes[v], syms[v], -5, 5);
+			tbc_tensor *t = md.in[md.n_in - 1];
+			float *p = t->data;
+			if (sm[i] == TBC_OP_Hardmax && v == 0) p[5] = p[200] = 100, p[300 + 250] = NAN, p[600 + 7] = p[600 + 9] = NAN;
+			tbc_op *o = node(&md, sm[i], 1, x, NULL, NULL);
+			set_int(o, "axis", axes_of[v]);
+			check_rtol(&md, o->outputs[0], 1e-5);
+		}
+	model md = model_new();
+	set_int(node(&md, TBC_OP_Softmax, 1, input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1), NULL, NULL), "axis", -1);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	assert_non_null(strstr(text, "barrier"));
+	free(text);
+
+	md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "2,3,100"), *sc = input(&md, TBC_DT_F32, "3,100"),
+		  *b = input(&md, TBC_DT_F32, "100");
+	tbc_value *ins[3] = {x, sc, b};
+	tbc_op *o = tbc_op_new(md.m->main, TBC_OP_LayerNormalization, "ln", 3, ins, 3);
+	set_int(o, "axis", 1);
+	tbc_value *outs[3] = {o->outputs[0], o->outputs[1], o->outputs[2]};
+	check_outputs(&md, 3, outs, 1e-5);
+	for (int64_t n = 1; n <= 1000; n *= 10) {
+		md = model_new();
+		check(&md, op2(&md, TBC_OP_RMSNormalization, input_sym(&md, TBC_DT_F32, "3,N", n, -2, 2),
+			       input_sym(&md, TBC_DT_F32, "N", n, -2, 2)));
+	}
+	for (int g = 0; g < 2; g++) {
+		md = model_new();
+		tbc_value *xi = input(&md, TBC_DT_F32, "2,4,20,20");
+		tbc_value *si = input(&md, TBC_DT_F32, "4"), *bi = input(&md, TBC_DT_F32, "4");
+		o = node(&md, g ? TBC_OP_GroupNormalization : TBC_OP_InstanceNormalization, 3, xi, si, bi);
+		if (g) set_int(o, "num_groups", 2);
+		check(&md, o->outputs[0]);
+	}
+	for (int p = 1; p <= 2; p++) {
+		md = model_new();
+		o = node(&md, TBC_OP_LpNormalization, 1, input(&md, TBC_DT_F32, "3,300"), NULL, NULL);
+		set_int(o, "p", p);
+		check(&md, o->outputs[0]);
+	}
+	md = model_new();
+	check(&md, op1(&md, TBC_OP_MeanVarianceNormalization, input(&md, TBC_DT_F32, "2,3,16,16")));
+	md = model_new();
+	const double a[] = {1};
+	tbc_value *e = op1(&md, TBC_OP_Exp, input(&md, TBC_DT_F32, "3,300,2"));
+	tbc_value *r = reduce(&md, TBC_OP_ReduceSum, e, axes(&md, 1, a), 1)->outputs[0];
+	g_fuse = 1;
+	check(&md, op1(&md, TBC_OP_Log, r));
+	g_fuse = 0;
+	g_target = NULL;
+}
+
+/* ArgMax/ArgMin on a device: a long row is a work-group's, the items'
+ * candidates combined by a tree that keeps the scan's rules (the first
+ * extreme, or the last with select_last_index; NaN wins).  Few distinct
+ * values make ties; NaNs are planted at both ends and in the middle. */
+static void test_argmax_argmin_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const char *shapes[] = {"2,300", "2,N", "2,N", "2,300,3"};
+	const int64_t syms[] = {3, 1, 1000, 3};
+	const int axis[] = {-1, 1, 1, 1};
+	for (int last = 0; last < 2; last++)
+		for (int mx = 0; mx < 2; mx++)
+			for (size_t v = 0; v < 4; v++)
+				for (int f = 0; f < 2; f++) {
+					model md = model_new();
+					tbc_value *x = input_sym(&md, f ? TBC_DT_F32 : TBC_DT_I32, shapes[v], syms[v], 0, 3);
+					tbc_tensor *t = md.in[md.n_in - 1];
+					if (f && t->numel > 7) {
+						float *p = t->data;
+						p[1] = p[t->numel - 2] = p[t->numel / 2] = NAN;
+					}
+					tbc_op *o = node(&md, mx ? TBC_OP_ArgMax : TBC_OP_ArgMin, 1, x, NULL, NULL);
+					set_int(o, "axis", axis[v]);
+					set_int(o, "select_last_index", last);
+					check(&md, o->outputs[0]);
+				}
+	model md = model_new();
+	set_int(node(&md, TBC_OP_ArgMax, 1, input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1), NULL, NULL), "axis", 1);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	free(text);
+	g_target = NULL;
+}
+
+/* CumSum/CumProd on a device: a long line is a work-group's (chunk totals,
+ * then each chunk rescanned from the totals before it), every exclusive and
+ * reverse combination, lines that do not divide the group, of one element
+ * and long, contiguous and strided, integers (exact) and floats. */
+static void test_cumsum_cumprod_as_work_groups(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_opencl_default();
+	g_target = &dev;
+	const char *shapes[] = {"2,300", "2,N", "2,N", "2,300,3"};
+	const int64_t syms[] = {3, 1, 1000, 3};
+	for (int v = 0; v < 8; v++)
+		for (size_t sh = 0; sh < 4; sh++) {
+			model md = model_new();
+			bool prod = v & 1, ints = v & 4;
+			tbc_value *x = input_sym(&md, ints ? TBC_DT_I32 : TBC_DT_F32, shapes[sh], syms[sh], prod ? 0.99 : -3,
+						 prod ? 1.01 : 3);
+			const double a[] = {1};
+			int64_t none[1] = {0};
+			tbc_op *o = node(&md, prod ? TBC_OP_CumProd : TBC_OP_CumSum, 2, x, constant(&md, TBC_DT_I64, 0, none, a), NULL);
+			set_int(o, "exclusive", (v >> 1) & 1);
+			set_int(o, "reverse", ((v >> 1) ^ v) & 1);
+			check_rtol(&md, o->outputs[0], 1e-5);
+		}
+	model md = model_new();
+	const double a[] = {1};
+	int64_t none[1] = {0};
+	node(&md, TBC_OP_CumSum, 2, input_sym(&md, TBC_DT_F32, "2,300", 3, -1, 1), constant(&md, TBC_DT_I64, 0, none, a), NULL);
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "group(64)"));
+	free(text);
+	g_target = NULL;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_kinds_middle_axis_f32),
 		cmocka_unit_test(test_reduce_kinds_as_work_groups),
+		cmocka_unit_test(test_softmax_norms_fused_as_work_groups),
+		cmocka_unit_test(test_argmax_argmin_as_work_groups),
+		cmocka_unit_test(test_cumsum_cumprod_as_work_groups),
 		cmocka_unit_test(test_reduce_sum_two_axes_no_keepdims_f64),
 		cmocka_unit_test(test_reduce_mean_all_axes),
 		cmocka_unit_test(test_reduce_sum_square_noop_with_empty_axes),

@@ -440,6 +440,62 @@ static void test_verify_barrier_in_divergent_code(void **state) {
 	tbc_arena_destroy(a);
 }
 
+/* How a device runs a kernel (kir_kernel_launch_shape): a grouped kernel as
+ * work-groups, a body that is one parallel loop as a grid of work-items,
+ * anything else (sequential code, two parallel loops) on one work-item. */
+static void test_launch_shape(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	assert_int_equal(kir_kernel_launch_shape(row_sum(a, 2, 16, 4, false, false)), KIR_LAUNCH_GROUPS);
+	kir_kernel *k = kir_kernel_new(a, "copy");
+	kir_expr *n4[1] = {kir_e_index(k, 4)};
+	kir_buffer *x = kir_buffer_new(k, "x", TBC_DT_F32, KIR_BUF_INPUT, 1, n4);
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_F32, KIR_BUF_OUTPUT, 1, n4);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_stmt *first = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 4), 1, KIR_LOOP_PARALLEL,
+				    kir_s_store(k, y, kir_e_var(k, i), kir_e_load(k, x, kir_e_var(k, i))));
+	k->body = first;
+	assert_int_equal(kir_kernel_launch_shape(k), KIR_LAUNCH_GRID);
+	assert_ptr_equal(kir_kernel_grid_loop(k), first);
+	/* a second parallel loop after it: one work-item */
+	first->next = kir_s_for(k, j, kir_e_index(k, 0), kir_e_index(k, 4), 1, KIR_LOOP_PARALLEL,
+				kir_s_store(k, y, kir_e_var(k, j), kir_e_float(k, TBC_DT_F32, 1)));
+	assert_int_equal(kir_kernel_launch_shape(k), KIR_LAUNCH_SINGLE);
+	assert_null(kir_kernel_grid_loop(k));
+	/* sequential code alone */
+	first->next = NULL;
+	first->loop = KIR_LOOP_SEQUENTIAL;
+	assert_int_equal(kir_kernel_launch_shape(k), KIR_LAUNCH_SINGLE);
+	tbc_arena_destroy(a);
+}
+
+/* kir_eval_with reverse_parallel runs independent loops backwards: a
+ * "parallel" loop whose iterations all store one element (a race on a
+ * device) gives another result than in order; a sequential one does not. */
+static void test_eval_reversed_parallel_loops(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	kir_kernel *k = kir_kernel_new(a, "last_wins");
+	kir_expr *one[1] = {kir_e_index(k, 1)};
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_I64, KIR_BUF_OUTPUT, 1, one);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 5), 1, KIR_LOOP_PARALLEL,
+			    kir_s_store(k, y, kir_e_index(k, 0), kir_e_cast(k, TBC_DT_I64, kir_e_var(k, i))));
+	int64_t out = -1;
+	void *bufs[1] = {&out};
+	kir_eval_options back = {.reverse_parallel = true};
+	assert_true(kir_eval(k, bufs, NULL, d));
+	assert_int_equal(out, 4);
+	assert_true(kir_eval_with(k, bufs, NULL, &back, d));
+	assert_int_equal(out, 0);
+	k->body->loop = KIR_LOOP_SEQUENTIAL;
+	assert_true(kir_eval_with(k, bufs, NULL, &back, d));
+	assert_int_equal(out, 4);
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
 /* local_id, local buffers and barriers belong to grouped kernels. */
 static void test_verify_group_constructs_need_a_group(void **state) {
 	(void)state;
@@ -475,6 +531,8 @@ int main(void) {
 		cmocka_unit_test(test_cast_without_saturation),
 		cmocka_unit_test(test_group_tree_sum_prints_verifies_and_runs),
 		cmocka_unit_test(test_group_race_is_reported),
+		cmocka_unit_test(test_launch_shape),
+		cmocka_unit_test(test_eval_reversed_parallel_loops),
 		cmocka_unit_test(test_verify_barrier_in_divergent_code),
 		cmocka_unit_test(test_verify_group_constructs_need_a_group),
 	};

@@ -56,7 +56,9 @@ extern double g_atol;
  * wants this many Fused ops before lowering. */
 extern int g_fuse;
 /* The target the checks lower for (kir_lower); NULL: the CPU default
- * (tbc_target_desc_cpu_default).  JIT compiles describe the host. */
+ * (tbc_target_desc_cpu_default).  JIT compiles describe the host.  When set,
+ * the evaluator runs parallel, vector and grid loops backwards
+ * (kir_eval_with), so iterations that are not independent show. */
 extern const tbc_target_desc *g_target;
 /* g_target, or the CPU default. */
 const tbc_target_desc *lower_target(void);
