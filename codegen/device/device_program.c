@@ -13,24 +13,6 @@
 
 /* ---- Launch plans ---------------------------------------------------------*/
 
-static bool stores(const kir_stmt *s) {
-	for (; s; s = s->next)
-		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
-	return false;
-}
-
-/* The one top-level parallel loop when everything else at the top stores
- * nothing (every work-item may then run it); NULL otherwise. */
-static const kir_stmt *grid_loop(const kir_kernel *k) {
-	const kir_stmt *grid = NULL;
-	for (const kir_stmt *s = k->body; s; s = s->next) {
-		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL && !grid) grid = s;
-		else if (stores(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL)) return NULL;
-		else if (grid) return NULL; /* after the loop: keep the order simple */
-	}
-	return grid;
-}
-
 /* Walks the statements: global buffers stored, checks in program order. */
 static bool walk(tbc_dev_plan *p, const kir_stmt *s, int *cap) {
 	for (; s; s = s->next) {
@@ -69,7 +51,7 @@ bool tbc_dev_plan_make(const kir_kernel *k, tbc_dev_plan *out, tbc_diags *d) {
 		for (int g = 0; g < 3; g++) out->local_size[g] = k->group[g];
 		out->n_dims = out->n_groups > k->group_dims ? out->n_groups : k->group_dims;
 	} else {
-		out->grid = grid_loop(k);
+		out->grid = kir_kernel_grid_loop(k);
 		out->shape = out->grid ? TBC_DEV_GRID : TBC_DEV_SINGLE;
 	}
 	return true;

@@ -296,20 +296,32 @@ static bool stmts_store(const kir_stmt *s) {
 	return false;
 }
 
-/* The one top-level parallel (or vector) loop, when everything before it
- * stores nothing (every work-item may then run it) and nothing follows it.
- * As the OpenCL printer decides it (codegen/opencl/opencl_c.c grid_loop):
- * a statement before the loop is asked whether it or anything after it
- * stores, so in effect a kernel is GRID when its body is the loop alone. */
+/* Whether statement s alone (not those after it) stores. */
+static bool stmt_stores(const kir_stmt *s) {
+	return s->kind == KIR_S_STORE || stmts_store(s->body) || stmts_store(s->orelse);
+}
+
+/* Whether e reads no variable: the launch is computed before any statement
+ * of the kernel runs (from its sizes; a bound loaded from a buffer makes
+ * the largest grid, which strides over any trip count). */
+static bool reads_no_var(const kir_expr *e) {
+	if (!e) return true;
+	if (e->kind == KIR_E_VAR) return false;
+	return reads_no_var(e->a) && reads_no_var(e->b) && reads_no_var(e->c);
+}
+
+/* The one top-level parallel (or vector) loop, when every statement before
+ * it stores nothing (every work-item may then run them), nothing follows it,
+ * and its bounds read no variable those statements set. */
 const kir_stmt *kir_kernel_grid_loop(const kir_kernel *k) {
 	if (kir_kernel_is_grouped(k)) return NULL;
 	const kir_stmt *grid = NULL;
 	for (const kir_stmt *s = k->body; s; s = s->next) {
-		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL && !grid) grid = s;
-		else if (stmts_store(s) || (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL)) return NULL;
-		else if (grid) return NULL;
+		if (grid) return NULL; /* after the loop: keep the order simple */
+		if (s->kind == KIR_S_FOR && s->loop != KIR_LOOP_SEQUENTIAL) grid = s;
+		else if (stmt_stores(s)) return NULL;
 	}
-	return grid;
+	return grid && reads_no_var(grid->lo) && reads_no_var(grid->hi) ? grid : NULL;
 }
 
 kir_launch_shape kir_kernel_launch_shape(const kir_kernel *k) {

@@ -255,9 +255,10 @@ static inline int64_t kir_group_items(const kir_kernel *k) {
 }
 /* How a device runs a kernel: as work-groups (a grouped kernel), as
  * work-items striding over one top-level parallel loop (GRID: the body is
- * that loop, after statements that store nothing), or on one work-item
- * (SINGLE: anything else, e.g. sequential code, or two parallel loops whose
- * second may read what the first stored).  A device backend maps the first
+ * that loop, after statements that store nothing and set nothing its bounds
+ * read, which every work-item runs), or on one work-item (SINGLE: anything
+ * else, e.g. sequential code, or two parallel loops whose second may read
+ * what the first stored).  A device backend maps the first
  * two to its grid; a SINGLE kernel runs the whole body on one work-item.
  * Lowering for a TBC_PAR_GRID target aims for GROUPS or GRID. */
 typedef enum kir_launch_shape {
