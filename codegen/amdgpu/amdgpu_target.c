@@ -39,14 +39,7 @@ static const char *const gfxs[] = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx9
 				   "gfx1030", "gfx1100", "gfx1101", "gfx1102"};
 
 bool tbc_amdgpu_gfx_check(const char *gfx, tbc_diags *d) {
-	if (!gfx) return true;
-	for (size_t i = 0; i < sizeof gfxs / sizeof *gfxs; i++)
-		if (!strcmp(gfx, gfxs[i])) return true;
-	tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
-		      "rocm: unknown GPU '%s'; accepted: gfx906, gfx908, gfx90a, gfx940, gfx941, gfx942, gfx1030, gfx1100, "
-		      "gfx1101, gfx1102",
-		      gfx);
-	return false;
+	return tbc_dev_arch_check("rocm", "GPU", gfx, gfxs, sizeof gfxs / sizeof *gfxs, d);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -356,3 +356,18 @@ void tbc_dev_program_free(tbc_dev_program *o) {
 	free(o->table);
 	memset(o, 0, sizeof *o);
 }
+
+bool tbc_dev_arch_check(const char *target, const char *what, const char *arch, const char *const *accepted, size_t n,
+			tbc_diags *d) {
+	if (!arch) return true;
+	char list[512] = "";
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(arch, accepted[i])) return true;
+		int w = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", accepted[i]);
+		if (w > 0 && (size_t)w < sizeof list - at) at += (size_t)w;
+	}
+	tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "%s: unknown %s '%s'; accepted: %s", target, what,
+		      arch, list);
+	return false;
+}

@@ -101,4 +101,10 @@ bool tbc_dev_program_make(const kir_program *p, const char *model_name, const ch
 			  const tbc_dev_target *t, tbc_dev_program *out, tbc_diags *d);
 void tbc_dev_program_free(tbc_dev_program *o);
 
+/* Whether arch is one of the n names accepted (NULL: the target's default,
+ * accepted); otherwise a diagnostic "<target>: unknown <what> '<arch>';
+ * accepted: ..." listing them. */
+bool tbc_dev_arch_check(const char *target, const char *what, const char *arch, const char *const *accepted, size_t n,
+			tbc_diags *d);
+
 #endif

@@ -23,12 +23,7 @@
 static const char *const archs[] = {"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
 
 bool tbc_nvptx_arch_check(const char *arch, tbc_diags *d) {
-	if (!arch) return true;
-	for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
-		if (!strcmp(arch, archs[i])) return true;
-	tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL,
-		      "cuda: unknown architecture '%s'; accepted: sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a", arch);
-	return false;
+	return tbc_dev_arch_check("cuda", "architecture", arch, archs, sizeof archs / sizeof *archs, d);
 }
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
