@@ -108,6 +108,9 @@ static void choose(gg *g, const tbc_target_desc *t) {
 
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	kir_kernel *k = l->k;
+	/* a += x * w in one rounding where the device fuses (the GPUs' fma;
+	 * OpenCL C keeps FP_CONTRACT OFF), as the CPU's GEMM does */
+	k->contract = l->cx->target->fma;
 	gg g = {.l = l, .k = k, .s = s};
 	choose(&g, l->cx->target);
 	int64_t grp[2] = {g.gx, g.gy};
