@@ -543,3 +543,36 @@ tbcrt_status tbcrt_session_symbol(const tbcrt_session *s, const char *name, int6
 	}
 	return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "model '%s' has no symbol named '%s'", m->name, name);
 }
+
+/* ---- Profiling ---- */
+tbcrt_status tbcrt_session_set_profiling(tbcrt_session *s, bool on) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_set_profiling: session is NULL");
+	if (!s->dsession)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "tbcrt_session_set_profiling: the session runs on the CPU; profiling times a GPU's kernels");
+	return tbcrt__dsession_set_profiling(s->dsession, on);
+}
+
+static tbcrt_status profile(const tbcrt_session *s, uint32_t kernel, tbcrt_kernel_profile *k,
+			    tbcrt_session_profile *p) {
+	if (!s || !(k || p)) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_get_profile: NULL argument");
+	if (!s->dsession)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "the session runs on the CPU: it has no profile");
+	tbcrt_kernel_profile kk = {0};
+	tbcrt_session_profile pp = {0};
+	tbcrt_status st = tbcrt__dsession_profile(s->dsession, kernel, &kk.name, &kk.launches, &kk.ms, &pp.runs,
+						  &pp.device_ms, &pp.n_kernels);
+	if (st.code != TBCRT_OK) return st;
+	if (k) *k = kk;
+	if (p) *p = pp;
+	return st;
+}
+
+tbcrt_status tbcrt_session_get_profile(const tbcrt_session *s, tbcrt_session_profile *out) {
+	return profile(s, UINT32_MAX, NULL, out);
+}
+
+tbcrt_status tbcrt_session_kernel_profile(const tbcrt_session *s, uint32_t kernel, tbcrt_kernel_profile *out) {
+	if (kernel == UINT32_MAX) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "kernel %u: no such kernel", kernel);
+	return profile(s, kernel, out, NULL);
+}

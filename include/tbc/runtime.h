@@ -254,6 +254,29 @@ typedef struct tbcrt_tensor {
 
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_output(const tbcrt_session *session, uint32_t index,
 						   tbcrt_tensor *out_tensor);
+/* ---- Profiling ------------------------------------------------------------
+ * The device time of each kernel, on the device's own clock (CUDA and HIP
+ * events, queued around every launch): for finding where a model's time
+ * goes, at some cost to the runs it times.  Turning it on clears what was
+ * gathered; it stays on until turned off.  A session on the CPU or on an
+ * OpenCL device is TBCRT_ERR_UNSUPPORTED_TARGET. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_set_profiling(tbcrt_session *session, bool on);
+
+typedef struct tbcrt_session_profile {
+	uint64_t runs;     /* successful runs since profiling was turned on */
+	double device_ms;  /* their device time, each from its first launch to the end of its last */
+	uint32_t n_kernels; /* of the device code: tbcrt_session_kernel_profile's indices */
+} tbcrt_session_profile;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_get_profile(const tbcrt_session *session, tbcrt_session_profile *out);
+
+typedef struct tbcrt_kernel_profile {
+	const char *name;  /* in the device code (tbcrt_model_device_kernel); lives as long as the model */
+	uint64_t launches; /* over the runs profiled */
+	double ms;         /* their device time */
+} tbcrt_kernel_profile;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_kernel_profile(const tbcrt_session *session, uint32_t kernel,
+							   tbcrt_kernel_profile *out);
+
 /* The value a symbolic dim took in the last successful run. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_symbol(const tbcrt_session *session, const char *name,
 						   int64_t *out_value);
