@@ -8,13 +8,8 @@
 set -euo pipefail
 build=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-if ! "$build/tbc" doctor | grep -q '^opencl:0 '; then
-	[ "${CI:-}" = true ] && { echo "CI: no OpenCL device (PoCL) for the device suite test" >&2; exit 1; }
-	echo "skipped: no OpenCL device (tbc doctor)"
-	exit 0
-fi
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$work/pocl-cache}
-mkdir -p "$POCL_CACHE_DIR"
+. "$here/../support/need_opencl.sh"
+need_opencl "$build/tbc" "$work" "the device suite test"
 cases="test_add test_softmax_axis_0 test_nonzero_example test_gemm_default_scalar_bias test_reshape_negative_dim"
 "$here/device_bundle.sh" "$build" opencl "$work/bundle" $cases
 # A wrong expected output: test_sub's difference where test_add's sum is due.
