@@ -1021,6 +1021,9 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	free(cx.life_end);
 	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
 	place_temps(p);
+	/* The host threads' runner computes load-time values once per session;
+	 * a device table runs every launch at each run (docs/load-time.md). */
+	if (t->parallel == TBC_PAR_HOST_THREADS && !kir_program_split_init(p)) return TBC_ERR_NO_MEMORY;
 	*out = p;
 	return TBC_OK;
 }

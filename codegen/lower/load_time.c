@@ -1,0 +1,131 @@
+/* Load-time values: the part of a program that depends only on the weights.
+ *
+ * Does: marks the launches whose results depend on nothing but the weights
+ * (kir_launch.init) -- the values constant folding left to the compiled
+ * code because they are too large to store in the artifact (a Tile, Range
+ * or Expand of small constants making a weight, and what is computed from
+ * it) -- and gives every buffer they write storage of its own at the end of
+ * the arena's part 0, [init_begin, init_end), that no other launch writes.
+ * The CPU backend emits those launches as the descriptor's init (run once
+ * per session, include/tbc/abi.h) and leaves them out of run; every other
+ * runner (the kernel IR evaluator, the device tables) runs them in place,
+ * where they compute the same.
+ * A launch is one when it is a kernel outside every If/Loop region, takes
+ * no symbol, and every buffer it binds is a weight or a statically sized
+ * arena temporary that no other launch stores to; a temporary that other
+ * launches read holds what one op stored (not scratch that several ops
+ * reuse).  Requires: a lowered program, its temporaries placed.
+ * Guarantees: the arena grows by the region; run never stores there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/host/program.h"
+
+static void mark_stores(const kir_stmt *s, bool *stored) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_STORE && s->buf->space == KIR_MEM_GLOBAL) stored[s->buf->id] = true;
+		mark_stores(s->body, stored);
+		mark_stores(s->orelse, stored);
+	}
+}
+
+static int root_of(const kir_program *p, int b) { return p->bufs[b]->alias_of >= 0 ? p->bufs[b]->alias_of : b; }
+
+/* Whether launch la, outside every region, could run before the inputs
+ * exist: no symbols, nothing but weights and static temporaries. */
+static bool eligible(const kir_program *p, const kir_launch *la) {
+	if (la->ctl != KIR_CTL_KERNEL || la->kernel->n_sizes > 0) return false;
+	for (int a = 0; a < la->kernel->n_buffers; a++) {
+		const kir_pbuf *b = p->bufs[root_of(p, la->args[a])];
+		if (b->role == KIR_BUF_CONST) continue;
+		if (b->role != KIR_BUF_TEMP || b->dynamic || kir_pbuf_bytes(p, b, NULL) < 0) return false;
+	}
+	return true;
+}
+
+bool kir_program_split_init(kir_program *p) {
+	int nl = p->n_launches, nb = p->n_bufs;
+	bool *cand = calloc((size_t)nl + 1, sizeof *cand);
+	bool *tainted = calloc((size_t)nb + 1, sizeof *tainted);
+	bool *moved = calloc((size_t)nb + 1, sizeof *moved);
+	int *writer = malloc(((size_t)nb + 1) * sizeof *writer); /* op of the candidates storing it; -2: several */
+	bool **stored = calloc((size_t)nl + 1, sizeof *stored);
+	bool ok = cand && tainted && moved && writer && stored;
+	int depth = 0;
+	for (int l = 0; ok && l < nl; l++) {
+		const kir_launch *la = &p->launches[l];
+		if (la->ctl == KIR_CTL_IF || la->ctl == KIR_CTL_LOOP) depth++;
+		if (la->ctl == KIR_CTL_END_IF || la->ctl == KIR_CTL_END_LOOP) depth--;
+		if (la->ctl != KIR_CTL_KERNEL) continue;
+		stored[l] = calloc((size_t)la->kernel->n_buffers + 1, sizeof **stored);
+		if (!stored[l]) ok = false;
+		else mark_stores(la->kernel->body, stored[l]);
+		cand[l] = ok && depth == 0 && eligible(p, la);
+	}
+	/* A temporary some other launch stores to is not the candidates' alone;
+	 * neither is one that launches outside read after several ops stored it.
+	 * Each candidate losing its place may taint more: until nothing moves. */
+	for (bool changed = ok; changed;) {
+		changed = false;
+		for (int b = 0; b < nb; b++) writer[b] = -1;
+		for (int l = 0; l < nl; l++) {
+			const kir_launch *la = &p->launches[l];
+			if (la->ctl != KIR_CTL_KERNEL) continue;
+			for (int a = 0; a < la->kernel->n_buffers; a++) {
+				int r = root_of(p, la->args[a]);
+				if (!stored[l][a]) continue;
+				if (!cand[l]) tainted[r] = true;
+				else writer[r] = writer[r] == -1 || writer[r] == la->op_pos ? la->op_pos : -2;
+			}
+		}
+		for (int l = 0; l < nl; l++) {
+			const kir_launch *la = &p->launches[l];
+			if (la->ctl != KIR_CTL_KERNEL || cand[l]) continue;
+			for (int a = 0; a < la->kernel->n_buffers; a++) {
+				int r = root_of(p, la->args[a]);
+				if (writer[r] == -2) tainted[r] = true;
+			}
+		}
+		for (int l = 0; l < nl; l++) {
+			const kir_launch *la = &p->launches[l];
+			if (!cand[l]) continue;
+			for (int a = 0; a < la->kernel->n_buffers && cand[l]; a++)
+				if (tainted[root_of(p, la->args[a])]) cand[l] = false, changed = true;
+		}
+	}
+	/* The region: after everything placed in part 0. */
+	int64_t begin = p->parts[0].bytes, end = begin;
+	for (int l = 0; ok && l < nl; l++) {
+		p->launches[l].init = cand[l];
+		if (!cand[l]) continue;
+		const kir_launch *la = &p->launches[l];
+		for (int a = 0; a < la->kernel->n_buffers; a++) {
+			int r = root_of(p, la->args[a]);
+			kir_pbuf *b = p->bufs[r];
+			if (b->role != KIR_BUF_TEMP || moved[r]) continue;
+			moved[r] = true;
+			b->part = 0;
+			b->offset = b->part_offset = end;
+			end += (kir_pbuf_bytes(p, b, NULL) + KIR_ALIGN - 1) / KIR_ALIGN * KIR_ALIGN;
+		}
+	}
+	for (int i = 0; ok && i < nb; i++) {
+		kir_pbuf *b = p->bufs[i];
+		if (b->alias_of < 0 || !moved[b->alias_of]) continue;
+		b->part = 0;
+		b->offset = b->part_offset = p->bufs[b->alias_of]->offset;
+	}
+	if (ok) {
+		p->parts[0].bytes = end;
+		p->arena_static = (uint64_t)end;
+		p->init_begin = (uint64_t)begin;
+		p->init_end = (uint64_t)end;
+	}
+	for (int l = 0; stored && l < nl; l++) free(stored[l]);
+	free(stored);
+	free(cand);
+	free(tainted);
+	free(moved);
+	free(writer);
+	return ok;
+}
