@@ -4,8 +4,10 @@
  * (kir_launch.init) -- the values constant folding left to the compiled
  * code because they are too large to store in the artifact (a Tile, Range
  * or Expand of small constants making a weight, and what is computed from
- * it) -- and gives every buffer they write storage of its own at the end of
- * the arena's part 0, [init_begin, init_end), that no other launch writes.
+ * it) -- and gives every buffer they write that other launches read storage
+ * of its own at the end of the arena's part 0, [init_begin, init_end), that
+ * no other launch writes.  Their intermediates stay in the arena below
+ * init_begin, where the run's own values go once they are done.
  * The CPU backend emits those launches as the descriptor's init (run once
  * per session, include/tbc/abi.h) and leaves them out of run; every other
  * runner (the kernel IR evaluator, the device tables) runs them in place,
@@ -15,7 +17,8 @@
  * arena temporary that no other launch stores to; a temporary that other
  * launches read holds what one op stored (not scratch that several ops
  * reuse).  Requires: a lowered program, its temporaries placed.
- * Guarantees: the arena grows by the region; run never stores there. */
+ * Guarantees: the arena grows by the region; run never stores there; the
+ * marked launches store only there and below init_begin. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,7 +96,18 @@ bool kir_program_split_init(kir_program *p) {
 				if (tainted[root_of(p, la->args[a])]) cand[l] = false, changed = true;
 		}
 	}
-	/* The region: after everything placed in part 0. */
+	/* What run reads of theirs moves to the region, after everything placed
+	 * in part 0.  What only they read (a Range feeding the Mod that makes
+	 * a weight) stays where it was placed: memory planning placed it apart
+	 * from every value living at the same time, which the candidates, run
+	 * in the same order, still are; run overwrites it before reading it. */
+	bool *run_reads = calloc((size_t)nb + 1, sizeof *run_reads);
+	if (!run_reads) ok = false;
+	for (int l = 0; ok && l < nl; l++) {
+		const kir_launch *la = &p->launches[l];
+		if (la->ctl != KIR_CTL_KERNEL || cand[l]) continue;
+		for (int a = 0; a < la->kernel->n_buffers; a++) run_reads[root_of(p, la->args[a])] = true;
+	}
 	int64_t begin = p->parts[0].bytes, end = begin;
 	for (int l = 0; ok && l < nl; l++) {
 		p->launches[l].init = cand[l];
@@ -102,7 +116,7 @@ bool kir_program_split_init(kir_program *p) {
 		for (int a = 0; a < la->kernel->n_buffers; a++) {
 			int r = root_of(p, la->args[a]);
 			kir_pbuf *b = p->bufs[r];
-			if (b->role != KIR_BUF_TEMP || moved[r]) continue;
+			if (b->role != KIR_BUF_TEMP || moved[r] || !run_reads[r]) continue;
 			moved[r] = true;
 			b->part = 0;
 			b->offset = b->part_offset = end;
@@ -123,6 +137,7 @@ bool kir_program_split_init(kir_program *p) {
 	}
 	for (int l = 0; stored && l < nl; l++) free(stored[l]);
 	free(stored);
+	free(run_reads);
 	free(cand);
 	free(tainted);
 	free(moved);

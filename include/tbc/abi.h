@@ -106,8 +106,9 @@ typedef struct tbc_abi_model {
 	 * Load-time values (docs/load-time.md): what depends only on the
 	 * weights but was too large to fold into them.  init stores them into
 	 * bytes [init_begin, init_end) of an arena (64-byte aligned, at least
-	 * init_end bytes) and nothing else; run reads them there and never
-	 * stores there.  The caller runs init once per arena before its first
+	 * init_end bytes), using bytes below init_begin as scratch; run reads
+	 * them there and never stores there (the bytes below init_begin are
+	 * its own again).  The caller runs init once per arena before its first
 	 * run, and keeps those bytes when it moves to a larger arena (or runs
 	 * init again).  init returns like run (0, or the code it passed to
 	 * host->error); it may call host->parallel_for and host->error, never
