@@ -143,6 +143,9 @@ typedef struct tbcrt_model_info {
 	/* ABI 4: every device target it holds code for, in the order compiled:
 	 * "opencl,cuda:sm_80,rocm:gfx942" ("" when none). */
 	const char *device_targets;
+	/* ABI 5: bytes of the values computed once per CPU session from the
+	 * weights (tbcrt_session_stats; 0 when none). */
+	uint64_t load_time_bytes;
 } tbcrt_model_info;
 
 /* The device code of a model (ABI 3 and later): table `index` of

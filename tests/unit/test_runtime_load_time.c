@@ -115,6 +115,9 @@ static void large_constant_weight_is_computed_once_per_session(void **state) {
 	tbcrt_context *c = rt_context(2);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, desc, NULL, &model));
+	tbcrt_model_info info;
+	RT_OK(tbcrt_model_get_info(model, &info));
+	assert_int_equal(info.load_time_bytes, desc->init_end - desc->init_begin);
 	check_session(model, m);
 	check_session(model, m); /* each session its own */
 	RT_OK(tbcrt_context_set_thread_count(c, 1));
