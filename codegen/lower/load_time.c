@@ -23,6 +23,32 @@
 #include <string.h>
 
 #include "codegen/host/program.h"
+#include "codegen/lower/lower_internal.h"
+
+static bool has_graph_attr(const tbc_op *op) {
+	for (int a = 0; a < op->n_attrs; a++)
+		if (op->attrs[a].kind == TBC_ATTR_GRAPH || op->attrs[a].kind == TBC_ATTR_GRAPHS) return true;
+	return false;
+}
+
+bool lower_mark_load_time(lower_cx *cx) {
+	const tbc_module *m = cx->m;
+	cx->load_time = calloc((size_t)m->n_values + 1, sizeof *cx->load_time);
+	if (!cx->load_time) return false;
+	for (const tbc_op *op = m->main->first; op; op = op->next) {
+		/* A Fused body reads nothing but the Fused op's inputs (passes/fusion.c). */
+		bool yes = op->n_inputs > 0 && (op->code == TBC_OP_Fused || !has_graph_attr(op));
+		for (int i = 0; i < op->n_inputs && yes; i++) {
+			const tbc_value *v = op->inputs[i];
+			yes = !v || v->kind == TBC_VALUE_CONST || cx->load_time[v->id];
+		}
+		for (int i = 0; i < op->n_outputs && yes; i++) {
+			const tbc_value *v = op->outputs[i];
+			if (v && tbc_type_numel(&v->type) >= 0) cx->load_time[v->id] = true;
+		}
+	}
+	return true;
+}
 
 static void mark_stores(const kir_stmt *s, bool *stored) {
 	for (; s; s = s->next) {

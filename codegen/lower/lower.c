@@ -959,6 +959,13 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	}
 	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = cx.val_part[i] = -1;
 	mark_lives(&cx, g, 0);
+	if (t->parallel == TBC_PAR_HOST_THREADS && !lower_mark_load_time(&cx)) {
+		free(cx.buf_of);
+		free(cx.val_part);
+		free(cx.life_start);
+		free(cx.life_end);
+		return TBC_ERR_NO_MEMORY;
+	}
 	for (int i = 0; i < g->n_outputs; i++) cx.life_end[g->outputs[i]->id] = INT_MAX;
 	bool ok = true;
 	p->inputs = tbc_arena_array(arena, (size_t)g->n_inputs + 1, sizeof(int));
@@ -1019,6 +1026,7 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	free(cx.val_part);
 	free(cx.life_start);
 	free(cx.life_end);
+	free(cx.load_time);
 	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
 	place_temps(p);
 	/* The host threads' runner computes load-time values once per session;
