@@ -307,6 +307,7 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 		return BAD("the descriptor's run function is %s", d->run ? "not code of the artifact" : "NULL");
 	if (m->has_cpu_code && !tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->arena_bytes))
 		return BAD("the descriptor's arena_bytes function is %s", d->arena_bytes ? "not code of the artifact" : "NULL");
+	if ((s = check_weights(m, &seg, d, base_dir)).code != TBCRT_OK) return s;
 	if (v5 && (d->init || d->init_begin != d->init_end)) {
 		if (!m->has_cpu_code) return BAD("a device-only artifact has load-time values for the CPU");
 		if (!tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->init))
@@ -318,7 +319,6 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 		m->init_begin = d->init_begin;
 		m->init_end = d->init_end;
 	}
-	if ((s = check_weights(m, &seg, d, base_dir)).code != TBCRT_OK) return s;
 	if (device_code) {
 		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
 			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);
