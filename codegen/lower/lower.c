@@ -1083,7 +1083,8 @@ char *kir_program_print(const kir_program *p) {
 		}
 		APPEND(k);
 		free(k);
-		snprintf(line, sizeof line, "launch %s(", la->kernel->name);
+		/* "init": computed once per session (codegen/lower/load_time.c). */
+		snprintf(line, sizeof line, "%s %s(", la->init ? "init" : "launch", la->kernel->name);
 		APPEND(line);
 		for (int a = 0; a < la->kernel->n_buffers; a++) {
 			const kir_pbuf *b = p->bufs[la->args[a]];

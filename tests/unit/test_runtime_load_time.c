@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/host/program.h"
+#include "codegen/lower/lower.h"
+#include "codegen/target_desc.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 #include "tbc/abi.h"
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_test.h"
@@ -199,8 +203,58 @@ static void a_failing_load_time_value_fails_each_run(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* The lowered program: the weight's launches are marked init, the MatMul's
+ * not; W sits in the region after everything else of part 0, and nothing
+ * else does. */
+static void lowering_marks_the_weights_launches(void **state) {
+	(void)state;
+	tbc_module *m = load_time_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	assert_true(tbc_run_pipeline(m, &po, d));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	tbc_target_desc cpu = tbc_target_desc_cpu_default();
+	assert_int_equal(kir_lower(m, &cpu, arena, d, &p), TBC_OK);
+	int n_init = 0, n_run = 0;
+	for (int l = 0; l < p->n_launches; l++) {
+		const kir_launch *la = &p->launches[l];
+		if (!la->kernel) continue;
+		if (la->init) n_init++;
+		else n_run++;
+		bool io = false; /* an init launch binds weights and temporaries only */
+		for (int a = 0; a < la->kernel->n_buffers; a++) {
+			kir_buffer_role r = p->bufs[la->args[a]]->role;
+			io |= r == KIR_BUF_INPUT || r == KIR_BUF_OUTPUT || r == KIR_BUF_SYMS;
+		}
+		if (la->init) assert_false(io);
+		if (io) assert_false(la->init);
+	}
+	assert_true(n_init >= 1);
+	assert_true(n_run >= 1);
+	assert_true(p->init_begin < p->init_end);
+	assert_int_equal(p->init_begin % 64, 0);
+	assert_int_equal(p->parts[0].bytes, (int64_t)p->init_end);
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_TEMP || b->offset < (int64_t)p->init_begin) continue;
+		bool stored_by_init = false; /* what lies in the region, only init launches write */
+		for (int l = 0; l < p->n_launches; l++)
+			for (int a = 0; p->launches[l].kernel && a < p->launches[l].kernel->n_buffers; a++)
+				if (p->launches[l].args[a] == i) stored_by_init |= p->launches[l].init;
+		assert_true(stored_by_init);
+	}
+	char *text = kir_program_print(p);
+	assert_non_null(strstr(text, "\ninit "));
+	free(text);
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lowering_marks_the_weights_launches),
 		cmocka_unit_test(large_constant_weight_is_computed_once_per_session),
 		cmocka_unit_test(shared_object_and_one_shot_run_compute_them_too),
 		cmocka_unit_test(a_failing_load_time_value_fails_each_run),
