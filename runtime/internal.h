@@ -132,6 +132,10 @@ struct tbcrt_model {
 	uint32_t n_dtables;
 	char device_targets[TBC_ABI_MAX_DEVICE_TABLES * 48];
 	bool has_cpu_code;
+	/* ABI 5: the load-time values' init (NULL when none, or an older
+	 * artifact) and the arena bytes [init_begin, init_end) it fills. */
+	int32_t (*init)(const tbc_abi_host *host, void *arena, const void *weights);
+	uint64_t init_begin, init_end;
 	pthread_mutex_t device_lock;
 	struct tbcrt__dmodel *dmodels;
 };

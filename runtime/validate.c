@@ -278,9 +278,11 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 				  "the artifact uses ABI version %u; this runtime runs versions %u to %u (recompile the model "
 				  "with a matching tbc)",
 				  d->abi_version, TBC_ABI_VERSION_MIN, TBC_ABI_VERSION);
-	/* Version 2 ends before the device code: read none of it. */
-	bool v3 = d->abi_version >= 3;
-	if (!tbcrt__range_ok(&seg, d, v3 ? sizeof *d : offsetof(tbc_abi_model, device_code)))
+	/* Each version reads only the fields it has: version 2 ends before the
+	 * device code, versions 3 and 4 before the load-time values. */
+	bool v3 = d->abi_version >= 3, v5 = d->abi_version >= 5;
+	size_t desc_size = v5 ? sizeof *d : v3 ? offsetof(tbc_abi_model, init_begin) : offsetof(tbc_abi_model, device_code);
+	if (!tbcrt__range_ok(&seg, d, desc_size))
 		return BAD("the descriptor is truncated");
 	if (!tbcrt__string_ok(&seg, d->name, TBCRT_MAX_NAME))
 		return BAD("the model's name is missing or not a NUL-terminated string of at most %d bytes", TBCRT_MAX_NAME);
@@ -306,6 +308,17 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 	if (m->has_cpu_code && !tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->arena_bytes))
 		return BAD("the descriptor's arena_bytes function is %s", d->arena_bytes ? "not code of the artifact" : "NULL");
 	if ((s = check_weights(m, &seg, d, base_dir)).code != TBCRT_OK) return s;
+	if (v5 && (d->init || d->init_begin != d->init_end)) {
+		if (!m->has_cpu_code) return BAD("a device-only artifact has load-time values for the CPU");
+		if (!tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->init))
+			return BAD("the descriptor's init function is %s", d->init ? "not code of the artifact" : "NULL");
+		if (d->init_begin > d->init_end || d->init_end > TBCRT_MAX_TENSOR_BYTES || d->init_begin % 64)
+			return BAD("the load-time values' bytes [%llu, %llu) of the arena are not a valid aligned range",
+				   (unsigned long long)d->init_begin, (unsigned long long)d->init_end);
+		m->init = d->init;
+		m->init_begin = d->init_begin;
+		m->init_end = d->init_end;
+	}
 	if (device_code) {
 		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
 			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);

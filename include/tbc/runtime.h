@@ -143,6 +143,9 @@ typedef struct tbcrt_model_info {
 	/* ABI 4: every device target it holds code for, in the order compiled:
 	 * "opencl,cuda:sm_80,rocm:gfx942" ("" when none). */
 	const char *device_targets;
+	/* ABI 5: bytes of the values computed once per CPU session from the
+	 * weights (tbcrt_session_stats; 0 when none). */
+	uint64_t load_time_bytes;
 } tbcrt_model_info;
 
 /* The device code of a model (ABI 3 and later): table `index` of
@@ -280,6 +283,19 @@ TBCRT_MUST_CHECK tbcrt_status tbcrt_session_kernel_profile(const tbcrt_session *
 /* The value a symbolic dim took in the last successful run. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_symbol(const tbcrt_session *session, const char *name,
 						   int64_t *out_value);
+
+/* What a session has done.  Values that depend only on the weights but were
+ * too large to fold into the artifact (load-time values, docs/load-time.md)
+ * are computed once, when a CPU session is created (init_runs 1), into
+ * init_bytes of its arena that runs only read; an artifact without them
+ * (or older than ABI 5), and a device session, which computes them in each
+ * run, have init_runs 0. */
+typedef struct tbcrt_session_stats {
+	uint64_t runs;       /* successful runs */
+	uint64_t init_runs;  /* times the load-time values were computed */
+	uint64_t init_bytes; /* arena bytes that hold them */
+} tbcrt_session_stats;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_get_stats(const tbcrt_session *session, tbcrt_session_stats *out_stats);
 
 /* ---- Devices ----------------------------------------------------------------
  * The devices of this machine, found the first time a context is asked:

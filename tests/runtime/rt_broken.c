@@ -20,6 +20,11 @@ static __attribute__((unused)) int32_t run(const tbc_abi_host *host, int64_t *sy
 	return 0;
 }
 
+static __attribute__((unused)) int32_t init(const tbc_abi_host *host, void *arena, const void *weights) {
+	(void)host, (void)arena, (void)weights;
+	return 0;
+}
+
 static const tbc_abi_model model __attribute__((unused)) = {
 #ifdef RT_BROKEN_MAGIC
 	.magic = 0xdeadbeef,
@@ -28,6 +33,8 @@ static const tbc_abi_model model __attribute__((unused)) = {
 #endif
 #ifdef RT_BROKEN_VERSION
 	.abi_version = 99,
+#elif defined(RT_BROKEN_V4_INIT)
+	.abi_version = 4, /* its load-time fields are not read: it has none */
 #else
 	.abi_version = TBC_ABI_VERSION,
 #endif
@@ -60,6 +67,14 @@ static const tbc_abi_model model __attribute__((unused)) = {
 #endif
 #ifndef RT_BROKEN_NULL_RUN
 	.run = run,
+#endif
+#if defined(RT_BROKEN_INIT_NOT_CODE) || defined(RT_BROKEN_V4_INIT)
+	.init_end = 64,
+	.init = (int32_t (*)(const tbc_abi_host *, void *, const void *))(uintptr_t)w,
+#elif defined(RT_BROKEN_INIT_RANGE)
+	.init_begin = 128,
+	.init_end = 64,
+	.init = init,
 #endif
 };
 
