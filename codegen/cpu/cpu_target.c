@@ -162,6 +162,8 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	/* t->vector_bytes: the width lowering tiled GEMMs for */
 	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
+	c.f16_hw = (strncmp(m.triple, "x86_64", 6) == 0 && m.features && strstr(m.features, "+f16c")) ||
+		   strncmp(m.triple, "aarch64", 7) == 0;
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */
 	char *features = info->no_cpu_code ? calloc(1, 1) : cpu_listed_features(m.triple, m.features);
 	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);

@@ -73,6 +73,10 @@ typedef struct llvm_cx {
 	 * tiled for vectors this wide, so they ask LLVM for them. */
 	int vector_bytes;
 	int n_messages; /* error messages emitted so far (their globals' names) */
+	/* f16 <-> f32 conversions are instructions (x86 F16C, AArch64's fcvt):
+	 * llvm_narrow.c then converts through LLVM's half type (vcvtph2ps,
+	 * vcvtps2ph), never a libcall; false: with integer code. */
+	bool f16_hw;
 	void *target;   /* the target's own state, for its hooks */
 	tbc_diags *d;
 	bool failed;

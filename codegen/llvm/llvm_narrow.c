@@ -11,7 +11,13 @@
  * bf16 / e8m0 through f32, as tbc_store_* do); f16 overflows to infinity,
  * float8 and f4e2m1 saturate (kernel IR casts to float8 saturate); NaN keeps
  * its sign where the format has one.  The formats' parameters are ir/dtype.c's
- * table; the largest code is found by encoding the largest value there. */
+ * table; the largest code is found by encoding the largest value there.
+ *
+ * Where the CPU converts f16 itself (llvm_cx.f16_hw: x86 with F16C,
+ * AArch64), f16 <-> f32 goes through LLVM's half type, one instruction per
+ * vector, with the NaNs made the ones the integer code makes (the hardware
+ * keeps a NaN's payload): the same bits either way, checked for every code
+ * by test_codegen's narrow-float tests. */
 #include <math.h>
 #include <string.h>
 
@@ -57,8 +63,22 @@ static LLVMValueRef intrinsic1(llvm_cx *c, const char *name, LLVMValueRef x) {
 }
 
 /* ---- Decoding: bits -> f32 ------------------------------------------------*/
+/* NaN x made sign | quiet (f32 0x7fc00000, f16 0x7e00, as bits of width it). */
+static LLVMValueRef canonical_nan(llvm_cx *c, LLVMValueRef x, LLVMValueRef xbits, LLVMTypeRef it, unsigned sign,
+				  unsigned quiet) {
+	LLVMBuilderRef b = c->b;
+	LLVMValueRef nan = LLVMBuildOr(b, LLVMBuildAnd(b, xbits, LLVMConstInt(it, sign, 0), ""), LLVMConstInt(it, quiet, 0), "");
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), nan, xbits, "");
+}
+
 LLVMValueRef llvm_narrow_to_f32(llvm_cx *c, tbc_dtype t, LLVMValueRef bits) {
 	LLVMBuilderRef b = c->b;
+	if (t == TBC_DT_F16 && c->f16_hw) {
+		LLVMValueRef h = LLVMBuildBitCast(b, bits, LLVMHalfTypeInContext(c->ctx), "");
+		LLVMValueRef v = LLVMBuildFPExt(b, h, c->f32, "");
+		LLVMValueRef vb = canonical_nan(c, v, LLVMBuildBitCast(b, v, c->i32, ""), c->i32, 0x80000000u, 0x7fc00000u);
+		return LLVMBuildBitCast(b, vb, c->f32, "");
+	}
 	LLVMValueRef u = LLVMBuildZExt(b, bits, c->i32, "");
 	if (t == TBC_DT_BF16) {
 		/* The f32 with the same top bits; a signalling NaN comes out quiet,
@@ -160,6 +180,10 @@ LLVMValueRef llvm_float_to_narrow(llvm_cx *c, tbc_dtype t, LLVMValueRef x, bool 
 	}
 	if (tbc_dtype_bits(t) == 8) f.saturate = saturate; /* f16 never saturates, f4e2m1 always */
 	LLVMTypeRef ft = LLVMTypeOf(x);
+	if (t == TBC_DT_F16 && c->f16_hw && ft == c->f32) { /* from f64 it would round twice */
+		LLVMValueRef h = LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, x, LLVMHalfTypeInContext(c->ctx), ""), c->i16, "");
+		return canonical_nan(c, x, h, c->i16, 0x8000u, 0x7e00u);
+	}
 	bool dbl = ft == c->f64;
 	LLVMTypeRef it = dbl ? c->i64 : c->i32;
 	int fbits = dbl ? 52 : 23, fbias = dbl ? 1023 : 127;
