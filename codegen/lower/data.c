@@ -94,6 +94,13 @@ kir_expr *data_to_index(lk *l, kir_expr *e) {
 	return kir_e_cast(l->k, KIR_INDEX, e);
 }
 
+kir_expr *data_wrap_checked(lk *l, kir_expr *v, kir_expr *n, kir_block *checks, const char *msg) {
+	kir_kernel *k = l->k;
+	kir_expr *bad = kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_LT, v, kir_e_unary(k, KIR_NEG, n)), kir_e_cmp(k, KIR_GE, v, n));
+	kir_block_add(k, checks, kir_s_error(k, bad, msg));
+	return data_wrap_clamp(l, v, n);
+}
+
 kir_expr *data_wrap_clamp(lk *l, kir_expr *v, kir_expr *n) {
 	kir_kernel *k = l->k;
 	kir_expr *zero = kir_e_index(k, 0);

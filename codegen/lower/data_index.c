@@ -1,11 +1,12 @@
 /* Ops that read or write at positions held in an index tensor: Gather,
  * GatherElements, GatherND, ScatterElements, ScatterND, OneHot.
  *
- * Indices are checked at run time by the interpreter; kernel IR has no way to
- * report an error, so here an index is wrapped (negative counts from the end)
- * and then clamped into its axis: an out-of-range index never reads or writes
- * outside a buffer, it reads or writes the nearest element instead
- * (docs/lower-data.md). */
+ * An index is wrapped (negative counts from the end) and clamped into its
+ * axis, so no read or write leaves a buffer; and before it is used, an
+ * index outside [-n, n) fails the run naming the node, as the interpreter's
+ * check does (OneHot's out-of-range index is no error: the spec makes its
+ * row all off). */
+#include <stdio.h>
 #include <string.h>
 
 #include "codegen/lower/kir_short.h"
@@ -57,10 +58,14 @@ bool lower_data_gather(lower_cx *cx, const tbc_op *op) {
 	kir_expr *I = data_prod(&l, &x->type, a + 1, r), *NI = data_prod(&l, &iv->type, 0, iv->type.rank);
 	dloops lp = {0};
 	kir_expr *o = dl_add(&l, &lp, O, false), *i = dl_add(&l, &lp, NI, false), *j = dl_add(&l, &lp, I, false);
-	kir_expr *kk = data_wrap_clamp(&l, data_to_index(&l, kir_e_load(k, idx, i)), N);
+	kir_block body = {0};
+	char msg[400];
+	snprintf(msg, sizeof msg, "Gather '%.300s': an index is out of range for axis %d", op->name, a);
+	kir_expr *kk = data_wrap_checked(&l, data_to_index(&l, kir_e_load(k, idx, i)), N, &body, msg);
 	kir_expr *si = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, o, N), kk), I), j);
 	kir_expr *di = kir_e_add(k, kir_e_mul(k, kir_e_add(k, kir_e_mul(k, o, NI), i), I), j);
-	return lk_end(&l, dl_wrap(&l, &lp, gather_store(&l, dst, di, &x->type, src, si)));
+	kir_block_add(k, &body, gather_store(&l, dst, di, &x->type, src, si));
+	return lk_end(&l, dl_wrap(&l, &lp, body.first));
 }
 
 /* ---- GatherElements / ScatterElements -------------------------------------------
@@ -68,7 +73,7 @@ bool lower_data_gather(lower_cx *cx, const tbc_op *op) {
  * coordinate replaced by the index.  The other coordinates are clamped into
  * data when its dim may be smaller than the index tensor's. */
 static kir_expr *element_offset(lk *l, const tbc_type *xt, const tbc_type *it, int a, kir_expr *const *coord,
-				kir_expr *axis_index) {
+				kir_expr *axis_index, kir_block *checks, const char *msg) {
 	kir_kernel *k = l->k;
 	kir_expr *xs[TBC_MAX_RANK], *off = kir_e_index(k, 0);
 	data_strides(l, xt, xs);
@@ -76,7 +81,7 @@ static kir_expr *element_offset(lk *l, const tbc_type *xt, const tbc_type *it, i
 		kir_expr *c = coord[d];
 		tbc_dim xd = xt->dims[d], id = it->dims[d];
 		if (d == a) {
-			c = data_wrap_clamp(l, axis_index, lk_dim(l, xd));
+			c = data_wrap_checked(l, axis_index, lk_dim(l, xd), checks, msg);
 		} else if (!(tbc_dim_eq(xd, id) || (!xd.sym && !id.sym && id.size <= xd.size))) {
 			kir_expr *hi = kir_e_binary(k, KIR_SUB, lk_dim(l, xd), kir_e_index(k, 1));
 			c = kir_e_binary(k, KIR_MAX, kir_e_binary(k, KIR_MIN, c, hi), kir_e_index(k, 0));
@@ -106,8 +111,13 @@ bool lower_data_gather_elements(lower_cx *cx, const tbc_op *op) {
 		coord[d] = dl_add(&l, &lp, lk_dim(&l, iv->type.dims[d]), false);
 		lin = kir_e_add(k, lin, kir_e_mul(k, coord[d], is[d]));
 	}
-	kir_expr *si = element_offset(&l, &x->type, &iv->type, a, coord, data_to_index(&l, kir_e_load(k, idx, lin)));
-	return lk_end(&l, dl_wrap(&l, &lp, gather_store(&l, dst, lin, &x->type, src, si)));
+	kir_block body = {0};
+	char msg[400];
+	snprintf(msg, sizeof msg, "GatherElements '%.300s': an index is out of range for axis %d", op->name, a);
+	kir_expr *si = element_offset(&l, &x->type, &iv->type, a, coord, data_to_index(&l, kir_e_load(k, idx, lin)),
+				      &body, msg);
+	kir_block_add(k, &body, gather_store(&l, dst, lin, &x->type, src, si));
+	return lk_end(&l, dl_wrap(&l, &lp, body.first));
 }
 
 /* ---- Scatter reductions ----------------------------------------------------------*/
@@ -199,10 +209,14 @@ bool lower_data_scatter_elements(lower_cx *cx, const tbc_op *op) {
 		coord[a] = dl_add(&l, &lp, lk_dim(&l, iv->type.dims[a]), true);
 		kir_expr *lin = kir_e_index(k, 0);
 		for (int d = 0; d < r; d++) lin = kir_e_add(k, lin, kir_e_mul(k, coord[d], is[d]));
-		kir_expr *di =
-			element_offset(&l, &xv->type, &iv->type, a, coord, data_to_index(&l, kir_e_load(k, idx, lin)));
+		kir_block body = {0};
+		char msg[400];
+		snprintf(msg, sizeof msg, "ScatterElements '%.300s': an index is out of range for axis %d", op->name, a);
+		kir_expr *di = element_offset(&l, &xv->type, &iv->type, a, coord,
+					      data_to_index(&l, kir_e_load(k, idx, lin)), &body, msg);
 		kir_expr *v = combine(&l, rd, kir_e_load(k, y, di), kir_e_load(k, u, lin));
-		kir_block_add(k, &b, dl_wrap(&l, &lp, kir_s_store(k, y, di, v)));
+		kir_block_add(k, &body, kir_s_store(k, y, di, v));
+		kir_block_add(k, &b, dl_wrap(&l, &lp, body.first));
 	}
 	return lk_end(&l, b.first);
 }
@@ -210,13 +224,14 @@ bool lower_data_scatter_elements(lower_cx *cx, const tbc_op *op) {
 /* ---- GatherND / ScatterND ---------------------------------------------------------
  * An index tuple of m values addresses data dims [b, b + m) (b: batch dims);
  * each tuple moves a slice of the remaining dims. */
-static kir_expr *tuple_offset(lk *l, const tbc_type *xt, int b, int m, kir_buffer *idx, kir_expr *base) {
+static kir_expr *tuple_offset(lk *l, const tbc_type *xt, int b, int m, kir_buffer *idx, kir_expr *base,
+			       kir_block *checks, const char *msg) {
 	kir_kernel *k = l->k;
 	kir_expr *xs[TBC_MAX_RANK], *off = kir_e_index(k, 0);
 	data_strides(l, xt, xs);
 	for (int j = 0; j < m; j++) {
 		kir_expr *v = data_to_index(l, kir_e_load(k, idx, kir_e_add(k, base, kir_e_index(k, j))));
-		off = kir_e_add(k, off, kir_e_mul(k, data_wrap_clamp(l, v, lk_dim(l, xt->dims[b + j])), xs[b + j]));
+		off = kir_e_add(k, off, kir_e_mul(k, data_wrap_checked(l, v, lk_dim(l, xt->dims[b + j]), checks, msg), xs[b + j]));
 	}
 	return off;
 }
@@ -245,10 +260,14 @@ bool lower_data_gather_nd(lower_cx *cx, const tbc_op *op) {
 	dloops lp = {0};
 	kir_expr *bi = dl_add(&l, &lp, B, false), *g = dl_add(&l, &lp, G, false), *ii = dl_add(&l, &lp, I, false);
 	kir_expr *tuple = kir_e_add(k, kir_e_mul(k, bi, G), g);
-	kir_expr *off = tuple_offset(&l, &xv->type, b, m, idx, kir_e_mul(k, tuple, kir_e_index(k, m)));
+	kir_block body = {0};
+	char msg[400];
+	snprintf(msg, sizeof msg, "GatherND '%.300s': an index is out of range", op->name);
+	kir_expr *off = tuple_offset(&l, &xv->type, b, m, idx, kir_e_mul(k, tuple, kir_e_index(k, m)), &body, msg);
 	kir_expr *si = kir_e_add(k, kir_e_add(k, kir_e_mul(k, bi, per_batch), off), ii);
 	kir_expr *di = kir_e_add(k, kir_e_mul(k, tuple, I), ii);
-	return lk_end(&l, dl_wrap(&l, &lp, gather_store(&l, dst, di, &xv->type, src, si)));
+	kir_block_add(k, &body, gather_store(&l, dst, di, &xv->type, src, si));
+	return lk_end(&l, dl_wrap(&l, &lp, body.first));
 }
 
 /* Parallel over the slice, sequential over the tuples: each element sees its
@@ -277,10 +296,15 @@ bool lower_data_scatter_nd(lower_cx *cx, const tbc_op *op) {
 		kir_expr *T = data_prod(&l, &iv->type, 0, q - 1), *I = data_prod(&l, &xv->type, m, r);
 		dloops lp = {0};
 		kir_expr *j = dl_add(&l, &lp, I, false), *t = dl_add(&l, &lp, T, true);
-		kir_expr *di = kir_e_add(k, tuple_offset(&l, &xv->type, 0, m, idx, kir_e_mul(k, t, kir_e_index(k, m))), j);
+		kir_block body = {0};
+		char msg[400];
+		snprintf(msg, sizeof msg, "ScatterND '%.300s': an index is out of range", op->name);
+		kir_expr *di = kir_e_add(
+			k, tuple_offset(&l, &xv->type, 0, m, idx, kir_e_mul(k, t, kir_e_index(k, m)), &body, msg), j);
 		kir_expr *ui = kir_e_add(k, kir_e_mul(k, t, I), j);
 		kir_expr *v = combine(&l, rd, kir_e_load(k, y, di), kir_e_load(k, u, ui));
-		kir_block_add(k, &b, dl_wrap(&l, &lp, kir_s_store(k, y, di, v)));
+		kir_block_add(k, &body, kir_s_store(k, y, di, v));
+		kir_block_add(k, &b, dl_wrap(&l, &lp, body.first));
 	}
 	return lk_end(&l, b.first);
 }

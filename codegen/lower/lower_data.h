@@ -31,8 +31,14 @@ kir_expr *data_prod(lk *l, const tbc_type *t, int lo, int hi);
 /* An index-typed value from an integer (or float: truncated) expression. */
 kir_expr *data_to_index(lk *l, kir_expr *e);
 /* v in [0, n): negative values count from the end, then clamped into range
- * (an out-of-range index reads the nearest element; see docs/lower-data.md). */
+ * (an out-of-range index reads the nearest element; see docs/lower-data.md;
+ * the index ops check their indices first, data_wrap_checked). */
 kir_expr *data_wrap_clamp(lk *l, kir_expr *v, kir_expr *n);
+/* The same, with a check added to checks, to run before what uses the
+ * index: v outside [-n, n) fails the run with msg, as the interpreter's
+ * index check does (the clamp stays: no read or write leaves the buffer
+ * on a device whose failed check lets the kernel go on). */
+kir_expr *data_wrap_checked(lk *l, kir_expr *v, kir_expr *n, kir_block *checks, const char *msg);
 
 /* Whether a tensor of type t holds elements: *always (static, non-zero
  * dims), *never (a static zero dim), else a run-time condition (returned). */

@@ -102,6 +102,36 @@ static void test_slice_errors_fail_the_run(void **state) {
 	check_run_fails(&md, slice(&md, input(&md, TBC_DT_F32, "4,4"), I64S(&md, 0), I64S(&md, 2), I64S(&md, 2), NULL));
 }
 
+/* ---- Index ops --------------------------------------------------------------------
+ * An index outside [-n, n) fails the compiled run naming the node, as the
+ * interpreter's check fails it (the kernels clamp as well, so nothing is
+ * read or written outside a buffer). */
+static void index_op_fails(tbc_opcode code, const char *data, tbc_value *(*indices)(model *), const char *updates,
+			   const char *text) {
+	model md = model_new();
+	tbc_value *ins[3] = {input(&md, TBC_DT_F32, data), indices(&md), updates ? input(&md, TBC_DT_F32, updates) : NULL};
+	tbc_op *o = opn(&md, code, updates ? 3 : 2, ins, 1);
+	check_run_fails_as(&md, o->outputs[0], "out of range", text);
+}
+static tbc_value *past_the_end(model *md) { return I64S(md, 1, 7); }
+static tbc_value *before_the_front(model *md) { return I64S(md, 0, -4); }
+static tbc_value *one_past(model *md) { return I64S(md, 3); }
+static tbc_value *one_before(model *md) { return I64S(md, -4); }
+
+static void test_index_out_of_range_fails_the_run(void **state) {
+	(void)state;
+	index_op_fails(TBC_OP_Gather, "3,2", past_the_end, NULL, "Gather 'n': an index is out of range for axis 0");
+	index_op_fails(TBC_OP_Gather, "3,2", before_the_front, NULL, "an index is out of range");
+	index_op_fails(TBC_OP_GatherElements, "3", past_the_end, NULL, "GatherElements");
+	index_op_fails(TBC_OP_ScatterElements, "3", past_the_end, "2", "ScatterElements");
+	index_op_fails(TBC_OP_GatherND, "3,2", one_past, NULL, "GatherND");
+	index_op_fails(TBC_OP_ScatterND, "3,2", one_before, "2", "ScatterND");
+	/* In range, negative counting from the end: no failure. */
+	model md = model_new();
+	tbc_value *ins[2] = {input(&md, TBC_DT_F32, "3,2"), I64S(&md, -3, 2, -1)};
+	check(&md, opn(&md, TBC_OP_Gather, 2, ins, 1)->outputs[0]);
+}
+
 /* ---- Split ------------------------------------------------------------------------*/
 static void check_split(model *md, tbc_value *x, tbc_value *sizes, int n, int64_t axis, int64_t num_outputs) {
 	tbc_value *ins[2] = {x, sizes};
@@ -390,6 +420,7 @@ int main(void) {
 		cmocka_unit_test(test_slice_with_constant_axes_feeds_later_kernels),
 		cmocka_unit_test(test_slice_of_a_dynamic_batch),
 		cmocka_unit_test(test_slice_errors_fail_the_run),
+		cmocka_unit_test(test_index_out_of_range_fails_the_run),
 		cmocka_unit_test(test_split_with_sizes_given_while_running),
 		cmocka_unit_test(test_split_of_a_dynamic_batch_into_parts),
 		cmocka_unit_test(test_split_errors_fail_the_run),
