@@ -184,6 +184,7 @@ bool llvm_gpu_compile(const llvm_gpu_arch *a, LLVMTargetMachineRef tm, const cha
 	llvm_cx_init(&c, module_name, &hooks, 4, d);
 	c.target = &st;
 	llvm_module_set_machine(c.mod, tm, a->triple);
+	c.f16_hw = true; /* cvt.f32.f16 / cvt.rn.f16.f32 (sm_53 on), v_cvt_f32_f16 / v_cvt_f16_f32 */
 	bool ok = a->prepare_module(&c);
 	for (int i = 0; ok && i < n; i++) {
 		st.plan = &ks[i].plan;
