@@ -18,7 +18,7 @@
 
 /* ---- Ops ------------------------------------------------------------------ */
 typedef enum tbc_opcode {
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) TBC_OP_##id,
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad) TBC_OP_##id,
 #include "ops.def"
 #undef TBC_OP
 	TBC_OP_COUNT

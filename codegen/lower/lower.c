@@ -633,7 +633,7 @@ static const lower_family families[LF_COUNT] = {
 };
 
 static const unsigned char family_of[TBC_OP_COUNT] = {
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) [TBC_OP_##id] = LF_##lower,
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad) [TBC_OP_##id] = LF_##lower,
 #include "ir/ops.def"
 #undef TBC_OP
 };
