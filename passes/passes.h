@@ -46,6 +46,10 @@ bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_preci
  * UNSUPPORTED error naming it; on failure the module is as it was. */
 bool tbc_autodiff(tbc_module *m, tbc_value *loss, int n_wrt, tbc_value *const *wrt, tbc_value **grads, tbc_diags *d);
 bool tbc_autodiff_has_rule(tbc_opcode code);
+/* Turns the main graph into a training step (passes/train.c): loss,
+ * backward graph, optimizer update; sets m->state.  false with diagnostics
+ * naming what is wrong (the module is then not to be used). */
+bool tbc_train_build(tbc_module *m, const tbc_train_options *o, tbc_diags *d);
 
 /* Folding leaves results of at most this many bytes as constants without
  * asking more; up to TBC_FOLD_MAX_BYTES only when the result is no larger

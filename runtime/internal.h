@@ -132,6 +132,11 @@ struct tbcrt_model {
 	uint32_t n_dtables;
 	char device_targets[TBC_ABI_MAX_DEVICE_TABLES * 48];
 	bool has_cpu_code;
+	/* ABI 5: a training step's state, checked (validate.c); state_of_input
+	 * and state_of_output give an entry's index, -1 for the others. */
+	uint32_t n_state;
+	tbc_abi_state *state;
+	int32_t *state_of_input, *state_of_output;
 	pthread_mutex_t device_lock;
 	struct tbcrt__dmodel *dmodels;
 };

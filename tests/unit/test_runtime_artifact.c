@@ -95,7 +95,7 @@ static void broken_derived_symbol_tables_are_refused(void **state) {
 static void other_abi_version_is_refused(void **state) {
 	(void)state;
 	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION,
-	       "the artifact uses ABI version 99; this runtime runs versions 2 to 4");
+	       "the artifact uses ABI version 99; this runtime runs versions 2 to 5");
 }
 
 static void other_target_triple_is_refused(void **state) {
