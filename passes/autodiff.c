@@ -571,6 +571,106 @@ static bool grad_dropout(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_valu
 	return true;
 }
 
+/* Split: the outputs' gradients side by side again (zeros for one the loss
+ * does not read). */
+static bool grad_split(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	int n = op->n_outputs;
+	tbc_value **parts = tbc_arena_array(A->m->arena, (size_t)n, sizeof *parts);
+	if (!parts) return fail(A, TBC_ERR_NO_MEMORY, "out of memory");
+	for (int i = 0; i < n; i++) {
+		if (!op->outputs[i]) return fail(A, TBC_ERR_UNSUPPORTED, "an output of Split is not wanted");
+		parts[i] = dy[i] ? dy[i] : filled_like(A, op->outputs[i], 0);
+	}
+	tbc_op *c = mk(A, TBC_OP_Concat, n, parts, 1);
+	attr_i(A, c, "axis", tbc_attr_int(op, "axis", 0));
+	dx[0] = fin(A, c);
+	return true;
+}
+
+/* An integer tensor input's values (at most TBC_MAX_RANK); -1 when it is not a constant. */
+static int const_ints(const tbc_op *op, int index, int64_t *out) {
+	const tbc_tensor *t = index < op->n_inputs && op->inputs[index] ? tbc_input_const(op, index) : NULL;
+	if (!t || t->numel > TBC_MAX_RANK) return -1;
+	for (int64_t i = 0; i < t->numel; i++) out[i] = tbc_load_i64(t->dtype, t->data, (size_t)i);
+	return (int)t->numel;
+}
+
+/* Slice with steps of 1: the gradient padded with zeros back to x's shape. */
+static bool grad_slice(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0];
+	int r = x->type.rank;
+	int64_t starts[TBC_MAX_RANK], ends[TBC_MAX_RANK], axes[TBC_MAX_RANK], steps[TBC_MAX_RANK];
+	int n = const_ints(op, 1, starts);
+	if (n < 0 || const_ints(op, 2, ends) != n) return fail(A, TBC_ERR_UNSUPPORTED, "starts and ends are not constants");
+	int na = op->n_inputs > 3 && op->inputs[3] ? const_ints(op, 3, axes) : -2;
+	int ns = op->n_inputs > 4 && op->inputs[4] ? const_ints(op, 4, steps) : -2;
+	if (na == -1 || ns == -1 || (na >= 0 && na != n) || (ns >= 0 && ns != n))
+		return fail(A, TBC_ERR_UNSUPPORTED, "axes or steps are not constants");
+	int64_t pads[2 * TBC_MAX_RANK] = {0};
+	for (int i = 0; i < n; i++) {
+		int64_t a = norm_axis(na >= 0 ? axes[i] : i, r);
+		if (a < 0 || a >= r || !dim_static(x->type.dims[a]))
+			return fail(A, TBC_ERR_UNSUPPORTED, "an axis out of range or of symbolic size");
+		if (ns >= 0 && steps[i] != 1) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Slice with steps other than 1 yet");
+		int64_t d = x->type.dims[a].size, b = starts[i] < 0 ? starts[i] + d : starts[i], e = ends[i] < 0 ? ends[i] + d : ends[i];
+		b = b < 0 ? 0 : b > d ? d : b;
+		e = e < b ? b : e > d ? d : e;
+		pads[a] = b;
+		pads[a + r] = d - e;
+	}
+	dx[0] = op2(A, TBC_OP_Pad, dy[0], ints(A, 2 * r, pads));
+	return true;
+}
+
+/* Gather along axis 0: dy added at the rows it read (ScatterND, reduction
+ * add, so a row read twice gets both), negative indices counted from the end. */
+static bool grad_gather(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *data = op->inputs[0], *idx = op->inputs[1];
+	if (norm_axis(tbc_attr_int(op, "axis", 0), data->type.rank) != 0)
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gather along an axis other than 0 yet");
+	if (!dim_static(data->type.dims[0])) return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic first dim");
+	tbc_dtype it = idx->type.dtype;
+	tbc_value *neg = op2(A, TBC_OP_Less, idx, scalar(A, it, 0));
+	tbc_value *wrapped = op2(A, TBC_OP_Add, idx, scalar(A, it, (double)data->type.dims[0].size));
+	tbc_value *pos = op3(A, TBC_OP_Where, neg, wrapped, idx);
+	int64_t last = -1;
+	tbc_value *in[3] = {filled_like(A, data, 0), op2(A, TBC_OP_Unsqueeze, pos, ints(A, 1, &last)), dy[0]};
+	tbc_op *sc = mk(A, TBC_OP_ScatterND, 3, in, 1);
+	attr_s(A, sc, "reduction", "add");
+	dx[0] = fin(A, sc);
+	return true;
+}
+
+/* LayerNormalization over axes [axis, rank): with xhat = (x - mean) * rstd,
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * scale;
+ *   dscale = dy * xhat and dbias = dy, summed back to their shapes. */
+static bool grad_layer_norm(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	if ((op->n_outputs > 1 && dy[1]) || (op->n_outputs > 2 && dy[2]))
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule through LayerNormalization's Mean and InvStdDev outputs");
+	tbc_value *x = op->inputs[0], *scale = op->inputs[1];
+	int r = x->type.rank;
+	int64_t axis = norm_axis(tbc_attr_int(op, "axis", -1), r), axes[TBC_MAX_RANK];
+	int n = 0;
+	for (int64_t i = axis; i < r; i++) axes[n++] = i;
+	tbc_dtype dt = x->type.dtype;
+	tbc_value *mu = reduce(A, TBC_OP_ReduceMean, x, n, axes, 1);
+	tbc_value *xc = op2(A, TBC_OP_Sub, x, mu);
+	tbc_value *var = reduce(A, TBC_OP_ReduceMean, op2(A, TBC_OP_Mul, xc, xc), n, axes, 1);
+	tbc_value *sd = op1(A, TBC_OP_Sqrt, op2(A, TBC_OP_Add, var, scalar(A, dt, tbc_attr_float(op, "epsilon", 1e-5))));
+	tbc_value *rstd = op2(A, TBC_OP_Div, scalar(A, dt, 1), sd);
+	tbc_value *xhat = op2(A, TBC_OP_Mul, xc, rstd);
+	if (need(A, op, 0)) {
+		tbc_value *g = op2(A, TBC_OP_Mul, dy[0], scale);
+		tbc_value *mg = reduce(A, TBC_OP_ReduceMean, g, n, axes, 1);
+		tbc_value *mgx = reduce(A, TBC_OP_ReduceMean, op2(A, TBC_OP_Mul, g, xhat), n, axes, 1);
+		tbc_value *inner = op2(A, TBC_OP_Sub, op2(A, TBC_OP_Sub, g, mg), op2(A, TBC_OP_Mul, xhat, mgx));
+		dx[0] = op2(A, TBC_OP_Mul, rstd, inner);
+	}
+	if (need(A, op, 1)) dx[1] = sum_to(A, op2(A, TBC_OP_Mul, dy[0], xhat), scale);
+	if (need(A, op, 2)) dx[2] = sum_to(A, dy[0], op->inputs[2]);
+	return true;
+}
+
 /* ---- Windows ------------------------------------------------------------------ */
 
 typedef struct window {
@@ -859,10 +959,10 @@ static bool backward(ad *A, tbc_value *loss, int n_wrt, tbc_value *const *wrt, t
 		grad_fn rule = rules[op->code];
 		if (!rule || captures_marked(op, &A->active, g))
 			return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for %s", tbc_ops[op->code].onnx_name);
-		for (int i = 0; i < op->n_outputs; i++) /* a rule reads every float output's gradient */
-			if (!dy[i] && op->outputs[i] && is_float(op->outputs[i]->type.dtype) && i > 0)
-				dy[i] = filled_like(A, op->outputs[i], 0);
-		if (!dy[0]) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for %s from output %d", tbc_ops[op->code].onnx_name, 0);
+		/* Rules read dy[0]; those of several float outputs (Split) fill the others. */
+		if (!dy[0] && op->code != TBC_OP_Split)
+			return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for %s through its outputs after the first",
+				    tbc_ops[op->code].onnx_name);
 		if (!rule(A, op, dy, dx)) return false;
 		for (int i = 0; i < op->n_inputs && !A->failed; i++) {
 			if (!need(A, op, i) || !pass_bits_get(&A->useful, op->inputs[i]->id)) continue;

@@ -223,6 +223,28 @@ static void reshape_flatten_squeeze_transpose_expand_concat(void **state) {
 	check_grads(HEAD "graph main(%a: f64[2,3], %b: f64[2,1]) {\n  %y = Concat(%a, %b, %a) {axis = 1}\n  return %y\n}\n");
 }
 
+static void split_slice_gather(void **state) {
+	(void)state;
+	check_grads(HEAD "graph main(%x: f64[2,5]) {\n  %s: i64[2] = const [2, 3]\n  %a, %b = Split(%x, %s) {axis = 1}\n"
+			 "  %y = Mul(%a, %a)\n  return %y\n}\n"); /* b unread: zeros */
+	check_grads(HEAD "graph main(%x: f64[4,6]) {\n  %s: i64[2] = const [2, 2]\n  %a, %b = Split(%x, %s) {axis = 0}\n"
+			 "  %y = Sub(%a, %b)\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[4,6]) {\n  %st: i64[2] = const [1, -4]\n  %en: i64[2] = const [3, 100]\n"
+			 "  %ax: i64[2] = const [0, 1]\n  %y = Slice(%x, %st, %en, %ax)\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[3,4,5]) {\n  %st: i64[1] = const [1]\n  %en: i64[1] = const [-1]\n"
+			 "  %ax: i64[1] = const [-1]\n  %sp: i64[1] = const [1]\n  %y = Slice(%x, %st, %en, %ax, %sp)\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%e: f64[5,3]) {\n  %i: i64[2,3] = const [0, 4, 2, -1, 0, 0]\n  %y = Gather(%e, %i)\n"
+			 "  return %y\n}\n"); /* rows read twice add up; -1 is row 4 */
+}
+
+static void layer_normalization(void **state) {
+	(void)state;
+	check_grads(HEAD "graph main(%x: f64[2,3,4], %s: f64[4], %b: f64[4]) {\n"
+			 "  %y = LayerNormalization(%x, %s, %b) {epsilon = 0.001}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[2,3,4], %s: f64[3,4]) {\n"
+			 "  %y = LayerNormalization(%x, %s) {axis = 1}\n  return %y\n}\n");
+}
+
 static void reduce_sum_and_mean(void **state) {
 	(void)state;
 	check_grads(HEAD "graph main(%x: f64[2,3,4]) {\n  %a: i64[1] = const [1]\n  %y = ReduceSum(%x, %a) {keepdims = 0}\n  return %y\n}\n");
@@ -379,6 +401,8 @@ int main(void) {
 		cmocka_unit_test(softmax_and_log_softmax_over_each_axis),
 		cmocka_unit_test(where_selects_the_gradient),
 		cmocka_unit_test(reshape_flatten_squeeze_transpose_expand_concat),
+		cmocka_unit_test(split_slice_gather),
+		cmocka_unit_test(layer_normalization),
 		cmocka_unit_test(reduce_sum_and_mean),
 		cmocka_unit_test(matmul_batched_broadcast_and_vectors),
 		cmocka_unit_test(gemm_every_transpose_alpha_beta_and_bias_shape),

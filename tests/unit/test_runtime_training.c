@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ir/ir.h"
+#include "passes/passes.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_test.h"
@@ -209,11 +210,138 @@ static void a_model_has_no_state(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* A small CNN (Conv, Relu, MaxPool, a depthwise Conv, AveragePool,
+ * Flatten, Gemm) with cross-entropy and AdamW: three compiled steps against
+ * the same step run by the reference interpreter (whose every rule is
+ * checked against finite differences), the state fed back by hand. */
+static char *cnn_text(void) {
+	static char text[8192];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 17\ngraph main(%%x: f32[2,1,6,6]) {\n");
+	const struct {
+		const char *name, *type;
+		int count;
+	} w[] = {{"k1", "f32[4,1,3,3]", 36}, {"c1", "f32[4]", 4}, {"k2", "f32[4,1,3,3]", 36}, {"fc", "f32[3,4]", 12},
+		 {"fb", "f32[3]", 3}};
+	for (int i = 0; i < 5; i++) {
+		n += snprintf(text + n, sizeof text - (size_t)n, "  %%%s: %s = const [", w[i].name, w[i].type);
+		for (int k = 0; k < w[i].count; k++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", k ? ", " : "", 0.4 * sin(1.7 * k + i) );
+		n += snprintf(text + n, sizeof text - (size_t)n, "]\n");
+	}
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "  %%a = Conv(%%x, %%k1, %%c1) {pads = [1, 1, 1, 1]}\n"
+		 "  %%r = Relu(%%a)\n"
+		 "  %%p = MaxPool(%%r) {kernel_shape = [2, 2], strides = [2, 2]}\n"
+		 "  %%d = Conv(%%p, %%k2) {group = 4, pads = [1, 1, 1, 1]}\n"
+		 "  %%q = AveragePool(%%d) {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 1, 1]}\n"
+		 "  %%g = GlobalAveragePool(%%q)\n"
+		 "  %%f = Flatten(%%g)\n"
+		 "  %%logits = Gemm(%%f, %%fc, %%fb) {transB = 1}\n"
+		 "  return %%logits\n"
+		 "}\n");
+	return text;
+}
+
+static void cnn_adamw_steps_compiled_match_the_interpreter(void **state) {
+	(void)state;
+	tbc_train_options to;
+	tbc_train_options_init(&to);
+	char loss[] = "cross-entropy:logits:label";
+	tbc_diags *d = tbc_diags_create();
+	assert_int_equal(tbc_train_parse_loss(&to, loss, d), TBC_OK);
+	to.optimizer = TBC_OPT_ADAMW;
+	to.lr = 0.05;
+	/* The step, built here and interpreted. */
+	tbc_module *ref = tbc_parse(cnn_text(), "cnn.ir", d);
+	assert_non_null(ref);
+	tbc_infer cx = {.module = ref, .diags = d, .static_ranks = true};
+	assert_true(tbc_infer_graph(&cx, ref->main));
+	tbc_module *m = tbc_module_clone(ref);
+	assert_non_null(m);
+	if (!tbc_train_build(m, &to, d)) {
+		char msg[1024];
+		tbc_diag_format(tbc_diags_get(d, 0), msg, sizeof msg);
+		fail_msg("train: %s", msg);
+	}
+	/* Compiled, through the runtime. */
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.train = &to;
+	tbc_jit *jit = NULL;
+	assert_int_equal(tbc_jit_compile(ref, &o, d, &jit), TBC_OK);
+	tbcrt_context *c = NULL;
+	tbcrt_model *model = NULL;
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_context_create(NULL, &c));
+	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
+	RT_OK(tbcrt_session_create(model, &s));
+	tbcrt_model_info info;
+	RT_OK(tbcrt_model_get_info(model, &info));
+	assert_int_equal((int)info.n_state, m->n_state);
+	assert_int_equal(m->n_state, 1 + 3 * 5); /* the step count, then each weight with its two slots */
+
+	int64_t xd[4] = {2, 1, 6, 6}, ld[1] = {2};
+	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 4, xd), *label = tbc_tensor_create(TBC_DT_I64, 1, ld);
+	for (int i = 0; i < 72; i++) ((float *)x->data)[i] = (float)cos(0.9 * i);
+	((int64_t *)label->data)[0] = 2;
+	((int64_t *)label->data)[1] = 0;
+	RT_OK(tbcrt_session_bind_input(s, 0, TBC_DT_F32, 4, xd, x->data, 72 * 4));
+	RT_OK(tbcrt_session_bind_input(s, 1, TBC_DT_I64, 1, ld, label->data, 16));
+	/* The interpreter's inputs: x, label, then the state as it starts. */
+	tbc_graph *g = m->main;
+	tbc_tensor *in[64] = {x, label}, *out[64] = {NULL};
+	assert_true(g->n_inputs <= 64 && g->n_outputs <= 64);
+	for (int k = 0; k < m->n_state; k++) {
+		const tbc_value *v = g->inputs[m->state[k].input];
+		int64_t dims[TBC_MAX_RANK];
+		for (int i = 0; i < v->type.rank; i++) dims[i] = v->type.dims[i].size;
+		tbc_tensor *t = m->state[k].init ? tbc_tensor_clone(m->state[k].init) : tbc_tensor_create(v->type.dtype, v->type.rank, dims);
+		if (!m->state[k].init) memset(t->data, 0, (size_t)t->numel * tbc_dtype_size(t->dtype));
+		in[m->state[k].input] = t;
+	}
+	for (int step = 0; step < 3; step++) {
+		assert_int_equal(tbc_interpret(m, in, (size_t)g->n_inputs, out, (size_t)g->n_outputs, d), TBC_OK);
+		RT_OK(tbcrt_session_run(s));
+		tbcrt_tensor lt;
+		RT_OK(tbcrt_session_output(s, 0, &lt));
+		float want_loss = *(const float *)out[0]->data, got_loss = *(const float *)lt.data;
+		if (!(fabsf(got_loss - want_loss) <= 1e-5f + 1e-4f * fabsf(want_loss)))
+			fail_msg("step %d: loss %.9g, the interpreter %.9g", step, got_loss, want_loss);
+		for (int k = 0; k < m->n_state; k++) {
+			tbcrt_tensor st;
+			RT_OK(tbcrt_session_state(s, (uint32_t)k, &st));
+			const tbc_tensor *want = out[m->state[k].output];
+			for (int64_t i = 0; i < want->numel; i++) {
+				float a = ((const float *)st.data)[i], b = ((const float *)want->data)[i];
+				if (!(fabsf(a - b) <= 1e-5f + 1e-4f * fabsf(b)))
+					fail_msg("step %d: state %s[%lld] = %.9g, the interpreter %.9g", step,
+						 g->inputs[m->state[k].input]->name, (long long)i, a, b);
+			}
+			tbc_tensor_destroy(in[m->state[k].input]); /* the next step starts from what this one wrote */
+			in[m->state[k].input] = out[m->state[k].output];
+			out[m->state[k].output] = NULL;
+		}
+		for (int i = 0; i < g->n_outputs; i++) {
+			tbc_tensor_destroy(out[i]);
+			out[i] = NULL;
+		}
+	}
+	for (int i = 0; i < g->n_inputs; i++) tbc_tensor_destroy(in[i]);
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(c);
+	tbc_jit_destroy(jit);
+	tbc_module_destroy(m);
+	tbc_module_destroy(ref);
+	tbc_diags_destroy(d);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sgd_state_starts_from_the_initializer_and_is_carried_between_runs),
 		cmocka_unit_test(adamw_slots_start_from_zeros),
 		cmocka_unit_test(a_model_has_no_state),
+		cmocka_unit_test(cnn_adamw_steps_compiled_match_the_interpreter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
