@@ -671,6 +671,139 @@ static bool grad_layer_norm(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_v
 	return true;
 }
 
+static bool grad_abs(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	dx[0] = op2(A, TBC_OP_Mul, dy[0], op1(A, TBC_OP_Sign, op->inputs[0]));
+	return true;
+}
+
+/* y = 1/x: dx = -dy * y^2. */
+static bool grad_reciprocal(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *y = op->outputs[0];
+	dx[0] = op1(A, TBC_OP_Neg, op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Mul, y, y)));
+	return true;
+}
+
+static bool grad_sin(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	dx[0] = op2(A, TBC_OP_Mul, dy[0], op1(A, TBC_OP_Cos, op->inputs[0]));
+	return true;
+}
+
+static bool grad_cos(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	dx[0] = op1(A, TBC_OP_Neg, op2(A, TBC_OP_Mul, dy[0], op1(A, TBC_OP_Sin, op->inputs[0])));
+	return true;
+}
+
+static bool grad_softplus(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	dx[0] = op2(A, TBC_OP_Mul, dy[0], op1(A, TBC_OP_Sigmoid, op->inputs[0]));
+	return true;
+}
+
+/* x / (1 + |x|): dx = dy / (1 + |x|)^2. */
+static bool grad_softsign(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0];
+	tbc_value *d = op2(A, TBC_OP_Add, op1(A, TBC_OP_Abs, x), scalar(A, x->type.dtype, 1));
+	dx[0] = op2(A, TBC_OP_Div, dy[0], op2(A, TBC_OP_Mul, d, d));
+	return true;
+}
+
+/* Elu: below zero y = alpha (e^x - 1), whose slope is y + alpha. */
+static bool grad_elu(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *y = op->outputs[0];
+	tbc_value *slope = op2(A, TBC_OP_Add, y, scalar(A, y->type.dtype, tbc_attr_float(op, "alpha", 1.0)));
+	dx[0] = where_positive(A, op, dy[0], op2(A, TBC_OP_Mul, dy[0], slope));
+	return true;
+}
+
+/* HardSigmoid: alpha where the line is inside (0, 1), else 0. */
+static bool grad_hard_sigmoid(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *y = op->outputs[0];
+	tbc_dtype dt = y->type.dtype;
+	tbc_value *inside = op2(A, TBC_OP_And, op2(A, TBC_OP_Greater, y, scalar(A, dt, 0)), op2(A, TBC_OP_Less, y, scalar(A, dt, 1)));
+	dx[0] = op3(A, TBC_OP_Where, inside, mul_s(A, dy[0], tbc_attr_float(op, "alpha", 0.2)), scalar(A, dt, 0));
+	return true;
+}
+
+/* Swish: x * s with s = sigmoid(alpha x): s + alpha x s (1 - s). */
+static bool grad_swish(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0];
+	tbc_dtype dt = x->type.dtype;
+	double alpha = tbc_attr_float(op, "alpha", 1.0);
+	tbc_value *sg = op1(A, TBC_OP_Sigmoid, mul_s(A, x, alpha));
+	tbc_value *t = op2(A, TBC_OP_Mul, mul_s(A, x, alpha), op2(A, TBC_OP_Mul, sg, op2(A, TBC_OP_Sub, scalar(A, dt, 1), sg)));
+	dx[0] = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Add, sg, t));
+	return true;
+}
+
+/* PRelu: dy where x > 0, dy * slope elsewhere; the slope's is dy * x there. */
+static bool grad_prelu(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0], *slope = op->inputs[1];
+	tbc_value *pos = op2(A, TBC_OP_Greater, x, scalar(A, x->type.dtype, 0));
+	tbc_value *zero = scalar(A, x->type.dtype, 0);
+	if (need(A, op, 0)) dx[0] = op3(A, TBC_OP_Where, pos, dy[0], op2(A, TBC_OP_Mul, dy[0], slope));
+	if (need(A, op, 1)) dx[1] = sum_to(A, op3(A, TBC_OP_Where, pos, zero, op2(A, TBC_OP_Mul, dy[0], x)), slope);
+	return true;
+}
+
+/* Clip: dy where min <= x <= max (the bounds themselves not differentiated). */
+static bool grad_clip(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	if (need(A, op, 1) || need(A, op, 2)) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Clip's bounds");
+	tbc_value *x = op->inputs[0], *in = NULL;
+	if (op->n_inputs > 1 && op->inputs[1]) in = op2(A, TBC_OP_GreaterOrEqual, x, op->inputs[1]);
+	if (op->n_inputs > 2 && op->inputs[2]) {
+		tbc_value *below = op2(A, TBC_OP_LessOrEqual, x, op->inputs[2]);
+		in = in ? op2(A, TBC_OP_And, in, below) : below;
+	}
+	dx[0] = in ? op3(A, TBC_OP_Where, in, dy[0], scalar(A, dy[0]->type.dtype, 0)) : dy[0];
+	return true;
+}
+
+/* Sum and Mean of several inputs, broadcast: dy (over n for Mean) summed back to each. */
+static bool grad_sum(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *g = op->code == TBC_OP_Mean ? mul_s(A, dy[0], 1.0 / op->n_inputs) : dy[0];
+	for (int i = 0; i < op->n_inputs; i++)
+		if (need(A, op, i)) dx[i] = sum_to(A, g, op->inputs[i]);
+	return true;
+}
+
+/* Max and Min of two inputs: dy goes to the one chosen (the first on a tie). */
+static bool grad_max_min(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	if (op->n_inputs == 1) {
+		dx[0] = dy[0];
+		return true;
+	}
+	if (op->n_inputs != 2) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for %s of more than two inputs yet",
+					  tbc_ops[op->code].onnx_name);
+	tbc_value *a = op->inputs[0], *b = op->inputs[1], *zero = scalar(A, dy[0]->type.dtype, 0);
+	tbc_value *first = op2(A, op->code == TBC_OP_Max ? TBC_OP_GreaterOrEqual : TBC_OP_LessOrEqual, a, b);
+	if (need(A, op, 0)) dx[0] = sum_to(A, op3(A, TBC_OP_Where, first, dy[0], zero), a);
+	if (need(A, op, 1)) dx[1] = sum_to(A, op3(A, TBC_OP_Where, first, zero, dy[0]), b);
+	return true;
+}
+
+/* Pad (constant mode, pads >= 0): the gradient is the middle, a Slice. */
+static bool grad_pad(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0];
+	int r = x->type.rank;
+	int64_t pads[2 * TBC_MAX_RANK], axes[TBC_MAX_RANK], starts[TBC_MAX_RANK], ends[TBC_MAX_RANK];
+	if (strcmp(tbc_attr_string(op, "mode", "constant"), "constant"))
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Pad in mode '%s' yet", tbc_attr_string(op, "mode", ""));
+	const tbc_tensor *pt = tbc_input_const(op, 1);
+	int na = op->n_inputs > 3 && op->inputs[3] ? const_ints(op, 3, axes) : r;
+	if (!pt || na < 0 || pt->numel != 2 * na) return fail(A, TBC_ERR_UNSUPPORTED, "pads or axes are not constants");
+	for (int64_t i = 0; i < pt->numel; i++) pads[i] = tbc_load_i64(pt->dtype, pt->data, (size_t)i);
+	for (int i = 0; i < na; i++) {
+		int64_t a = norm_axis(op->n_inputs > 3 && op->inputs[3] ? axes[i] : i, r);
+		if (pads[i] < 0 || pads[i + na] < 0 || !dim_static(x->type.dims[a]))
+			return fail(A, TBC_ERR_UNSUPPORTED, "negative pads or a symbolic dim");
+		axes[i] = a;
+		starts[i] = pads[i];
+		ends[i] = pads[i] + x->type.dims[a].size;
+	}
+	tbc_value *in[4] = {dy[0], ints(A, na, starts), ints(A, na, ends), ints(A, na, axes)};
+	dx[0] = fin(A, mk(A, TBC_OP_Slice, 4, in, 1));
+	return true;
+}
+
 /* ---- Windows ------------------------------------------------------------------ */
 
 typedef struct window {

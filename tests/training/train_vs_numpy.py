@@ -181,7 +181,7 @@ for loss_kind, spec, model, feeds, opt, trainable in cases:
 
 # ---- bad input: a clear error naming it, no artifact ----
 def sin_on_path(nodes, outputs):  # between fc1 and the Relu: on the weights' way to the loss
-    nodes.insert(1, helper.make_node("Sin", ["h"], ["sh"], name="the_sin"))
+    nodes.insert(1, helper.make_node("Atan", ["h"], ["sh"], name="the_atan"))
     nodes[2].input[0] = "sh"
     return nodes, outputs
 
@@ -198,7 +198,7 @@ mlp_model(os.path.join(WORK, "float_label.onnx"),
 mlp_model(os.path.join(WORK, "short_label.onnx"),
           label_input=helper.make_tensor_value_info("label", TensorProto.INT64, [N - 1]))
 bad = [
-    ("sin.onnx", ["--loss", "cross-entropy:logits:label"], "no gradient rule for Sin", "the_sin"),
+    ("sin.onnx", ["--loss", "cross-entropy:logits:label"], "no gradient rule for Atan", "the_atan"),
     ("argmax.onnx", ["--loss", "cross-entropy:cls:label"], "float output", "cls"),
     ("mlp.onnx", ["--loss", "output:logits"], "scalar loss", "logits"),
     ("mlp.onnx", ["--loss", "mse:nothing:label"], "no output of this name", "nothing"),
@@ -212,7 +212,7 @@ for model, args, want, name in bad:
     if os.path.exists(so):
         os.remove(so)
     r = run(["compile", os.path.join(WORK, model), "--train"] + args + ["-o", so])
-    check(r.returncode == 1 and want in r.stderr and name in r.stderr and "Sanitizer" not in r.stderr,
+    check(r.returncode in (1, 2) and want in r.stderr and name in r.stderr and "Sanitizer" not in r.stderr,
           f"{model} {args}: exit {r.returncode}, stderr {r.stderr!r} lacks {want!r} or {name!r}")
     check(not os.path.exists(so), f"{model} {args}: an artifact was written")
 
