@@ -3,7 +3,7 @@ onnxruntime (CPU execution provider), same models, same inputs, same thread
 count, one run.  Prints a Markdown table of median milliseconds and the ratio
 tbc / onnxruntime (below 1: tbc is faster).
 
-usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads N] [--runs N]
+usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads N] [--runs N] [--models a,b]
 (models come from bench/make_models.py into BUILD_DIR/models)"""
 import argparse
 import datetime
@@ -26,6 +26,9 @@ MODELS = [
     # one decode step of batch 3 after 11 cached tokens
     ("gpt_dynamic", {k: f"gpt_dynamic.b.{k}.npy"
                      for k in ["input_ids"] + [f"past.{i}.{kv}" for i in range(4) for kv in ("key", "value")]}),
+    # batch 1; the same weights as initializers and as constant subgraphs (load-time values)
+    ("alexnet", {"image": "alexnet.image.npy"}),
+    ("alexnet_consts", {"image": "alexnet.image.npy"}),
 ]
 
 
@@ -49,16 +52,18 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--models", help="comma-separated names (default: all)")
     a = ap.parse_args()
+    chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
     models = os.path.join(a.build, "models")
-    if not all(os.path.exists(os.path.join(models, n + ".onnx")) for n, _ in MODELS):
+    if not all(os.path.exists(os.path.join(models, n + ".onnx")) for n, _ in chosen):
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     print(f"Machine: {cpu}, {os.cpu_count()} cores; {a.threads} threads each; onnxruntime {ort.__version__}; "
           f"{datetime.date.today()}\n")
     print("| model | tbc ms (median) | onnxruntime ms (median) | tbc / onnxruntime |")
     print("|---|---:|---:|---:|")
-    for name, inputs in MODELS:
+    for name, inputs in chosen:
         path = os.path.join(models, name + ".onnx")
         feeds = {k: np.load(os.path.join(models, v)) for k, v in inputs.items()}
         args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(a.threads), "--runs", str(a.runs)]

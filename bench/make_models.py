@@ -6,6 +6,10 @@
                      [batch, seq], in the form torch.onnx.export writes it
   gpt_dynamic.onnx   a 4-layer GPT-2-style decoder step with a KV cache (d=256, 4 heads):
                      input_ids [batch, seq], past.N.key/value [batch, 4, past_seq, 64]
+  alexnet_consts.onnx AlexNet (torchvision layout), batch 1, whose weights come from constant
+                     subgraphs (Tile of a small tensor, Range/Mod/Cast arithmetic) too large to
+                     fold, as some exporters and test generators write them
+  alexnet.onnx       the same network with the same weights as initializers
 
 Weights are pseudo-random with a fixed seed: the benchmarks measure speed and compare outputs
 with onnxruntime, so trained weights are not needed.
@@ -269,6 +273,74 @@ def gpt_dynamic(path, layers=4, d=256, heads=4, vocab=1000, max_pos=128):
     save(helper.make_graph(b.nodes, "gpt_dynamic", inputs, outputs, b.inits), path, opset=17)
 
 
+class ConstWeights:
+    """Weights written as constant subgraphs: each weight is computed from small constants by ops
+    whose results are larger than what they read (Tile, Range), so constant folding leaves them
+    for the compiled code (docs/load-time.md).  value(...) gives the same numbers with numpy, for
+    the twin model with initializers."""
+
+    def __init__(self, b, as_initializers):
+        self.b, self.init = b, as_initializers
+
+    def tiled(self, shape, reps):
+        """A small random tensor repeated reps times along dim 0 (Tile)."""
+        small = (rng.standard_normal((shape[0] // reps,) + tuple(shape[1:])) *
+                 np.sqrt(2.0 / np.prod(shape[1:]))).astype(np.float32)
+        full = np.tile(small, (reps,) + (1,) * (len(shape) - 1))
+        if self.init:
+            return self.b.const("w", full)
+        return self.b.op("Tile", [self.b.const("w_small", small),
+                                  self.b.const("reps", np.array((reps,) + (1,) * (len(shape) - 1), np.int64))],
+                         "w_tiled")
+
+    def ramp(self, shape, period, scale):
+        """((i mod period) / period - 0.5) * scale over the elements in order (Range, Mod, Cast)."""
+        n = int(np.prod(shape))
+        full = (((np.arange(n, dtype=np.int64) % period).astype(np.float32) / np.float32(period) - np.float32(0.5)) *
+                np.float32(scale)).reshape(shape).astype(np.float32)
+        if self.init:
+            return self.b.const("w", full)
+        b = self.b
+        i = b.op("Range", [b.const("zero", np.array(0, np.int64)), b.const("n", np.array(n, np.int64)),
+                           b.const("one", np.array(1, np.int64))], "w_index")
+        f = b.op("Cast", [b.op("Mod", [i, b.const("period", np.array(period, np.int64))], "w_mod")], "w_f",
+                 to=TensorProto.FLOAT)
+        f = b.op("Div", [f, b.const("period_f", np.array(period, np.float32))], "w_div")
+        f = b.op("Sub", [f, b.const("half", np.array(0.5, np.float32))], "w_sub")
+        f = b.op("Mul", [f, b.const("scale", np.array(scale, np.float32))], "w_mul")
+        return b.op("Reshape", [f, b.const("shape", np.array(shape, np.int64))], "w")
+
+
+def alexnet(path, as_initializers):
+    """AlexNet at batch 1 (torchvision's layout: five convolutions, three fully connected layers)."""
+    b = Builder()
+    w = ConstWeights(b, as_initializers)
+    x = "image"
+    for cin, cout, k, s, p, pool in ((3, 64, 11, 4, 2, True), (64, 192, 5, 1, 2, True), (192, 384, 3, 1, 1, False),
+                                     (384, 256, 3, 1, 1, False), (256, 256, 3, 1, 1, True)):
+        bias = b.const("b", (rng.standard_normal(cout) * 0.01).astype(np.float32))
+        x = b.op("Conv", [x, w.tiled((cout, cin, k, k), 4), bias], "conv", kernel_shape=[k, k], strides=[s, s],
+                 pads=[p] * 4)
+        x = b.op("Relu", [x], "relu")
+        if pool:
+            x = b.op("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2])
+    x = b.op("Flatten", [x], "flatten")
+    for i, (fin, fout) in enumerate(((256 * 6 * 6, 4096), (4096, 4096), (4096, 1000))):
+        bias = b.const("fc_b", (rng.standard_normal(fout) * 0.01).astype(np.float32))
+        out = "logits" if i == 2 else None
+        y = w.ramp((fout, fin), 1009 + 2 * i, 2.0 / np.sqrt(fin))
+        node = helper.make_node("Gemm", [x, y, bias], [out or b.name("fc")], name=b.name("fc"), transB=1)
+        b.nodes.append(node)
+        x = node.output[0]
+        if i < 2:
+            x = b.op("Relu", [x], "relu")
+    name = "alexnet" if as_initializers else "alexnet_consts"
+    graph = helper.make_graph(b.nodes, name,
+                              [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 224, 224])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])], b.inits)
+    save(graph, path)
+
+
 def dynamic_inputs(out):
     """Inputs for bert_dynamic/gpt_dynamic at two shapes each, for one artifact
     run at both (tests/models/dynamic_vs_onnxruntime.sh): NAME.SHAPE.INPUT.npy."""
@@ -297,12 +369,24 @@ def save(graph, path, opset=20):
 
 
 if __name__ == "__main__":
+    # make_models.py [OUT [NAME ...]]: every model, or only those named (alexnet_consts alone
+    # for tests/models/load_time_vs_onnxruntime.sh)
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+    only = set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
-    resnet50(os.path.join(out, "resnet50.onnx"))
-    transformer(os.path.join(out, "transformer.onnx"))
-    np.save(os.path.join(out, "resnet50.image.npy"), rng.random((1, 3, 224, 224), dtype=np.float32))
-    np.save(os.path.join(out, "transformer.x.npy"), rng.standard_normal((1, 128, 512)).astype(np.float32))
-    bert_dynamic(os.path.join(out, "bert_dynamic.onnx"))
-    gpt_dynamic(os.path.join(out, "gpt_dynamic.onnx"))
-    dynamic_inputs(out)
+    if only and only != {"alexnet_consts"}:
+        sys.exit("make_models.py: a list of names may only be alexnet_consts for now")
+    if not only:
+        resnet50(os.path.join(out, "resnet50.onnx"))
+        transformer(os.path.join(out, "transformer.onnx"))
+        np.save(os.path.join(out, "resnet50.image.npy"), rng.random((1, 3, 224, 224), dtype=np.float32))
+        np.save(os.path.join(out, "transformer.x.npy"), rng.standard_normal((1, 128, 512)).astype(np.float32))
+        bert_dynamic(os.path.join(out, "bert_dynamic.onnx"))
+        gpt_dynamic(os.path.join(out, "gpt_dynamic.onnx"))
+        dynamic_inputs(out)
+    state = rng.bit_generator.state  # both AlexNets draw the same weights
+    alexnet(os.path.join(out, "alexnet_consts.onnx"), as_initializers=False)
+    if not only:
+        rng.bit_generator.state = state
+        alexnet(os.path.join(out, "alexnet.onnx"), as_initializers=True)
+    np.save(os.path.join(out, "alexnet.image.npy"), rng.random((1, 3, 224, 224), dtype=np.float32))

@@ -374,7 +374,11 @@ tbc_code tbc_abi_run_serial(const tbc_abi_model *model, tbc_tensor *const *input
 	}
 	if (rc == TBC_OK) {
 		tbc_abi_host host = {&h, serial_parallel_for, serial_alloc, serial_error};
-		if (model->run(&host, syms, ins, outs, arena, model->weights) != 0) rc = TBC_ERR_RUNTIME;
+		/* A one-run arena: its load-time values first (ABI 5). */
+		if (model->abi_version >= 5 && model->init && model->init(&host, arena, model->weights) != 0)
+			rc = TBC_ERR_RUNTIME;
+		else if (model->run(&host, syms, ins, outs, arena, model->weights) != 0)
+			rc = TBC_ERR_RUNTIME;
 	}
 	for (uint32_t i = 0; i < model->n_outputs && rc == TBC_OK; i++) {
 		if (!computed[i]) continue;

@@ -37,6 +37,17 @@ struct tbcrt__dsession {
 	bool *placed;        /* this run */
 	int64_t *offsets;
 	tbcrt__buffer *syms, *status;
+	/* Profiling (tbcrt_session_set_profiling): per kernel of the table, its
+	 * launches and their device milliseconds over the runs since it was
+	 * turned on; the marks of the run in progress, two per launch. */
+	bool profiling;
+	uint64_t *prof_launches;
+	double *prof_ms;
+	uint64_t prof_runs;
+	double prof_device_ms;
+	tbcrt__event **marks;
+	uint32_t *mark_kernel; /* per pair */
+	uint32_t n_marks, cap_marks;
 };
 
 static void dmodel_free(tbcrt__dmodel *dm, const tbcrt_context *c) {
@@ -123,6 +134,100 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 	return s;
 }
 
+/* ---- Profiling ---- */
+static void drop_marks(tbcrt__dsession *s) {
+	for (uint32_t i = 0; i < s->n_marks; i++) tbcrt__event_free(s->marks[i]);
+	s->n_marks = 0;
+}
+
+tbcrt_status tbcrt__dsession_set_profiling(tbcrt__dsession *s, bool on) {
+	const tbcrt_context *c = s->m->context;
+	if (on) {
+		tbcrt__event *probe = NULL; /* can the device time its work? */
+		tbcrt_status st = tbcrt__event_record(s->dev, &probe);
+		if (st.code != TBCRT_OK) return st;
+		tbcrt__event_free(probe);
+		uint32_t nk = s->t->n_kernels ? s->t->n_kernels : 1;
+		if (!s->prof_launches) s->prof_launches = tbcrt__calloc(c, nk, sizeof *s->prof_launches);
+		if (!s->prof_ms) s->prof_ms = tbcrt__calloc(c, nk, sizeof *s->prof_ms);
+		if (!s->prof_launches || !s->prof_ms)
+			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_set_profiling: out of memory");
+		memset(s->prof_launches, 0, nk * sizeof *s->prof_launches);
+		memset(s->prof_ms, 0, nk * sizeof *s->prof_ms);
+		s->prof_runs = 0;
+		s->prof_device_ms = 0;
+	}
+	s->profiling = on;
+	return tbcrt__ok();
+}
+
+/* Two marks around a launch of kernel k, queued: start before it, end after. */
+static tbcrt_status keep_marks(tbcrt__dsession *s, tbcrt__event *start, tbcrt__event *end, uint32_t k) {
+	const tbcrt_context *c = s->m->context;
+	if (s->n_marks + 2 > s->cap_marks) {
+		uint32_t cap = s->cap_marks ? 2 * s->cap_marks : 64;
+		tbcrt__event **marks = tbcrt__calloc(c, cap, sizeof *marks);
+		uint32_t *kernel = tbcrt__calloc(c, cap / 2, sizeof *kernel);
+		if (!marks || !kernel) {
+			tbcrt__free(c, marks);
+			tbcrt__free(c, kernel);
+			tbcrt__event_free(start);
+			tbcrt__event_free(end);
+			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "profiling: out of memory");
+		}
+		if (s->n_marks) {
+			memcpy(marks, s->marks, s->n_marks * sizeof *marks);
+			memcpy(kernel, s->mark_kernel, s->n_marks / 2 * sizeof *kernel);
+		}
+		tbcrt__free(c, s->marks);
+		tbcrt__free(c, s->mark_kernel);
+		s->marks = marks;
+		s->mark_kernel = kernel;
+		s->cap_marks = cap;
+	}
+	s->mark_kernel[s->n_marks / 2] = k;
+	s->marks[s->n_marks++] = start;
+	s->marks[s->n_marks++] = end;
+	return tbcrt__ok();
+}
+
+/* After a run's last launch is done: its marks into the totals. */
+static tbcrt_status tally_marks(tbcrt__dsession *s) {
+	tbcrt_status st = tbcrt__ok();
+	for (uint32_t i = 0; st.code == TBCRT_OK && i + 1 < s->n_marks; i += 2) {
+		double ms = 0;
+		st = tbcrt__event_elapsed(s->marks[i], s->marks[i + 1], &ms);
+		s->prof_ms[s->mark_kernel[i / 2]] += ms;
+		s->prof_launches[s->mark_kernel[i / 2]]++;
+	}
+	if (st.code == TBCRT_OK && s->n_marks) {
+		double ms = 0;
+		st = tbcrt__event_elapsed(s->marks[0], s->marks[s->n_marks - 1], &ms);
+		s->prof_device_ms += ms;
+	}
+	if (st.code == TBCRT_OK) s->prof_runs++;
+	drop_marks(s);
+	return st;
+}
+
+tbcrt_status tbcrt__dsession_profile(const tbcrt__dsession *s, uint32_t kernel, const char **out_name,
+				     uint64_t *out_launches, double *out_ms, uint64_t *out_runs, double *out_device_ms,
+				     uint32_t *out_n_kernels) {
+	if (!s->prof_launches)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "the session has not been profiled (tbcrt_session_set_profiling)");
+	*out_runs = s->prof_runs;
+	*out_device_ms = s->prof_device_ms;
+	*out_n_kernels = s->t->n_kernels;
+	if (kernel == UINT32_MAX) return tbcrt__ok();
+	if (kernel >= s->t->n_kernels)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "kernel %u: the device code has %u kernels", kernel,
+				  s->t->n_kernels);
+	*out_name = s->t->kernels[kernel].name;
+	*out_launches = s->prof_launches[kernel];
+	*out_ms = s->prof_ms[kernel];
+	return tbcrt__ok();
+}
+
 void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 	if (!s) return;
 	const tbcrt_context *c = s->m->context;
@@ -137,6 +242,11 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 	tbcrt__free(c, s->at);
 	tbcrt__free(c, s->placed);
 	tbcrt__free(c, s->offsets);
+	drop_marks(s);
+	tbcrt__free(c, s->marks);
+	tbcrt__free(c, s->mark_kernel);
+	tbcrt__free(c, s->prof_launches);
+	tbcrt__free(c, s->prof_ms);
 	tbcrt_model *m = s->m;
 	tbcrt__free(c, s);
 	tbcrt__model_release(m);
@@ -350,22 +460,39 @@ static bool eval_expr(const tbcrt__dexpr *e, const int64_t *sizes, int64_t *out)
 	return true;
 }
 
+/* The most work-items a grid-stride launch gets per dim; its loop strides
+ * over the rest, so any count is correct.  A GPU needs several resident
+ * threads per ALU to keep its memory busy: 8192 per multiprocessor (four
+ * times the 2048 one holds), 1.08 million on a 132-SM H200, where 65536
+ * ran an elementwise kernel at 29% of the copy bandwidth (docs/gpu.md).
+ * The CPU's and OpenCL's: 65536. */
+static uint64_t grid_items(const tbcrt__device *dev) {
+	const tbcrt_device_info *i = &dev->info;
+	if ((i->kind == TBCRT_DEVICE_CUDA || i->kind == TBCRT_DEVICE_HIP) && i->compute_units)
+		return (uint64_t)i->compute_units * 8192;
+	return 65536;
+}
+
 /* A launch's NDRange (include/tbc/abi.h): per dim the units of its loop,
- * the trip count at most 65536 (the loops stride over the rest, so any count
- * is correct), work-items for a grid-stride kernel and work-groups of the
- * kernel's size for a grouped one; one work-item for a kernel that runs on
- * one. */
-static void geometry(const tbcrt__dkernel *k, const int64_t *sizes, tbcrt__launch_desc *d) {
+ * the trip count at most grid_items for a grid-stride kernel's work-items
+ * and 65536 for a grouped one's work-groups of the kernel's size (the loops
+ * stride over the rest); one work-item for a kernel that runs on one. */
+static void geometry(const tbcrt__device *dev, const tbcrt__dkernel *k, const int64_t *sizes,
+		     tbcrt__launch_desc *d) {
 	d->dims = k->n_dims;
 	for (uint32_t g = 0; g < 3; g++) d->global[g] = 1, d->local[g] = 0;
 	if (k->shape == 0) return;
+	uint64_t left = grid_items(dev); /* a grid-stride launch's work-items, over all its dims */
 	for (uint32_t g = 0; g < k->n_dims; g++) {
 		int64_t lo, hi;
-		uint64_t units = 65536;
+		uint64_t cap = k->shape == 1 ? (left > 65536 || g == 0 ? left : 65536) : 65536;
+		if (cap < 1) cap = 1;
+		uint64_t units = cap;
 		if (eval_expr(&k->lo[g], sizes, &lo) && eval_expr(&k->hi[g], sizes, &hi)) {
 			uint64_t trips = hi <= lo ? 1 : ((uint64_t)hi - (uint64_t)lo + (uint64_t)k->step[g] - 1) / (uint64_t)k->step[g];
-			units = trips > 65536 ? 65536 : trips ? trips : 1;
+			units = trips > cap ? cap : trips ? trips : 1;
 		}
+		left /= units;
 		d->global[g] = k->shape == 2 ? units * k->local[g] : units;
 		d->local[g] = k->shape == 2 ? k->local[g] : 0;
 	}
@@ -419,8 +546,15 @@ static tbcrt_status launch(run *x, uint32_t l) {
 		x->syms_dirty = false;
 	}
 	tbcrt__launch_desc d = {.n_args = n, .args = args};
-	geometry(k, sizes, &d);
-	tbcrt_status st = tbcrt__launch(s->dm->kernels[la->kernel], &d);
+	geometry(s->dev, k, sizes, &d);
+	tbcrt__event *start = NULL, *end = NULL;
+	tbcrt_status st = s->profiling ? tbcrt__event_record(s->dev, &start) : tbcrt__ok();
+	if (st.code == TBCRT_OK) st = tbcrt__launch(s->dm->kernels[la->kernel], &d);
+	if (st.code == TBCRT_OK && s->profiling && (st = tbcrt__event_record(s->dev, &end)).code == TBCRT_OK) {
+		st = keep_marks(s, start, end, (uint32_t)la->kernel);
+		start = end = NULL; /* kept, or freed by keep_marks */
+	}
+	tbcrt__event_free(start);
 	if (st.code != TBCRT_OK) return st;
 	if (k->n_messages) {
 		int32_t code = 0;
@@ -521,5 +655,7 @@ tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *
 		if (bytes) st = tbcrt__buffer_read(s->buf[r], 0, out[o], bytes);
 	}
 	if (st.code == TBCRT_OK) st = tbcrt__device_synchronize(s->dev);
+	if (st.code == TBCRT_OK && s->profiling) st = tally_marks(s);
+	drop_marks(s);
 	return st;
 }

@@ -112,5 +112,13 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s);
  * alloc(alloc_ctx, bytes) holding it. */
 tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *const *in, void **out,
 				 void *(*alloc)(void *ctx, uint64_t bytes), void *alloc_ctx);
+/* Profiling (tbcrt_session_set_profiling): on clears the totals; a device
+ * without events is TBCRT_ERR_UNSUPPORTED_TARGET. */
+tbcrt_status tbcrt__dsession_set_profiling(tbcrt__dsession *s, bool on);
+/* The totals: the runs and their device time always; with kernel <
+ * n_kernels also that kernel's name, launches and time (UINT32_MAX: none). */
+tbcrt_status tbcrt__dsession_profile(const tbcrt__dsession *s, uint32_t kernel, const char **out_name,
+				     uint64_t *out_launches, double *out_ms, uint64_t *out_runs, double *out_device_ms,
+				     uint32_t *out_n_kernels);
 
 #endif

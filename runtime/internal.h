@@ -132,7 +132,11 @@ struct tbcrt_model {
 	uint32_t n_dtables;
 	char device_targets[TBC_ABI_MAX_DEVICE_TABLES * 48];
 	bool has_cpu_code;
-	/* ABI 5: a training step's state, checked (validate.c); state_of_input
+	/* ABI 5: the load-time values' init (NULL when none, or an older
+	 * artifact) and the arena bytes [init_begin, init_end) it fills. */
+	int32_t (*init)(const tbc_abi_host *host, void *arena, const void *weights);
+	uint64_t init_begin, init_end;
+	/* ABI 6: a training step's state, checked (validate.c); state_of_input
 	 * and state_of_output give an entry's index, -1 for the others. */
 	uint32_t n_state;
 	tbc_abi_state *state;

@@ -162,6 +162,7 @@ tbcrt_status tbcrt_model_get_info(const tbcrt_model *m, tbcrt_model_info *out_in
 	out_info->n_symbols = m->n_syms;
 	out_info->weights_bytes = m->weights_size;
 	out_info->weights_external = m->weights_external;
+	out_info->load_time_bytes = m->init_end - m->init_begin;
 	out_info->cpu_code = m->has_cpu_code;
 	tbcrt_device_info ocl = {.kind = TBCRT_DEVICE_OPENCL};
 	out_info->opencl_code = tbcrt__dtable_for(m, &ocl) != NULL;

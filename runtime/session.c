@@ -63,6 +63,11 @@ struct tbcrt_session {
 	int32_t error_code;
 	char error_message[384];
 	state_slot *state;          /* model->n_state of them */
+	/* Load-time values (ABI 5): computed into the arena when the session is
+	 * created; a failure there is every run's error. */
+	tbcrt_session_stats stats;
+	int32_t init_code; /* 0: computed (or none) */
+	char init_message[384];
 	uint32_t device;            /* index in the context's device list */
 	tbcrt__dsession *dsession; /* on a device other than the CPU: the launch table's state there */
 };
@@ -231,6 +236,31 @@ static tbcrt_status state_create(tbcrt_session *s, bool on_device) {
 	return tbcrt__ok();
 }
 
+/* Computes the load-time values into a new arena of init_end bytes (runs
+ * grow it keeping them: prepare_arena).  Out of memory fails the session;
+ * a failure of init itself (a check of a kernel) fails every run as it
+ * failed before they were split off. */
+static tbcrt_status run_init(tbcrt_session *s) {
+	const tbcrt_model *m = s->model;
+	size_t need = m->init_end ? (size_t)m->init_end : 1;
+	s->arena = tbcrt__alloc(s->context, need, TBCRT_ARENA_ALIGN);
+	if (!s->arena)
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the load-time values (%llu bytes)",
+				  (unsigned long long)m->init_end);
+	s->arena_bytes = (size_t)m->init_end;
+	s->failed = false;
+	int32_t rc = m->init(&s->host, s->arena, m->weights);
+	s->stats.init_runs++;
+	s->stats.init_bytes = m->init_end - m->init_begin;
+	if (s->failed || rc != 0) {
+		s->init_code = s->failed ? s->error_code : rc;
+		snprintf(s->init_message, sizeof s->init_message, "%s",
+			 s->failed ? s->error_message : "(its load-time values failed and reported no error)");
+	}
+	s->failed = false;
+	return tbcrt__ok();
+}
+
 tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_options *options,
 				       tbcrt_session **out_session) {
 	if (!out_session) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_create: out_session is NULL");
@@ -265,6 +295,10 @@ tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_optio
 		return ds;
 	}
 	if (dev && (ds = tbcrt__dsession_create(m, dev, &s->dsession)).code != TBCRT_OK) {
+		tbcrt_session_destroy(s);
+		return ds;
+	}
+	if (!dev && m->init && (ds = run_init(s)).code != TBCRT_OK) {
 		tbcrt_session_destroy(s);
 		return ds;
 	}
@@ -460,12 +494,19 @@ static tbcrt_status prepare_arena(tbcrt_session *s) {
 	if (need > TBCRT_MAX_TENSOR_BYTES || need > SIZE_MAX)
 		return tbcrt__err(TBCRT_ERR_LIMIT, "model '%s' asks for an arena of %llu bytes, past the limit of %llu", m->name,
 				  (unsigned long long)need, (unsigned long long)TBCRT_MAX_TENSOR_BYTES);
+	if (m->init && need < m->init_end)
+		return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' asks for an arena of %llu bytes, short of its load-time values",
+				  m->name, (unsigned long long)need);
 	if (need > s->arena_bytes) {
-		tbcrt__free(s->context, s->arena);
-		s->arena_bytes = 0;
-		s->arena = tbcrt__alloc(s->context, (size_t)need, TBCRT_ARENA_ALIGN);
-		if (!s->arena)
+		void *grown = tbcrt__alloc(s->context, (size_t)need, TBCRT_ARENA_ALIGN);
+		if (!grown)
 			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the arena (%llu bytes)", (unsigned long long)need);
+		/* The load-time values stay: computed once per session. */
+		if (m->init && s->arena)
+			memcpy((char *)grown + m->init_begin, (const char *)s->arena + m->init_begin,
+			       (size_t)(m->init_end - m->init_begin));
+		tbcrt__free(s->context, s->arena);
+		s->arena = grown;
 		s->arena_bytes = (size_t)need;
 	}
 	for (uint32_t k = 0; k < m->n_syms; k++)
@@ -552,6 +593,8 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 			release_allocs(s, false);
 			return st;
 		}
+	} else if (s->init_code) { /* the load-time values failed: so does the run, as it did when it computed them */
+		host_error(s, s->init_code, s->init_message);
 	} else {
 		rc = m->desc->run(&s->host, s->syms, (void *const *)s->in_ptrs, s->out_ptrs, s->arena, m->weights);
 	}
@@ -575,6 +618,7 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 		s->state[k].next = t;
 	}
 	s->ran = true;
+	s->stats.runs++;
 	return st;
 }
 
@@ -613,6 +657,14 @@ tbcrt_status tbcrt_session_set_state(tbcrt_session *s, uint32_t index, const voi
 	return tbcrt__ok();
 }
 
+tbcrt_status tbcrt_session_get_stats(const tbcrt_session *s, tbcrt_session_stats *out_stats) {
+	if (!out_stats) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_get_stats: out_stats is NULL");
+	memset(out_stats, 0, sizeof *out_stats);
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_get_stats: session is NULL");
+	*out_stats = s->stats;
+	return tbcrt__ok();
+}
+
 tbcrt_status tbcrt_session_output(const tbcrt_session *s, uint32_t index, tbcrt_tensor *out_tensor) {
 	if (!out_tensor) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_output: out_tensor is NULL");
 	memset(out_tensor, 0, sizeof *out_tensor);
@@ -643,4 +695,37 @@ tbcrt_status tbcrt_session_symbol(const tbcrt_session *s, const char *name, int6
 		return tbcrt__ok();
 	}
 	return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "model '%s' has no symbol named '%s'", m->name, name);
+}
+
+/* ---- Profiling ---- */
+tbcrt_status tbcrt_session_set_profiling(tbcrt_session *s, bool on) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_set_profiling: session is NULL");
+	if (!s->dsession)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "tbcrt_session_set_profiling: the session runs on the CPU; profiling times a GPU's kernels");
+	return tbcrt__dsession_set_profiling(s->dsession, on);
+}
+
+static tbcrt_status profile(const tbcrt_session *s, uint32_t kernel, tbcrt_kernel_profile *k,
+			    tbcrt_session_profile *p) {
+	if (!s || !(k || p)) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_get_profile: NULL argument");
+	if (!s->dsession)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET, "the session runs on the CPU: it has no profile");
+	tbcrt_kernel_profile kk = {0};
+	tbcrt_session_profile pp = {0};
+	tbcrt_status st = tbcrt__dsession_profile(s->dsession, kernel, &kk.name, &kk.launches, &kk.ms, &pp.runs,
+						  &pp.device_ms, &pp.n_kernels);
+	if (st.code != TBCRT_OK) return st;
+	if (k) *k = kk;
+	if (p) *p = pp;
+	return st;
+}
+
+tbcrt_status tbcrt_session_get_profile(const tbcrt_session *s, tbcrt_session_profile *out) {
+	return profile(s, UINT32_MAX, NULL, out);
+}
+
+tbcrt_status tbcrt_session_kernel_profile(const tbcrt_session *s, uint32_t kernel, tbcrt_kernel_profile *out) {
+	if (kernel == UINT32_MAX) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "kernel %u: no such kernel", kernel);
+	return profile(s, kernel, out, NULL);
 }

@@ -264,7 +264,7 @@ static tbcrt_status check_weights(tbcrt_model *m, const tbcrt_segments *seg, con
 	return tbcrt__ok();
 }
 
-/* A training step's state (ABI 5): each entry pairs an input and an output
+/* A training step's state (ABI 6): each entry pairs an input and an output
  * of one dtype and one static shape, each used once, its first value inside
  * the weights or zeros. */
 static tbcrt_status check_state(tbcrt_model *m, const tbcrt_segments *seg, const tbc_abi_model *d) {
@@ -325,9 +325,15 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 				  "the artifact uses ABI version %u; this runtime runs versions %u to %u (recompile the model "
 				  "with a matching tbc)",
 				  d->abi_version, TBC_ABI_VERSION_MIN, TBC_ABI_VERSION);
-	/* Version 2 ends before the device code: read none of it. */
-	bool v3 = d->abi_version >= 3, v5 = d->abi_version >= 5;
-	if (!tbcrt__range_ok(&seg, d, v5 ? sizeof *d : v3 ? offsetof(tbc_abi_model, n_state) : offsetof(tbc_abi_model, device_code)))
+	/* Each version reads only the fields it has: version 2 ends before the
+	 * device code, versions 3 and 4 before the load-time values, version 5
+	 * before the training state. */
+	bool v3 = d->abi_version >= 3, v5 = d->abi_version >= 5, v6 = d->abi_version >= 6;
+	size_t desc_size = v6   ? sizeof *d
+			   : v5 ? offsetof(tbc_abi_model, n_state)
+			   : v3 ? offsetof(tbc_abi_model, init_begin)
+				: offsetof(tbc_abi_model, device_code);
+	if (!tbcrt__range_ok(&seg, d, desc_size))
 		return BAD("the descriptor is truncated");
 	if (!tbcrt__string_ok(&seg, d->name, TBCRT_MAX_NAME))
 		return BAD("the model's name is missing or not a NUL-terminated string of at most %d bytes", TBCRT_MAX_NAME);
@@ -353,7 +359,18 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 	if (m->has_cpu_code && !tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->arena_bytes))
 		return BAD("the descriptor's arena_bytes function is %s", d->arena_bytes ? "not code of the artifact" : "NULL");
 	if ((s = check_weights(m, &seg, d, base_dir)).code != TBCRT_OK) return s;
-	if (v5 && (s = check_state(m, &seg, d)).code != TBCRT_OK) return s;
+	if (v5 && (d->init || d->init_begin != d->init_end)) {
+		if (!m->has_cpu_code) return BAD("a device-only artifact has load-time values for the CPU");
+		if (!tbcrt__code_ok(&seg, (const void *)(uintptr_t)d->init))
+			return BAD("the descriptor's init function is %s", d->init ? "not code of the artifact" : "NULL");
+		if (d->init_begin > d->init_end || d->init_end > TBCRT_MAX_TENSOR_BYTES || d->init_begin % 64)
+			return BAD("the load-time values' bytes [%llu, %llu) of the arena are not a valid aligned range",
+				   (unsigned long long)d->init_begin, (unsigned long long)d->init_end);
+		m->init = d->init;
+		m->init_begin = d->init_begin;
+		m->init_end = d->init_end;
+	}
+	if (v6 && (s = check_state(m, &seg, d)).code != TBCRT_OK) return s;
 	if (device_code) {
 		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
 			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);

@@ -130,6 +130,9 @@ static int inspect_artifact(const char *path) {
 	}
 	printf("artifact %s: model '%s'\n", path, info.name);
 	printf("  weights: %" PRIu64 " bytes%s\n", info.weights_bytes, info.weights_external ? " (external file)" : "");
+	if (info.load_time_bytes)
+		printf("  load-time values: %" PRIu64 " bytes, computed from the weights once per session\n",
+		       info.load_time_bytes);
 	for (uint32_t i = 0; i < info.n_inputs + info.n_outputs; i++) {
 		bool in = i < info.n_inputs;
 		tbcrt_tensor_info t;

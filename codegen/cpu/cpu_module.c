@@ -1,7 +1,9 @@
 /* The program-level parts of a compiled module (include/tbc/abi.h): run()
  * places every buffer (inputs, outputs, weights + offset, arena + offset) and
  * calls the kernels in order; arena_bytes() computes the arena size from the
- * symbols; the descriptor is constant data naming both.  The arena layout is
+ * symbols; init() computes the load-time values (codegen/lower/load_time.c)
+ * that run reads and no longer computes; the descriptor is constant data
+ * naming them.  The arena layout is
  * kir_program_layout's, computed here in IR for symbolic sizes.
  *
  * Determinism: every symbol name comes from positions in the program, never
@@ -329,6 +331,7 @@ static LLVMValueRef emit_run(llvm_cx *c, const kir_program *p, LLVMValueRef *ker
 			run_control(&r, la, stack, &depth);
 			continue;
 		}
+		if (la->init) continue; /* init computed it when the session began */
 		bool can_fail = kir_kernel_can_fail(k);
 		int n = 1 + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
 		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
@@ -362,6 +365,56 @@ static LLVMValueRef emit_run(llvm_cx *c, const kir_program *p, LLVMValueRef *ker
 	free(ptrs);
 	free(base);
 	free(scale);
+	return fn;
+}
+
+/* int32_t init(host, arena, weights): the load-time launches (kir_launch.init)
+ * in order, storing into the arena's bytes [init_begin, init_end) only.
+ * Their buffers are weights and part-0 temporaries: no symbol, input or
+ * output.  NULL when the program has none. */
+static LLVMValueRef emit_init(llvm_cx *c, const kir_program *p, LLVMValueRef *kernels, const char *name) {
+	bool any = false;
+	for (int l = 0; l < p->n_launches; l++) any |= p->launches[l].init;
+	if (!any) return NULL;
+	LLVMTypeRef params[3] = {c->ptr, c->ptr, c->ptr};
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->i32, params, 3, 0));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	LLVMBuilderRef B = c->b;
+	LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	LLVMValueRef host = LLVMGetParam(fn, 0), arena = LLVMGetParam(fn, 1), weights = LLVMGetParam(fn, 2);
+	LLVMValueRef status = LLVMBuildAlloca(B, c->i32, "status");
+	LLVMBuildStore(B, LLVMConstInt(c->i32, 0, 0), status);
+	for (int l = 0; l < p->n_launches; l++) {
+		const kir_launch *la = &p->launches[l];
+		if (!la->init) continue;
+		const kir_kernel *k = la->kernel;
+		bool can_fail = kir_kernel_can_fail(k);
+		int n = 1 + k->n_buffers + (can_fail ? 1 : 0);
+		LLVMValueRef *args = calloc((size_t)n, sizeof *args);
+		if (!args) {
+			llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+			return NULL;
+		}
+		args[0] = host;
+		for (int a = 0; a < k->n_buffers; a++) {
+			const kir_pbuf *b = p->bufs[la->args[a]];
+			LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)b->offset, 0);
+			args[1 + a] = LLVMBuildInBoundsGEP2(B, c->i8, b->role == KIR_BUF_CONST ? weights : arena, &idx, 1, b->name);
+		}
+		if (can_fail) args[n - 1] = status;
+		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
+		free(args);
+		if (can_fail) {
+			LLVMValueRef st = LLVMBuildLoad2(B, c->i32, status, "");
+			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, fn, "failed");
+			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, fn, "next");
+			LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, st, LLVMConstInt(c->i32, 0, 0), ""), fail, next);
+			LLVMPositionBuilderAtEnd(B, fail);
+			LLVMBuildRet(B, st);
+			LLVMPositionBuilderAtEnd(B, next);
+		}
+	}
+	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
 	return fn;
 }
 
@@ -428,7 +481,8 @@ static void emit_descriptor_fn(llvm_cx *c, const char *name, LLVMValueRef model)
 bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features) {
 	char name[160];
-	LLVMValueRef run = LLVMConstNull(c->ptr), arena_bytes = LLVMConstNull(c->ptr);
+	LLVMValueRef run = LLVMConstNull(c->ptr), arena_bytes = LLVMConstNull(c->ptr), init = LLVMConstNull(c->ptr);
+	uint64_t init_begin = 0, init_end = 0;
 	if (!info->no_cpu_code) { /* a device-only artifact: the descriptor alone */
 		LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
 		if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
@@ -442,6 +496,13 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 		run = emit_run(c, p, kernels, name);
 		snprintf(name, sizeof name, "%s.arena_bytes", info->prefix);
 		arena_bytes = emit_arena_bytes(c, p, name);
+		snprintf(name, sizeof name, "%s.init", info->prefix);
+		LLVMValueRef init_fn = emit_init(c, p, kernels, name);
+		if (init_fn) {
+			init = init_fn;
+			init_begin = p->init_begin;
+			init_end = p->init_end;
+		}
 		free(kernels);
 		if (!run || !arena_bytes || c->failed) return false;
 	}
@@ -469,12 +530,12 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
 	LLVMStructSetBody(tensor_t, tfields, 5, 0);
 	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
-	LLVMTypeRef mfields[25] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
+	LLVMTypeRef mfields[28] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
 				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr,
-				   c->ptr, c->ptr, c->i64, c->ptr, c->i64, c->i32, c->ptr};
-	LLVMStructSetBody(model_t, mfields, 25, 0);
+				   c->ptr, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->i64, c->ptr, c->i32, c->ptr};
+	LLVMStructSetBody(model_t, mfields, 28, 0);
 
-	/* A training step's state (ABI 5): input, output, the offset of its
+	/* A training step's state (ABI 6): input, output, the offset of its
 	 * first value in the weights. */
 	LLVMValueRef state = LLVMConstNull(c->ptr);
 	if (p->n_state) {
@@ -559,7 +620,7 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
 	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
 	if (!ins || !outs) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	LLVMValueRef mvals[25] = {
+	LLVMValueRef mvals[28] = {
 		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
 		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
 		cstring(&dc, p->name),
@@ -583,12 +644,15 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 		LLVMConstInt(c->i64, (unsigned long long)poly_len, 0),
 		device_code,
 		LLVMConstInt(c->i64, info->device_code ? (unsigned long long)info->device_code_size : 0, 0),
+		LLVMConstInt(c->i64, init_begin, 0),
+		LLVMConstInt(c->i64, init_end, 0),
+		init,
 		LLVMConstInt(c->i32, (unsigned long long)p->n_state, 0),
 		state,
 	};
 	snprintf(name, sizeof name, "%s.model", info->prefix);
 	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
-	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 25));
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 28));
 	LLVMSetGlobalConstant(model, 1);
 	LLVMSetLinkage(model, LLVMPrivateLinkage);
 	snprintf(name, sizeof name, "%s_descriptor", info->prefix);

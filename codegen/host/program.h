@@ -97,6 +97,11 @@ typedef struct kir_launch {
 	int *args; /* program buffer of each kernel buffer */
 	int *syms; /* program symbol of each kernel size parameter */
 	int op_pos; /* position in the main graph of the op it belongs to */
+	/* Computes a value that depends only on the weights (a load-time
+	 * value, docs/load-time.md): the CPU's init runs it once per session,
+	 * its run skips it; the kernel IR evaluator and the device tables run
+	 * it in its place every time. */
+	bool init;
 	kir_ctl ctl;
 	int ctl_sym[3]; /* IF: cond; LOOP: counter, trip count, cond (-1: none) */
 } kir_launch;
@@ -133,6 +138,11 @@ typedef struct kir_program {
 	kir_launch *launches;
 	uint64_t weights_size; /* bytes of the weights blob */
 	uint64_t arena_static; /* bytes of the arena placed at compile time (part 0) */
+	/* Bytes [init_begin, init_end) of part 0 hold the load-time values and
+	 * the scratch of the launches computing them (kir_launch.init), apart
+	 * from everything else: no other launch writes there.  Equal when the
+	 * program has none. */
+	uint64_t init_begin, init_end;
 	int n_parts;           /* >= 1 once lowered */
 	kir_part *parts;
 	int n_state;
@@ -152,6 +162,11 @@ int64_t kir_pbuf_bytes(const kir_program *p, const kir_pbuf *b, const int64_t *s
 int64_t kir_program_layout(const kir_program *p, const int64_t *syms, int64_t *offsets);
 /* The weights blob: weights_size bytes, each constant at its offset. */
 void kir_program_weights(const kir_program *p, void *dst);
+
+/* Marks the launches that compute load-time values (kir_launch.init) and
+ * moves every buffer they write into a region of its own at the end of the
+ * arena's part 0 (kir_program.init_begin/init_end); codegen/lower/load_time.c. */
+bool kir_program_split_init(kir_program *p);
 
 /* The matching marker of each control marker (kir_ctl): IF -> its ELSE,
  * ELSE -> its END_IF, LOOP <-> END_LOOP, END_IF -> its ELSE; -1 for

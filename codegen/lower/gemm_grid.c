@@ -1,8 +1,9 @@
 /* The GEMM generator's parallel form (lower_gemm.h), for targets whose
  * parallel loops are a grid of work-groups (TBC_PAR_GRID with work-groups):
  *
- *   a work-group of GX x GY items (8 x 8) per TM x TN tile of y (TM = GY *
- *   WM, TN = GX * WN), each item WM x WN outputs (8 x 8) held in scalar
+ *   a work-group of GX x GY items (8 x 8; 16 x 16 on a GPU) per TM x TN
+ *   tile of y (TM = GY * WM, TN = GX * WN), each item WM x WN outputs
+ *   (8 x 8; 4 x 4 or 2 x 2 on a GPU) held in scalar
  *   locals; the tiles of a and b staged in local memory TK columns (rows)
  *   at a time, each item storing its share, zeros past the edges; barriers
  *   around the products.  Where items run in lockstep (subgroup_size > 1)
@@ -17,6 +18,9 @@
  * column tiles.  Every output's sum is taken in k order from 0 (the padding
  * adds +0 products to a sum that is never -0), as the CPU's generator does,
  * and the epilogue is the same callback. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "codegen/lower/kir_short.h"
 #include "codegen/lower/lower_gemm.h"
 
@@ -78,8 +82,9 @@ static void stage(gg *g, kir_block *b, kir_buffer *dst, const gemm_operand *o, k
 	}
 }
 
-/* Picks the tile: 64 items as 8 x 8 with 4 x 4 outputs each where the
- * target allows, fewer outputs along a dim that is small. */
+/* Picks the tile: 64 items as 8 x 8 with 8 x 8 outputs each where the
+ * target allows (a GPU: 256 items of 4 x 4 or 2 x 2), fewer outputs along
+ * a dim that is small. */
 static void choose(gg *g, const tbc_target_desc *t) {
 	const gemm_spec *s = g->s;
 	int64_t m = -1, n = -1;
@@ -92,18 +97,45 @@ static void choose(gg *g, const tbc_target_desc *t) {
 	} else if (n >= 0 && n <= 4) {
 		g->gy *= g->gx, g->gx = 1, g->wn = n > 0 ? n : 1, g->wm = 4;
 	}
-	g->items = g->gx * g->gy;
+	/* TBC_GEMM_GRID_TILE=GXxGY:WMxWN:TK replaces the general case's choice,
+	 * for measuring tiles on a device (docs/gpu.md); one that does not fit
+	 * the target is ignored. */
+	const char *e = getenv("TBC_GEMM_GRID_TILE");
+	long v[5];
+	if (e && m != 0 && n != 0 && g->gx * g->gy >= 16 &&
+	    sscanf(e, "%ldx%ld:%ldx%ld:%ld", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5 && v[0] > 0 && v[1] > 0 &&
+	    v[0] * v[1] <= t->max_workgroup_size && v[2] > 0 && v[2] <= GG_MAX_W && v[3] > 0 && v[3] <= GG_MAX_W &&
+	    v[4] > 0 && (v[1] * v[2] + v[0] * v[3]) * v[4] * (int64_t)tbc_dtype_size(s->ct) <= t->local_mem_bytes) {
+		g->gx = v[0], g->gy = v[1], g->wm = v[2], g->wn = v[3];
+		g->items = g->gx * g->gy;
+		g->spread = t->subgroup_size > 1;
+		g->tm = g->gy * g->wm, g->tn = g->gx * g->wn, g->tk = v[4];
+		return;
+	}
 	/* Items in lockstep (a warp) read local memory best at neighbouring
 	 * addresses: spread an item's outputs GX columns apart.  Items that
 	 * run alone (a CPU device, subgroup 1) vectorize their own outputs:
 	 * keep them contiguous. */
 	g->spread = t->subgroup_size > 1;
+	if (g->spread && t->max_workgroup_size >= 256 && g->wm == 8 && g->wn == 8) {
+		/* A GPU: 16 x 16 items of 4 x 4 outputs, a 64 x 64 tile (an H200,
+		 * docs/gpu.md: 4096^3 at 27.3 TFLOP/s, 55% of cuBLAS, where 8 x 8
+		 * items of 8 x 8 ran at 22.5 and spilled); 2 x 2 outputs, 32 x 32
+		 * tiles, where 64 x 64 ones would not make 128 work-groups, about
+		 * one per multiprocessor (128 x 512 x 2048: 0.030 ms, not 0.036). */
+		g->gx = g->gy = 16, g->wm = g->wn = 4;
+		int64_t nb = -1;
+		if (m > 0 && n > 0 && kir_e_const_index(s->NB, &nb) && nb > 0 &&
+		    nb * ((m + 63) / 64) * ((n + 63) / 64) < 128)
+			g->wm = g->wn = 2;
+	}
+	g->items = g->gx * g->gy;
 	g->tm = g->gy * g->wm, g->tn = g->gx * g->wn;
-	/* TK: the deepest of 32, 16, ... whose two tiles fit in a quarter of
-	 * the local memory. */
+	/* TK: the deepest of 32, 16, ... whose two tiles fit in a third of the
+	 * local memory (several groups share a multiprocessor). */
 	int64_t es = (int64_t)tbc_dtype_size(s->ct);
 	for (g->tk = 32; g->tk > 1; g->tk /= 2)
-		if ((g->tm + g->tn) * g->tk * es <= t->local_mem_bytes / 4) break;
+		if ((g->tm + g->tn) * g->tk * es <= t->local_mem_bytes / 3) break;
 }
 
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {

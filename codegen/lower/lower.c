@@ -959,6 +959,13 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	}
 	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = cx.val_part[i] = -1;
 	mark_lives(&cx, g, 0);
+	if (t->parallel == TBC_PAR_HOST_THREADS && !lower_mark_load_time(&cx)) {
+		free(cx.buf_of);
+		free(cx.val_part);
+		free(cx.life_start);
+		free(cx.life_end);
+		return TBC_ERR_NO_MEMORY;
+	}
 	for (int i = 0; i < g->n_outputs; i++) cx.life_end[g->outputs[i]->id] = INT_MAX;
 	bool ok = true;
 	p->inputs = tbc_arena_array(arena, (size_t)g->n_inputs + 1, sizeof(int));
@@ -1044,8 +1051,12 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	free(cx.val_part);
 	free(cx.life_start);
 	free(cx.life_end);
+	free(cx.load_time);
 	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
 	place_temps(p);
+	/* The host threads' runner computes load-time values once per session;
+	 * a device table runs every launch at each run (docs/load-time.md). */
+	if (t->parallel == TBC_PAR_HOST_THREADS && !kir_program_split_init(p)) return TBC_ERR_NO_MEMORY;
 	*out = p;
 	return TBC_OK;
 }
@@ -1097,7 +1108,8 @@ char *kir_program_print(const kir_program *p) {
 		}
 		APPEND(k);
 		free(k);
-		snprintf(line, sizeof line, "launch %s(", la->kernel->name);
+		/* "init": computed once per session (codegen/lower/load_time.c). */
+		snprintf(line, sizeof line, "%s %s(", la->init ? "init" : "launch", la->kernel->name);
 		APPEND(line);
 		for (int a = 0; a < la->kernel->n_buffers; a++) {
 			const kir_pbuf *b = p->bufs[la->args[a]];

@@ -18,6 +18,12 @@ typedef struct lower_cx {
 	 * share its input's storage. */
 	int *val_part;
 	int *life_start, *life_end;
+	/* By value id: computed from the weights alone (a main-graph op, or a
+	 * Fused one, whose every input is a constant or such a value), so a
+	 * host-threads target computes it once per session
+	 * (codegen/lower/load_time.c) and a kernel may lay it out for its
+	 * reader once too.  NULL on grid targets. */
+	bool *load_time;
 	int op_pos; /* position of the main-graph op being lowered */
 	int body_depth; /* > 0 while lowering a control-flow body (codegen/lower/control.c) */
 	int n_regions;  /* control-flow regions made so far: names their symbols */
@@ -106,6 +112,8 @@ bool lower_storage_overlaps(lower_cx *cx, const tbc_value *a, const tbc_value *b
 bool lower_alias(lower_cx *cx, const tbc_value *v, const tbc_value *src);
 /* Copies program buffer src into dst (same element count and dtype). */
 bool lower_copy(lower_cx *cx, int dst, int src);
+/* Marks cx->load_time for the ops of the main graph; false when out of memory. */
+bool lower_mark_load_time(lower_cx *cx);
 /* Makes v's buffer share program buffer src's storage (v's type may name
  * its dims otherwise: the caller makes them agree). */
 bool lower_alias_buf(lower_cx *cx, const tbc_value *v, int src);

@@ -205,6 +205,51 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 	return true;
 }
 
+/* B of a GEMM that is a load-time value (lower_cx.load_time): laid out as
+ * gemm_const_operand lays out a constant, by a kernel of its own that reads
+ * the weights' results alone, so it runs once per session with them
+ * (codegen/lower/load_time.c) and not at each run.  The buffer, with its
+ * pitch in *pitch; -1 when v is not one or needs no layout. */
+static int load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose,
+			    int64_t *pitch) {
+	if (!cx->load_time || !cx->load_time[v->id] || v->kind == TBC_VALUE_CONST || rows <= 0 || cols <= 0) return -1;
+	int64_t len = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
+	int64_t p = len * es % 512 == 0 ? len + 64 / es : len;
+	if (!transpose && p == len) return -1;
+	int64_t n_rows = transpose ? cols : rows;
+	tbc_type t = {.dtype = v->type.dtype, .rank = 2};
+	t.dims[0] = (tbc_dim){n_rows, NULL};
+	t.dims[1] = (tbc_dim){p, NULL};
+	int b = lower_temp_buf(cx, &t, "b_layout");
+	lk l;
+	if (b < 0 || !lk_begin(&l, cx, "b_layout")) return -1;
+	kir_kernel *k = l.k;
+	kir_buffer *src = lk_value(&l, v), *dst = lk_buf(&l, b);
+	if (!src || !dst) return -1;
+	/* dst[i][j] = v[j][i] (transposed) or v[i][j], then the pitch's tail
+	 * zeros.  Blocks of 16 rows of dst: a transposing block reads 16
+	 * neighbours of each row of v. */
+	kir_var *ib = kir_var_new(k, "ib", KIR_INDEX), *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX), *z = kir_var_new(k, "z", KIR_INDEX);
+	kir_expr *lo = MUL(k, V(k, ib), I(k, 16)), *hi = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, n_rows));
+	kir_expr *from = transpose ? ADD(k, MUL(k, V(k, j), I(k, cols)), V(k, i)) : ADD(k, MUL(k, V(k, i), I(k, cols)), V(k, j));
+	kir_stmt *store = kir_s_store(k, dst, ADD(k, MUL(k, V(k, i), I(k, p)), V(k, j)), kir_e_load(k, src, from));
+	kir_stmt *copy = transpose ? kir_s_for(k, j, I(k, 0), I(k, len), 1, KIR_LOOP_SEQUENTIAL,
+					       kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL, store))
+				   : kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL,
+					       kir_s_for(k, j, I(k, 0), I(k, len), 1, KIR_LOOP_SEQUENTIAL, store));
+	kir_expr *lo2 = MUL(k, V(k, ib), I(k, 16)), *hi2 = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, n_rows));
+	kir_var *i2 = kir_var_new(k, "i2", KIR_INDEX);
+	kir_stmt *pad = kir_s_for(k, i2, lo2, hi2, 1, KIR_LOOP_SEQUENTIAL,
+				  kir_s_for(k, z, I(k, len), I(k, p), 1, KIR_LOOP_SEQUENTIAL,
+					    kir_s_store(k, dst, ADD(k, MUL(k, V(k, i2), I(k, p)), V(k, z)),
+							kir_e_cast(k, v->type.dtype, I(k, 0)))));
+	if (copy) copy->next = pad;
+	if (!lk_end(&l, kir_s_for(k, ib, I(k, 0), I(k, (n_rows + 15) / 16), 1, KIR_LOOP_PARALLEL, copy))) return -1;
+	*pitch = p;
+	return b;
+}
+
 /* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
  * of 4 NR tiles (a B panel that stays in L2 while every row tile of the
  * chunk passes over it), and as many row tiles per chunk as still leaves
@@ -369,6 +414,8 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
+	int64_t lpitch = 0;
+	int lb = bt->rank == 2 ? load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, &lpitch) : -1;
 	lk l;
 	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
 	gemm_spec s = {.ct = ct};
@@ -382,6 +429,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	s.y.rs = N, s.y.cs = I(l.k, 1);
 	/* A constant B (weights) laid out for the kernel. */
 	if (rb == 2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	if (lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);
@@ -477,6 +525,8 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
+	int64_t lpitch = 0;
+	int lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, tb, &lpitch);
 	lk l;
 	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
 	gemm_spec s = {.ct = g.ct};
@@ -492,6 +542,7 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	/* A constant B (weights) laid out for the kernel: transposed, (N, K)
 	 * becomes (K, N), so its rows are the vector direction. */
 	gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	if (lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);

@@ -21,11 +21,12 @@ extern "C" {
 #define TBC_ABI_MAGIC 0x31434254u /* "TBC1" little-endian */
 /* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code);
  * 4: device code for several targets (a directory of tables, below);
- * 5: a training step's state (n_state, state).
+ * 5: load-time values (init, init_begin, init_end);
+ * 6: a training step's state (n_state, state).
  * The runtime loads versions TBC_ABI_VERSION_MIN to TBC_ABI_VERSION: a
  * newer version only appends fields, and the runtime reads an older
  * descriptor's fields only (a version 2 one has no device code). */
-#define TBC_ABI_VERSION 5u
+#define TBC_ABI_VERSION 6u
 #define TBC_ABI_VERSION_MIN 2u
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
@@ -52,7 +53,7 @@ typedef struct tbc_abi_host {
 	int32_t (*error)(void *ctx, int32_t code, const char *message);
 } tbc_abi_host;
 
-/* ABI 5: one piece of a training step's state (docs/training.md): a
+/* ABI 6: one piece of a training step's state (docs/training.md): a
  * trainable weight or an optimizer slot.  The run reads it from input
  * `input` and writes its next value to output `output` (same dtype and
  * static shape); the runtime session holds it between runs.  Its value
@@ -121,6 +122,21 @@ typedef struct tbc_abi_model {
 	const void *device_code;
 	uint64_t device_code_size;
 	/* ---- ABI 5 ----
+	 * Load-time values (docs/load-time.md): what depends only on the
+	 * weights but was too large to fold into them.  init stores them into
+	 * bytes [init_begin, init_end) of an arena (64-byte aligned, at least
+	 * init_end bytes), using bytes below init_begin as scratch; run reads
+	 * them there and never stores there (the bytes below init_begin are
+	 * its own again).  The caller runs init once per arena before its first
+	 * run, and keeps those bytes when it moves to a larger arena (or runs
+	 * init again).  init returns like run (0, or the code it passed to
+	 * host->error); it may call host->parallel_for and host->error, never
+	 * host->alloc.  NULL (and init_begin == init_end) when there are none, and
+	 * for a device-only artifact.  A device table computes them at each
+	 * run itself. */
+	uint64_t init_begin, init_end;
+	int32_t (*init)(const tbc_abi_host *host, void *arena, const void *weights);
+	/* ---- ABI 6 ----
 	 * A training step's state, n_state entries (NULL and 0 for a model). */
 	uint32_t n_state;
 	const tbc_abi_state *state;

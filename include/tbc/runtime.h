@@ -143,7 +143,10 @@ typedef struct tbcrt_model_info {
 	/* ABI 4: every device target it holds code for, in the order compiled:
 	 * "opencl,cuda:sm_80,rocm:gfx942" ("" when none). */
 	const char *device_targets;
-	/* ABI 5: pieces of training state the sessions hold (a training step,
+	/* ABI 5: bytes of the values computed once per CPU session from the
+	 * weights (tbcrt_session_stats; 0 when none). */
+	uint64_t load_time_bytes;
+	/* ABI 6: pieces of training state the sessions hold (a training step,
 	 * `tbc compile --train`; docs/training.md); 0 for a model. */
 	uint32_t n_state;
 } tbcrt_model_info;
@@ -281,10 +284,45 @@ TBCRT_MUST_CHECK tbcrt_status tbcrt_session_state(tbcrt_session *session, uint32
 /* Copies bytes (exactly the state's size) into state `index`. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_set_state(tbcrt_session *session, uint32_t index, const void *data,
 						      size_t bytes);
+/* ---- Profiling ------------------------------------------------------------
+ * The device time of each kernel, on the device's own clock (CUDA and HIP
+ * events, queued around every launch): for finding where a model's time
+ * goes, at some cost to the runs it times.  Turning it on clears what was
+ * gathered; it stays on until turned off.  A session on the CPU or on an
+ * OpenCL device is TBCRT_ERR_UNSUPPORTED_TARGET. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_set_profiling(tbcrt_session *session, bool on);
+
+typedef struct tbcrt_session_profile {
+	uint64_t runs;     /* successful runs since profiling was turned on */
+	double device_ms;  /* their device time, each from its first launch to the end of its last */
+	uint32_t n_kernels; /* of the device code: tbcrt_session_kernel_profile's indices */
+} tbcrt_session_profile;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_get_profile(const tbcrt_session *session, tbcrt_session_profile *out);
+
+typedef struct tbcrt_kernel_profile {
+	const char *name;  /* in the device code (tbcrt_model_device_kernel); lives as long as the model */
+	uint64_t launches; /* over the runs profiled */
+	double ms;         /* their device time */
+} tbcrt_kernel_profile;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_kernel_profile(const tbcrt_session *session, uint32_t kernel,
+							   tbcrt_kernel_profile *out);
 
 /* The value a symbolic dim took in the last successful run. */
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_symbol(const tbcrt_session *session, const char *name,
 						   int64_t *out_value);
+
+/* What a session has done.  Values that depend only on the weights but were
+ * too large to fold into the artifact (load-time values, docs/load-time.md)
+ * are computed once, when a CPU session is created (init_runs 1), into
+ * init_bytes of its arena that runs only read; an artifact without them
+ * (or older than ABI 5), and a device session, which computes them in each
+ * run, have init_runs 0. */
+typedef struct tbcrt_session_stats {
+	uint64_t runs;       /* successful runs */
+	uint64_t init_runs;  /* times the load-time values were computed */
+	uint64_t init_bytes; /* arena bytes that hold them */
+} tbcrt_session_stats;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_get_stats(const tbcrt_session *session, tbcrt_session_stats *out_stats);
 
 /* ---- Devices ----------------------------------------------------------------
  * The devices of this machine, found the first time a context is asked:

@@ -25,9 +25,9 @@
 #include "tbc/abi.h"
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
+#include "tests/conformance/compare.h"
 #include "tests/conformance/gpu_target.h"
 #include "tests/conformance/opencl_target.h"
-#include "tests/unit/support/close.h"
 
 typedef enum { R_PASS, R_FAIL, R_UNSUPPORTED_OK, R_SKIP } result_kind;
 
@@ -62,6 +62,10 @@ typedef struct target {
 /* Threads of the `cpu` target's runtime context: what users run on this
  * machine kind (2 cores), so chunked parallel loops are exercised. */
 #define CPU_THREADS 2
+
+/* The suite's tolerance (the report says it too). */
+#define HARNESS_ATOL 1e-7
+#define HARNESS_RTOL 1e-3
 
 static tbc_code rt_error(tbc_diags *d, const char *what, const tbcrt_status *st) {
 	tbc_diags_add(d, st->code == TBCRT_ERR_NO_MEMORY ? TBC_ERR_NO_MEMORY : TBC_ERR_RUNTIME, NULL, NULL, NULL, NULL,
@@ -181,54 +185,6 @@ static void first_diag(tbc_diags *d, char *buf, size_t size) {
 		snprintf(buf, size, "(no diagnostic)");
 }
 
-/* ---- Comparison ------------------------------------------------------------*/
-static bool compare(const tbc_tensor *got, const tbc_tensor *want, const char *what, char *msg, size_t size) {
-	if (got->dtype != want->dtype) {
-		snprintf(msg, size, "%s: dtype %s, expected %s", what, tbc_dtype_name(got->dtype),
-			 tbc_dtype_name(want->dtype));
-		return false;
-	}
-	bool same = got->rank == want->rank;
-	for (int i = 0; same && i < got->rank; i++) same = got->dims[i] == want->dims[i];
-	if (!same) {
-		char a[128] = "", b[128] = "";
-		for (int i = 0; i < got->rank; i++)
-			snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", i ? "," : "", (long long)got->dims[i]);
-		for (int i = 0; i < want->rank; i++)
-			snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", i ? "," : "", (long long)want->dims[i]);
-		snprintf(msg, size, "%s: shape [%s], expected [%s]", what, a, b);
-		return false;
-	}
-	bool fl = tbc_dtype_is_float(got->dtype);
-	for (int64_t i = 0; i < got->numel; i++) {
-		if (fl) {
-			double g = tbc_load_f64(got->dtype, got->data, (size_t)i);
-			double w = tbc_load_f64(want->dtype, want->data, (size_t)i);
-			if (!tbc_test_close(g, w, 1e-7, 1e-3)) {
-				snprintf(msg, size, "%s[%lld]: %.9g, expected %.9g", what, (long long)i, g, w);
-				return false;
-			}
-		} else if (got->dtype == TBC_DT_U64) {
-			uint64_t g = tbc_load_u64(got->dtype, got->data, (size_t)i);
-			uint64_t w = tbc_load_u64(want->dtype, want->data, (size_t)i);
-			if (g != w) {
-				snprintf(msg, size, "%s[%lld]: %llu, expected %llu", what, (long long)i,
-					 (unsigned long long)g, (unsigned long long)w);
-				return false;
-			}
-		} else {
-			int64_t g = tbc_load_i64(got->dtype, got->data, (size_t)i);
-			int64_t w = tbc_load_i64(want->dtype, want->data, (size_t)i);
-			if (g != w) {
-				snprintf(msg, size, "%s[%lld]: %lld, expected %lld", what, (long long)i, (long long)g,
-					 (long long)w);
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
 /* ---- Running one case (in the child) -----------------------------------------*/
 static bool run_data_set(const target *tg, const tbc_module *m, const char *dir, char *msg, size_t size) {
 	size_t n_in = tbc_module_input_count(m), n_out = tbc_module_output_count(m);
@@ -270,7 +226,7 @@ static bool run_data_set(const target *tg, const tbc_module *m, const char *dir,
 	}
 	for (size_t i = 0; ok && !tg->compile_only && i < n_out; i++) {
 		const char *name = tbc_module_output_name(m, i);
-		ok = compare(got[i], want[i], name ? name : "output", msg, size);
+		ok = tbc_conf_compare(got[i], want[i], name ? name : "output", HARNESS_ATOL, HARNESS_RTOL, msg, size);
 	}
 	for (size_t i = 0; i < n_in; i++) tbc_tensor_destroy(in ? in[i] : NULL);
 	for (size_t i = 0; i < n_out; i++) {
@@ -445,10 +401,13 @@ static void write_report(const char *path, const char *const *names, int n_t, in
 			compile_only = true;
 			continue;
 		}
+		/* `cuda`: the suite run on an NVIDIA GPU by tbc-device-suite, from
+		 * artifacts compiled here (docs/gpu.md) */
+		const char *doc = !strcmp(names[t], "cuda") ? "gpu" : names[t];
 		fprintf(f, "`%s`'s column is not run by this command: it is every in-scope case but those\n"
 			   "tests/conformance/%s.xfail lists, which the whole column's run checks strictly (an\n"
 			   "unexpected pass fails it too); docs/%s.md has that run's command, date and device.\n",
-			names[t], names[t], names[t]);
+			names[t], names[t], doc);
 	}
 	if (compile_only)
 		fprintf(f, "The `cuda-*` and `rocm-*` columns are compile-only (no GPU on these machines): the\n"

@@ -10,14 +10,8 @@
 set -euo pipefail
 tbc=$1 py=$2 src=$3 work=$4
 mkdir -p "$work"
-if ! "$tbc" doctor | grep -q '^opencl:0 '; then
-	[ "${CI:-}" = true ] && { echo "CI: no OpenCL device (PoCL) for the OpenCL model tests" >&2; exit 1; }
-	echo "skipped: no OpenCL device (tbc doctor)"
-	exit 0
-fi
-# PoCL's kernel cache: beside the models, kept between runs.
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$work/pocl-cache}
-mkdir -p "$POCL_CACHE_DIR"
+. "$src/tests/support/need_opencl.sh"
+need_opencl "$tbc" "$work" "the OpenCL model tests"
 [ -f "$work/transformer.onnx" ] && [ -f "$work/bert_dynamic.onnx" ] || "$py" "$src/bench/make_models.py" "$work" >/dev/null
 
 # run MODEL TAG NAME=FILE...: compile once (cpu,opencl), run on OpenCL, compare.

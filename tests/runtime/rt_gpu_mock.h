@@ -13,6 +13,7 @@
 #define RT_GPU_MOCK_H
 
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -670,6 +671,44 @@ static void an_artifact_for_every_target_runs_on_the_gpu_with_its_table(void **s
 		RT_OK(tbcrt_session_bind_input(s, 0, 1, 2, dims, x, sizeof x));
 		RT_OK(tbcrt_session_run(s));
 		assert_non_null(strstr(mock.log() + mark, "launch tbc_k0_"));
+		/* Profiled: each launch between two events, on the mock's clock
+		 * of 0.25 ms per launch. */
+		tbcrt_session_profile p;
+		RT_ERR(tbcrt_session_get_profile(s, &p), TBCRT_ERR_INVALID_ARGUMENT, "not been profiled");
+		RT_OK(tbcrt_session_set_profiling(s, true));
+		RT_OK(tbcrt_session_run(s));
+		RT_OK(tbcrt_session_run(s));
+		RT_OK(tbcrt_session_get_profile(s, &p));
+		assert_int_equal(p.runs, 2);
+		assert_true(p.n_kernels >= 1);
+		uint64_t launches = 0;
+		double ms = 0;
+		for (uint32_t k = 0; k < p.n_kernels; k++) {
+			tbcrt_kernel_profile kp;
+			RT_OK(tbcrt_session_kernel_profile(s, k, &kp));
+			assert_non_null(strstr(kp.name, "tbc_k"));
+			assert_int_equal(kp.launches % 2, 0);
+			launches += kp.launches;
+			ms += kp.ms;
+		}
+		tbcrt_kernel_profile kp;
+		RT_ERR(tbcrt_session_kernel_profile(s, p.n_kernels, &kp), TBCRT_ERR_INVALID_ARGUMENT, "kernels");
+		assert_true(launches >= 2);
+		assert_true(fabs(ms - 0.25 * (double)launches) < 1e-6);
+		assert_true(p.device_ms >= ms - 1e-6);
+		RT_OK(tbcrt_session_set_profiling(s, false));
+		RT_OK(tbcrt_session_run(s));
+		RT_OK(tbcrt_session_get_profile(s, &p));
+		assert_int_equal(p.runs, 2);
+		assert_int_equal(mock.live("events"), 0);
+		/* The CPU has no device clock. */
+		tbcrt_session *cpu = NULL;
+		tbcrt_session_options cpu_opts;
+		tbcrt_session_options_init(&cpu_opts);
+		RT_OK(tbcrt_device_find(ctx, "cpu", &cpu_opts.device));
+		RT_OK(tbcrt_session_create_with(model, &cpu_opts, &cpu));
+		RT_ERR(tbcrt_session_set_profiling(cpu, true), TBCRT_ERR_UNSUPPORTED_TARGET, "CPU");
+		tbcrt_session_destroy(cpu);
 	} else {
 		/* Both mocks are on the library path, so without a choice the CUDA
 		 * GPU would come first (and this test does not own that mock);

@@ -276,9 +276,9 @@ static void test_reduction_uses_shared_memory_and_barriers(void **state) {
 
 static void test_gemm_grouped_form_with_local_tiles(void **state) {
 	(void)state;
-	/* maxntid = the work-group (8 x 8 items), the tiles in shared memory */
-	check_ptx(G_MATMUL, ".maxntid 8, 8, 1", "bytes smem");
-	check_hsaco(G_MATMUL, ".max_flat_workgroup_size: 64");
+	/* maxntid = the work-group (16 x 16 items), the tiles in shared memory */
+	check_ptx(G_MATMUL, ".maxntid 16, 16, 1", "bytes smem");
+	check_hsaco(G_MATMUL, ".max_flat_workgroup_size: 256");
 	check_hsaco(G_MATMUL, LDS_USED);
 }
 

@@ -336,12 +336,142 @@ static void cnn_adamw_steps_compiled_match_the_interpreter(void **state) {
 	tbc_diags_destroy(d);
 }
 
+/* Load-time values (ABI 5, docs/load-time.md) in a training step: y =
+ * (x @ Expand(row, [64, 512])) @ w, the Expand 128 KiB, too large to fold.
+ * With only w trainable, row stays a constant and the Expand is computed
+ * once per session (init) beside the state; with every weight trainable,
+ * row is state (an input) and nothing may be computed from it at load time.
+ * Either way three SGD steps match the interpreter, state fed back by hand. */
+static const char *expand_text(void) {
+	static char text[32768];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 17\ngraph main(%%x: f32[2,64]) {\n  %%row: f32[1,512] = const [");
+	for (int i = 0; i < 512; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", 0.05 * sin(0.3 * i));
+	n += snprintf(text + n, sizeof text - (size_t)n, "]\n  %%w: f32[512,2] = const [");
+	for (int i = 0; i < 1024; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%.4f", i ? ", " : "", 0.05 * cos(0.7 * i));
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "]\n"
+		 "  %%shape: i64[2] = const [64, 512]\n"
+		 "  %%big: f32[64,512] = Expand(%%row, %%shape)\n"
+		 "  %%h: f32[2,512] = MatMul(%%x, %%big)\n"
+		 "  %%y: f32[2,2] = MatMul(%%h, %%w)\n"
+		 "  return %%y\n"
+		 "}\n");
+	return text;
+}
+
+static void expand_steps_match_the_interpreter(const char *trainable, uint64_t *load_time_bytes, uint32_t *n_state) {
+	tbc_train_options to;
+	tbc_train_options_init(&to);
+	char loss[] = "mse:y:t";
+	tbc_diags *d = tbc_diags_create();
+	assert_int_equal(tbc_train_parse_loss(&to, loss, d), TBC_OK);
+	to.optimizer = TBC_OPT_SGD;
+	to.lr = 0.001;
+	to.trainable = trainable;
+	tbc_module *ref = tbc_parse(expand_text(), "expand.ir", d);
+	assert_non_null(ref);
+	tbc_infer cx = {.module = ref, .diags = d, .static_ranks = true};
+	assert_true(tbc_infer_graph(&cx, ref->main));
+	tbc_module *m = tbc_module_clone(ref);
+	assert_non_null(m);
+	assert_true(tbc_train_build(m, &to, d));
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.train = &to;
+	tbc_jit *jit = NULL;
+	assert_int_equal(tbc_jit_compile(ref, &o, d, &jit), TBC_OK);
+	tbcrt_context *c = NULL;
+	tbcrt_model *model = NULL;
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_context_create(NULL, &c));
+	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
+	RT_OK(tbcrt_session_create(model, &s));
+	tbcrt_model_info info;
+	RT_OK(tbcrt_model_get_info(model, &info));
+	assert_int_equal((int)info.n_state, m->n_state);
+	*load_time_bytes = info.load_time_bytes;
+	*n_state = info.n_state;
+	tbcrt_session_stats stats;
+	RT_OK(tbcrt_session_get_stats(s, &stats));
+	assert_int_equal(stats.init_runs, info.load_time_bytes ? 1 : 0);
+
+	int64_t xd[2] = {2, 64}, td[2] = {2, 2};
+	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 2, xd), *t = tbc_tensor_create(TBC_DT_F32, 2, td);
+	for (int i = 0; i < 128; i++) ((float *)x->data)[i] = (float)cos(0.9 * i);
+	for (int i = 0; i < 4; i++) ((float *)t->data)[i] = (float)(0.5 * i - 1);
+	uint32_t xi, ti;
+	RT_OK(tbcrt_model_find_input(model, "x", &xi));
+	RT_OK(tbcrt_model_find_input(model, "t", &ti));
+	RT_OK(tbcrt_session_bind_input(s, xi, TBC_DT_F32, 2, xd, x->data, 128 * 4));
+	RT_OK(tbcrt_session_bind_input(s, ti, TBC_DT_F32, 2, td, t->data, 4 * 4));
+	tbc_graph *g = m->main;
+	tbc_tensor *in[16] = {NULL}, *out[16] = {NULL};
+	assert_true(g->n_inputs <= 16 && g->n_outputs <= 16);
+	in[xi] = x;
+	in[ti] = t;
+	for (int k = 0; k < m->n_state; k++) {
+		assert_non_null(m->state[k].init); /* SGD: the weights alone */
+		in[m->state[k].input] = tbc_tensor_clone(m->state[k].init);
+	}
+	for (int step = 0; step < 3; step++) {
+		assert_int_equal(tbc_interpret(m, in, (size_t)g->n_inputs, out, (size_t)g->n_outputs, d), TBC_OK);
+		RT_OK(tbcrt_session_run(s));
+		tbcrt_tensor lt;
+		RT_OK(tbcrt_session_output(s, 0, &lt));
+		float want_loss = *(const float *)out[0]->data, got_loss = *(const float *)lt.data;
+		if (!(fabsf(got_loss - want_loss) <= 1e-4f + 1e-3f * fabsf(want_loss)))
+			fail_msg("step %d: loss %.9g, the interpreter %.9g", step, got_loss, want_loss);
+		for (int k = 0; k < m->n_state; k++) {
+			tbcrt_tensor st;
+			RT_OK(tbcrt_session_state(s, (uint32_t)k, &st));
+			const tbc_tensor *want = out[m->state[k].output];
+			for (int64_t i = 0; i < want->numel; i++) {
+				float a = ((const float *)st.data)[i], b = ((const float *)want->data)[i];
+				if (!(fabsf(a - b) <= 1e-4f + 1e-3f * fabsf(b)))
+					fail_msg("step %d: state %s[%lld] = %.9g, the interpreter %.9g", step,
+						 g->inputs[m->state[k].input]->name, (long long)i, a, b);
+			}
+			tbc_tensor_destroy(in[m->state[k].input]);
+			in[m->state[k].input] = out[m->state[k].output];
+			out[m->state[k].output] = NULL;
+		}
+		for (int i = 0; i < g->n_outputs; i++) {
+			tbc_tensor_destroy(out[i]);
+			out[i] = NULL;
+		}
+	}
+	RT_OK(tbcrt_session_get_stats(s, &stats));
+	assert_int_equal(stats.init_runs, info.load_time_bytes ? 1 : 0); /* once, not per step */
+	assert_int_equal(stats.runs, 3);
+	for (int i = 0; i < g->n_inputs; i++) tbc_tensor_destroy(in[i]);
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(c);
+	tbc_jit_destroy(jit);
+	tbc_module_destroy(m);
+	tbc_module_destroy(ref);
+	tbc_diags_destroy(d);
+}
+
+static void load_time_values_come_from_constants_never_from_state(void **state) {
+	(void)state;
+	uint64_t bytes = 0;
+	uint32_t n_state = 0;
+	expand_steps_match_the_interpreter("w", &bytes, &n_state);
+	assert_int_equal(n_state, 1);
+	assert_true(bytes >= 64 * 512 * 4); /* the Expand of the frozen row, computed once */
+	expand_steps_match_the_interpreter(NULL, &bytes, &n_state);
+	assert_int_equal(n_state, 2);
+	assert_int_equal(bytes, 0); /* row is state: its Expand is computed at every step */
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sgd_state_starts_from_the_initializer_and_is_carried_between_runs),
 		cmocka_unit_test(adamw_slots_start_from_zeros),
 		cmocka_unit_test(a_model_has_no_state),
 		cmocka_unit_test(cnn_adamw_steps_compiled_match_the_interpreter),
+		cmocka_unit_test(load_time_values_come_from_constants_never_from_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

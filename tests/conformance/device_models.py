@@ -1,0 +1,74 @@
+"""Bench models for tbc-device-suite (tests/conformance/device_bundle.sh does
+the node suite): each model of bench/compare.py compiled for TARGET, its
+inputs as input_I.pb and onnxruntime's outputs (CPU, fp32) as output_I.pb in
+OUT/<model>/test_data_set_0, so that a machine with a device and no compiler
+checks and times them:
+    tbc-device-suite --device cuda:0 --runs 20 --atol 1e-4 OUT/*
+
+usage: .venv/bin/python tests/conformance/device_models.py BUILD_DIR TARGET OUT [MODEL...]
+           [--suffix S --compile-args "ARGS"]
+(models come from bench/make_models.py into BUILD_DIR/models; ResNet-50's
+100 MB of weights are left out unless named; `resnet50 --suffix _fp16
+--compile-args "--precision fp16"` makes OUT/resnet50_fp16, half of them)"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = {
+    "transformer": {"x": "transformer.x.npy"},
+    # exported with dynamic axes: batch 3, seq 19
+    "bert_dynamic": {k: f"bert_dynamic.b.{k}.npy" for k in ("input_ids", "attention_mask")},
+    # one decode step of batch 3 after 11 cached tokens
+    "gpt_dynamic": {k: f"gpt_dynamic.b.{k}.npy"
+                    for k in ["input_ids"] + [f"past.{i}.{kv}" for i in range(4) for kv in ("key", "value")]},
+    "resnet50": {"image": "resnet50.image.npy"},
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("build")
+    ap.add_argument("target")
+    ap.add_argument("out")
+    ap.add_argument("models", nargs="*")
+    ap.add_argument("--suffix", default="")
+    ap.add_argument("--compile-args", default="")
+    a = ap.parse_args()
+    build, target, out = a.build, a.target, a.out
+    names = a.models or [m for m in MODELS if m != "resnet50"]
+    models = os.path.join(build, "models")
+    if not all(os.path.exists(os.path.join(models, n + ".onnx")) for n in names):
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bench", "make_models.py"), models],
+                       check=True)
+    for name in names:
+        path = os.path.join(models, name + ".onnx")
+        feeds = {k: np.load(os.path.join(models, v)) for k, v in MODELS[name].items()}
+        case = os.path.join(out, name + a.suffix)
+        data = os.path.join(case, "test_data_set_0")
+        os.makedirs(data, exist_ok=True)
+        subprocess.run([os.path.join(build, "tbc"), "compile", path, "--target", target, "--cpu", "x86-64-v3",
+                        "-o", os.path.join(case, "model.so")] + a.compile_args.split(), check=True)
+        graph = onnx.load(path, load_external_data=False).graph
+        inits = {i.name for i in graph.initializer}
+        order = [i.name for i in graph.input if i.name not in inits]
+        for i, n in enumerate(order):
+            t = numpy_helper.from_array(feeds[n], n)
+            open(os.path.join(data, f"input_{i}.pb"), "wb").write(t.SerializeToString())
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        outs = sess.run(None, feeds)
+        for i, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
+            t = numpy_helper.from_array(np.asarray(v), o.name)
+            open(os.path.join(data, f"output_{i}.pb"), "wb").write(t.SerializeToString())
+        print(f"{case}: {len(order)} inputs, {len(outs)} outputs")
+
+
+main()
