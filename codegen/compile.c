@@ -221,6 +221,8 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	tbc_code rc = TBC_OK;
 	if (o->test_perturb_node && !tbc_test_perturb_node(work, o->test_perturb_node, d)) /* TEST ONLY */
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+	if (rc == TBC_OK && o->train && !tbc_train_build(work, o->train, d))
+		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	if (rc == TBC_OK && !tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	double t0 = now();
 	kir_program *p = NULL;

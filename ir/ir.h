@@ -18,7 +18,7 @@
 
 /* ---- Ops ------------------------------------------------------------------ */
 typedef enum tbc_opcode {
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) TBC_OP_##id,
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad) TBC_OP_##id,
 #include "ops.def"
 #undef TBC_OP
 	TBC_OP_COUNT
@@ -179,6 +179,15 @@ struct tbc_graph {
 	tbc_op *first, *last;
 };
 
+/* One piece of a training step's state (passes/train.c, docs/training.md):
+ * main-graph input `input` holds it before a step, output `output` after;
+ * init is its value before the first step (NULL: zeros). */
+typedef struct tbc_state {
+	int input, output;
+	const tbc_tensor *init;
+	bool weight; /* a trained weight, not the optimizer's */
+} tbc_state;
+
 struct tbc_module {
 	tbc_arena *arena;
 	tbc_graph *main;
@@ -187,6 +196,11 @@ struct tbc_module {
 	const char *producer;
 	uint32_t n_values; /* next value id */
 	uint32_t n_syms;   /* fresh symbolic dims made so far */
+	/* A training step's state (tbc_train_build); 0 for a model.  Not
+	 * copied by tbc_module_clone: the compile path builds the step on its
+	 * own copy. */
+	int n_state;
+	tbc_state *state;
 };
 
 /* ---- Building ------------------------------------------------------------- */

@@ -5,7 +5,7 @@
 #include "kernels/kernels.h"
 
 const tbc_opinfo tbc_ops[TBC_OP_COUNT] = {
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) \
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad) \
 	[TBC_OP_##id] = {#id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp},
 #include "ops.def"
 #undef TBC_OP

@@ -36,6 +36,21 @@ typedef struct tbc_precision_stats {
 } tbc_precision_stats;
 bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_precision_stats *st, tbc_diags *d);
 
+/* Reverse-mode differentiation (passes/autodiff.c, docs/training.md):
+ * appends to the main graph the ops computing the gradient of `loss` (a
+ * float value of one element) by each of wrt[0..n_wrt) (float initializers
+ * or inputs of the main graph); grads[i] receives wrt[i]'s gradient, a value
+ * of its type (zeros when the loss does not depend on it).  Not a pipeline
+ * pass: the training step (tbc_train_build) calls it before the pipeline.
+ * An op on the way without a rule (ops.def's grad column) is an
+ * UNSUPPORTED error naming it; on failure the module is as it was. */
+bool tbc_autodiff(tbc_module *m, tbc_value *loss, int n_wrt, tbc_value *const *wrt, tbc_value **grads, tbc_diags *d);
+bool tbc_autodiff_has_rule(tbc_opcode code);
+/* Turns the main graph into a training step (passes/train.c): loss,
+ * backward graph, optimizer update; sets m->state.  false with diagnostics
+ * naming what is wrong (the module is then not to be used). */
+bool tbc_train_build(tbc_module *m, const tbc_train_options *o, tbc_diags *d);
+
 /* Folding leaves results of at most this many bytes as constants without
  * asking more; up to TBC_FOLD_MAX_BYTES only when the result is no larger
  * than the constants it reads (weights never grow). */

@@ -136,6 +136,11 @@ struct tbcrt_model {
 	 * artifact) and the arena bytes [init_begin, init_end) it fills. */
 	int32_t (*init)(const tbc_abi_host *host, void *arena, const void *weights);
 	uint64_t init_begin, init_end;
+	/* ABI 6: a training step's state, checked (validate.c); state_of_input
+	 * and state_of_output give an entry's index, -1 for the others. */
+	uint32_t n_state;
+	tbc_abi_state *state;
+	int32_t *state_of_input, *state_of_output;
 	pthread_mutex_t device_lock;
 	struct tbcrt__dmodel *dmodels;
 };

@@ -20,6 +20,9 @@ static void model_free(tbcrt_model *m) {
 	for (uint32_t i = 0; i < m->n_outputs; i++) tbcrt__free(c, m->outputs[i].name);
 	tbcrt__free(c, m->inputs);
 	tbcrt__free(c, m->outputs);
+	tbcrt__free(c, m->state);
+	tbcrt__free(c, m->state_of_input);
+	tbcrt__free(c, m->state_of_output);
 	for (uint32_t i = 0; i < m->n_syms; i++) tbcrt__free(c, m->sym_names ? m->sym_names[i] : NULL);
 	tbcrt__free(c, m->sym_names);
 	tbcrt__free(c, m->sym_computed);
@@ -164,6 +167,25 @@ tbcrt_status tbcrt_model_get_info(const tbcrt_model *m, tbcrt_model_info *out_in
 	tbcrt_device_info ocl = {.kind = TBCRT_DEVICE_OPENCL};
 	out_info->opencl_code = tbcrt__dtable_for(m, &ocl) != NULL;
 	out_info->device_targets = m->device_targets;
+	out_info->n_state = m->n_state;
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_model_state_info(const tbcrt_model *m, uint32_t index, tbcrt_state_info *out_info) {
+	if (!out_info) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_state_info: out_info is NULL");
+	memset(out_info, 0, sizeof *out_info);
+	if (!m) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_model_state_info: model is NULL");
+	if (index >= m->n_state)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "state index %u is out of range: model '%s' holds %u pieces of state",
+				  index, m->name, m->n_state);
+	const tbcrt__tensor *t = &m->inputs[m->state[index].input];
+	out_info->name = t->name;
+	out_info->input = m->state[index].input;
+	out_info->output = m->state[index].output;
+	out_info->dtype = t->dtype;
+	out_info->rank = t->rank;
+	out_info->dims = t->dims;
+	out_info->weight = m->state[index].kind == TBC_ABI_STATE_WEIGHT;
 	return tbcrt__ok();
 }
 

@@ -34,6 +34,15 @@ typedef struct {
 	uint64_t bytes;
 } host_alloc;
 
+/* A piece of training state: cur is what the next run reads, next what it
+ * writes; a successful run swaps them (two buffers: the step's kernels may
+ * read a weight after its update is computed, so it is never updated over
+ * itself). */
+typedef struct {
+	void *cur, *next;
+	size_t bytes;
+} state_slot;
+
 struct tbcrt_session {
 	tbcrt_model *model;
 	tbcrt_context *context;
@@ -53,6 +62,7 @@ struct tbcrt_session {
 	bool failed;
 	int32_t error_code;
 	char error_message[384];
+	state_slot *state;          /* model->n_state of them */
 	/* Load-time values (ABI 5): computed into the arena when the session is
 	 * created; a failure there is every run's error. */
 	tbcrt_session_stats stats;
@@ -201,6 +211,31 @@ tbcrt_status tbcrt_session_device(const tbcrt_session *s, uint32_t *out_device) 
 	return tbcrt__ok();
 }
 
+/* The state's buffers, each starting from its value in the weights (or
+ * zeros).  On a device other than the CPU: not yet. */
+static tbcrt_status state_create(tbcrt_session *s, bool on_device) {
+	const tbcrt_model *m = s->model;
+	if (on_device)
+		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+				  "model '%s' is a training step; its state lives on the CPU only for now", m->name);
+	s->state = tbcrt__calloc(s->context, m->n_state, sizeof *s->state);
+	if (!s->state) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state");
+	for (uint32_t k = 0; k < m->n_state; k++) {
+		const tbcrt__tensor *t = &m->inputs[m->state[k].input];
+		size_t bytes = tbcrt_dtype_size(t->dtype); /* static and within the limit: validate.c */
+		for (uint32_t i = 0; i < t->rank; i++) bytes *= (size_t)t->dims[i];
+		state_slot *st = &s->state[k];
+		st->bytes = bytes;
+		st->cur = tbcrt__alloc(s->context, bytes ? bytes : 1, TBCRT_ARENA_ALIGN);
+		st->next = tbcrt__alloc(s->context, bytes ? bytes : 1, TBCRT_ARENA_ALIGN);
+		if (!st->cur || !st->next)
+			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state '%s' (%zu bytes)", t->name, bytes);
+		if (m->state[k].init_offset == TBC_ABI_STATE_ZEROS) memset(st->cur, 0, bytes);
+		else memcpy(st->cur, (const char *)m->weights + m->state[k].init_offset, bytes);
+	}
+	return tbcrt__ok();
+}
+
 /* Computes the load-time values into a new arena of init_end bytes (runs
  * grow it keeping them: prepare_arena).  Out of memory fails the session;
  * a failure of init itself (a check of a kernel) fails every run as it
@@ -255,6 +290,10 @@ tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_optio
 		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
 	}
 	s->device = device;
+	if (m->n_state && (ds = state_create(s, dev != NULL)).code != TBCRT_OK) {
+		tbcrt_session_destroy(s);
+		return ds;
+	}
 	if (dev && (ds = tbcrt__dsession_create(m, dev, &s->dsession)).code != TBCRT_OK) {
 		tbcrt_session_destroy(s);
 		return ds;
@@ -274,6 +313,11 @@ void tbcrt_session_destroy(tbcrt_session *s) {
 	release_allocs(s, false);
 	tbcrt__free(c, s->allocs);
 	for (uint32_t o = 0; s->out && o < s->model->n_outputs; o++) tbcrt__free(c, s->out[o].owned);
+	for (uint32_t k = 0; s->state && k < s->model->n_state; k++) {
+		tbcrt__free(c, s->state[k].cur);
+		tbcrt__free(c, s->state[k].next);
+	}
+	tbcrt__free(c, s->state);
 	tbcrt__free(c, s->arena);
 	tbcrt__free(c, s->in);
 	tbcrt__free(c, s->out);
@@ -304,6 +348,9 @@ tbcrt_status tbcrt_session_bind_input(tbcrt_session *s, uint32_t index, int32_t 
 		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "input index %u is out of range: model '%s' has %u inputs", index,
 				  m->name, m->n_inputs);
 	const tbcrt__tensor *t = &m->inputs[index];
+	if (m->state_of_input && m->state_of_input[index] >= 0)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
+				  "input '%s' is training state the session holds; set it with tbcrt_session_set_state", t->name);
 	input_slot *slot = &s->in[index];
 	slot->bound = false;
 	char want[512], got[512];
@@ -348,6 +395,10 @@ tbcrt_status tbcrt_session_bind_output(tbcrt_session *s, uint32_t index, void *d
 	if (index >= m->n_outputs)
 		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "output index %u is out of range: model '%s' has %u outputs", index,
 				  m->name, m->n_outputs);
+	if (m->state_of_output && m->state_of_output[index] >= 0)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
+				  "output '%s' is training state the session holds; read it with tbcrt_session_state",
+				  m->outputs[index].name);
 	if (m->outputs[index].data_dependent && data)
 		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
 				  "output '%s' has a data-dependent size and cannot be bound; read it with tbcrt_session_output "
@@ -515,6 +566,16 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 	s->ran = false;
 	for (uint32_t o = 0; o < m->n_outputs; o++) s->out[o].data = NULL;
 	release_allocs(s, false); /* the previous run's data-dependent outputs */
+	for (uint32_t k = 0; k < m->n_state; k++) { /* the state binds itself */
+		const tbcrt__tensor *t = &m->inputs[m->state[k].input];
+		input_slot *in = &s->in[m->state[k].input];
+		in->bound = true;
+		in->data = s->state[k].cur;
+		in->bytes = s->state[k].bytes;
+		memcpy(in->dims, t->dims, t->rank * sizeof *t->dims);
+		s->out[m->state[k].output].bound = s->state[k].next;
+		s->out[m->state[k].output].bound_bytes = s->state[k].bytes;
+	}
 	tbcrt_status st = resolve_symbols(s);
 	if (st.code == TBCRT_OK) st = prepare_outputs(s);
 	if (st.code == TBCRT_OK && !s->dsession) st = prepare_arena(s);
@@ -551,9 +612,49 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 		return st;
 	}
 	release_allocs(s, true);
+	for (uint32_t k = 0; k < m->n_state; k++) { /* the step's output is the next step's input */
+		void *t = s->state[k].cur;
+		s->state[k].cur = s->state[k].next;
+		s->state[k].next = t;
+	}
 	s->ran = true;
 	s->stats.runs++;
 	return st;
+}
+
+static tbcrt_status state_slot_of(tbcrt_session *s, uint32_t index, const char *fn, state_slot **out) {
+	if (!s) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "%s: session is NULL", fn);
+	if (index >= s->model->n_state)
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "%s: state index %u is out of range: model '%s' holds %u", fn,
+				  index, s->model->name, s->model->n_state);
+	*out = &s->state[index];
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_state(tbcrt_session *s, uint32_t index, tbcrt_tensor *out_tensor) {
+	if (!out_tensor) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_state: out_tensor is NULL");
+	memset(out_tensor, 0, sizeof *out_tensor);
+	state_slot *st;
+	tbcrt_status r = state_slot_of(s, index, "tbcrt_session_state", &st);
+	if (r.code != TBCRT_OK) return r;
+	const tbcrt__tensor *t = &s->model->inputs[s->model->state[index].input];
+	out_tensor->dtype = t->dtype;
+	out_tensor->rank = t->rank;
+	memcpy(out_tensor->dims, t->dims, t->rank * sizeof *t->dims);
+	out_tensor->data = st->cur;
+	out_tensor->bytes = st->bytes;
+	return tbcrt__ok();
+}
+
+tbcrt_status tbcrt_session_set_state(tbcrt_session *s, uint32_t index, const void *data, size_t bytes) {
+	state_slot *st;
+	tbcrt_status r = state_slot_of(s, index, "tbcrt_session_set_state", &st);
+	if (r.code != TBCRT_OK) return r;
+	const char *name = s->model->inputs[s->model->state[index].input].name;
+	if (bytes != st->bytes || (!data && bytes))
+		return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "state '%s' holds %zu bytes; %zu were given", name, st->bytes, bytes);
+	if (bytes) memcpy(st->cur, data, bytes);
+	return tbcrt__ok();
 }
 
 tbcrt_status tbcrt_session_get_stats(const tbcrt_session *s, tbcrt_session_stats *out_stats) {

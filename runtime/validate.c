@@ -264,6 +264,53 @@ static tbcrt_status check_weights(tbcrt_model *m, const tbcrt_segments *seg, con
 	return tbcrt__ok();
 }
 
+/* A training step's state (ABI 6): each entry pairs an input and an output
+ * of one dtype and one static shape, each used once, its first value inside
+ * the weights or zeros. */
+static tbcrt_status check_state(tbcrt_model *m, const tbcrt_segments *seg, const tbc_abi_model *d) {
+	const tbcrt_context *c = m->context;
+	if (!d->n_state) return tbcrt__ok();
+	if (d->n_state > m->n_inputs || d->n_state > m->n_outputs || !d->state ||
+	    !tbcrt__range_ok(seg, d->state, (uint64_t)d->n_state * sizeof *d->state))
+		return BAD("the artifact's %u pieces of training state are more than its inputs or outputs, or lie outside it",
+			   d->n_state);
+	m->state = tbcrt__calloc(c, d->n_state, sizeof *m->state);
+	m->state_of_input = tbcrt__calloc(c, m->n_inputs, sizeof *m->state_of_input);
+	m->state_of_output = tbcrt__calloc(c, m->n_outputs, sizeof *m->state_of_output);
+	if (!m->state || !m->state_of_input || !m->state_of_output) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	for (uint32_t i = 0; i < m->n_inputs; i++) m->state_of_input[i] = -1;
+	for (uint32_t i = 0; i < m->n_outputs; i++) m->state_of_output[i] = -1;
+	for (uint32_t k = 0; k < d->n_state; k++) {
+		tbc_abi_state st = d->state[k];
+		if (st.input >= m->n_inputs || st.output >= m->n_outputs || m->state_of_input[st.input] >= 0 ||
+		    m->state_of_output[st.output] >= 0)
+			return BAD("training state %u names input %u and output %u: out of range or used twice", k, st.input,
+				   st.output);
+		const tbcrt__tensor *in = &m->inputs[st.input], *out = &m->outputs[st.output];
+		bool same = in->dtype == out->dtype && in->rank == out->rank && !out->data_dependent;
+		for (uint32_t i = 0; same && i < in->rank; i++) same = in->sym[i] < 0 && out->sym[i] < 0 && in->dims[i] == out->dims[i];
+		if (!same)
+			return BAD("training state '%s' and its next value '%s' differ in dtype or shape, or are not static",
+				   in->name, out->name);
+		uint64_t bytes = tbcrt_dtype_size(in->dtype);
+		for (uint32_t i = 0; i < in->rank; i++)
+			if (!tbcrt__mul_within(bytes, (uint64_t)in->dims[i], TBCRT_MAX_TENSOR_BYTES, &bytes))
+				return tbcrt__err(TBCRT_ERR_LIMIT, "training state '%s' is larger than the limit", in->name);
+		if (st.init_offset != TBC_ABI_STATE_ZEROS &&
+		    (st.init_offset > m->weights_size || bytes > m->weights_size - st.init_offset || st.init_offset % 8))
+			return BAD("training state '%s' starts from bytes %llu..%llu, outside the %llu bytes of weights", in->name,
+				   (unsigned long long)st.init_offset, (unsigned long long)(st.init_offset + bytes),
+				   (unsigned long long)m->weights_size);
+		if ((st.kind != TBC_ABI_STATE_WEIGHT && st.kind != TBC_ABI_STATE_OPTIMIZER) || st.reserved)
+			return BAD("training state '%s' is of unknown kind %u", in->name, st.kind);
+		m->state[k] = st;
+		m->state_of_input[st.input] = (int32_t)k;
+		m->state_of_output[st.output] = (int32_t)k;
+	}
+	m->n_state = d->n_state;
+	return tbcrt__ok();
+}
+
 tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const char *base_dir) {
 	const tbcrt_context *c = m->context;
 	tbcrt_segments seg;
@@ -279,9 +326,13 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 				  "with a matching tbc)",
 				  d->abi_version, TBC_ABI_VERSION_MIN, TBC_ABI_VERSION);
 	/* Each version reads only the fields it has: version 2 ends before the
-	 * device code, versions 3 and 4 before the load-time values. */
-	bool v3 = d->abi_version >= 3, v5 = d->abi_version >= 5;
-	size_t desc_size = v5 ? sizeof *d : v3 ? offsetof(tbc_abi_model, init_begin) : offsetof(tbc_abi_model, device_code);
+	 * device code, versions 3 and 4 before the load-time values, version 5
+	 * before the training state. */
+	bool v3 = d->abi_version >= 3, v5 = d->abi_version >= 5, v6 = d->abi_version >= 6;
+	size_t desc_size = v6   ? sizeof *d
+			   : v5 ? offsetof(tbc_abi_model, n_state)
+			   : v3 ? offsetof(tbc_abi_model, init_begin)
+				: offsetof(tbc_abi_model, device_code);
 	if (!tbcrt__range_ok(&seg, d, desc_size))
 		return BAD("the descriptor is truncated");
 	if (!tbcrt__string_ok(&seg, d->name, TBCRT_MAX_NAME))
@@ -319,6 +370,7 @@ tbcrt_status tbcrt__model_adopt(tbcrt_model *m, const tbc_abi_model *d, const ch
 		m->init_begin = d->init_begin;
 		m->init_end = d->init_end;
 	}
+	if (v6 && (s = check_state(m, &seg, d)).code != TBCRT_OK) return s;
 	if (device_code) {
 		if (!tbcrt__range_ok(&seg, device_code, device_code_size))
 			return BAD("the %llu bytes of device code lie outside the artifact", (unsigned long long)device_code_size);

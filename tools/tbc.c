@@ -1,6 +1,8 @@
 /* The tbc command: a thin client of the compiler library (include/tbc/tbc.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
 #include "check.h"
+#include "train.h"
 #include "timing.h"
 
 static const char usage_text[] =
@@ -42,6 +45,16 @@ static const char usage_text[] =
 	"      --prefix NAME          C name of the descriptor in a .o (NAME_descriptor)\n"
 	"      --stats                print per-pass times and the arena size vs its lower bound\n"
 	"      --dump-after PASS      print the IR after PASS (or 'all') to stderr\n"
+	"      --train                compile a training step (docs/training.md): forward, loss,\n"
+	"                             backward and the optimizer's update; the trainable weights\n"
+	"                             and the optimizer's state live in the runtime's session\n"
+	"      --loss KIND            cross-entropy:OUTPUT:LABEL (logits [N,C], LABEL int64 [N]),\n"
+	"                             mse:OUTPUT:LABEL, or output:NAME (a scalar the model computes)\n"
+	"      --optimizer OPT        sgd (default), momentum (--momentum M, 0.9), adamw (--beta1 0.9\n"
+	"                             --beta2 0.999 --eps 1e-8 --weight-decay 0.01)\n"
+	"      --lr X                 learning rate (default 0.01)\n"
+	"      --trainable all|LIST   the initializers to train (default all: every float one of\n"
+	"                             rank >= 1 the loss depends on); the others stay constants\n"
 	"  run MODEL --input NAME=FILE ... --output-dir DIR [--target interp|cpu|opencl]\n"
 	"      [--device DEVICE] [--threads N] [--runs N]\n"
 	"                             run a model: MODEL.onnx with the reference interpreter\n"
@@ -57,6 +70,10 @@ static const char usage_text[] =
 	"      --threads N            the runtime's threads (default: one per CPU)\n"
 	"      --runs N               compiled code: run N more times, print the median and\n"
 	"                             fastest milliseconds per run\n"
+	"  train STEP.so --input NAME=FILE ... [--steps N] [--save DIR] [--threads N]\n"
+	"                             run N training steps (default 1) of a step compiled with\n"
+	"                             --train on the given batch, printing each step's loss;\n"
+	"                             --save writes every trained weight as DIR/NAME.npy\n"
 	"  doctor                     print what this machine can run: the CPU and the features\n"
 	"                             tbc uses, OpenCL platforms and devices, CUDA and HIP\n"
 	"                             drivers, and the targets this tbc compiles for\n"
@@ -544,15 +561,61 @@ static bool parse_targets(const char *list, tbc_compile_options *o, char *gpu, s
 	return true;
 }
 
+/* A number option's value, or false with a message. */
+static bool number_arg(const char *opt, const char *v, double *out) {
+	char *end;
+	double x = strtod(v, &end);
+	if (end == v || *end || !isfinite(x)) {
+		fprintf(stderr, "tbc compile: %s wants a number, got '%s'\n", opt, v);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
 static int cmd_compile(int argc, char **argv) {
 	const char *model = NULL, *out = NULL;
 	static char gpu[512];
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
+	tbc_train_options to;
+	tbc_train_options_init(&to);
+	bool train = false;
+	char *loss = NULL;
+	static const struct {
+		const char *opt;
+		size_t offset;
+	} numbers[] = {
+		{"--lr", offsetof(tbc_train_options, lr)},
+		{"--momentum", offsetof(tbc_train_options, momentum)},
+		{"--beta1", offsetof(tbc_train_options, beta1)},
+		{"--beta2", offsetof(tbc_train_options, beta2)},
+		{"--eps", offsetof(tbc_train_options, eps)},
+		{"--weight-decay", offsetof(tbc_train_options, weight_decay)},
+	};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
+		size_t k = 0;
+		while (k < sizeof numbers / sizeof *numbers && strcmp(a, numbers[k].opt)) k++;
+		if (k < sizeof numbers / sizeof *numbers && has) {
+			if (!number_arg(a, argv[++i], (double *)((char *)&to + numbers[k].offset))) return 2;
+			continue;
+		}
 		if (!strcmp(a, "-o") && has) out = argv[++i];
+		else if (!strcmp(a, "--train")) train = true;
+		else if (!strcmp(a, "--loss") && has) loss = argv[++i];
+		else if (!strcmp(a, "--trainable") && has) to.trainable = argv[++i];
+		else if (!strcmp(a, "--optimizer") && has) {
+			const char *p = argv[++i];
+			if (!strcmp(p, "sgd")) to.optimizer = TBC_OPT_SGD;
+			else if (!strcmp(p, "momentum")) to.optimizer = TBC_OPT_MOMENTUM;
+			else if (!strcmp(p, "adamw")) to.optimizer = TBC_OPT_ADAMW;
+			else {
+				fprintf(stderr, "tbc compile: --optimizer is sgd, momentum or adamw, got '%s'\n", p);
+				return 2;
+			}
+		}
 		else if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) o.opt_level = a[2] - '0';
 		else if (!strcmp(a, "--triple") && has) o.target_triple = argv[++i];
 		else if (!strcmp(a, "--target") && has) {
@@ -611,6 +674,19 @@ static int cmd_compile(int argc, char **argv) {
 	if (ends_with(out, ".ptx") && !o.targets && !o.gpu_targets) o.gpu_targets = "cuda";
 	if (ends_with(out, ".hsaco") && !o.targets && !o.gpu_targets) o.gpu_targets = "rocm";
 	tbc_diags *d = tbc_diags_create();
+	if (train != (loss != NULL)) {
+		fprintf(stderr, "tbc compile: %s\n", train ? "--train needs --loss KIND" : "--loss is for --train");
+		tbc_diags_destroy(d);
+		return 2;
+	}
+	if (train) {
+		if (tbc_train_parse_loss(&to, loss, d) != TBC_OK) {
+			print_diags(d);
+			tbc_diags_destroy(d);
+			return 2;
+		}
+		o.train = &to;
+	}
 	tbc_module *m = load(model, d);
 	int rc = m && tbc_compile_to_file(m, &o, out, d) == TBC_OK ? 0 : 1;
 	if (rc) print_diags(d);
@@ -705,6 +781,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
 	if (!strcmp(cmd, "doctor")) return cmd_doctor(argc - 2, argv + 2);
+	if (!strcmp(cmd, "train")) return tbc_cmd_train(argc - 2, argv + 2);
 	if (!strcmp(cmd, "check")) return tbc_cmd_check(argc - 2, argv + 2);
 	fprintf(stderr, "tbc: unknown command '%s' (see tbc --help)\n", cmd);
 	return 2;

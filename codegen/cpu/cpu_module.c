@@ -530,10 +530,32 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
 	LLVMStructSetBody(tensor_t, tfields, 5, 0);
 	LLVMTypeRef model_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_model");
-	LLVMTypeRef mfields[26] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
+	LLVMTypeRef mfields[28] = {c->i32, c->i32, c->ptr, c->ptr, c->ptr, c->i32, c->i32, c->i32, c->ptr,
 				   c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->i64, c->i64, c->ptr,
-				   c->ptr, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->i64, c->ptr};
-	LLVMStructSetBody(model_t, mfields, 26, 0);
+				   c->ptr, c->ptr, c->i64, c->ptr, c->i64, c->i64, c->i64, c->ptr, c->i32, c->ptr};
+	LLVMStructSetBody(model_t, mfields, 28, 0);
+
+	/* A training step's state (ABI 6): input, output, the offset of its
+	 * first value in the weights. */
+	LLVMValueRef state = LLVMConstNull(c->ptr);
+	if (p->n_state) {
+		LLVMTypeRef state_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_state");
+		LLVMTypeRef sfields[5] = {c->i32, c->i32, c->i64, c->i32, c->i32};
+		LLVMStructSetBody(state_t, sfields, 5, 0);
+		LLVMValueRef *rows = calloc((size_t)p->n_state, sizeof *rows);
+		if (!rows) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		for (int i = 0; i < p->n_state; i++) {
+			const kir_state *st = &p->state[i];
+			uint64_t off = st->init_buf >= 0 ? (uint64_t)p->bufs[st->init_buf]->offset : TBC_ABI_STATE_ZEROS;
+			LLVMValueRef f[5] = {LLVMConstInt(c->i32, (unsigned long long)st->input, 0),
+					     LLVMConstInt(c->i32, (unsigned long long)st->output, 0), LLVMConstInt(c->i64, off, 0),
+					     LLVMConstInt(c->i32, st->weight ? TBC_ABI_STATE_WEIGHT : TBC_ABI_STATE_OPTIMIZER, 0),
+					     LLVMConstInt(c->i32, 0, 0)};
+			rows[i] = LLVMConstNamedStruct(state_t, f, 5);
+		}
+		state = global_const(&dc, LLVMConstArray2(state_t, rows, (uint64_t)p->n_state), "state");
+		free(rows);
+	}
 
 	/* Device code: the table as 8-byte aligned constant bytes. */
 	LLVMValueRef device_code = LLVMConstNull(c->ptr);
@@ -598,7 +620,7 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	LLVMValueRef ins = tensor_array(&dc, p, p->inputs, p->n_inputs, tensor_t);
 	LLVMValueRef outs = tensor_array(&dc, p, p->outputs, p->n_outputs, tensor_t);
 	if (!ins || !outs) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	LLVMValueRef mvals[26] = {
+	LLVMValueRef mvals[28] = {
 		LLVMConstInt(c->i32, TBC_ABI_MAGIC, 0),
 		LLVMConstInt(c->i32, TBC_ABI_VERSION, 0),
 		cstring(&dc, p->name),
@@ -625,10 +647,12 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 		LLVMConstInt(c->i64, init_begin, 0),
 		LLVMConstInt(c->i64, init_end, 0),
 		init,
+		LLVMConstInt(c->i32, (unsigned long long)p->n_state, 0),
+		state,
 	};
 	snprintf(name, sizeof name, "%s.model", info->prefix);
 	LLVMValueRef model = LLVMAddGlobal(c->mod, model_t, name);
-	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 26));
+	LLVMSetInitializer(model, LLVMConstNamedStruct(model_t, mvals, 28));
 	LLVMSetGlobalConstant(model, 1);
 	LLVMSetLinkage(model, LLVMPrivateLinkage);
 	snprintf(name, sizeof name, "%s_descriptor", info->prefix);

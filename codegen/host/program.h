@@ -106,6 +106,14 @@ typedef struct kir_launch {
 	int ctl_sym[3]; /* IF: cond; LOOP: counter, trip count, cond (-1: none) */
 } kir_launch;
 
+/* A training step's state (tbc_state): input `input` before a run,
+ * output `output` after; init_buf the CONST buffer of its value before the
+ * first run, -1 for zeros. */
+typedef struct kir_state {
+	int input, output, init_buf;
+	bool weight;
+} kir_state;
+
 typedef struct kir_program {
 	tbc_arena *arena;
 	const char *name;
@@ -137,6 +145,8 @@ typedef struct kir_program {
 	uint64_t init_begin, init_end;
 	int n_parts;           /* >= 1 once lowered */
 	kir_part *parts;
+	int n_state;
+	kir_state *state;
 } kir_program;
 
 /* Every kernel's text form with the launches between them; malloc'd. */

@@ -633,7 +633,7 @@ static const lower_family families[LF_COUNT] = {
 };
 
 static const unsigned char family_of[TBC_OP_COUNT] = {
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower) [TBC_OP_##id] = LF_##lower,
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad) [TBC_OP_##id] = LF_##lower,
 #include "ir/ops.def"
 #undef TBC_OP
 };
@@ -1021,6 +1021,31 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 		if (!type_is_supported(&cx, g->outputs[i]))
 			ok = lower_error(&cx, NULL, "graph output %d has a shape no op computes; no lowering yet", i);
 	if (ok) mark_dynamic(p);
+	/* A training step's state: its value before the first step goes into
+	 * the weights blob, for the runtime to start from. */
+	if (ok && m->n_state) {
+		p->state = tbc_arena_array(arena, (size_t)m->n_state, sizeof *p->state);
+		if (!p->state) ok = false;
+		for (int i = 0; ok && i < m->n_state; i++) {
+			const tbc_state *st = &m->state[i];
+			const tbc_value *in = g->inputs[st->input];
+			kir_state *ks = &p->state[p->n_state++];
+			ks->input = st->input;
+			ks->output = st->output;
+			ks->init_buf = -1;
+			ks->weight = st->weight;
+			if (!st->init) continue;
+			int b = new_pbuf(&cx, KIR_BUF_CONST, &in->type, in->name);
+			if (b < 0) {
+				ok = false;
+				break;
+			}
+			p->bufs[b]->constant = (tbc_tensor *)st->init;
+			p->bufs[b]->offset = (int64_t)p->weights_size;
+			p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(p, p->bufs[b], NULL));
+			ks->init_buf = b;
+		}
+	}
 	free(copy_from);
 	free(cx.buf_of);
 	free(cx.val_part);

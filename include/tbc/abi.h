@@ -21,11 +21,12 @@ extern "C" {
 #define TBC_ABI_MAGIC 0x31434254u /* "TBC1" little-endian */
 /* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code);
  * 4: device code for several targets (a directory of tables, below);
- * 5: load-time values (init, init_begin, init_end).
+ * 5: load-time values (init, init_begin, init_end);
+ * 6: a training step's state (n_state, state).
  * The runtime loads versions TBC_ABI_VERSION_MIN to TBC_ABI_VERSION: a
  * newer version only appends fields, and the runtime reads an older
  * descriptor's fields only (a version 2 one has no device code). */
-#define TBC_ABI_VERSION 5u
+#define TBC_ABI_VERSION 6u
 #define TBC_ABI_VERSION_MIN 2u
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
@@ -51,6 +52,24 @@ typedef struct tbc_abi_host {
 	/* Reports a run-time error (an index out of range, ...); run then returns it. */
 	int32_t (*error)(void *ctx, int32_t code, const char *message);
 } tbc_abi_host;
+
+/* ABI 6: one piece of a training step's state (docs/training.md): a
+ * trainable weight or an optimizer slot.  The run reads it from input
+ * `input` and writes its next value to output `output` (same dtype and
+ * static shape); the runtime session holds it between runs.  Its value
+ * before the first run is init_offset bytes into the weights, or zeros when
+ * init_offset is TBC_ABI_STATE_ZEROS.  kind: TBC_ABI_STATE_WEIGHT for a
+ * trained weight (named as the model's initializer), TBC_ABI_STATE_OPTIMIZER
+ * for the optimizer's own state. */
+#define TBC_ABI_STATE_ZEROS UINT64_MAX
+#define TBC_ABI_STATE_WEIGHT 1u
+#define TBC_ABI_STATE_OPTIMIZER 2u
+typedef struct tbc_abi_state {
+	uint32_t input, output;
+	uint64_t init_offset;
+	uint32_t kind;
+	uint32_t reserved; /* 0 */
+} tbc_abi_state;
 
 typedef struct tbc_abi_model {
 	uint32_t magic;       /* TBC_ABI_MAGIC */
@@ -117,6 +136,10 @@ typedef struct tbc_abi_model {
 	 * run itself. */
 	uint64_t init_begin, init_end;
 	int32_t (*init)(const tbc_abi_host *host, void *arena, const void *weights);
+	/* ---- ABI 6 ----
+	 * A training step's state, n_state entries (NULL and 0 for a model). */
+	uint32_t n_state;
+	const tbc_abi_state *state;
 } tbc_abi_model;
 
 /* The device program table (ABI 3; docs/opencl.md, "The artifact").  What

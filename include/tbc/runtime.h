@@ -146,6 +146,9 @@ typedef struct tbcrt_model_info {
 	/* ABI 5: bytes of the values computed once per CPU session from the
 	 * weights (tbcrt_session_stats; 0 when none). */
 	uint64_t load_time_bytes;
+	/* ABI 6: pieces of training state the sessions hold (a training step,
+	 * `tbc compile --train`; docs/training.md); 0 for a model. */
+	uint32_t n_state;
 } tbcrt_model_info;
 
 /* The device code of a model (ABI 3 and later): table `index` of
@@ -198,6 +201,22 @@ TBCRT_MUST_CHECK tbcrt_status tbcrt_model_output_info(const tbcrt_model *model, 
 TBCRT_MUST_CHECK tbcrt_status tbcrt_model_find_input(const tbcrt_model *model, const char *name, uint32_t *out_index);
 TBCRT_MUST_CHECK tbcrt_status tbcrt_model_find_output(const tbcrt_model *model, const char *name,
 						      uint32_t *out_index);
+
+/* One piece of a training step's state: a trainable weight (named as the
+ * model's initializer) or an optimizer slot ("<weight>.adam_m", ...).  It is
+ * input `input` and output `output` of the step; a session holds it, binds
+ * it itself and carries each run's output to the next run's input, so
+ * neither can be bound.  Static shape. */
+typedef struct tbcrt_state_info {
+	const char *name;
+	uint32_t input, output;
+	int32_t dtype;
+	uint32_t rank;
+	const int64_t *dims;
+	bool weight; /* a trained weight (its name is the initializer's); false: the optimizer's */
+} tbcrt_state_info;
+TBCRT_MUST_CHECK tbcrt_status tbcrt_model_state_info(const tbcrt_model *model, uint32_t index,
+						     tbcrt_state_info *out_info);
 
 /* ---- Sessions -------------------------------------------------------------
  * Bind every input, optionally bind outputs to caller memory, run, read the
@@ -257,6 +276,14 @@ typedef struct tbcrt_tensor {
 
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_output(const tbcrt_session *session, uint32_t index,
 						   tbcrt_tensor *out_tensor);
+/* A training step's state (tbcrt_state_info) as the session holds it now:
+ * its value before the session's first run, then after its last successful
+ * run (a failed run leaves it as it was).  data is the session's memory,
+ * valid until the next run or destroy; writing it changes the state. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_state(tbcrt_session *session, uint32_t index, tbcrt_tensor *out_tensor);
+/* Copies bytes (exactly the state's size) into state `index`. */
+TBCRT_MUST_CHECK tbcrt_status tbcrt_session_set_state(tbcrt_session *session, uint32_t index, const void *data,
+						      size_t bytes);
 /* ---- Profiling ------------------------------------------------------------
  * The device time of each kernel, on the device's own clock (CUDA and HIP
  * events, queued around every launch): for finding where a model's time

@@ -152,6 +152,40 @@ typedef enum tbc_weights_mode {
 	TBC_WEIGHTS_EXTERNAL = 1 /* in a file beside it, "<artifact>.weights" */
 } tbc_weights_mode;
 
+/* ---- Training steps (passes/train.c, docs/training.md) ---------------------
+ * A compile with train set builds one training step: the forward pass, the
+ * loss, the backward pass and the optimizer update.  The step's inputs are
+ * the model's inputs, then the label (cross-entropy and mse); its outputs
+ * `loss`, then the model's outputs.  The trainable weights and the
+ * optimizer's state are state (tbc_abi_model.state): inputs and outputs the
+ * runtime session holds and carries from one run to the next. */
+typedef enum tbc_loss_kind {
+	TBC_LOSS_CROSS_ENTROPY = 1, /* OUTPUT logits [N, C], LABEL int64 [N]: mean over the batch */
+	TBC_LOSS_MSE = 2,           /* mean of (OUTPUT - LABEL)^2, LABEL of OUTPUT's type */
+	TBC_LOSS_OUTPUT = 3         /* OUTPUT is the loss already: a float scalar */
+} tbc_loss_kind;
+typedef enum tbc_optimizer_kind {
+	TBC_OPT_SGD = 1,      /* w -= lr * g */
+	TBC_OPT_MOMENTUM = 2, /* v = momentum * v + g; w -= lr * v */
+	TBC_OPT_ADAMW = 3     /* Adam with decoupled weight decay (Loshchilov & Hutter), bias-corrected */
+} tbc_optimizer_kind;
+typedef struct tbc_train_options {
+	tbc_loss_kind loss;
+	const char *output; /* the model output the loss reads */
+	const char *label;  /* the label input's name (made when the model has none of that name) */
+	tbc_optimizer_kind optimizer;
+	double lr, momentum, beta1, beta2, eps, weight_decay;
+	/* NULL or "all": every float initializer of rank >= 1 the loss depends
+	 * on; else a comma list of initializer names.  The others stay constants. */
+	const char *trainable;
+} tbc_train_options;
+/* Defaults: SGD, lr 0.01, momentum 0.9, beta1 0.9, beta2 0.999, eps 1e-8,
+ * weight_decay 0.01 (AdamW's), trainable all; no loss (set one). */
+void tbc_train_options_init(tbc_train_options *o);
+/* "cross-entropy:OUTPUT:LABEL", "mse:OUTPUT:LABEL" or "output:NAME" into o
+ * (the names point into spec). */
+tbc_code tbc_train_parse_loss(tbc_train_options *o, char *spec, tbc_diags *diags);
+
 typedef struct tbc_compile_options {
 	int opt_level;             /* 0..3 (default 2) */
 	const char *target_triple; /* NULL: the host; x86_64 and aarch64 triples are known */
@@ -191,6 +225,8 @@ typedef struct tbc_compile_options {
 	int precision;
 	int keep_io_types;
 	const char *precision_exclude;
+	/* Non-NULL: compile a training step (above) instead of the model. */
+	const tbc_train_options *train;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u

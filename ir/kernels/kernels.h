@@ -10,7 +10,7 @@
 
 #include "../ir.h"
 
-#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower)       \
+#define TBC_OP(id, onnx, min_in, max_in, min_out, max_out, cat, shape, interp, lower, grad)       \
 	bool shape(tbc_infer *cx, tbc_op *op);                                       \
 	int interp(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const *in, tbc_tensor **out);
 #include "../ops.def"

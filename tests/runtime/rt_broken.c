@@ -20,6 +20,10 @@ static __attribute__((unused)) int32_t run(const tbc_abi_host *host, int64_t *sy
 	return 0;
 }
 
+/* Names input 3 of a model of one input. */
+static const tbc_abi_state bad_state[1] __attribute__((unused)) = {
+	{.input = 3, .output = 0, .init_offset = TBC_ABI_STATE_ZEROS, .kind = TBC_ABI_STATE_WEIGHT}};
+
 static __attribute__((unused)) int32_t init(const tbc_abi_host *host, void *arena, const void *weights) {
 	(void)host, (void)arena, (void)weights;
 	return 0;
@@ -35,6 +39,8 @@ static const tbc_abi_model model __attribute__((unused)) = {
 	.abi_version = 99,
 #elif defined(RT_BROKEN_V4_INIT)
 	.abi_version = 4, /* its load-time fields are not read: it has none */
+#elif defined(RT_BROKEN_V5_STATE)
+	.abi_version = 5, /* its state fields are not read: it has none */
 #else
 	.abi_version = TBC_ABI_VERSION,
 #endif
@@ -75,6 +81,10 @@ static const tbc_abi_model model __attribute__((unused)) = {
 	.init_begin = 128,
 	.init_end = 64,
 	.init = init,
+#endif
+#if defined(RT_BROKEN_STATE_RANGE) || defined(RT_BROKEN_V5_STATE)
+	.n_state = 1,
+	.state = bad_state,
 #endif
 };
 

@@ -95,7 +95,7 @@ static void broken_derived_symbol_tables_are_refused(void **state) {
 static void other_abi_version_is_refused(void **state) {
 	(void)state;
 	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION,
-	       "the artifact uses ABI version 99; this runtime runs versions 2 to 5");
+	       "the artifact uses ABI version 99; this runtime runs versions 2 to 6");
 }
 
 /* ABI 5's load-time values: init must be the artifact's code and its arena
@@ -112,6 +112,26 @@ static void load_time_init_is_checked_from_abi_5_on(void **state) {
 	tbcrt_session_stats st;
 	RT_OK(tbcrt_session_get_stats(s, &st));
 	assert_int_equal(st.init_runs, 0);
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(m);
+}
+
+/* ABI 6's training state: each entry's input and output must exist (and
+ * the rest, validate.c's check_state); an ABI 5 artifact's bytes there are
+ * not fields (it loads as a model with no state). */
+static void training_state_is_checked_from_abi_6_on(void **state) {
+	(void)state;
+	RT_ERR(load("rt_broken_state_range.so"), TBCRT_ERR_INVALID_ARTIFACT,
+	       "training state 0 names input 3 and output 0: out of range or used twice");
+	tbcrt_model *m = NULL;
+	RT_OK(tbcrt_model_load(ctx, rt_artifact("rt_broken_v5_state.so"), &m));
+	tbcrt_model_info info;
+	RT_OK(tbcrt_model_get_info(m, &info));
+	assert_int_equal(info.n_state, 0);
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_session_create(m, &s));
+	tbcrt_tensor t;
+	RT_ERR(tbcrt_session_state(s, 0, &t), TBCRT_ERR_INVALID_ARGUMENT, "state index 0 is out of range");
 	tbcrt_session_destroy(s);
 	tbcrt_model_destroy(m);
 }
@@ -589,6 +609,7 @@ int main(void) {
 		cmocka_unit_test(wrong_magic_is_not_a_tbc_artifact),
 		cmocka_unit_test(other_abi_version_is_refused),
 		cmocka_unit_test(load_time_init_is_checked_from_abi_5_on),
+		cmocka_unit_test(training_state_is_checked_from_abi_6_on),
 		cmocka_unit_test(other_target_triple_is_refused),
 		cmocka_unit_test(cpu_feature_the_host_lacks_is_refused),
 		cmocka_unit_test(embedded_weights_with_the_wrong_hash_are_refused),

@@ -455,7 +455,7 @@ static void malformed_device_tables_are_refused_at_load(void **state) {
 	assert_false(info.opencl_code);
 	tbcrt_model_destroy(model);
 	desc.abi_version = 1;
-	RT_ERR(tbcrt_model_from_descriptor(c, &desc, NULL, &model), TBCRT_ERR_ABI_VERSION, "versions 2 to 5");
+	RT_ERR(tbcrt_model_from_descriptor(c, &desc, NULL, &model), TBCRT_ERR_ABI_VERSION, "versions 2 to 6");
 	desc.abi_version = TBC_ABI_VERSION;
 	desc.device_code = w;
 	/* No CPU code and no device code: nothing to run. */
