@@ -254,6 +254,18 @@ static LLVMValueRef run_ptr(run_cx *r, int i) {
 	return r->ptrs[root];
 }
 
+/* After a kernel that can fail: return its status from fn when it is not 0. */
+static void return_if_failed(llvm_cx *c, LLVMValueRef fn, LLVMValueRef status) {
+	LLVMBuilderRef B = c->b;
+	LLVMValueRef st = LLVMBuildLoad2(B, c->i32, status, "");
+	LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, fn, "failed");
+	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, fn, "next");
+	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, st, LLVMConstInt(c->i32, 0, 0), ""), fail, next);
+	LLVMPositionBuilderAtEnd(B, fail);
+	LLVMBuildRet(B, st);
+	LLVMPositionBuilderAtEnd(B, next);
+}
+
 /* int32_t run(host, syms, inputs, outputs, arena, weights) */
 static LLVMValueRef emit_run(llvm_cx *c, const kir_program *p, LLVMValueRef *kernels, const char *name) {
 	LLVMTypeRef params[6] = {c->ptr, c->ptr, c->ptr, c->ptr, c->ptr, c->ptr};
@@ -346,15 +358,7 @@ static LLVMValueRef emit_run(llvm_cx *c, const kir_program *p, LLVMValueRef *ker
 		if (can_fail) args[n - 1] = status;
 		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
 		free(args);
-		if (can_fail) { /* stop at the first failed kernel: return its status */
-			LLVMValueRef st = LLVMBuildLoad2(B, c->i32, status, "");
-			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, fn, "failed");
-			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, fn, "next");
-			LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, st, LLVMConstInt(c->i32, 0, 0), ""), fail, next);
-			LLVMPositionBuilderAtEnd(B, fail);
-			LLVMBuildRet(B, st);
-			LLVMPositionBuilderAtEnd(B, next);
-		}
+		if (can_fail) return_if_failed(c, fn, status); /* stop at the first failed kernel */
 		if (computes_syms) run_refresh(&r); /* the computed symbols, as the kernel left them */
 	}
 	for (int i = 0; i < p->n_outputs; i++) run_ptr(&r, p->outputs[i]); /* an empty output no launch wrote */
@@ -404,15 +408,7 @@ static LLVMValueRef emit_init(llvm_cx *c, const kir_program *p, LLVMValueRef *ke
 		if (can_fail) args[n - 1] = status;
 		LLVMBuildCall2(B, LLVMGlobalGetValueType(kernels[l]), kernels[l], args, (unsigned)n, "");
 		free(args);
-		if (can_fail) {
-			LLVMValueRef st = LLVMBuildLoad2(B, c->i32, status, "");
-			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, fn, "failed");
-			LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, fn, "next");
-			LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, st, LLVMConstInt(c->i32, 0, 0), ""), fail, next);
-			LLVMPositionBuilderAtEnd(B, fail);
-			LLVMBuildRet(B, st);
-			LLVMPositionBuilderAtEnd(B, next);
-		}
+		if (can_fail) return_if_failed(c, fn, status);
 	}
 	LLVMBuildRet(B, LLVMConstInt(c->i32, 0, 0));
 	return fn;
