@@ -8,7 +8,8 @@
  * queued in order with If/Loop markers decided on the host, the symbols
  * read back after each kernel that stores them (shape kernels), so buffers
  * of data-dependent size are allocated once those are known; the status
- * word read after each kernel with checks; outputs read back at the end. */
+ * words (one per launch) read before the symbols are and at the end, not
+ * after every kernel with checks; outputs read back at the end. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,15 @@ struct tbcrt__dsession {
 	int64_t *at;         /* arena offset of a view; -1: a buffer of its own */
 	bool *placed;        /* this run */
 	int64_t *offsets;
-	tbcrt__buffer *syms, *status;
+	tbcrt__buffer *syms;
+	/* The status words: one slot per launch, `slot` bytes apart (the view
+	 * alignment), zero until a check of that launch fails (the kernel's
+	 * message number, set once); read when the host needs the run's state
+	 * (symbols read back, the run's end), not after every kernel. */
+	tbcrt__buffer *status;
+	tbcrt__buffer **status_views; /* per launch, made on its first use */
+	uint64_t slot;
+	bool status_dirty; /* a slot was seen set: zero them before the next run */
 	/* Profiling (tbcrt_session_set_profiling): per kernel of the table, its
 	 * launches and their device milliseconds over the runs since it was
 	 * turned on; the marks of the run in progress, two per launch. */
@@ -236,6 +245,8 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 			tbcrt__buffer_free(s->buf[i]);
 	tbcrt__buffer_free(s->arena);
 	tbcrt__buffer_free(s->syms);
+	for (uint32_t l = 0; s->status_views && l < s->t->n_launches; l++) tbcrt__buffer_free(s->status_views[l]);
+	tbcrt__free(c, s->status_views);
 	tbcrt__buffer_free(s->status);
 	tbcrt__free(c, s->buf);
 	tbcrt__free(c, s->cap);
@@ -282,7 +293,12 @@ tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dse
 	}
 	for (uint32_t i = 0; i < n; i++) ds->at[i] = -1;
 	s = tbcrt__buffer_alloc(d, (uint64_t)(t->n_syms ? t->n_syms : 1) * 8, &ds->syms);
-	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, sizeof(int32_t), &ds->status);
+	uint32_t nl = t->n_launches ? t->n_launches : 1;
+	ds->slot = align_of(d);
+	ds->status_views = tbcrt__calloc(c, nl, sizeof *ds->status_views);
+	if (!ds->status_views) s = tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, (uint64_t)nl * ds->slot, &ds->status);
+	ds->status_dirty = true; /* zeroed before the first run */
 	if (s.code != TBCRT_OK) {
 		tbcrt__dsession_destroy(ds);
 		return s;
@@ -346,7 +362,37 @@ typedef struct run {
 	int64_t *syms;
 	const void *const *in;
 	bool syms_dirty;
+	bool checks_pending; /* a kernel with checks ran since the status words were read */
 } run;
+
+/* Reads the status words when a kernel with checks ran since they were
+ * last read: the first launch (in table order) whose check failed fails
+ * the run with its kernel's message.  A failed check does not stop its
+ * kernel or the ones queued after it (their indices are clamped: nothing
+ * reads or writes outside a buffer), so the host looks before it uses
+ * anything the device computed. */
+static tbcrt_status check_status(run *x) {
+	tbcrt__dsession *s = x->s;
+	const tbcrt__dtable *t = s->t;
+	if (!x->checks_pending) return tbcrt__ok();
+	x->checks_pending = false;
+	uint64_t bytes = (uint64_t)(t->n_launches ? t->n_launches : 1) * s->slot;
+	uint8_t *words = tbcrt__calloc(s->m->context, 1, (size_t)bytes);
+	if (!words) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+	tbcrt_status st = tbcrt__buffer_read(s->status, 0, words, bytes);
+	for (uint32_t l = 0; st.code == TBCRT_OK && l < t->n_launches; l++) {
+		int32_t code;
+		memcpy(&code, words + (uint64_t)l * s->slot, sizeof code);
+		if (!code) continue;
+		const tbcrt__dkernel *k = &t->kernels[t->launches[l].kernel];
+		s->status_dirty = true;
+		st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed in kernel %s: %s", s->m->name, k->name,
+				code > 0 && (uint32_t)code <= k->n_messages ? k->messages[code - 1]
+									    : "(a check the kernel does not have)");
+	}
+	tbcrt__free(s->m->context, words);
+	return st;
+}
 
 static void drop(tbcrt__dsession *s, uint32_t r) {
 	tbcrt__buffer_free(s->buf[r]);
@@ -522,7 +568,13 @@ static tbcrt_status launch(run *x, uint32_t l) {
 		sizes[j] = x->syms[la->syms[j]];
 		args[n++] = (tbcrt__arg){TBCRT__ARG_SCALAR, NULL, &sizes[j], sizeof sizes[j]};
 	}
-	if (k->n_messages) args[n++] = (tbcrt__arg){TBCRT__ARG_BUFFER, s->status, NULL, 0};
+	if (k->n_messages) {
+		if (!s->status_views[l]) {
+			tbcrt_status st = tbcrt__buffer_view(s->status, (uint64_t)l * s->slot, s->slot, &s->status_views[l]);
+			if (st.code != TBCRT_OK) return st;
+		}
+		args[n++] = (tbcrt__arg){TBCRT__ARG_BUFFER, s->status_views[l], NULL, 0};
+	}
 	/* Every buffer holds what the kernel may touch at these sizes: the
 	 * table's bindings cannot make a kernel reach past a buffer. */
 	for (uint32_t a = 0; a < k->n_buffers; a++) {
@@ -556,16 +608,11 @@ static tbcrt_status launch(run *x, uint32_t l) {
 	}
 	tbcrt__event_free(start);
 	if (st.code != TBCRT_OK) return st;
-	if (k->n_messages) {
-		int32_t code = 0;
-		if ((st = tbcrt__buffer_read(s->status, 0, &code, sizeof code)).code != TBCRT_OK) return st;
-		if (code)
-			return tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' failed in kernel %s: %s", s->m->name, k->name,
-					  code > 0 && (uint32_t)code <= k->n_messages ? k->messages[code - 1]
-										      : "(a check the kernel does not have)");
-	}
-	if (stores_syms) /* a shape kernel: the host sizes what follows */
+	x->checks_pending |= k->n_messages != 0;
+	if (stores_syms) { /* a shape kernel: the host sizes what follows, from sizes no check refused */
+		if ((st = check_status(x)).code != TBCRT_OK) return st;
 		st = tbcrt__buffer_read(s->syms, 0, x->syms, (uint64_t)t->n_syms * 8);
+	}
 	return st;
 }
 
@@ -624,9 +671,17 @@ tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *
 			s->buf[i] = NULL; /* not the session's: placed again */
 	}
 	run x = {.s = s, .syms = syms, .in = in, .syms_dirty = true};
-	int32_t zero = 0;
-	tbcrt_status st = tbcrt__buffer_write(s->status, 0, &zero, sizeof zero);
+	tbcrt_status st = tbcrt__ok();
+	if (s->status_dirty) { /* a check failed in an earlier run (or none ran yet): every slot to 0 */
+		uint64_t bytes = (uint64_t)(t->n_launches ? t->n_launches : 1) * s->slot;
+		void *zeros = tbcrt__calloc(s->m->context, 1, (size_t)bytes);
+		st = zeros ? tbcrt__buffer_write(s->status, 0, zeros, bytes) : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
+		tbcrt__free(s->m->context, zeros);
+		if (st.code == TBCRT_OK) s->status_dirty = false;
+	}
 	if (st.code == TBCRT_OK) st = walk(&x);
+	if (st.code == TBCRT_OK) st = check_status(&x); /* before any output is read */
+	if (x.checks_pending) s->status_dirty = true; /* failed before reading them: they may hold a code */
 	for (uint32_t o = 0; st.code == TBCRT_OK && o < t->n_outputs; o++) {
 		uint32_t r = (uint32_t)t->outputs[o];
 		const tbcrt__dbuf *b = &t->bufs[r];
