@@ -210,6 +210,43 @@ static void a_model_has_no_state(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* Three steps of session s beside the interpreter running module m on in
+ * (the inputs, the state as it starts; out: scratch of the outputs'
+ * count): the loss and every state within atol + rtol * |want| at each
+ * step, the interpreter fed back the state it wrote, as the session keeps
+ * its own. */
+static void steps_match_the_interpreter(tbc_module *m, tbcrt_session *s, tbc_tensor **in, tbc_tensor **out, float atol,
+					float rtol, tbc_diags *d) {
+	tbc_graph *g = m->main;
+	for (int step = 0; step < 3; step++) {
+		assert_int_equal(tbc_interpret(m, in, (size_t)g->n_inputs, out, (size_t)g->n_outputs, d), TBC_OK);
+		RT_OK(tbcrt_session_run(s));
+		tbcrt_tensor lt;
+		RT_OK(tbcrt_session_output(s, 0, &lt));
+		float want_loss = *(const float *)out[0]->data, got_loss = *(const float *)lt.data;
+		if (!(fabsf(got_loss - want_loss) <= atol + rtol * fabsf(want_loss)))
+			fail_msg("step %d: loss %.9g, the interpreter %.9g", step, got_loss, want_loss);
+		for (int k = 0; k < m->n_state; k++) {
+			tbcrt_tensor st;
+			RT_OK(tbcrt_session_state(s, (uint32_t)k, &st));
+			const tbc_tensor *want = out[m->state[k].output];
+			for (int64_t i = 0; i < want->numel; i++) {
+				float a = ((const float *)st.data)[i], b = ((const float *)want->data)[i];
+				if (!(fabsf(a - b) <= atol + rtol * fabsf(b)))
+					fail_msg("step %d: state %s[%lld] = %.9g, the interpreter %.9g", step,
+						 g->inputs[m->state[k].input]->name, (long long)i, a, b);
+			}
+			tbc_tensor_destroy(in[m->state[k].input]);
+			in[m->state[k].input] = out[m->state[k].output];
+			out[m->state[k].output] = NULL;
+		}
+		for (int i = 0; i < g->n_outputs; i++) {
+			tbc_tensor_destroy(out[i]);
+			out[i] = NULL;
+		}
+	}
+}
+
 /* A small CNN (Conv, Relu, MaxPool, a depthwise Conv, AveragePool,
  * Flatten, Gemm) with cross-entropy and AdamW: three compiled steps against
  * the same step run by the reference interpreter (whose every rule is
@@ -299,33 +336,7 @@ static void cnn_adamw_steps_compiled_match_the_interpreter(void **state) {
 		if (!m->state[k].init) memset(t->data, 0, (size_t)t->numel * tbc_dtype_size(t->dtype));
 		in[m->state[k].input] = t;
 	}
-	for (int step = 0; step < 3; step++) {
-		assert_int_equal(tbc_interpret(m, in, (size_t)g->n_inputs, out, (size_t)g->n_outputs, d), TBC_OK);
-		RT_OK(tbcrt_session_run(s));
-		tbcrt_tensor lt;
-		RT_OK(tbcrt_session_output(s, 0, &lt));
-		float want_loss = *(const float *)out[0]->data, got_loss = *(const float *)lt.data;
-		if (!(fabsf(got_loss - want_loss) <= 1e-5f + 1e-4f * fabsf(want_loss)))
-			fail_msg("step %d: loss %.9g, the interpreter %.9g", step, got_loss, want_loss);
-		for (int k = 0; k < m->n_state; k++) {
-			tbcrt_tensor st;
-			RT_OK(tbcrt_session_state(s, (uint32_t)k, &st));
-			const tbc_tensor *want = out[m->state[k].output];
-			for (int64_t i = 0; i < want->numel; i++) {
-				float a = ((const float *)st.data)[i], b = ((const float *)want->data)[i];
-				if (!(fabsf(a - b) <= 1e-5f + 1e-4f * fabsf(b)))
-					fail_msg("step %d: state %s[%lld] = %.9g, the interpreter %.9g", step,
-						 g->inputs[m->state[k].input]->name, (long long)i, a, b);
-			}
-			tbc_tensor_destroy(in[m->state[k].input]); /* the next step starts from what this one wrote */
-			in[m->state[k].input] = out[m->state[k].output];
-			out[m->state[k].output] = NULL;
-		}
-		for (int i = 0; i < g->n_outputs; i++) {
-			tbc_tensor_destroy(out[i]);
-			out[i] = NULL;
-		}
-	}
+	steps_match_the_interpreter(m, s, in, out, 1e-5f, 1e-4f, d);
 	for (int i = 0; i < g->n_inputs; i++) tbc_tensor_destroy(in[i]);
 	tbcrt_session_destroy(s);
 	tbcrt_model_destroy(model);
@@ -413,33 +424,7 @@ static void expand_steps_match_the_interpreter(const char *trainable, uint64_t *
 		assert_non_null(m->state[k].init); /* SGD: the weights alone */
 		in[m->state[k].input] = tbc_tensor_clone(m->state[k].init);
 	}
-	for (int step = 0; step < 3; step++) {
-		assert_int_equal(tbc_interpret(m, in, (size_t)g->n_inputs, out, (size_t)g->n_outputs, d), TBC_OK);
-		RT_OK(tbcrt_session_run(s));
-		tbcrt_tensor lt;
-		RT_OK(tbcrt_session_output(s, 0, &lt));
-		float want_loss = *(const float *)out[0]->data, got_loss = *(const float *)lt.data;
-		if (!(fabsf(got_loss - want_loss) <= 1e-4f + 1e-3f * fabsf(want_loss)))
-			fail_msg("step %d: loss %.9g, the interpreter %.9g", step, got_loss, want_loss);
-		for (int k = 0; k < m->n_state; k++) {
-			tbcrt_tensor st;
-			RT_OK(tbcrt_session_state(s, (uint32_t)k, &st));
-			const tbc_tensor *want = out[m->state[k].output];
-			for (int64_t i = 0; i < want->numel; i++) {
-				float a = ((const float *)st.data)[i], b = ((const float *)want->data)[i];
-				if (!(fabsf(a - b) <= 1e-4f + 1e-3f * fabsf(b)))
-					fail_msg("step %d: state %s[%lld] = %.9g, the interpreter %.9g", step,
-						 g->inputs[m->state[k].input]->name, (long long)i, a, b);
-			}
-			tbc_tensor_destroy(in[m->state[k].input]);
-			in[m->state[k].input] = out[m->state[k].output];
-			out[m->state[k].output] = NULL;
-		}
-		for (int i = 0; i < g->n_outputs; i++) {
-			tbc_tensor_destroy(out[i]);
-			out[i] = NULL;
-		}
-	}
+	steps_match_the_interpreter(m, s, in, out, 1e-4f, 1e-3f, d);
 	RT_OK(tbcrt_session_get_stats(s, &stats));
 	assert_int_equal(stats.init_runs, info.load_time_bytes ? 1 : 0); /* once, not per step */
 	assert_int_equal(stats.runs, 3);
