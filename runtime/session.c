@@ -634,7 +634,7 @@ static tbcrt_status state_slot_of(tbcrt_session *s, uint32_t index, const char *
 tbcrt_status tbcrt_session_state(tbcrt_session *s, uint32_t index, tbcrt_tensor *out_tensor) {
 	if (!out_tensor) return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "tbcrt_session_state: out_tensor is NULL");
 	memset(out_tensor, 0, sizeof *out_tensor);
-	state_slot *st;
+	state_slot *st = NULL;
 	tbcrt_status r = state_slot_of(s, index, "tbcrt_session_state", &st);
 	if (r.code != TBCRT_OK) return r;
 	const tbcrt__tensor *t = &s->model->inputs[s->model->state[index].input];
@@ -647,7 +647,7 @@ tbcrt_status tbcrt_session_state(tbcrt_session *s, uint32_t index, tbcrt_tensor 
 }
 
 tbcrt_status tbcrt_session_set_state(tbcrt_session *s, uint32_t index, const void *data, size_t bytes) {
-	state_slot *st;
+	state_slot *st = NULL;
 	tbcrt_status r = state_slot_of(s, index, "tbcrt_session_set_state", &st);
 	if (r.code != TBCRT_OK) return r;
 	const char *name = s->model->inputs[s->model->state[index].input].name;
