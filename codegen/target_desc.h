@@ -52,8 +52,9 @@ tbc_target_desc tbc_target_desc_cpu_default(void);
 /* An OpenCL 1.2 device about which nothing more is known at compile time:
  * the 32 KiB of local memory OpenCL 1.2 guarantees every non-custom device,
  * groups of 64 items (every GPU and CPU driver takes more; the runtime
- * checks the device's limit when it loads the program), no fp16, and fp64,
- * which printed kernels use to convert narrow floats (docs/opencl.md). */
+ * checks the device's limit when it loads the program), no fp16, and fp64
+ * where the device has it: printed kernels that compute in double have a
+ * float variant for devices without (docs/opencl.md). */
 tbc_target_desc tbc_target_desc_opencl_default(void);
 
 /* An NVIDIA GPU of compute capability sm / 10 (75 .. 90; docs/gpu.md):

@@ -3,8 +3,10 @@
  * Values keep the evaluator's representation (codegen/kir/kir_eval.c): integers
  * in their C type and wrapped to their width after every operation, bool as
  * int 0/1, f32 and f64 as float and double, narrow floats (f16, bf16,
- * float8, float4) as their bits, decoded to double for a cast and encoded
- * back through the preamble's functions, which are ir/dtype.c's.  So a
+ * float8, float4) as their bits, decoded to the preamble's tbc_wide (double,
+ * or float on a device without fp64) for a cast and encoded back through
+ * the preamble's functions, which are ir/dtype.c's.  A kernel that computes
+ * float64 is guarded by #error where the device has no fp64.  So a
  * kernel computes what the evaluator and the CPU target compute, up to the
  * device's math functions.
  *
@@ -33,6 +35,8 @@ typedef struct printer {
 	FILE *f;
 	tbc_diags *d;
 	bool failed;
+	bool f64;    /* the kernel computes float64 */
+	bool demote; /* print float64 values as float (a device without fp64) */
 	const tbc_dev_plan *plan; /* how loops map to work-items, the checks' numbers */
 } printer;
 
@@ -48,6 +52,10 @@ __attribute__((format(printf, 2, 3))) static void fail(printer *p, const char *f
 }
 
 static int bits_of(tbc_dtype t) { return t == KIR_INDEX ? 64 : tbc_dtype_bits(t); }
+
+/* The type a value of type t is computed in: float64 as float when
+ * demoting. */
+static tbc_dtype ty(const printer *p, tbc_dtype t) { return p->demote && t == TBC_DT_F64 ? TBC_DT_F32 : t; }
 
 /* The C type a value of type t is held in. */
 static const char *ctype(tbc_dtype t) {
@@ -133,7 +141,7 @@ static void int_const(printer *p, tbc_dtype t, int64_t v) {
 }
 
 static void load(printer *p, const kir_expr *e) {
-	tbc_dtype t = e->buf->dtype;
+	tbc_dtype t = ty(p, e->buf->dtype);
 	fprintf(p->f, "((%s)", ctype(t));
 	if (t == TBC_DT_BOOL) fputc('(', p->f);
 	fprintf(p->f, "%c%d[", e->buf->space == KIR_MEM_LOCAL ? 'l' : 'b', e->buf->id);
@@ -158,7 +166,7 @@ static const char *float_unop(kir_unop op) {
 }
 
 static void unary(printer *p, const kir_expr *e) {
-	tbc_dtype t = e->a->type;
+	tbc_dtype t = ty(p, e->a->type);
 	kir_unop op = (kir_unop)e->op;
 	if (op == KIR_ISNAN || op == KIR_ISINF) {
 		if (!kir_type_is_float(t) || kir_type_is_narrow_float(t)) return fail(p, "%s of %s", kir_unop_name(op), kir_type_name(t));
@@ -196,7 +204,7 @@ static void unary(printer *p, const kir_expr *e) {
 }
 
 static void binary(printer *p, const kir_expr *e) {
-	tbc_dtype t = e->a->type;
+	tbc_dtype t = ty(p, e->a->type);
 	kir_binop op = (kir_binop)e->op;
 	const kir_expr *a = e->a, *b = e->b;
 	if (kir_type_is_float(t)) {
@@ -219,13 +227,7 @@ static void binary(printer *p, const kir_expr *e) {
 			fprintf(p->f, ", ");
 			expr(p, b);
 			fputc(')', p->f);
-		} else if (op == KIR_FLOORDIV || op == KIR_FLOORMOD) { /* in double, as the evaluator */
-			fprintf(p->f, "((%s)%s((double)(", ctype(t), op == KIR_FLOORDIV ? "tbc_floordiv_f" : "tbc_floormod_f");
-			expr(p, a);
-			fprintf(p->f, "), (double)(");
-			expr(p, b);
-			fprintf(p->f, ")))");
-		} else {
+		} else { /* floor division and modulo are index math (kir_verify) */
 			return fail(p, "%s of floats", kir_binop_name(op));
 		}
 		return;
@@ -296,26 +298,26 @@ static void compare(printer *p, const kir_expr *e) {
 	fputc(')', p->f);
 }
 
-/* A value of type from as double (a narrow float decoded). */
-static void as_double(printer *p, const kir_expr *a) {
+/* A value as the preamble's tbc_wide (a narrow float decoded). */
+static void as_wide(printer *p, const kir_expr *a) {
 	tbc_dtype t = a->type;
 	if (t == TBC_DT_BF16) fprintf(p->f, "tbc_from_bf16(");
 	else if (t == TBC_DT_F8E8M0) fprintf(p->f, "tbc_from_e8m0(");
 	else if (kir_type_is_narrow_float(t)) fprintf(p->f, "tbc_decode(%d, ", narrow_id(t));
-	else fprintf(p->f, "(double)(");
+	else fprintf(p->f, "(tbc_wide)(");
 	expr(p, a);
 	fputc(')', p->f);
 }
 
 /* ONNX Cast semantics, as the evaluator: through the target type's store. */
 static void cast(printer *p, const kir_expr *e) {
-	tbc_dtype from = e->a->type, to = e->type;
+	tbc_dtype from = ty(p, e->a->type), to = ty(p, e->type);
 	bool saturate = e->op != KIR_CAST_NO_SATURATE;
 	if (kir_type_is_narrow_float(to)) {
 		if (to == TBC_DT_BF16) fprintf(p->f, "tbc_to_bf16(");
 		else if (to == TBC_DT_F8E8M0) fprintf(p->f, "tbc_to_e8m0(");
 		else fprintf(p->f, "((%s)tbc_encode(%d, ", ctype(to), narrow_id(to));
-		as_double(p, e->a);
+		as_wide(p, e->a);
 		if (to == TBC_DT_F8E8M0) fprintf(p->f, ", %d)", saturate);
 		/* As ir/dtype.c stores: float16 never saturates, float4e2m1 always does. */
 		else if (to != TBC_DT_BF16) fprintf(p->f, ", %d))", to == TBC_DT_F16 ? 0 : saturate || to == TBC_DT_F4E2M1);
@@ -324,14 +326,14 @@ static void cast(printer *p, const kir_expr *e) {
 	}
 	if (kir_type_is_float(to)) { /* f32, f64 */
 		fprintf(p->f, "((%s)", ctype(to));
-		if (kir_type_is_narrow_float(from) || (e->op == KIR_CAST_NO_SATURATE && !kir_type_is_float(from))) as_double(p, e->a);
+		if (kir_type_is_narrow_float(from) || (e->op == KIR_CAST_NO_SATURATE && !kir_type_is_float(from))) as_wide(p, e->a);
 		else expr(p, e->a);
 		fputc(')', p->f);
 		return;
 	}
 	if (to == TBC_DT_BOOL) { /* NaN is true */
 		fprintf(p->f, "(!(");
-		if (kir_type_is_narrow_float(from)) as_double(p, e->a);
+		if (kir_type_is_narrow_float(from)) as_wide(p, e->a);
 		else expr(p, e->a);
 		fprintf(p->f, " == 0))");
 		return;
@@ -340,7 +342,7 @@ static void cast(printer *p, const kir_expr *e) {
 	wrap_open(p, to);
 	if (kir_type_is_float(from) || (e->op == KIR_CAST_NO_SATURATE)) {
 		fprintf(p->f, to == TBC_DT_U64 ? "tbc_f2u(" : "tbc_f2i(trunc(");
-		as_double(p, e->a);
+		as_wide(p, e->a);
 		fprintf(p->f, to == TBC_DT_U64 ? ")" : "))");
 	} else {
 		fprintf(p->f, "(%s)(", kir_type_is_unsigned(from) ? "ulong" : "long");
@@ -352,9 +354,10 @@ static void cast(printer *p, const kir_expr *e) {
 
 static void expr(printer *p, const kir_expr *e) {
 	if (p->failed) return;
+	p->f64 |= e->type == TBC_DT_F64;
 	switch (e->kind) {
 	case KIR_E_INT: int_const(p, e->type, e->i); return;
-	case KIR_E_FLOAT: float_const(p, e->type, e->f); return;
+	case KIR_E_FLOAT: float_const(p, ty(p, e->type), e->f); return;
 	case KIR_E_VAR: var_name(p, e->var); return;
 	case KIR_E_SIZE: fprintf(p->f, "s%d", e->size); return;
 	case KIR_E_LOAD: load(p, e); return;
@@ -380,7 +383,7 @@ static void indent(printer *p, int depth) {
 }
 
 static void store_value(printer *p, const kir_stmt *s) {
-	tbc_dtype t = s->buf->dtype;
+	tbc_dtype t = ty(p, s->buf->dtype);
 	fprintf(p->f, "%c%d[", s->buf->space == KIR_MEM_LOCAL ? 'l' : 'b', s->buf->id);
 	expr(p, s->index);
 	fprintf(p->f, "] = ");
@@ -455,55 +458,94 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 	}
 }
 
-bool tbc_ocl_print_planned(const kir_kernel *k, const char *fn_name, const tbc_dev_plan *plan, char **out_source,
-			   tbc_diags *d) {
-	*out_source = NULL;
-	char *text = NULL;
+/* The kernel's body (its locals, variables and statements) into *out
+ * (malloc'd). */
+static bool print_body(printer *p, char **out) {
+	const kir_kernel *k = p->k;
 	size_t size = 0;
-	printer pr = {.k = k, .d = d, .plan = plan};
-	printer *p = &pr;
-	p->f = open_memstream(&text, &size);
+	*out = NULL;
+	p->f = open_memstream(out, &size);
 	if (!p->f) {
-		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
+		fail(p, "out of memory");
 		return false;
 	}
-	bool grouped = plan->shape == TBC_DEV_GROUPS;
-	fprintf(p->f, "/* %s */\n__kernel ", k->name);
-	if (grouped)
-		fprintf(p->f, "__attribute__((reqd_work_group_size(%" PRId64 ", %" PRId64 ", %" PRId64 "))) ", k->group[0],
-			k->group[1], k->group[2]);
-	fprintf(p->f, "void %s(", fn_name);
-	for (int b = 0; b < k->n_buffers; b++) {
-		const kir_buffer *kb = k->buffers[b];
-		const char *mt = mtype(kb->dtype);
-		if (!mt) fail(p, "buffer %s of type %s", kb->name, kir_type_name(kb->dtype));
-		bool ro = kb->role == KIR_BUF_INPUT || kb->role == KIR_BUF_CONST;
-		fprintf(p->f, "%s__global %s%s *b%d /* %s */", b ? ", " : "", ro ? "const " : "", mt ? mt : "void", b, kb->name);
-	}
-	for (int s = 0; s < k->n_sizes; s++) fprintf(p->f, "%slong s%d /* %s */", k->n_buffers + s ? ", " : "", s, k->size_names[s]);
-	if (plan->can_fail) fprintf(p->f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
-	if (!k->n_buffers && !k->n_sizes && !plan->can_fail) fprintf(p->f, "void");
-	fprintf(p->f, ") {\n");
-	if (plan->shape == TBC_DEV_SINGLE) fprintf(p->f, "\tif (get_global_id(0) != 0) return;\n");
 	for (int b = 0; b < k->n_locals; b++) { /* OpenCL C 1.2: __local variables at kernel scope */
 		const kir_buffer *lb = k->locals[b];
 		int64_t n = 1;
 		for (int d = 0; d < lb->rank; d++) n *= lb->dims[d]->i;
-		fprintf(p->f, "\t__local %s l%d[%" PRId64 "]; /* %s */\n", mtype(lb->dtype), b, n, lb->name);
+		p->f64 |= lb->dtype == TBC_DT_F64;
+		fprintf(p->f, "\t__local %s l%d[%" PRId64 "]; /* %s */\n", mtype(ty(p, lb->dtype)), b, n, lb->name);
 	}
 	for (int v = 0; v < k->n_vars; v++) {
 		const kir_var *var = k->vars[v];
-		const char *ct = ctype(var->type);
+		const char *ct = ctype(ty(p, var->type));
+		p->f64 |= var->type == TBC_DT_F64;
 		if (!ct) fail(p, "variable %s of type %s", var->name, kir_type_name(var->type));
 		fprintf(p->f, "\t%s ", ct ? ct : "void");
 		var_name(p, var);
 		fprintf(p->f, ";\n");
 	}
 	stmts(p, k->body, 1);
-	fprintf(p->f, "}\n");
-	fclose(p->f);
-	if (p->failed) {
+	if (fclose(p->f) != 0) fail(p, "out of memory");
+	p->f = NULL;
+	return !p->failed;
+}
+
+/* A kernel whose buffers hold no float64 but that computes in float64 (the
+ * sums and intermediate values lowering keeps in double, as the
+ * interpreter) is printed twice: as written where the device has fp64, and
+ * with those values in float where it has not (docs/opencl.md, "Devices
+ * without fp64").  A float64 buffer needs fp64: its kernel is an #error
+ * there, which the build log shows with the kernel's name. */
+bool tbc_ocl_print_planned(const kir_kernel *k, const char *fn_name, const tbc_dev_plan *plan, char **out_source,
+			   tbc_diags *d) {
+	*out_source = NULL;
+	printer pr = {.k = k, .d = d, .plan = plan};
+	printer *p = &pr;
+	bool f64_buffers = false;
+	for (int b = 0; b < k->n_buffers; b++) {
+		const kir_buffer *kb = k->buffers[b];
+		if (!mtype(kb->dtype)) fail(p, "buffer %s of type %s", kb->name, kir_type_name(kb->dtype));
+		f64_buffers |= kb->dtype == TBC_DT_F64;
+	}
+	char *body = NULL, *demoted = NULL, *text = NULL;
+	if (!p->failed && print_body(p, &body) && p->f64 && !f64_buffers) {
+		p->demote = true;
+		print_body(p, &demoted);
+	}
+	size_t size = 0;
+	FILE *f = p->failed ? NULL : open_memstream(&text, &size);
+	if (f) {
+		if (f64_buffers)
+			fprintf(f, "#ifndef TBC_HAS_FP64\n#error \"kernel %s computes float64, and this OpenCL device has no "
+				   "cl_khr_fp64\"\n#else\n", fn_name);
+		fprintf(f, "/* %s */\n__kernel ", k->name);
+		if (plan->shape == TBC_DEV_GROUPS)
+			fprintf(f, "__attribute__((reqd_work_group_size(%" PRId64 ", %" PRId64 ", %" PRId64 "))) ",
+				k->group[0], k->group[1], k->group[2]);
+		fprintf(f, "void %s(", fn_name);
+		for (int b = 0; b < k->n_buffers; b++) {
+			const kir_buffer *kb = k->buffers[b];
+			bool ro = kb->role == KIR_BUF_INPUT || kb->role == KIR_BUF_CONST;
+			fprintf(f, "%s__global %s%s *b%d /* %s */", b ? ", " : "", ro ? "const " : "", mtype(kb->dtype), b,
+				kb->name);
+		}
+		for (int s = 0; s < k->n_sizes; s++) fprintf(f, "%slong s%d /* %s */", k->n_buffers + s ? ", " : "", s, k->size_names[s]);
+		if (plan->can_fail) fprintf(f, "%s__global int *status", k->n_buffers + k->n_sizes ? ", " : "");
+		if (!k->n_buffers && !k->n_sizes && !plan->can_fail) fprintf(f, "void");
+		fprintf(f, ") {\n");
+		if (plan->shape == TBC_DEV_SINGLE) fprintf(f, "\tif (get_global_id(0) != 0) return;\n");
+		if (demoted) fprintf(f, "#ifdef TBC_HAS_FP64\n%s#else /* float64 values as float */\n%s#endif\n", body, demoted);
+		else fputs(body, f);
+		fprintf(f, "}\n");
+		if (f64_buffers) fprintf(f, "#endif\n");
+	}
+	bool ok = f && fclose(f) == 0;
+	free(body);
+	free(demoted);
+	if (!ok) {
 		free(text);
+		if (!p->failed) fail(p, "out of memory");
 		return false;
 	}
 	*out_source = text;

@@ -2,12 +2,26 @@
  * semantics of kernel IR where C leaves a case undefined (codegen/kir/kir_sem.h)
  * and the narrow float formats (ir/dtype.c), written the same way so every
  * target computes the same values.  Narrow floats travel as their bits
- * (ushort, uchar) and are decoded to and encoded from double. */
+ * (ushort, uchar) and are decoded to and encoded from tbc_wide: double where
+ * the device has cl_khr_fp64, float otherwise.  Every narrow format's value
+ * is a float, and a float rounds to a narrow format in float arithmetic
+ * exactly as in double, so a model without float64 tensors computes the same
+ * bits either way (docs/opencl.md, "Devices without fp64").  A kernel that
+ * computes float64 itself says so with #error where fp64 is missing.
+ * TBC_NO_FP64 (a build option) takes the float path on any device: the tests
+ * use it to run that path on PoCL. */
+#if defined(cl_khr_fp64) && !defined(TBC_NO_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define TBC_HAS_FP64 1
+typedef double tbc_wide;
+#define TBC_NAN as_double(0x7ff8000000000000UL)
+#else
+typedef float tbc_wide;
+#define TBC_NAN as_float(0x7fc00000u)
+#endif
 #pragma OPENCL FP_CONTRACT OFF
 
 /* The quiet NaN C's NAN is (OpenCL's NAN may carry another payload). */
-#define TBC_NAN as_double(0x7ff8000000000000UL)
 #define TBC_NANF as_float(0x7fc00000u)
 
 /* ---- Integers --------------------------------------------------------------*/
@@ -59,16 +73,16 @@ inline long tbc_abs_i(long a) { return a < 0 ? (long)(0UL - (ulong)a) : a; }
 inline long tbc_sign_i(long a) { return (a > 0) - (a < 0); }
 
 /* Float to integer truncates; NaN is 0, out of range clamps to 64 bits. */
-inline long tbc_f2i(double d) {
+inline long tbc_f2i(tbc_wide d) {
 	if (isnan(d)) return 0;
-	if (d >= 9223372036854775808.0) return 0x7fffffffffffffffL;
-	if (d <= -9223372036854775808.0) return (long)0x8000000000000000UL;
+	if (d >= 9223372036854775808.0f) return 0x7fffffffffffffffL;
+	if (d <= -9223372036854775808.0f) return (long)0x8000000000000000UL;
 	return (long)d;
 }
-inline ulong tbc_f2u(double d) {
+inline ulong tbc_f2u(tbc_wide d) {
 	d = trunc(d);
-	if (d >= 18446744073709551616.0) return 0xffffffffffffffffUL;
-	if (d >= 9223372036854775808.0) return (ulong)d;
+	if (d >= 18446744073709551616.0f) return 0xffffffffffffffffUL;
+	if (d >= 9223372036854775808.0f) return (ulong)d;
 	return (ulong)tbc_f2i(d);
 }
 
@@ -85,12 +99,12 @@ inline ulong tbc_f2u(double d) {
 		if (x == y) return signbit(x) ? y : x;                  \
 		return x > y ? x : y;                                   \
 	}
-TBC_MIN_MAX(double, , TBC_NAN)
 TBC_MIN_MAX(float, f, TBC_NANF)
-inline double tbc_floordiv_f(double x, double y) { return floor(x / y); }
-inline double tbc_floormod_f(double x, double y) { return x - floor(x / y) * y; }
-inline double tbc_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
 inline float tbc_signf(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
+#ifdef TBC_HAS_FP64
+TBC_MIN_MAX(double, , TBC_NAN)
+inline double tbc_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+#endif
 
 /* ---- Narrow float formats (ir/dtype.c's fmt, encode and decode) ------------*/
 #define TBC_NAN_SIGNED 0
@@ -98,7 +112,7 @@ inline float tbc_signf(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
 #define TBC_NAN_NONE_E2M1 2
 typedef struct tbc_fmt {
 	int ebits, mbits, bias, emin;
-	double max;
+	tbc_wide max;
 	int has_inf, nan;
 	uint nan_code, inf_code;
 } tbc_fmt;
@@ -106,18 +120,18 @@ typedef struct tbc_fmt {
 inline tbc_fmt tbc_format(int which) {
 	tbc_fmt f;
 	switch (which) {
-	case 10: f = (tbc_fmt){5, 10, 15, -14, 65504.0, 1, TBC_NAN_SIGNED, 0x7e00, 0x7c00}; break;
-	case 16: f = (tbc_fmt){8, 7, 127, -126, 3.38953138925153547590470800371487866880e38, 1, TBC_NAN_SIGNED, 0x7fc0, 0x7f80}; break;
-	case 17: f = (tbc_fmt){4, 3, 7, -6, 448.0, 0, TBC_NAN_SIGNED, 0x7f, 0}; break;
-	case 18: f = (tbc_fmt){4, 3, 8, -7, 240.0, 0, TBC_NAN_0X80, 0x80, 0}; break;
-	case 19: f = (tbc_fmt){5, 2, 15, -14, 57344.0, 1, TBC_NAN_SIGNED, 0x7e, 0x7c}; break;
-	case 20: f = (tbc_fmt){5, 2, 16, -15, 57344.0, 0, TBC_NAN_0X80, 0x80, 0}; break;
-	default: f = (tbc_fmt){2, 1, 1, 0, 6.0, 0, TBC_NAN_NONE_E2M1, 0, 0}; break; /* 23: float4e2m1 */
+	case 10: f = (tbc_fmt){5, 10, 15, -14, 65504.0f, 1, TBC_NAN_SIGNED, 0x7e00, 0x7c00}; break;
+	case 16: f = (tbc_fmt){8, 7, 127, -126, 3.38953139e38f, 1, TBC_NAN_SIGNED, 0x7fc0, 0x7f80}; break;
+	case 17: f = (tbc_fmt){4, 3, 7, -6, 448.0f, 0, TBC_NAN_SIGNED, 0x7f, 0}; break;
+	case 18: f = (tbc_fmt){4, 3, 8, -7, 240.0f, 0, TBC_NAN_0X80, 0x80, 0}; break;
+	case 19: f = (tbc_fmt){5, 2, 15, -14, 57344.0f, 1, TBC_NAN_SIGNED, 0x7e, 0x7c}; break;
+	case 20: f = (tbc_fmt){5, 2, 16, -15, 57344.0f, 0, TBC_NAN_0X80, 0x80, 0}; break;
+	default: f = (tbc_fmt){2, 1, 1, 0, 6.0f, 0, TBC_NAN_NONE_E2M1, 0, 0}; break; /* 23: float4e2m1 */
 	}
 	return f;
 }
 
-inline double tbc_decode(int which, uint bits) {
+inline tbc_wide tbc_decode(int which, uint bits) {
 	tbc_fmt f = tbc_format(which);
 	uint signbit_ = 1u << (f.ebits + f.mbits);
 	uint sign = bits & signbit_, mag = bits & (signbit_ - 1u);
@@ -128,14 +142,14 @@ inline double tbc_decode(int which, uint bits) {
 		if (f.has_inf && e == emax_field) return m ? (sign ? -TBC_NAN : TBC_NAN) : (sign ? -INFINITY : INFINITY);
 		if (!f.has_inf && mag == f.nan_code) return sign ? -TBC_NAN : TBC_NAN;
 	}
-	double v = e == 0 ? ldexp((double)m, f.emin - f.mbits) : ldexp((double)(m | (1u << f.mbits)), (int)e - f.bias - f.mbits);
+	tbc_wide v = e == 0 ? ldexp((tbc_wide)m, f.emin - f.mbits) : ldexp((tbc_wide)(m | (1u << f.mbits)), (int)e - f.bias - f.mbits);
 	return sign ? -v : v;
 }
 
 inline uint tbc_max_code(tbc_fmt f) {
 	int e;
-	double fr = frexp(f.max, &e);
-	uint mant = (uint)ldexp(fr * 2.0 - 1.0, f.mbits);
+	tbc_wide fr = frexp(f.max, &e);
+	uint mant = (uint)ldexp(fr * 2 - 1, f.mbits);
 	return ((uint)(e - 1 + f.bias) << f.mbits) | mant;
 }
 
@@ -145,7 +159,7 @@ inline uint tbc_overflow_code(tbc_fmt f, uint sign, int saturate) {
 	return f.nan == TBC_NAN_0X80 ? 0x80 : (sign | f.nan_code);
 }
 
-inline uint tbc_encode(int which, double x, int saturate) {
+inline uint tbc_encode(int which, tbc_wide x, int saturate) {
 	tbc_fmt f = tbc_format(which);
 	uint signbit_ = 1u << (f.ebits + f.mbits);
 	if (isnan(x)) {
@@ -154,13 +168,13 @@ inline uint tbc_encode(int which, double x, int saturate) {
 		return signbit(x) ? 0x0 : 0x8;
 	}
 	uint sign = signbit(x) ? signbit_ : 0u;
-	double a = fabs(x);
+	tbc_wide a = fabs(x);
 	if (isinf(a)) return tbc_overflow_code(f, sign, saturate);
 	int e;
 	(void)frexp(a, &e);
 	int ex = e - 1 < f.emin ? f.emin : e - 1;
-	double q = ldexp(1.0, ex - f.mbits);
-	double r = rint(a / q) * q;
+	tbc_wide q = ldexp((tbc_wide)1, ex - f.mbits);
+	tbc_wide r = rint(a / q) * q;
 	if (r > f.max) return tbc_overflow_code(f, sign, saturate);
 	if (r == 0) return f.nan == TBC_NAN_0X80 ? 0u : sign;
 	(void)frexp(r, &e);
@@ -171,13 +185,20 @@ inline uint tbc_encode(int which, double x, int saturate) {
 	return sign | code;
 }
 
-inline double tbc_from_bf16(ushort h) { return (double)as_float((uint)h << 16); }
-/* Through float32 first, as ml_dtypes converts a double to bfloat16. */
-inline ushort tbc_to_bf16(double v) { return (ushort)tbc_encode(16, (double)(float)v, 0); }
+inline tbc_wide tbc_from_bf16(ushort h) { return (tbc_wide)as_float((uint)h << 16); }
+/* Through float32 first, as ml_dtypes converts a double to bfloat16, then
+ * to nearest even on the bits (what tbc_encode computes, without its float
+ * arithmetic near the subnormals a device may flush); NaN keeps its sign. */
+inline ushort tbc_to_bf16(tbc_wide v) {
+	float f = (float)v;
+	uint b = as_uint(f);
+	if (isnan(f)) return (ushort)(((b >> 16) & 0x8000u) | 0x7fc0u);
+	return (ushort)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
 
 /* float8e8m0: 2^(code - 127), 0xff NaN; encoded from the float32 bits, rounding up. */
-inline double tbc_from_e8m0(uchar v) { return v == 0xff ? TBC_NAN : ldexp(1.0, (int)v - 127); }
-inline uchar tbc_to_e8m0(double d, int saturate) {
+inline tbc_wide tbc_from_e8m0(uchar v) { return v == 0xff ? TBC_NAN : ldexp((tbc_wide)1, (int)v - 127); }
+inline uchar tbc_to_e8m0(tbc_wide d, int saturate) {
 	float f = (float)d;
 	uint bits = as_uint(f);
 	uint exponent = (bits >> 23) & 0xff;

@@ -4,6 +4,7 @@
  * host memory may go once they return); launches and device copies are
  * queued, and synchronize (clFinish) reports what they did wrong. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../device.h"
@@ -14,6 +15,9 @@ typedef struct cl_device_state {
 	cl_device_id device;
 	cl_context context;
 	cl_command_queue queue;
+	/* $TBCRT_OPENCL_BUILD_OPTIONS when the device was opened: added to
+	 * every program's options (-DTBC_NO_FP64 plays a device without fp64) */
+	char extra_options[256];
 } cl_device_state;
 
 /* A failed OpenCL call, by the call's name and the error's. */
@@ -137,6 +141,13 @@ static tbcrt_status cl_open(tbcrt__device *d) {
 	if (!st) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory opening the device");
 	st->cl = cl;
 	st->device = d->native[1];
+	const char *extra = getenv("TBCRT_OPENCL_BUILD_OPTIONS");
+	if (extra && strlen(extra) >= sizeof st->extra_options) {
+		tbcrt__free(d->context, st);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT, "TBCRT_OPENCL_BUILD_OPTIONS is longer than %zu characters",
+				  sizeof st->extra_options - 1);
+	}
+	if (extra) strcpy(st->extra_options, extra);
 	cl_int err;
 	cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->native[0], 0};
 	st->context = cl->clCreateContext(props, 1, &st->device, NULL, NULL, &err);
@@ -256,7 +267,13 @@ static tbcrt_status cl_program_build(tbcrt__device *d, const tbcrt__program_desc
 										 : "clCreateProgramWithBinary");
 		return tbcrt__wrap(s, desc->name);
 	}
-	err = st->cl->clBuildProgram(prog, 1, &st->device, desc->options, NULL, NULL);
+	char options[512];
+	if ((size_t)snprintf(options, sizeof options, "%s%s%s", desc->options ? desc->options : "",
+			     st->extra_options[0] ? " " : "", st->extra_options) >= sizeof options) {
+		st->cl->clReleaseProgram(prog);
+		return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "program '%s': its build options are too long", desc->name);
+	}
+	err = st->cl->clBuildProgram(prog, 1, &st->device, options, NULL, NULL);
 	if (err != CL_SUCCESS) {
 		tbcrt_status s = build_failure(d, prog, desc->name, err);
 		st->cl->clReleaseProgram(prog);

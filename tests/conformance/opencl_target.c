@@ -58,7 +58,7 @@ static void kernel_name(const kir_kernel *k, char *out, size_t size) {
 }
 
 /* Prints the kernels into one source and builds it (each kernel once). */
-static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_diags *d) {
+static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, const char *build_options, tbc_diags *d) {
 	r->kernels = calloc((size_t)n + 1, sizeof *r->kernels);
 	if (!r->kernels) return false;
 	char *src = NULL;
@@ -87,7 +87,9 @@ static bool build_program(ocl_run *r, const kir_kernel *const *ks, int n, tbc_di
 		return false;
 	}
 	if (getenv("TBC_OCL_DUMP")) fputs(src, stderr);
-	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, "model.cl", src, strlen(src), "-cl-std=CL1.2"};
+	char options[256];
+	snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", build_options ? " " : "", build_options ? build_options : "");
+	tbcrt__program_desc desc = {TBCRT__PROGRAM_SOURCE, "model.cl", src, strlen(src), options};
 	tbcrt_status st = tbcrt__program_load(r->device, &desc, &r->program);
 	free(src);
 	if (st.code != TBCRT_OK) return rt_fail(d, &st);
@@ -194,9 +196,10 @@ bool tbc_ocl_available(void) {
 	return ok;
 }
 
-bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d) {
+bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, const char *build_options,
+			 tbc_diags *d) {
 	ocl_run r = {0};
-	bool ok = open_device(&r, d) && build_program(&r, &k, 1, d) && launch(&r, k, buffers, sizes, d);
+	bool ok = open_device(&r, d) && build_program(&r, &k, 1, build_options, d) && launch(&r, k, buffers, sizes, d);
 	close_run(&r);
 	return ok;
 }

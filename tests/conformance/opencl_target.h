@@ -20,7 +20,10 @@ tbc_code tbc_run_device_eval(const tbc_module *m, tbc_tensor *const *in, size_t 
 
 /* Whether an OpenCL platform is installed. */
 bool tbc_ocl_available(void);
-/* Prints k alone, builds it for the first OpenCL device and runs it over
- * host buffers as kir_eval does (buffers copied in, stored ones back). */
-bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, tbc_diags *d);
+/* Prints k alone, builds it for the first OpenCL device (with
+ * build_options after -cl-std=CL1.2 when not NULL: -DTBC_NO_FP64 takes the
+ * preamble's path for devices without fp64) and runs it over host buffers
+ * as kir_eval does (buffers copied in, stored ones back). */
+bool tbc_ocl_eval_kernel(const kir_kernel *k, void *const *buffers, const int64_t *sizes, const char *build_options,
+			 tbc_diags *d);
 #endif

@@ -38,6 +38,10 @@ inputs() {
 
 rm -f "$work"/*.ocl.so
 check transformer x x="$work/transformer.x.npy"
+# The same artifacts on a device without cl_khr_fp64: PoCL told to take the
+# preamble's float path, where the sums kept in double elsewhere are float
+# (docs/opencl.md, "Devices without fp64").
+TBCRT_OPENCL_BUILD_OPTIONS=-DTBC_NO_FP64 check transformer x-without-fp64 x="$work/transformer.x.npy"
 for model in bert_dynamic gpt_dynamic; do
 	for tag in a b c; do
 		compgen -G "$work/$model.$tag.*.npy" >/dev/null || continue
@@ -45,6 +49,8 @@ for model in bert_dynamic gpt_dynamic; do
 		check "$model" "$tag" $(inputs "$model" "$tag")
 	done
 done
+# shellcheck disable=SC2046
+TBCRT_OPENCL_BUILD_OPTIONS=-DTBC_NO_FP64 check bert_dynamic a-without-fp64 $(inputs bert_dynamic a)
 # past_seq + seq = 130 rows of a 128-row causal table: the run must stop
 # with the check's message.
 "$py" - "$work" <<'PY'

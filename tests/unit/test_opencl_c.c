@@ -96,35 +96,63 @@ static bool both_nan(tbc_dtype t, const void *a, const void *b, size_t i) {
 	return isnan(tbc_load_f64(t, a, i)) && isnan(tbc_load_f64(t, b, i));
 }
 
+/* Whether k has a float64 buffer (the fixtures' kernels compute float64
+ * exactly when they have one). */
+static bool has_f64(const kir_kernel *k) {
+	for (int b = 0; b < k->n_buffers; b++)
+		if (k->buffers[b]->dtype == TBC_DT_F64) return true;
+	return false;
+}
+
+/* Whether d holds a message containing text. */
+static bool diags_say(const tbc_diags *d, const char *text) {
+	for (size_t i = 0; i < tbc_diags_count(d); i++)
+		if (strstr(tbc_diags_get(d, i)->message, text)) return true;
+	return false;
+}
+
+/* The two preamble paths a kernel is built with: the device's fp64, and
+ * float alone, as on a device without cl_khr_fp64. */
+static const char *const build_modes[] = {NULL, "-DTBC_NO_FP64"};
+
 static void same_on_device(fixture *f, const void *x, bool nan_any) {
 	need_opencl();
 	if (!kir_verify(f->k, f->d)) print_diags(f->d);
 	assert_true(kir_verify(f->k, f->d));
-	void *eval_bufs[1 + MAX_OUT] = {(void *)x}, *dev_bufs[1 + MAX_OUT] = {(void *)x};
-	for (int o = 0; o < f->n_outs; o++) {
-		eval_bufs[1 + o] = calloc(N, 8);
-		dev_bufs[1 + o] = calloc(N, 8);
+	for (size_t mode = 0; mode < sizeof build_modes / sizeof *build_modes; mode++) {
+		void *eval_bufs[1 + MAX_OUT] = {(void *)x}, *dev_bufs[1 + MAX_OUT] = {(void *)x};
+		for (int o = 0; o < f->n_outs; o++) {
+			eval_bufs[1 + o] = calloc(N, 8);
+			dev_bufs[1 + o] = calloc(N, 8);
+		}
+		int64_t sizes[1] = {N};
+		assert_true(kir_eval(f->k, eval_bufs, sizes, f->d));
+		bool ok = tbc_ocl_eval_kernel(f->k, dev_bufs, sizes, build_modes[mode], f->d);
+		bool refused = build_modes[mode] && has_f64(f->k);
+		if (refused) { /* the build log names the kernel */
+			assert_false(ok);
+			assert_true(diags_say(f->d, "computes float64, and this OpenCL device has no cl_khr_fp64"));
+		} else {
+			if (!ok) print_diags(f->d);
+			assert_true(ok);
+		}
+		bool same = true;
+		for (int o = 0; o < f->n_outs; o++) {
+			tbc_dtype t = f->outs[o]->dtype;
+			size_t es = tbc_dtype_size(t);
+			const unsigned char *e = eval_bufs[1 + o], *g = dev_bufs[1 + o];
+			for (size_t b = 0; b < N * es && same && !refused; b++)
+				if (e[b] != g[b] && !(nan_any && both_nan(t, e, g, b / es))) {
+					fprintf(stderr, "%s: output %d (%s), element %zu: evaluator byte %#x, device %#x\n",
+						build_modes[mode] ? build_modes[mode] : "fp64", o, kir_type_name(t), b / es,
+						e[b], g[b]);
+					same = false;
+				}
+			free(eval_bufs[1 + o]);
+			free(dev_bufs[1 + o]);
+		}
+		assert_true(same);
 	}
-	int64_t sizes[1] = {N};
-	assert_true(kir_eval(f->k, eval_bufs, sizes, f->d));
-	bool ok = tbc_ocl_eval_kernel(f->k, dev_bufs, sizes, f->d);
-	if (!ok) print_diags(f->d);
-	assert_true(ok);
-	bool same = true;
-	for (int o = 0; o < f->n_outs; o++) {
-		tbc_dtype t = f->outs[o]->dtype;
-		size_t es = tbc_dtype_size(t);
-		const unsigned char *e = eval_bufs[1 + o], *g = dev_bufs[1 + o];
-		for (size_t b = 0; b < N * es && same; b++)
-			if (e[b] != g[b] && !(nan_any && both_nan(t, e, g, b / es))) {
-				fprintf(stderr, "output %d (%s), element %zu: evaluator byte %#x, device %#x\n", o,
-					kir_type_name(t), b / es, e[b], g[b]);
-				same = false;
-			}
-		free(eval_bufs[1 + o]);
-		free(dev_bufs[1 + o]);
-	}
-	assert_true(same);
 }
 
 /* Interesting floats: zeros, NaN, infinities, overflow for every narrow
@@ -257,6 +285,49 @@ static void test_narrow_float_casts_match_the_evaluator(void **state) {
 	done(&f);
 }
 
+/* A kernel with float buffers that sums in double (as lowering does for
+ * Softmax, the normalizations and pooling) is printed for both kinds of
+ * device: bit for bit with fp64, within float's rounding without. */
+static void test_double_sums_are_float_without_fp64(void **state) {
+	(void)state;
+	need_opencl();
+	fixture f = make(TBC_DT_F32, TBC_DT_F32);
+	kir_kernel *k = f.k;
+	kir_var *sum = kir_var_new(k, "sum", TBC_DT_F64), *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_expr *xj = kir_e_cast(k, TBC_DT_F64, kir_e_load(k, f.x, kir_e_var(k, j)));
+	kir_block b = {0};
+	kir_block_add(k, &b, kir_s_set(k, sum, kir_e_float(k, TBC_DT_F64, 0)));
+	kir_block_add(k, &b, kir_s_for(k, j, kir_e_index(k, 0), kir_e_add(k, kir_e_var(k, f.i), kir_e_index(k, 1)), 1,
+				       KIR_LOOP_SEQUENTIAL,
+				       kir_s_set(k, sum, kir_e_binary(k, KIR_ADD, kir_e_var(k, sum), kir_e_binary(k, KIR_MUL, xj, xj)))));
+	kir_block_add(k, &b, kir_s_store(k, f.y, kir_e_var(k, f.i),
+					 kir_e_cast(k, TBC_DT_F32, kir_e_unary(k, KIR_SQRT, kir_e_var(k, sum)))));
+	k->body = loop(&f, KIR_LOOP_PARALLEL, b.first);
+	tbc_ocl_kernel out;
+	assert_true(tbc_ocl_print_kernel(k, "norms", &out, f.d));
+	assert_non_null(strstr(out.source, "#ifdef TBC_HAS_FP64"));
+	assert_non_null(strstr(out.source, "#else /* float64 values as float */"));
+	assert_null(strstr(out.source, "#error"));
+	tbc_ocl_kernel_free(&out);
+	float x[N], want[N], got[N];
+	for (int i = 0; i < N; i++) x[i] = (float)(i % 7 - 3) * 0.37f + 1e-3f * (float)i;
+	int64_t sizes[1] = {N};
+	void *ev[2] = {x, want};
+	assert_true(kir_eval(k, ev, sizes, f.d));
+	for (size_t mode = 0; mode < sizeof build_modes / sizeof *build_modes; mode++) {
+		memset(got, 0, sizeof got);
+		void *dev[2] = {x, got};
+		bool ok = tbc_ocl_eval_kernel(k, dev, sizes, build_modes[mode], f.d);
+		if (!ok) print_diags(f.d);
+		assert_true(ok);
+		for (int i = 0; i < N; i++) {
+			if (!build_modes[mode]) assert_memory_equal(&got[i], &want[i], sizeof(float));
+			else assert_true(fabsf(got[i] - want[i]) <= 4e-7f * fabsf(want[i]));
+		}
+	}
+	done(&f);
+}
+
 /* A failed check stops the kernel and reports its message. */
 static void test_failed_check_reports_its_message(void **state) {
 	(void)state;
@@ -278,11 +349,8 @@ static void test_failed_check_reports_its_message(void **state) {
 	for (int i = 0; i < N; i++) x[i] = i == 40 ? -1 : i;
 	int64_t sizes[1] = {N};
 	void *bufs[2] = {x, y};
-	assert_false(tbc_ocl_eval_kernel(k, bufs, sizes, f.d));
-	bool named = false;
-	for (size_t i = 0; i < tbc_diags_count(f.d); i++)
-		named |= strstr(tbc_diags_get(f.d, i)->message, "index -1 is out of range") != NULL;
-	assert_true(named);
+	assert_false(tbc_ocl_eval_kernel(k, bufs, sizes, NULL, f.d));
+	assert_true(diags_say(f.d, "index -1 is out of range"));
 	done(&f);
 }
 
@@ -306,7 +374,7 @@ static void same_kernel_on_device(const kir_kernel *k, void *const *bufs, const 
 	bool ok = kir_eval(k, ev, sizes, d);
 	if (!ok) print_diags(d);
 	assert_true(ok);
-	ok = tbc_ocl_eval_kernel(k, dev, sizes, d);
+	ok = tbc_ocl_eval_kernel(k, dev, sizes, NULL, d);
 	if (!ok) print_diags(d);
 	assert_true(ok);
 	for (int b = 0; b < k->n_buffers; b++) {
@@ -510,6 +578,7 @@ int main(void) {
 		cmocka_unit_test(test_integer_semantics_match_the_evaluator),
 		cmocka_unit_test(test_float_min_max_sign_match_the_evaluator),
 		cmocka_unit_test(test_narrow_float_casts_match_the_evaluator),
+		cmocka_unit_test(test_double_sums_are_float_without_fp64),
 		cmocka_unit_test(test_failed_check_reports_its_message),
 		cmocka_unit_test(test_tree_reduction_in_local_memory),
 		cmocka_unit_test(test_tiled_gemm_in_local_memory),
