@@ -1,12 +1,14 @@
 """Side-by-side benchmark: tbc (JIT for this CPU, runtime thread pool) against
 onnxruntime (CPU execution provider), same models, same inputs, same thread
 count, one run.  Prints a Markdown table of median milliseconds and the ratio
-tbc / onnxruntime (below 1: tbc is faster).
+tbc / onnxruntime (below 1: tbc is faster) for each thread count, and the
+geometric mean of the ratios over the ImageNet CNNs.
 
-usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads N] [--runs N] [--models a,b]
-(models come from bench/make_models.py into BUILD_DIR/models)"""
+usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
+(models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)"""
 import argparse
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -18,18 +20,30 @@ import numpy as np
 import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+GPT = ["input_ids"] + [f"past.{i}.{kv}" for i in range(4) for kv in ("key", "value")]
+# (label, model file, {input: .npy file}, an ImageNet CNN)
 MODELS = [
-    ("resnet50", {"image": "resnet50.image.npy"}),
-    ("transformer", {"x": "transformer.x.npy"}),
-    # exported with dynamic axes (docs/symbolic-shapes.md): batch 3, seq 19
-    ("bert_dynamic", {k: f"bert_dynamic.b.{k}.npy" for k in ("input_ids", "attention_mask")}),
-    # one decode step of batch 3 after 11 cached tokens
-    ("gpt_dynamic", {k: f"gpt_dynamic.b.{k}.npy"
-                     for k in ["input_ids"] + [f"past.{i}.{kv}" for i in range(4) for kv in ("key", "value")]}),
+    ("resnet50", "resnet50", {"image": "resnet50.image.npy"}, True),
     # batch 1; the same weights as initializers and as constant subgraphs (load-time values)
-    ("alexnet", {"image": "alexnet.image.npy"}),
-    ("alexnet_consts", {"image": "alexnet.image.npy"}),
+    ("alexnet", "alexnet", {"image": "alexnet.image.npy"}, True),
+    ("alexnet_consts", "alexnet_consts", {"image": "alexnet.image.npy"}, False),
+    ("densenet121", "densenet121", {"image": "zoo.image.npy"}, True),
+    ("inception_v2", "inception_v2", {"image": "zoo.image.npy"}, True),
+    ("mobilenet_v2", "mobilenet_v2", {"image": "zoo.image.npy"}, True),
+    ("shufflenet_v2", "shufflenet_v2", {"image": "zoo.image.npy"}, True),
+    ("resnet50_qdq", "resnet50_qdq", {"image": "zoo.image.npy"}, False),
+    ("transformer", "transformer", {"x": "transformer.x.npy"}, False),
+    # exported with dynamic axes (docs/symbolic-shapes.md): batch 1, seq 128; and batch 3, seq 19
+    ("bert128", "bert_dynamic", {k: f"bert128.{k}.npy" for k in ("input_ids", "attention_mask")}, False),
+    ("bert_int8", "bert_int8", {k: f"bert128.{k}.npy" for k in ("input_ids", "attention_mask")}, False),
+    ("bert_dynamic", "bert_dynamic", {k: f"bert_dynamic.b.{k}.npy" for k in ("input_ids", "attention_mask")}, False),
+    # GPT-2-style decoder: a 128-token prefill, a decode step after 127 tokens,
+    # and a decode step of batch 3 after 11
+    ("gpt_prefill", "gpt_dynamic", {k: f"gpt_prefill.{k}.npy" for k in GPT}, False),
+    ("gpt_decode", "gpt_dynamic", {k: f"gpt_decode.{k}.npy" for k in GPT}, False),
+    ("gpt_dynamic", "gpt_dynamic", {k: f"gpt_dynamic.b.{k}.npy" for k in GPT}, False),
 ]
+ZOO = {"densenet121", "inception_v2", "mobilenet_v2", "shufflenet_v2", "resnet50_qdq", "bert_int8"}
 
 
 def ort_ms(path, feeds, threads, runs):
@@ -50,31 +64,51 @@ def ort_ms(path, feeds, threads, runs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", default=str(os.cpu_count()), help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--models", help="comma-separated names (default: all)")
+    ap.add_argument("--models", help="comma-separated labels (default: all)")
     a = ap.parse_args()
     chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
     models = os.path.join(a.build, "models")
-    if not all(os.path.exists(os.path.join(models, n + ".onnx")) for n, _ in chosen):
+    files = [os.path.join(models, m[1] + ".onnx") for m in chosen]
+    if not all(os.path.exists(f) for f in files if os.path.basename(f)[:-5] not in ZOO) or \
+            not os.path.exists(os.path.join(models, "bert_dynamic.onnx")):
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True)
+    if not all(os.path.exists(f) for f in files) or not os.path.exists(os.path.join(models, "zoo.image.npy")):
+        subprocess.run([sys.executable, os.path.join(HERE, "zoo.py"), models], check=True)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
-    print(f"Machine: {cpu}, {os.cpu_count()} cores; {a.threads} threads each; onnxruntime {ort.__version__}; "
-          f"{datetime.date.today()}\n")
-    print("| model | tbc ms (median) | onnxruntime ms (median) | tbc / onnxruntime |")
-    print("|---|---:|---:|---:|")
-    for name, inputs in chosen:
-        path = os.path.join(models, name + ".onnx")
+    flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    isa = [f for f in ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
+                       "amx_tile") if f in flags]
+    print(f"Machine: {cpu} ({' '.join(isa)}), {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
+          f"{datetime.date.today()}; {a.runs} runs each, medians\n")
+    threads = [int(t) for t in a.threads.split(",")]
+    print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
+    print("|---|" + "---:|---:|---:|" * len(threads))
+    cnn_ratios = {t: [] for t in threads}
+    for label, model, inputs, cnn in chosen:
+        path = os.path.join(models, model + ".onnx")
         feeds = {k: np.load(os.path.join(models, v)) for k, v in inputs.items()}
-        args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(a.threads), "--runs", str(a.runs)]
-        args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
-        r = subprocess.run(args, capture_output=True, text=True)
-        theirs = ort_ms(path, feeds, a.threads, a.runs)
-        if r.returncode != 0:
-            print(f"| {name} | fails: {r.stderr.strip().splitlines()[-1]} | {theirs:.2f} | - |")
-            continue
-        ours = float(r.stdout.split()[1])
-        print(f"| {name} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
+        cells = []
+        for t in threads:
+            args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
+            args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
+            r = subprocess.run(args, capture_output=True, text=True)
+            theirs = ort_ms(path, feeds, t, a.runs)
+            if r.returncode != 0:
+                why = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                cells.append(f"fails: {why} | {theirs:.2f} | -")
+                continue
+            ours = float(r.stdout.split()[1])
+            if cnn:
+                cnn_ratios[t].append(ours / theirs)
+            cells.append(f"{ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}")
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+    for t in threads:
+        r = cnn_ratios[t]
+        if r:
+            print(f"\nImageNet CNNs, {t} thread(s): geometric mean of tbc / onnxruntime = "
+                  f"{math.exp(sum(map(math.log, r)) / len(r)):.2f} over {len(r)}")
 
 
 main()

@@ -414,7 +414,6 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	int ra = at->rank, rb = bt->rank;
 	tbc_dim M = ra > 1 ? at->dims[ra - 2] : (tbc_dim){.size = 1}, K = at->dims[ra - 1];
 	tbc_dim N = rb > 1 ? bt->dims[rb - 1] : (tbc_dim){.size = 1};
-	if (M.sym || N.sym) return refuse(cx, op, "a symbolic row or column count");
 	int nbatch = yt->rank - (ra > 1) - (rb > 1);
 	if (nbatch < 0) return lower_error(cx, op, "unexpected output rank"), LOWER_FAILED;
 	/* Each operand's batch dims must be 1 or the output's. */
@@ -430,10 +429,14 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	bool az_row, bz_col, as_row = false, bs_col = false, ys_col = false, yz_col = false;
 	const tbc_value *asv = qlinear ? op->inputs[1] : NULL, *bsv = qlinear ? op->inputs[4] : NULL;
 	const tbc_value *ysv = qlinear ? op->inputs[6] : NULL, *yzv = qlinear ? op->inputs[7] : NULL;
-	if (!vec_param(cx, op, azv, M.size, "a_zero_point", &az_row) || !vec_param(cx, op, bzv, N.size, "b_zero_point", &bz_col))
+	/* A symbolic row or column count: per-tensor parameters along it (a
+	 * per-row or per-column one is refused by vec_param: its length -1
+	 * matches no tensor). */
+	int64_t Ml = M.sym ? -1 : M.size, Nl = N.sym ? -1 : N.size;
+	if (!vec_param(cx, op, azv, Ml, "a_zero_point", &az_row) || !vec_param(cx, op, bzv, Nl, "b_zero_point", &bz_col))
 		return LOWER_FAILED;
-	if (qlinear && (!vec_param(cx, op, asv, M.size, "a_scale", &as_row) || !vec_param(cx, op, bsv, N.size, "b_scale", &bs_col) ||
-			!vec_param(cx, op, ysv, N.size, "y_scale", &ys_col) || !vec_param(cx, op, yzv, N.size, "y_zero_point", &yz_col)))
+	if (qlinear && (!vec_param(cx, op, asv, Ml, "a_scale", &as_row) || !vec_param(cx, op, bsv, Nl, "b_scale", &bs_col) ||
+			!vec_param(cx, op, ysv, Nl, "y_scale", &ys_col) || !vec_param(cx, op, yzv, Nl, "y_zero_point", &yz_col)))
 		return LOWER_FAILED;
 	double lo = 0, hi = 0;
 	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return refuse(cx, op, "a non-integer output");
@@ -465,7 +468,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		m.lo = lo, m.hi = hi, m.ydt = yt->dtype;
 	}
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	kir_expr *Me = I(l.k, M.size), *Ne = I(l.k, N.size), *Ke = lk_dim(&l, K);
+	kir_expr *Me = lk_dim(&l, M), *Ne = lk_dim(&l, N), *Ke = lk_dim(&l, K);
 	s.M = Me, s.N = Ne, s.K = Ke;
 	s.a.rs = Ke, s.a.cs = I(l.k, 1);
 	s.b.rs = Ne, s.b.cs = I(l.k, 1);

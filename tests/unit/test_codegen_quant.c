@@ -207,7 +207,9 @@ static void test_dynamic_quantize(void **state) {
 static void test_matmul_integer(void **state) {
 	(void)state;
 	static const char *const shapes[][2] = {{"4,3", "3,5"}, {"2,4,3", "3,5"}, {"3", "3,5"}, {"4,3", "3"},
-						{"2,1,4,3", "3,3,5"}, {"N,4,7", "7,6"}, {"13,37", "37,50"}, {"7,20", "2,20,19"}};
+						{"2,1,4,3", "3,3,5"}, {"N,4,7", "7,6"}, {"13,37", "37,50"}, {"7,20", "2,20,19"},
+						/* symbolic rows and columns (a dynamic-axes export) */
+						{"N,S,7", "7,6"}, {"S,7", "7,C"}};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		model md = model_new();
 		tbc_value *a = input_sym(&md, TBC_DT_U8, shapes[i][0], 2, 0, 255);
@@ -258,7 +260,11 @@ static void test_qlinear_matmul(void **state) {
 			ins[7] = vec(&md, t, 5, (double[]){lo + 1, lo + 100, lo + 50, lo + 7, lo + 200});
 			ins[0] = input_sym(&md, t, "3,2,9", 1, lo, hi);
 			tbc_value *y1 = nodev(&md, TBC_OP_QLinearMatMul, 8, ins, 1)->outputs[0];
-			check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+			/* Rows known at run time: per-tensor a scale again. */
+			ins[0] = input_sym(&md, t, "N,S,9", 3, lo, hi);
+			ins[1] = scalar(&md, st, 0.0066);
+			tbc_value *y2 = nodev(&md, TBC_OP_QLinearMatMul, 8, ins, 1)->outputs[0];
+			check_outputs(&md, 3, (tbc_value *[]){y0, y1, y2}, 0);
 		}
 }
 
