@@ -244,6 +244,89 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	return lk_end(&l, kir_s_for(k, r, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
+/* A depthwise convolution (one input channel a group, any channel
+ * multiplier) on a CPU target, a row at a time as maxpool_rows: output
+ * plane pl of channel m reads input channel m / Mg; the output row along the
+ * last spatial dim is the accumulator (y itself, first set to the bias),
+ * and each valid tap of the outer dims adds w * x for every tap of the last
+ * dim: over the row's interior a vector loop (stride-s loads), at the
+ * borders a tap in the padding leaves the sum as it is.  im2col + GEMM
+ * would copy every window and multiply one row (Mg) by nine columns. */
+static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1];
+	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *xt = &xv->type;
+	lk l;
+	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	k->contract = true; /* y += w * x: one rounding instead of two, as the GEMMs */
+	kir_buffer *x = lk_value(&l, xv), *w = lk_value(&l, wv), *y = lk_buf(&l, yb), *bias = bv ? lk_value(&l, bv) : NULL;
+	if (!x || !w || !y || (bv && !bias)) return LOWER_FAILED;
+	tbc_dtype ct = c->ct;
+	int nsp = g->nsp, wd = nsp - 1;
+	int64_t isz = conv_prod(0, nsp, g->in), osz = conv_prod(0, nsp, g->out), taps = conv_prod(0, nsp, g->kernel);
+	int64_t C = c->G, M = c->M, Mg = c->Mg;
+	int64_t OW = g->out[wd], s = g->stride[wd], pb = g->pad_begin[wd], dil = g->dil[wd], KW = g->kernel[wd], in = g->in[wd];
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
+	kir_block plane = {0}, row = {0};
+	kir_expr *m = LET(l.k, &plane, "m", MOD(l.k, V(l.k, pl), I(l.k, M)));
+	kir_expr *xplane = LET(l.k, &plane, "xplane", MUL(l.k, ADD(l.k, MUL(l.k, DIV(l.k, V(l.k, pl), I(l.k, M)), I(l.k, C)),
+								     DIV(l.k, m, I(l.k, Mg))), I(l.k, isz)));
+	kir_expr *init = bias ? LET(l.k, &plane, "bias", kir_e_cast(k, ct, kir_e_load(k, bias, m))) : fconst(&l, ct, 0);
+	kir_expr *yrow = MUL(l.k, V(l.k, pl), I(l.k, osz)), *xrow = xplane, *wtap = MUL(l.k, m, I(l.k, taps));
+	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL];
+	int64_t ostride = OW, istride = in, kstride = KW;
+	for (int d = wd - 1; d >= 0; d--) {
+		kir_expr *base = LET(l.k, &row, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])));
+		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
+		yrow = ADD(l.k, yrow, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
+		/* in range for kv[d] in [lo, hi); the clamp says so to kir_verify */
+		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(&l, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]),
+					  I(l.k, istride)));
+		wtap = ADD(l.k, wtap, MUL(l.k, V(l.k, kv[d]), I(l.k, kstride)));
+		ostride *= g->out[d], istride *= g->in[d], kstride *= g->kernel[d];
+	}
+	yrow = LET(l.k, &row, "yrow", yrow);
+	kir_var *ov = kir_var_new(k, "ow", KIR_INDEX);
+	kir_block_add(k, &row, kir_s_for(k, ov, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR,
+					 kir_s_store(k, y, ADD(l.k, yrow, V(l.k, ov)), kir_e_cast(k, y->dtype, init))));
+
+	/* Each valid tap of the outer dims: each tap of the last dim over the
+	 * row's three parts. */
+	kir_block tapblk = {0};
+	kir_expr *xr = LET(l.k, &tapblk, "xrow", xrow), *wr = LET(l.k, &tapblk, "wtap", wtap);
+	for (int64_t kw = 0; kw < KW; kw++) {
+		kir_expr *wk = LET(l.k, &tapblk, "w", kir_e_cast(k, ct, kir_e_load(k, w, ADD(l.k, wr, I(l.k, kw)))));
+		int64_t off = kw * dil - pb, oa, ob;
+		interior(off, off, s, in, OW, &oa, &ob);
+		for (int part = 0; part < 3; part++) {
+			int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+			if (from >= to) continue;
+			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+			kir_expr *at = ADD(l.k, yrow, V(l.k, ow)), *i = ADD(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, off));
+			kir_expr *acc = kir_e_cast(k, ct, kir_e_load(k, y, at));
+			kir_expr *xv_ = kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, part == 1 ? i : CLAMP(&l, i, in))));
+			kir_expr *sum = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wk, xv_));
+			if (part != 1) /* a tap in the padding adds nothing */
+				sum = kir_e_select(k, kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, in))),
+						   sum, acc);
+			kir_block_add(k, &tapblk, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1,
+							    part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL,
+							    kir_s_store(k, y, at, kir_e_cast(k, y->dtype, sum))));
+		}
+	}
+	kir_stmt *st = tapblk.first;
+	for (int d = wd - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &row, st);
+	st = row.first;
+	for (int d = wd - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_block_add(k, &plane, st);
+	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, M));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+}
+
 static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
@@ -277,6 +360,11 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	bool direct = true;
 	for (int i = 0; i < nsp; i++)
 		direct &= g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+	/* One input channel a group, computed in the tensors' own type: the
+	 * depthwise rows on a CPU (a device keeps im2col + GEMM, whose grid has
+	 * the parallelism a GPU needs). */
+	if (!direct && Cg == 1 && c.G > 1 && c.ct == yt->dtype && cx->target->parallel != TBC_PAR_GRID)
+		return depthwise_rows(cx, op, &g, &c, yb);
 	int xb = lower_value_buf(cx, xv);
 	if (xb < 0) return LOWER_FAILED;
 	int matb = xb;

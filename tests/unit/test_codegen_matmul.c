@@ -432,7 +432,12 @@ static void test_conv_2d_geometries(void **state) {
 		{"1,4,10,10", "8,4,1,1", 1, 2, {0}, {0}, {-1}, NULL, true},      /* 1x1: no im2col */
 		{"1,4,10,10", "8,4,1,1", 1, 2, {2, 2}, {0}, {-1}, NULL, false},  /* 1x1 strided */
 		{"1,6,8,8", "6,2,3,3", 3, 2, {0}, {0}, {1, 0, 2, 1}, NULL, true}, /* groups */
-		{"1,5,9,9", "5,1,3,3", 5, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true}, /* depthwise */
+		{"1,5,9,9", "5,1,3,3", 5, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true}, /* depthwise (rows on the CPU) */
+		{"2,4,9,10", "8,1,3,3", 4, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},  /* channel multiplier 2 */
+		{"1,3,12,11", "3,1,3,3", 3, 2, {1, 2}, {2, 2}, {2, 1, 0, 3}, NULL, false}, /* dilated, uneven pads */
+		{"1,6,13,13", "6,1,5,5", 6, 2, {2, 2}, {0}, {-1}, "SAME_UPPER", true},
+		{"1,2,2,3", "2,1,5,5", 2, 2, {0}, {0}, {2, 2, 2, 2}, NULL, true},  /* windows wider than the input */
+		{"1,4,7,7", "4,1,1,1", 4, 2, {2, 2}, {0}, {-1}, NULL, true},       /* 1x1 strided depthwise */
 		{"1,2,11,11", "3,2,3,3", 1, 2, {0}, {2, 3}, {2, 2, 2, 2}, NULL, false}, /* dilations */
 		{"1,2,7,6", "3,2,3,3", 1, 2, {2, 2}, {0}, {-1}, "SAME_UPPER", true},
 		{"1,2,7,6", "3,2,4,4", 1, 2, {2, 2}, {0}, {-1}, "SAME_LOWER", false},
@@ -467,6 +472,8 @@ static void test_conv_1d_and_3d(void **state) {
 	static const window cases[] = {
 		{"2,3,17", "4,3,3", 1, 1, {2}, {0}, {1, 2}, NULL, true},
 		{"1,2,5,6,7", "3,2,2,3,2", 1, 3, {1, 2, 1}, {0}, {0, 1, 1, 1, 0, 0}, NULL, true},
+		{"2,4,17", "4,1,5", 4, 1, {2}, {0}, {2, 1}, NULL, true},                             /* depthwise 1-D */
+		{"1,3,5,6,7", "6,1,3,3,3", 3, 3, {1, 2, 1}, {0}, {1, 1, 1, 0, 1, 1}, NULL, true}, /* depthwise 3-D */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		model md = model_new();
@@ -485,6 +492,34 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	x = input(&md, TBC_DT_F64, "1,2,5,5");
 	w = input(&md, TBC_DT_F64, "3,2,2,2");
 	check(&md, node(&md, TBC_OP_Conv, 2, x, w, NULL)->outputs[0]);
+	/* Depthwise, a symbolic batch; and in f64. */
+	md = model_new();
+	x = input_sym(&md, TBC_DT_F32, "N,4,7,6", 3, -1, 1), w = input(&md, TBC_DT_F32, "4,1,3,3");
+	o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "4"));
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 4;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	md = model_new();
+	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
+	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "strides", 2, (const int64_t[]){2, 1});
+	check(&md, o->outputs[0]);
+}
+
+/* A depthwise convolution on the CPU is rows with a vector loop, no im2col. */
+static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "1,8,9,9"), *w = input(&md, TBC_DT_F32, "8,1,3,3");
+	tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 8;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	char *text = lowered_text(&md);
+	assert_non_null(strstr(text, "depthwise"));
+	assert_null(strstr(text, "im2col"));
+	assert_non_null(strstr(text, " vector {"));
+	free(text);
 }
 
 /* On a device im2col is one flat grid over the matrix (codegen/lower/conv.c,
@@ -670,6 +705,7 @@ int main(void) {
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
 		cmocka_unit_test(test_maxpool_rows),
 		cmocka_unit_test(test_maxpool_on_a_device),
+		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
