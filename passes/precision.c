@@ -244,6 +244,7 @@ static bool lower_main(lowering *L) {
 				if (!pass_bits_set(&L->lowered, v->id)) goto oom;
 			}
 			L->st->ops_lowered++;
+			if (L->o->on_lowered) L->o->on_lowered(L->o->on_lowered_user, op);
 			continue;
 		}
 		/* float32: every input this pass lowered is read back as float32. */

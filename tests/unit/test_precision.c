@@ -70,7 +70,7 @@ static tbc_module *lowered(const char *text, tbc_dtype low, bool keep_io, const 
 	tbc_module *m = parse(text);
 	tbc_pipeline_options o = tbc_pipeline_defaults();
 	o.verify = true;
-	tbc_precision_options po = {low, keep_io, exclude};
+	tbc_precision_options po = {.low = low, .keep_io_types = keep_io, .exclude = exclude};
 	o.precision = &po;
 	tbc_pipeline_stats pst;
 	memset(&pst, 0, sizeof pst);
