@@ -554,6 +554,14 @@ static void judge(const search *S, const outputs *got, verdict *v) {
 				v->tol_bad += cr.n_mismatched;
 			}
 			if (fl && cr.max_abs_diff > v->max_abs) v->max_abs = cr.max_abs_diff;
+			/* Whatever the budget: no inf or NaN where float32 has none. */
+			int64_t nonfinite = 0;
+			for (int64_t i = 0; fl && i < w->numel; i++) nonfinite += !isfinite(at(g, i)) && isfinite(at(w, i));
+			if (nonfinite) {
+				if (v->met)
+					snprintf(v->what, sizeof v->what, "output '%s' is not finite (set '%s')", name, set);
+				v->met = false;
+			}
 			if (fl && b->cos) {
 				bool finite;
 				double c = cosine_of(g, w, &finite);
@@ -623,7 +631,7 @@ static double now_s(void) {
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *precision_name(int p) { return p == TBC_DT_BF16 ? "bf16" : "fp16"; }
+static const char *precision_name(int p) { return p == TBC_DT_BF16 ? "bf16" : p == TBC_DT_F8E4M3FN ? "fp8" : "fp16"; }
 
 /* Bisection over the candidates.  keep[] ends as the answer. */
 static tbc_code bisect(search *S, bool *keep, verdict *best, FILE *rep) {
@@ -723,9 +731,9 @@ tbc_code tbc_precision_search(const tbc_module *m, const tbc_compile_options *o,
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
 	const char *path = m->path;
-	if (o->precision != TBC_DT_F16 && o->precision != TBC_DT_BF16) {
+	if (o->precision != TBC_DT_F16 && o->precision != TBC_DT_BF16 && o->precision != TBC_DT_F8E4M3FN) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, path, NULL, NULL, NULL,
-			      "an accuracy budget needs a lower precision to search (--precision fp16 or bf16)");
+			      "an accuracy budget needs a lower precision to search (--precision fp16, bf16 or fp8)");
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
 	if (!o->calibrate || !*o->calibrate) {

@@ -34,8 +34,10 @@ static const char usage_text[] =
 	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"
 	"                             without cpu it runs on those devices only.  A value with\n"
 	"                             a '-' is a TRIPLE (as --triple)\n"
-	"      --precision fp32|fp16|bf16   compute float32 models in that type where the policy\n"
-	"                             allows (docs/precision.md; default fp32: unchanged)\n"
+	"      --precision fp32|fp16|bf16|fp8   compute float32 models in that type where the\n"
+	"                             policy allows (docs/precision.md; default fp32: unchanged);\n"
+	"                             fp8: MatMul/Gemm/Conv weights stored as float8 e4m3 with a\n"
+	"                             float32 scale per output channel, computing in float32\n"
 	"      --no-keep-io-types     with --precision: float32 inputs and outputs lowered too\n"
 	"      --precision-exclude LIST   op types and node names kept in float32\n"
 	"      --accuracy-budget B    with --precision and --calibrate: keep nodes in float32 until\n"
@@ -636,11 +638,9 @@ static int cmd_compile(int argc, char **argv) {
 			if (!strcmp(p, "fp32")) o.precision = TBC_DT_F32;
 			else if (!strcmp(p, "fp16")) o.precision = TBC_DT_F16;
 			else if (!strcmp(p, "bf16")) o.precision = TBC_DT_BF16;
-			else if (!strcmp(p, "fp8")) {
-				fprintf(stderr, "tbc compile: --precision fp8 is not implemented yet (docs/precision.md)\n");
-				return 2;
-			} else {
-				fprintf(stderr, "tbc compile: --precision is fp32, fp16 or bf16, got '%s'\n", p);
+			else if (!strcmp(p, "fp8")) o.precision = TBC_DT_F8E4M3FN;
+			else {
+				fprintf(stderr, "tbc compile: --precision is fp32, fp16, bf16 or fp8, got '%s'\n", p);
 				return 2;
 			}
 		} else if (!strcmp(a, "--keep-io-types")) o.keep_io_types = 1;
@@ -690,8 +690,8 @@ static int cmd_compile(int argc, char **argv) {
 					  : "--budget-max-compiles is for --accuracy-budget");
 		return 2;
 	}
-	if (o.accuracy_budget && o.precision != TBC_DT_F16 && o.precision != TBC_DT_BF16) {
-		fprintf(stderr, "tbc compile: --accuracy-budget searches a lowering: give --precision fp16 or bf16\n");
+	if (o.accuracy_budget && o.precision == TBC_DT_F32) {
+		fprintf(stderr, "tbc compile: --accuracy-budget searches a lowering: give --precision fp16, bf16 or fp8\n");
 		return 2;
 	}
 	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll") && !ends_with(out, ".cl") &&

@@ -218,6 +218,8 @@ typedef struct tbc_compile_options {
 	const char *gpu_targets;
 	/* Precision lowering (docs/precision.md): TBC_DT_F16 or TBC_DT_BF16
 	 * moves float32 computation to that type where the policy allows;
+	 * TBC_DT_F8E4M3FN stores the weights of MatMul, Gemm and Conv as float8
+	 * e4m3 with one float32 scale per output channel (computing in float32);
 	 * TBC_DT_F32 (init's default) keeps the model's precision.
 	 * keep_io_types (init: true) keeps float32 inputs and outputs;
 	 * precision_exclude is a comma list of op types and node names kept in

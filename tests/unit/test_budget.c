@@ -298,7 +298,7 @@ static void malformed_budgets_are_refused(void **state) {
 	char msg[1024];
 	options(&o, TBC_DT_F32, "top1", calib, NULL);
 	search_fails(m, &o, msg, sizeof msg);
-	HAS(msg, "--precision fp16 or bf16");
+	HAS(msg, "--precision fp16, bf16 or fp8");
 	options(&o, TBC_DT_F16, "top1", calib, NULL);
 	o.keep_io_types = 0;
 	search_fails(m, &o, msg, sizeof msg);
