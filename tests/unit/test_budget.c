@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -438,6 +439,82 @@ static void the_search_stops_at_its_bound_and_stays_within_budget(void **state) 
 	tbc_module_destroy(m);
 }
 
+/* `tbc compile` as a user runs it, on examples/models/tiny_cnn.onnx
+ * (image f32[N,3,32,32]): a budget met, a calibration file of the wrong
+ * shape named with nothing written, options that need each other. */
+static char *tbc_cmd(const char *args, int *out_status) {
+	const char *bin = getenv("TBC_BINARY_DIR"), *src = getenv("TBC_SOURCE_DIR");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tbc' compile %s 2>&1", src ? src : ".", bin ? bin : "build", args);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t cap = 1 << 16, n = 0, got;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
+	out[n] = 0;
+	int status = pclose(p);
+	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	printf("$ tbc compile %s\n%s[exit %d]\n", args, out, *out_status);
+	return out;
+}
+
+static float pixel(int set, int64_t i) { return (float)sin(0.05 * (double)i + set); }
+
+static void the_command_searches_and_refuses_what_does_not_match(void **state) {
+	(void)state;
+	const int64_t image[4] = {2, 3, 32, 32}, wrong[4] = {2, 3, 32, 31};
+	char calib[256], args[1024], out_so[256];
+	snprintf(calib, sizeof calib, "%s", tmp_path("cnn_calib"));
+	mkdir(calib, 0777);
+	for (int s = 0; s < 2; s++) {
+		char sub[300], file[320];
+		snprintf(sub, sizeof sub, "%s/s%d", calib, s);
+		mkdir(sub, 0777);
+		snprintf(file, sizeof file, "%s/image.npy", sub);
+		tbc_tensor *t = tbc_tensor_create(TBC_DT_F32, 4, image);
+		for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = pixel(s, i);
+		tbc_diags *d = tbc_diags_create();
+		assert_int_equal(tbc_tensor_write_npy(file, t, d), TBC_OK);
+		tbc_diags_destroy(d);
+		tbc_tensor_destroy(t);
+	}
+	snprintf(out_so, sizeof out_so, "%s", tmp_path("cnn.o"));
+	int status;
+	snprintf(args, sizeof args,
+		 "examples/models/tiny_cnn.onnx --precision fp16 --accuracy-budget cosine=0.999,top1 --calibrate %s "
+		 "--stats -o %s",
+		 calib, out_so);
+	char *out = tbc_cmd(args, &status);
+	assert_int_equal(status, 0);
+	HAS(out, "tbc: accuracy budget 'cosine=0.999,top1' for fp16: 2 calibration sets");
+	HAS(out, "tbc: accuracy budget met with 0 of");
+	HAS(out, "tbc: accuracy budget search: 2 compiles (bound 64), 2 runs each");
+	assert_int_equal(access(out_so, F_OK), 0);
+	free(out);
+	/* A second set whose image is 31 wide: named, and nothing written. */
+	char bad[320];
+	snprintf(bad, sizeof bad, "%s/s1/image.npy", calib);
+	write_npy(bad, TBC_DT_F32, 4, wrong);
+	unlink(out_so);
+	out = tbc_cmd(args, &status);
+	assert_int_equal(status, 1);
+	HAS(out, "s1/image.npy: tensor 'image': calibration input is f32[2,3,32,31], the model's input 'image' is "
+		 "f32[N,3,32,32]");
+	assert_int_not_equal(access(out_so, F_OK), 0);
+	free(out);
+	out = tbc_cmd("examples/models/tiny_cnn.onnx --precision fp16 --accuracy-budget top1 -o x.o", &status);
+	assert_int_equal(status, 2);
+	HAS(out, "--accuracy-budget needs --calibrate DIR");
+	free(out);
+	out = tbc_cmd("examples/models/tiny_cnn.onnx --precision fp16 --accuracy-budget top1 --calibrate d "
+		      "--budget-max-compiles 2 -o x.o",
+		      &status);
+	assert_int_equal(status, 2);
+	HAS(out, "--budget-max-compiles wants a count from 3 to 10000, got '2'");
+	free(out);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fp16_overflow_keeps_exactly_the_overflowing_matmul),
@@ -447,6 +524,7 @@ int main(void) {
 		cmocka_unit_test(calibration_files_that_do_not_match_are_named),
 		cmocka_unit_test(a_budget_no_assignment_meets_says_the_best_reached),
 		cmocka_unit_test(the_search_stops_at_its_bound_and_stays_within_budget),
+		cmocka_unit_test(the_command_searches_and_refuses_what_does_not_match),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
