@@ -227,7 +227,10 @@ typedef struct tbc_compile_options {
 	int precision;
 	int keep_io_types;
 	const char *precision_exclude;
-	/* Accuracy budget (docs/precision.md): with precision F16 or BF16,
+	/* Non-NULL: compile a training step (above) instead of the model. */
+	const tbc_train_options *train;
+	/* Accuracy budget (docs/precision.md; added last, so the fields before
+	 * keep their offsets): with precision F16, BF16 or F8E4M3FN,
 	 * accuracy_budget ("rtol=R,atol=A", "cosine=C", "top1", or several of
 	 * them comma-separated, all to be met) and calibrate (a folder with one
 	 * subfolder per set of inputs, NAME.npy per model input) make the
@@ -238,8 +241,6 @@ typedef struct tbc_compile_options {
 	const char *accuracy_budget;
 	const char *calibrate;
 	int budget_max_compiles;
-	/* Non-NULL: compile a training step (above) instead of the model. */
-	const tbc_train_options *train;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
