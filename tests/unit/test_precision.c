@@ -333,6 +333,31 @@ static void fp8_stores_large_weights_as_e4m3_with_a_scale_per_output_channel(voi
 	tbc_module_destroy(m);
 }
 
+/* A model that carries its own DequantizeLinear (QDQ) keeps it: fp8 only
+ * stores float32 constants, and a weight computed by DequantizeLinear is
+ * not one. */
+static void fp8_leaves_a_qdq_model_as_it_is(void **state) {
+	(void)state;
+	static char text[1 << 18];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 19\ngraph main(%%x: f32[2,128]) {\n"
+					    "  %%q: i8[128,160] = const [");
+	for (int i = 0; i < 128 * 160; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", i ? "," : "", i % 255 - 127);
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "]\n"
+		 "  %%s: f32[] = const [0.01]\n"
+		 "  %%w: f32[128,160] = DequantizeLinear(%%q, %%s) @dq\n"
+		 "  %%y: f32[2,160] = MatMul(%%x, %%w) @mm\n"
+		 "  return %%y\n"
+		 "}\n");
+	tbc_precision_stats st;
+	tbc_module *m = lowered(text, TBC_DT_F8E4M3FN, true, NULL, &st);
+	assert_int_equal(st.ops_lowered, 0);
+	const tbc_op *dq = dq_reader(m, TBC_OP_MatMul, 1);
+	assert_non_null(dq);
+	assert_int_equal(dq->inputs[0]->type.dtype, TBC_DT_I8);
+	tbc_module_destroy(m);
+}
+
 /* Compiled, the fp8 model computes what the interpreter computes for the
  * lowered graph, and its artifact holds about a quarter of the bytes. */
 static void fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter(void **state) {
@@ -385,6 +410,7 @@ int main(void) {
 		cmocka_unit_test(other_types_are_left_alone),
 		cmocka_unit_test(fp8_stores_large_weights_as_e4m3_with_a_scale_per_output_channel),
 		cmocka_unit_test(fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter),
+		cmocka_unit_test(fp8_leaves_a_qdq_model_as_it_is),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
