@@ -2,12 +2,13 @@
 compiled at fp32 and at each lower precision, run by `tbc run` on the same
 random inputs, and every float output compared with the fp32 one: the
 smallest cosine similarity over the inputs, how often the argmax (over the
-last axis, per row) agrees, the weights' bytes, and no inf or NaN.  Then a
+last axis, per row) agrees, the weights' bytes, and no inf or NaN (cosine
+at least 0.999 for fp16 and bf16, 0.99 for fp8: e4m3 weights).  Then a
 stress set -- LayerNormalization, Softmax, ReduceMean, ReduceSumSquare and
 GELU (the Erf form) after a float16-able op, with inputs up to 1e4 in
 magnitude -- must give no inf or NaN in any precision.
 
-usage: .venv/bin/python bench/precision.py BUILD_DIR [--inputs 32] [--precisions fp16,bf16]
+usage: .venv/bin/python bench/precision.py BUILD_DIR [--inputs 32] [--precisions fp16,bf16,fp8]
        [--models resnet50,transformer,bert_dynamic]
 (models and one sample input each come from bench/make_models.py into BUILD_DIR/models)"""
 import argparse
@@ -187,7 +188,7 @@ def main():
         for name in a.models.split(","):
             for (m, p, cos, agree, rows, ratio, bad) in measure_model(tbc, models_dir, name, precisions, a.inputs, work):
                 print(f"| {m} | {p} | {cos:.6f} | {agree}/{rows} | {ratio:.3f}x | {bad} |", flush=True)
-                failed |= cos < 0.999 or bad > 0
+                failed |= cos < (0.99 if p == "fp8" else 0.999) or bad > 0
         print("\n| stress model | precision | float32 inputs/outputs | finite at 1, 1e2, 1e4 |")
         print("|---|---|---|---|")
         for (name, p, keep, ok) in stress(tbc, precisions, work):

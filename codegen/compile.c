@@ -199,12 +199,29 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "no module to compile");
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
+	/* An accuracy budget: the search decides the exclusions, then this
+	 * compile runs with them (and its figures kept in the stats). */
+	tbc_compile_stats budget_st;
+	memset(&budget_st, 0, sizeof budget_st);
+	char *budget_exclude = NULL;
+	tbc_compile_options with_budget;
+	if (o->accuracy_budget) {
+		with_budget = *o;
+		with_budget.stats_out = &budget_st;
+		tbc_code brc = tbc_precision_search(m, &with_budget, d, &budget_exclude);
+		if (brc != TBC_OK) return brc;
+		with_budget.stats_out = o->stats_out;
+		with_budget.accuracy_budget = NULL;
+		with_budget.precision_exclude = budget_exclude;
+		o = &with_budget;
+	}
 	/* The passes work on a copy: the caller keeps its module as it was. */
 	tbc_module *work = tbc_module_clone(m);
 	tbc_arena *arena = tbc_arena_create();
 	if (!work || !arena) {
 		tbc_module_destroy(work);
 		tbc_arena_destroy(arena);
+		free(budget_exclude);
 		tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory copying the module");
 		return TBC_ERR_NO_MEMORY;
 	}
@@ -215,7 +232,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	po.dump_after = o->dump_after;
 	po.dump_file = o->dump_file;
 	po.stats = &pst;
-	tbc_precision_options prec = {(tbc_dtype)o->precision, o->keep_io_types != 0, o->precision_exclude};
+	tbc_precision_options prec = {.low = (tbc_dtype)o->precision, .keep_io_types = o->keep_io_types != 0, .exclude = o->precision_exclude};
 	po.precision = &prec;
 	int64_t fp32_bytes = const_bytes(work);
 	tbc_code rc = TBC_OK;
@@ -260,9 +277,13 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.weights_bytes_lowered = const_bytes(work);
 		st.precision_ops = pst.precision.ops_lowered;
 		st.precision_casts = pst.precision.casts_inserted;
+		st.budget_compiles = budget_st.budget_compiles;
+		st.budget_kept = budget_st.budget_kept;
+		st.budget_seconds = budget_st.budget_seconds;
 		if (o->stats) print_stats(o->stats_file ? o->stats_file : stderr, &st);
 		if (o->stats_out) *o->stats_out = st;
 	}
+	free(budget_exclude);
 	tbc_arena_destroy(arena);
 	tbc_module_destroy(work);
 	return rc;

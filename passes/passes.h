@@ -26,9 +26,13 @@ bool tbc_pass_memplan(tbc_module *m, tbc_diags *d); /* passes/memplan.c */
  * boundaries; run before folding, which turns casts of weights into weights
  * of the low type. */
 typedef struct tbc_precision_options {
-	tbc_dtype low;          /* TBC_DT_F16 or TBC_DT_BF16; F32 or UNDEFINED: nothing to do */
+	tbc_dtype low;          /* TBC_DT_F16, TBC_DT_BF16, or TBC_DT_F8E4M3FN (weights only); F32 or UNDEFINED: nothing to do */
 	bool keep_io_types;     /* float32 inputs and outputs stay float32 */
 	const char *exclude;    /* comma list of op types and node names kept in float32 */
+	/* Non-NULL: called with each op the pass moves to the low type (the
+	 * accuracy budget's search, codegen/budget.c, lists its candidates so). */
+	void (*on_lowered)(void *user, const tbc_op *op);
+	void *on_lowered_user;
 } tbc_precision_options;
 typedef struct tbc_precision_stats {
 	int ops_lowered;        /* ops that compute in the low type */

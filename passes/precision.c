@@ -1,6 +1,8 @@
 /* Precision lowering (docs/precision.md): float32 computation moved to
  * float16 or bfloat16 where the policy below allows it, with Casts at the
- * boundaries.
+ * boundaries; or, for fp8 (lower_fp8, below), the large weights of matrix
+ * products, convolutions and embeddings stored as float8 e4m3 with one
+ * float32 scale per output channel, everything computing in float32.
  *
  * Each op of the main graph gets one of three policies (policy_of, the one
  * table):
@@ -26,9 +28,11 @@
  * back to the type a value came from reads the value itself, and folding
  * (the pipeline runs fold after this pass) turns casts of constants into
  * constants of the low type; dce removes the float32 originals nobody reads. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "passes/passes.h"
 #include "passes/util.h"
 
@@ -244,6 +248,7 @@ static bool lower_main(lowering *L) {
 				if (!pass_bits_set(&L->lowered, v->id)) goto oom;
 			}
 			L->st->ops_lowered++;
+			if (L->o->on_lowered) L->o->on_lowered(L->o->on_lowered_user, op);
 			continue;
 		}
 		/* float32: every input this pass lowered is read back as float32. */
@@ -290,19 +295,115 @@ oom:
 	return false;
 }
 
+/* ---- fp8: weights stored as float8 e4m3 ------------------------------------------
+ * A MatMul, Gemm or Conv whose weight (or a Gather whose table: an
+ * embedding, one scale per row) is a float32 constant larger than
+ * folding keeps (TBC_FOLD_SMALL_BYTES: a smaller one would be folded back
+ * to float32) reads it through DequantizeLinear(e4m3 weight, one float32
+ * scale per output channel): max |w| over the channel maps to 448, e4m3's
+ * largest finite value.  Activations, biases and every other op stay
+ * float32; the dequantized weight depends on constants alone, so the
+ * compiled code makes it once per session (codegen/lower/load_time.c) and
+ * the artifact stores a quarter of the bytes. */
+#define E4M3_MAX 448.0f
+
+/* The input of op that is its weight (1; Gather's table: 0). */
+static int weight_input(const tbc_op *op) { return op->code == TBC_OP_Gather ? 0 : 1; }
+
+/* The output-channel axis of op's weight, or -1 (an embedding table's
+ * rows: one scale per row that Gather reads). */
+static int weight_axis(const tbc_op *op, int rank) {
+	switch (op->code) {
+	case TBC_OP_Gather: return rank == 2 && tbc_attr_int(op, "axis", 0) == 0 ? 0 : -1;
+	case TBC_OP_MatMul: return rank >= 2 ? rank - 1 : -1;
+	case TBC_OP_Gemm: return rank == 2 ? (tbc_attr_int(op, "transB", 0) ? 0 : 1) : -1;
+	case TBC_OP_Conv: return rank >= 3 ? 0 : -1;
+	default: return -1;
+	}
+}
+
+/* The weight w (float32 constant) as DequantizeLinear(e4m3, scales, axis),
+ * inserted before op; NULL when out of memory. */
+static tbc_value *quantize_weight(lowering *L, tbc_value *w, int axis, tbc_op *before) {
+	const tbc_tensor *t = w->constant;
+	int64_t channels = t->dims[axis], inner = 1;
+	for (int k = axis + 1; k < t->rank; k++) inner *= t->dims[k];
+	tbc_tensor *q = tbc_tensor_create(TBC_DT_F8E4M3FN, t->rank, t->dims);
+	int64_t sdims[1] = {channels};
+	tbc_tensor *sc = tbc_tensor_create(TBC_DT_F32, 1, sdims);
+	tbc_value *out = NULL;
+	if (!q || !sc) goto done;
+	const float *x = t->data;
+	float *scale = sc->data;
+	uint8_t *qd = q->data;
+	for (int64_t c = 0; c < channels; c++) scale[c] = 0;
+	/* Element i's channel is (i / inner) % channels. */
+	for (int64_t i = 0; i < t->numel; i++) {
+		float a = x[i] < 0 ? -x[i] : x[i];
+		int64_t c = (i / inner) % channels;
+		if (a > scale[c]) scale[c] = a; /* NaN never wins */
+	}
+	for (int64_t c = 0; c < channels; c++) scale[c] = scale[c] > 0 && scale[c] < INFINITY ? scale[c] / E4M3_MAX : 1.0f;
+	for (int64_t i = 0; i < t->numel; i++) qd[i] = tbc_f32_to_f8(TBC_DT_F8E4M3FN, x[i] / scale[(i / inner) % channels], true);
+	tbc_graph *g = before->graph;
+	tbc_value *qv = tbc_graph_add_const(g, NULL, q), *sv = tbc_graph_add_const(g, NULL, sc);
+	tbc_value *ins[2] = {qv, sv};
+	tbc_op *dq = qv && sv ? tbc_op_new(g, TBC_OP_DequantizeLinear, "", 2, ins, 1) : NULL;
+	tbc_attr *a = dq ? tbc_op_add_attr(dq, "axis", TBC_ATTR_INT) : NULL;
+	if (!a) goto done;
+	a->i = axis;
+	pass_unlink(dq);
+	pass_insert_before(dq, before);
+	out = dq->outputs[0];
+	out->type = w->type;
+done:
+	tbc_tensor_destroy(q);
+	tbc_tensor_destroy(sc);
+	return out;
+}
+
+static bool lower_fp8(lowering *L) {
+	tbc_graph *g = L->m->main;
+	for (tbc_op *op = g->first; op; op = op->next) {
+		if ((op->code != TBC_OP_MatMul && op->code != TBC_OP_Gemm && op->code != TBC_OP_Conv &&
+		     op->code != TBC_OP_Gather) ||
+		    op->n_inputs < 2 || excluded(op, L->o))
+			continue;
+		int wi = weight_input(op);
+		tbc_value *w = op->inputs[wi];
+		if (!w || !is_const(w) || !w->constant || w->constant->dtype != TBC_DT_F32 ||
+		    pass_value_bytes(w) <= TBC_FOLD_SMALL_BYTES || pass_bits_get(&L->pinned, w->id))
+			continue;
+		int axis = weight_axis(op, w->constant->rank);
+		if (axis < 0) continue;
+		tbc_value *dq = w->id < L->n ? L->cast_of[w->id] : NULL;
+		if (dq && tbc_attr_int(dq->def, "axis", -1) != axis) continue; /* one weight read two ways */
+		if (!dq) {
+			dq = quantize_weight(L, w, axis, op);
+			if (!dq) return false;
+			if (w->id < L->n) L->cast_of[w->id] = dq;
+			L->st->casts_inserted++;
+		}
+		tbc_op_set_input(op, wi, dq);
+		L->st->ops_lowered++;
+		if (L->o->on_lowered) L->o->on_lowered(L->o->on_lowered_user, op);
+	}
+	return true;
+}
+
 bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_precision_stats *st, tbc_diags *d) {
 	tbc_precision_stats local;
 	if (!st) st = &local;
 	memset(st, 0, sizeof *st);
 	if (!o || o->low == TBC_DT_F32 || o->low == TBC_DT_UNDEFINED) return true;
-	if (o->low != TBC_DT_F16 && o->low != TBC_DT_BF16) {
+	if (o->low != TBC_DT_F16 && o->low != TBC_DT_BF16 && o->low != TBC_DT_F8E4M3FN) {
 		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, m->path, NULL, NULL, NULL, "precision %s is not one tbc lowers to yet",
 			      tbc_dtype_name(o->low));
 		return false;
 	}
 	lowering L = {.m = m, .o = o, .low = o->low, .st = st, .n = m->n_values};
 	L.cast_of = calloc((size_t)L.n + 1, sizeof *L.cast_of);
-	bool ok = L.cast_of && pin_captures(&L, m->main) && lower_main(&L);
+	bool ok = L.cast_of && pin_captures(&L, m->main) && (o->low == TBC_DT_F8E4M3FN ? lower_fp8(&L) : lower_main(&L));
 	free(L.cast_of);
 	pass_bits_free(&L.lowered);
 	pass_bits_free(&L.pinned);

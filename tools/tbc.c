@@ -34,10 +34,20 @@ static const char usage_text[] =
 	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"
 	"                             without cpu it runs on those devices only.  A value with\n"
 	"                             a '-' is a TRIPLE (as --triple)\n"
-	"      --precision fp32|fp16|bf16   compute float32 models in that type where the policy\n"
-	"                             allows (docs/precision.md; default fp32: unchanged)\n"
+	"      --precision fp32|fp16|bf16|fp8   compute float32 models in that type where the\n"
+	"                             policy allows (docs/precision.md; default fp32: unchanged);\n"
+	"                             fp8: MatMul/Gemm/Conv weights and embeddings over 64 KiB\n"
+	"                             stored as float8 e4m3 with a float32 scale per output\n"
+	"                             channel, computing in float32\n"
 	"      --no-keep-io-types     with --precision: float32 inputs and outputs lowered too\n"
 	"      --precision-exclude LIST   op types and node names kept in float32\n"
+	"      --accuracy-budget B    with --precision and --calibrate: keep nodes in float32 until\n"
+	"                             the outputs meet B against the float32 model's on every\n"
+	"                             set: rtol=R,atol=A | cosine=C | top1 (or several, with ',');\n"
+	"                             prints the nodes kept and why (docs/precision.md)\n"
+	"      --calibrate DIR        the calibration inputs: one subfolder of DIR per set, each\n"
+	"                             holding NAME.npy for every model input\n"
+	"      --budget-max-compiles N   the search's bound (default 64 compiles, 3..10000)\n"
 	"      --triple TRIPLE        cross-compile (x86_64-..., aarch64-...); default the host\n"
 	"      --cpu NAME             CPU to tune for and whose features to use (one LLVM knows:\n"
 	"                             llc-19 -mtriple=TRIPLE -mcpu=help); the artifact lists them\n"
@@ -629,16 +639,26 @@ static int cmd_compile(int argc, char **argv) {
 			if (!strcmp(p, "fp32")) o.precision = TBC_DT_F32;
 			else if (!strcmp(p, "fp16")) o.precision = TBC_DT_F16;
 			else if (!strcmp(p, "bf16")) o.precision = TBC_DT_BF16;
-			else if (!strcmp(p, "fp8")) {
-				fprintf(stderr, "tbc compile: --precision fp8 is not implemented yet (docs/precision.md)\n");
-				return 2;
-			} else {
-				fprintf(stderr, "tbc compile: --precision is fp32, fp16 or bf16, got '%s'\n", p);
+			else if (!strcmp(p, "fp8")) o.precision = TBC_DT_F8E4M3FN;
+			else {
+				fprintf(stderr, "tbc compile: --precision is fp32, fp16, bf16 or fp8, got '%s'\n", p);
 				return 2;
 			}
 		} else if (!strcmp(a, "--keep-io-types")) o.keep_io_types = 1;
 		else if (!strcmp(a, "--no-keep-io-types")) o.keep_io_types = 0;
 		else if (!strcmp(a, "--precision-exclude") && has) o.precision_exclude = argv[++i];
+		else if (!strcmp(a, "--accuracy-budget") && has) o.accuracy_budget = argv[++i];
+		else if (!strcmp(a, "--calibrate") && has) o.calibrate = argv[++i];
+		else if (!strcmp(a, "--budget-max-compiles") && has) {
+			char *end;
+			const char *v = argv[++i];
+			long n = strtol(v, &end, 10);
+			if (!*v || *end || n < 3 || n > 10000) {
+				fprintf(stderr, "tbc compile: --budget-max-compiles wants a count from 3 to 10000, got '%s'\n", v);
+				return 2;
+			}
+			o.budget_max_compiles = (int)n;
+		}
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
@@ -662,6 +682,17 @@ static int cmd_compile(int argc, char **argv) {
 	}
 	if (!model || !out) {
 		fprintf(stderr, "tbc compile: need MODEL and -o OUT (see tbc --help)\n");
+		return 2;
+	}
+	if ((o.accuracy_budget != NULL) != (o.calibrate != NULL) || (o.budget_max_compiles && !o.accuracy_budget)) {
+		fprintf(stderr, "tbc compile: %s\n",
+			o.accuracy_budget ? "--accuracy-budget needs --calibrate DIR (one subfolder of NAME.npy per input set)"
+			: o.calibrate	  ? "--calibrate is for --accuracy-budget"
+					  : "--budget-max-compiles is for --accuracy-budget");
+		return 2;
+	}
+	if (o.accuracy_budget && o.precision == TBC_DT_F32) {
+		fprintf(stderr, "tbc compile: --accuracy-budget searches a lowering: give --precision fp16, bf16 or fp8\n");
 		return 2;
 	}
 	if (!ends_with(out, ".o") && !ends_with(out, ".so") && !ends_with(out, ".ll") && !ends_with(out, ".cl") &&

@@ -218,6 +218,8 @@ typedef struct tbc_compile_options {
 	const char *gpu_targets;
 	/* Precision lowering (docs/precision.md): TBC_DT_F16 or TBC_DT_BF16
 	 * moves float32 computation to that type where the policy allows;
+	 * TBC_DT_F8E4M3FN stores the weights of MatMul, Gemm and Conv as float8
+	 * e4m3 with one float32 scale per output channel (computing in float32);
 	 * TBC_DT_F32 (init's default) keeps the model's precision.
 	 * keep_io_types (init: true) keeps float32 inputs and outputs;
 	 * precision_exclude is a comma list of op types and node names kept in
@@ -227,6 +229,18 @@ typedef struct tbc_compile_options {
 	const char *precision_exclude;
 	/* Non-NULL: compile a training step (above) instead of the model. */
 	const tbc_train_options *train;
+	/* Accuracy budget (docs/precision.md; added last, so the fields before
+	 * keep their offsets): with precision F16, BF16 or F8E4M3FN,
+	 * accuracy_budget ("rtol=R,atol=A", "cosine=C", "top1", or several of
+	 * them comma-separated, all to be met) and calibrate (a folder with one
+	 * subfolder per set of inputs, NAME.npy per model input) make the
+	 * compile first search, by bisection, for the nodes to keep in float32
+	 * (tbc_precision_search), then compile with them excluded.  The search
+	 * compiles at most budget_max_compiles times (0: 64; 3 to 10000) and
+	 * writes its report (the nodes kept and why) to stats_file. */
+	const char *accuracy_budget;
+	const char *calibrate;
+	int budget_max_compiles;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -254,6 +268,11 @@ typedef struct tbc_compile_stats {
 	 * (the graph's constants), ops computing in the low type, Casts made. */
 	int64_t weights_bytes_fp32, weights_bytes_lowered;
 	int precision_ops, precision_casts;
+	/* The accuracy budget's search: compiles it made (the float32
+	 * reference included, the artifact's own not), its seconds, and the
+	 * lowered nodes it kept in float32. */
+	int budget_compiles, budget_kept;
+	double budget_seconds;
 } tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);
@@ -273,6 +292,18 @@ int tbc_target_can_compile(const char *target, char *why, size_t why_size);
  * "<path>.weights". */
 tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path,
 			     tbc_diags *diags);
+
+/* The accuracy budget's search alone (o->accuracy_budget, o->calibrate,
+ * o->precision; docs/precision.md): the float32 model and candidates that
+ * keep some lowered nodes in float32 are JIT-compiled for this host and run
+ * on every calibration set, bisecting over the named nodes the precision
+ * pass lowers.  On success *out_exclude (free() it) is the comma list to
+ * compile with as precision_exclude: o's own list, then the nodes kept.
+ * Errors: a malformed budget, a calibration folder whose files do not match
+ * the model's inputs (the file named), a budget no assignment meets (the
+ * best reached said); o->stats_out gets the budget_* figures. */
+tbc_code tbc_precision_search(const tbc_module *m, const tbc_compile_options *o, tbc_diags *diags,
+			      char **out_exclude);
 
 /* Compiles in memory with LLVM's ORC JIT for the host; writes no file. */
 typedef struct tbc_jit tbc_jit;

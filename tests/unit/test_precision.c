@@ -3,6 +3,7 @@
  * (one per value, never a pair), weights stored in the low type, the
  * model's interface kept, exclusions, subgraph captures, and the results
  * against float32 through the reference interpreter. */
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "ir/dtype.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "tbc/abi.h"
 
 static tbc_module *parse(const char *text) {
 	tbc_diags *d = tbc_diags_create();
@@ -70,7 +72,7 @@ static tbc_module *lowered(const char *text, tbc_dtype low, bool keep_io, const 
 	tbc_module *m = parse(text);
 	tbc_pipeline_options o = tbc_pipeline_defaults();
 	o.verify = true;
-	tbc_precision_options po = {low, keep_io, exclude};
+	tbc_precision_options po = {.low = low, .keep_io_types = keep_io, .exclude = exclude};
 	o.precision = &po;
 	tbc_pipeline_stats pst;
 	memset(&pst, 0, sizeof pst);
@@ -223,6 +225,182 @@ static void other_types_are_left_alone(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* fp8: a weight larger than folding keeps (64 KiB) is stored as float8
+ * e4m3 and read through DequantizeLinear with one scale per output
+ * channel (MatMul: its columns; Gemm with transB: its rows; Conv: its
+ * filters); small weights, excluded nodes and activations stay float32. */
+static char *fp8_text(void) {
+	static char text[1 << 22];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 17\ngraph main(%%x: f32[2,128], %%im: f32[1,32,4,4]) {\n");
+	/* w [128,160] (80 KiB), g [128,160] read transposed, k [24,32,5,5]
+	 * (75 KiB), small [128,4] (2 KiB). */
+	const struct {
+		const char *name;
+		int rank;
+		int dims[4];
+	} w[] = {{"w", 2, {128, 160}}, {"g", 2, {128, 160}}, {"k", 4, {24, 32, 5, 5}}, {"small", 2, {128, 4}}};
+	for (int k = 0; k < 4; k++) {
+		int numel = 1;
+		n += snprintf(text + n, sizeof text - (size_t)n, "  %%%s: f32[", w[k].name);
+		for (int d = 0; d < w[k].rank; d++) {
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", d ? "," : "", w[k].dims[d]);
+			numel *= w[k].dims[d];
+		}
+		n += snprintf(text + n, sizeof text - (size_t)n, "] = const [");
+		/* Channels of very different magnitudes: per-channel scales matter. */
+		for (int i = 0; i < numel; i++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s%.5g", i ? "," : "",
+				      sin(0.37 * i + k) * (1 + (i % 7) * 10.0) * 0.01);
+		n += snprintf(text + n, sizeof text - (size_t)n, "]\n");
+	}
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "  %%a: f32[2,160] = MatMul(%%x, %%w) @mm\n"
+		 "  %%b: f32[2,128] = Gemm(%%a, %%g) {transB = 1} @gemm\n"
+		 "  %%c: f32[2,4] = MatMul(%%b, %%small) @mm_small\n"
+		 "  %%y: f32[1,24,4,4] = Conv(%%im, %%k) {pads = [2, 2, 2, 2]} @conv\n"
+		 "  return %%c, %%y\n"
+		 "}\n");
+	return text;
+}
+
+static const tbc_op *dq_reader(const tbc_module *m, tbc_opcode code, int input) {
+	const tbc_op *op = op_named_output(m, code, 0);
+	assert_non_null(op);
+	const tbc_value *v = op->inputs[input];
+	return v->kind == TBC_VALUE_RESULT && v->def->code == TBC_OP_DequantizeLinear ? v->def : NULL;
+}
+
+static void fp8_stores_large_weights_as_e4m3_with_a_scale_per_output_channel(void **state) {
+	(void)state;
+	tbc_precision_stats st;
+	tbc_module *m = lowered(fp8_text(), TBC_DT_F8E4M3FN, true, NULL, &st);
+	const struct {
+		tbc_opcode code;
+		int64_t axis, channels;
+	} want[] = {{TBC_OP_MatMul, 1, 160}, {TBC_OP_Gemm, 0, 128}, {TBC_OP_Conv, 0, 24}};
+	for (int k = 0; k < 3; k++) {
+		const tbc_op *dq = dq_reader(m, want[k].code, 1);
+		assert_non_null(dq);
+		assert_int_equal(dq->inputs[0]->kind, TBC_VALUE_CONST);
+		assert_int_equal(dq->inputs[0]->type.dtype, TBC_DT_F8E4M3FN);
+		assert_int_equal(dq->inputs[1]->type.dtype, TBC_DT_F32);
+		assert_int_equal(dq->inputs[1]->constant->numel, want[k].channels);
+		assert_int_equal(tbc_attr_int(dq, "axis", -1), want[k].axis);
+		assert_int_equal(dq->outputs[0]->type.dtype, TBC_DT_F32);
+	}
+	assert_int_equal(st.ops_lowered, 3);
+	/* The 2 KiB weight is not worth it (folding would make it float32). */
+	const tbc_op *small = NULL;
+	for (const tbc_op *op = m->main->first; op; op = op->next)
+		if (op->code == TBC_OP_MatMul && !strcmp(op->name, "mm_small")) small = op;
+	assert_non_null(small);
+	assert_int_equal(small->inputs[1]->kind, TBC_VALUE_CONST);
+	assert_int_equal(small->inputs[1]->type.dtype, TBC_DT_F32);
+	/* Every weight is read within e4m3's rounding: the outputs stay close. */
+	tbc_module *ref = parse(fp8_text());
+	tbc_tensor *in[2];
+	int64_t xd[2] = {2, 128}, id[4] = {1, 32, 4, 4};
+	in[0] = tbc_tensor_create(TBC_DT_F32, 2, xd);
+	in[1] = tbc_tensor_create(TBC_DT_F32, 4, id);
+	for (int k = 0; k < 2; k++)
+		for (int64_t i = 0; i < in[k]->numel; i++) /* uniform-ish in [-1, 1), no pattern the weights share */
+			((float *)in[k]->data)[i] = (float)((uint32_t)(i * 2654435761u + (uint32_t)k * 97u) % 1000u) / 500.0f - 1.0f;
+	tbc_tensor *got[2], *exp[2];
+	tbc_diags *d = tbc_diags_create();
+	assert_int_equal(tbc_interpret(m, in, 2, got, 2, d), TBC_OK);
+	assert_int_equal(tbc_interpret(ref, in, 2, exp, 2, d), TBC_OK);
+	for (int k = 0; k < 2; k++) {
+		double dot = 0, ng = 0, ne = 0;
+		for (int64_t i = 0; i < exp[k]->numel; i++) {
+			double g = ((float *)got[k]->data)[i], e = ((float *)exp[k]->data)[i];
+			dot += g * e, ng += g * g, ne += e * e;
+		}
+		double cosine = dot / sqrt(ng * ne);
+		if (cosine < 0.995) fail_msg("output %d: cosine %.6f", k, cosine);
+		tbc_tensor_destroy(got[k]);
+		tbc_tensor_destroy(exp[k]);
+		tbc_tensor_destroy(in[k]);
+	}
+	tbc_diags_destroy(d);
+	tbc_module_destroy(ref);
+	tbc_module_destroy(m);
+	/* An excluded node keeps its float32 weight. */
+	m = lowered(fp8_text(), TBC_DT_F8E4M3FN, true, "gemm,Conv", &st);
+	assert_int_equal(st.ops_lowered, 1);
+	assert_non_null(dq_reader(m, TBC_OP_MatMul, 1));
+	assert_null(dq_reader(m, TBC_OP_Gemm, 1));
+	assert_null(dq_reader(m, TBC_OP_Conv, 1));
+	tbc_module_destroy(m);
+}
+
+/* A model that carries its own DequantizeLinear (QDQ) keeps it: fp8 only
+ * stores float32 constants, and a weight computed by DequantizeLinear is
+ * not one. */
+static void fp8_leaves_a_qdq_model_as_it_is(void **state) {
+	(void)state;
+	static char text[1 << 18];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 19\ngraph main(%%x: f32[2,128]) {\n"
+					    "  %%q: i8[128,160] = const [");
+	for (int i = 0; i < 128 * 160; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", i ? "," : "", i % 255 - 127);
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "]\n"
+		 "  %%s: f32[] = const [0.01]\n"
+		 "  %%w: f32[128,160] = DequantizeLinear(%%q, %%s) @dq\n"
+		 "  %%y: f32[2,160] = MatMul(%%x, %%w) @mm\n"
+		 "  return %%y\n"
+		 "}\n");
+	tbc_precision_stats st;
+	tbc_module *m = lowered(text, TBC_DT_F8E4M3FN, true, NULL, &st);
+	assert_int_equal(st.ops_lowered, 0);
+	const tbc_op *dq = dq_reader(m, TBC_OP_MatMul, 1);
+	assert_non_null(dq);
+	assert_int_equal(dq->inputs[0]->type.dtype, TBC_DT_I8);
+	tbc_module_destroy(m);
+}
+
+/* Compiled, the fp8 model computes what the interpreter computes for the
+ * lowered graph, and its artifact holds about a quarter of the bytes. */
+static void fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter(void **state) {
+	(void)state;
+	tbc_module *m = parse(fp8_text());
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	tbc_compile_stats st32, st8;
+	o.stats_out = &st32;
+	tbc_diags *d = tbc_diags_create();
+	tbc_jit *j32 = NULL, *j8 = NULL;
+	assert_int_equal(tbc_jit_compile(m, &o, d, &j32), TBC_OK);
+	o.precision = TBC_DT_F8E4M3FN;
+	o.stats_out = &st8;
+	assert_int_equal(tbc_jit_compile(m, &o, d, &j8), TBC_OK);
+	/* The three large weights are a quarter; the small one stays. */
+	double ratio = (double)st8.weights_bytes / (double)st32.weights_bytes;
+	if (ratio > 0.27) fail_msg("weights %" PRIu64 " -> %" PRIu64 " bytes", st32.weights_bytes, st8.weights_bytes);
+	tbc_module *low = lowered(fp8_text(), TBC_DT_F8E4M3FN, true, NULL, NULL);
+	tbc_tensor *in[2];
+	int64_t xd[2] = {2, 128}, id[4] = {1, 32, 4, 4};
+	in[0] = tbc_tensor_create(TBC_DT_F32, 2, xd);
+	in[1] = tbc_tensor_create(TBC_DT_F32, 4, id);
+	for (int k = 0; k < 2; k++)
+		for (int64_t i = 0; i < in[k]->numel; i++) ((float *)in[k]->data)[i] = (float)sin(0.3 * (double)i + k);
+	tbc_tensor *got[2], *want[2];
+	assert_int_equal(tbc_abi_run_serial(tbc_jit_descriptor(j8), in, 2, got, 2, d), TBC_OK);
+	assert_int_equal(tbc_interpret(low, in, 2, want, 2, d), TBC_OK);
+	for (int k = 0; k < 2; k++) {
+		tbc_compare_result r;
+		tbc_tensor_compare(got[k], want[k], 1e-4, 1e-5, &r);
+		if (r.n_mismatched) fail_msg("output %d: %" PRId64 " elements differ (max abs diff %g)", k, r.n_mismatched, r.max_abs_diff);
+		tbc_tensor_destroy(got[k]);
+		tbc_tensor_destroy(want[k]);
+		tbc_tensor_destroy(in[k]);
+	}
+	tbc_jit_destroy(j32);
+	tbc_jit_destroy(j8);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(low);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(matmuls_go_low_softmax_exp_and_div_stay_float32),
@@ -230,6 +408,9 @@ int main(void) {
 		cmocka_unit_test(without_keep_io_types_the_inputs_are_lowered),
 		cmocka_unit_test(values_read_by_subgraphs_keep_float32),
 		cmocka_unit_test(other_types_are_left_alone),
+		cmocka_unit_test(fp8_stores_large_weights_as_e4m3_with_a_scale_per_output_channel),
+		cmocka_unit_test(fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter),
+		cmocka_unit_test(fp8_leaves_a_qdq_model_as_it_is),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
