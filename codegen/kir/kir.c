@@ -224,6 +224,14 @@ kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a) {
 	return e;
 }
 
+kir_expr *kir_e_cast_any_nan(kir_kernel *k, tbc_dtype type, kir_expr *a) {
+	kir_expr *e = kir_e_cast(k, type, a);
+	if (e && e != a && e->kind == KIR_E_CAST && kir_type_is_narrow_float(a->type) &&
+	    (type == TBC_DT_F32 || type == TBC_DT_F64))
+		e->op = KIR_CAST_ANY_NAN;
+	return e;
+}
+
 void kir_block_add(kir_kernel *k, kir_block *b, kir_stmt *s) {
 	if (!s) {
 		k->failed = true;
@@ -564,7 +572,8 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 		put(o, ")");
 		return;
 	case KIR_E_CAST:
-		put(o, "%s%s(", kir_type_name(e->type), e->op == KIR_CAST_NO_SATURATE ? ".nosat" : "");
+		put(o, "%s%s(", kir_type_name(e->type),
+		    e->op == KIR_CAST_NO_SATURATE ? ".nosat" : e->op == KIR_CAST_ANY_NAN ? ".anynan" : "");
 		print_expr(o, k, e->a, 0);
 		put(o, ")");
 		return;
@@ -959,7 +968,11 @@ static void check_expr(verifier *v, const kir_expr *e) {
 		check_expr(v, e->a);
 		if (e->op == KIR_CAST_NO_SATURATE && !(tbc_dtype_is_float(e->type) && tbc_dtype_bits(e->type) <= 8))
 			verr(v, "a cast without saturation to %s (float8 and f4 only)", kir_type_name(e->type));
-		else if (e->op != 0 && e->op != KIR_CAST_NO_SATURATE)
+		else if (e->op == KIR_CAST_ANY_NAN &&
+			 !(kir_type_is_narrow_float(e->a->type) && (e->type == TBC_DT_F32 || e->type == TBC_DT_F64)))
+			verr(v, "a cast with any NaN from %s to %s (narrow floats to f32 or f64 only)", kir_type_name(e->a->type),
+			     kir_type_name(e->type));
+		else if (e->op != 0 && e->op != KIR_CAST_NO_SATURATE && e->op != KIR_CAST_ANY_NAN)
 			verr(v, "cast with unknown mode %d", e->op);
 		return;
 	case KIR_E_LOCAL_ID:

@@ -221,6 +221,14 @@ kir_expr *kir_e_cast(kir_kernel *k, tbc_dtype type, kir_expr *a); /* a itself wh
  * "f8e4m3fn.nosat(x)". */
 #define KIR_CAST_NO_SATURATE 1
 kir_expr *kir_e_cast_nosat(kir_kernel *k, tbc_dtype type, kir_expr *a);
+/* A cast of a narrow float to f32 or f64 whose NaN results may have any sign
+ * and payload (an operand of arithmetic, whose NaN results IEEE 754 leaves
+ * to the hardware anyway; docs/kernel-ir.md): the CPU then converts f16 in
+ * one instruction, without making its NaNs canonical.  Every other value is
+ * the cast's.  Marked by op == KIR_CAST_ANY_NAN; prints as "f32.anynan(x)".
+ * From any other type it is kir_e_cast. */
+#define KIR_CAST_ANY_NAN 2
+kir_expr *kir_e_cast_any_nan(kir_kernel *k, tbc_dtype type, kir_expr *a);
 /* Index shorthands. */
 kir_expr *kir_e_add(kir_kernel *k, kir_expr *a, kir_expr *b);
 kir_expr *kir_e_mul(kir_kernel *k, kir_expr *a, kir_expr *b);

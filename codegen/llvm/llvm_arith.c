@@ -325,7 +325,7 @@ LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e) {
 	 * integers and bool go through f64 (tbc_store_i64 rounds (double)v),
 	 * floats encode from their own value. */
 	if (kir_type_is_narrow_float(from)) {
-		x = llvm_narrow_to_f32(c, from, x);
+		x = e->op == KIR_CAST_ANY_NAN ? llvm_narrow_to_f32_any_nan(c, from, x) : llvm_narrow_to_f32(c, from, x);
 		if (!x) return NULL;
 		from = TBC_DT_F32;
 		fty = c->f32;

@@ -35,6 +35,8 @@ LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e);
 /* Narrow floats (llvm_narrow.c): held as their bits (i16 / i8); converted
  * exactly as ir/dtype.c converts. */
 LLVMValueRef llvm_narrow_to_f32(llvm_cx *c, tbc_dtype t, LLVMValueRef bits);
+/* The same value, a NaN with any payload and sign (KIR_CAST_ANY_NAN). */
+LLVMValueRef llvm_narrow_to_f32_any_nan(llvm_cx *c, tbc_dtype t, LLVMValueRef bits);
 /* x an f32 or f64 value; rounds once to nearest even.  saturate: float8
  * out of range gives the largest finite value (else infinity or NaN). */
 LLVMValueRef llvm_float_to_narrow(llvm_cx *c, tbc_dtype t, LLVMValueRef x, bool saturate);

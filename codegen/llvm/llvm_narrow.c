@@ -71,6 +71,18 @@ static LLVMValueRef canonical_nan(llvm_cx *c, LLVMValueRef x, LLVMValueRef xbits
 	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), nan, xbits, "");
 }
 
+/* As llvm_narrow_to_f32, but a NaN may come out with any payload and sign
+ * (KIR_CAST_ANY_NAN): f16 with the hardware's conversion alone, bf16 by its
+ * shift alone. */
+LLVMValueRef llvm_narrow_to_f32_any_nan(llvm_cx *c, tbc_dtype t, LLVMValueRef bits) {
+	LLVMBuilderRef b = c->b;
+	if (t == TBC_DT_F16 && c->f16_hw)
+		return LLVMBuildFPExt(b, LLVMBuildBitCast(b, bits, LLVMHalfTypeInContext(c->ctx), ""), c->f32, "");
+	if (t == TBC_DT_BF16)
+		return LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildZExt(b, bits, c->i32, ""), u32c(c, 16), ""), c->f32, "");
+	return llvm_narrow_to_f32(c, t, bits);
+}
+
 LLVMValueRef llvm_narrow_to_f32(llvm_cx *c, tbc_dtype t, LLVMValueRef bits) {
 	LLVMBuilderRef b = c->b;
 	if (t == TBC_DT_F16 && c->f16_hw) {

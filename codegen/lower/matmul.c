@@ -56,7 +56,8 @@ typedef struct gemm_gen {
 static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
 	lk *l = g->l;
 	kir_expr *idx = ADD(l->k, ADD(l->k, base, MUL(l->k, r, o->rs)), MUL(l->k, c, o->cs));
-	return kir_e_cast(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
+	/* An operand of the products: a NaN's payload is the hardware's anyway */
+	return kir_e_cast_any_nan(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
 }
 
 static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {

@@ -348,6 +348,43 @@ static void test_cast_without_saturation(void **state) {
 }
 
 
+/* An f16 -> f32 cast whose NaN may carry any payload: the value of the cast
+ * otherwise, marked in the text, and only from a narrow float. */
+static void test_cast_with_any_nan(void **state) {
+	(void)state;
+	fixture f = make(3, false);
+	kir_kernel *k = f.k;
+	kir_expr *d = kir_e_index(k, 3);
+	kir_buffer *h = kir_buffer_new(k, "h", TBC_DT_F16, KIR_BUF_INPUT, 1, &d);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *hv = kir_e_load(k, h, kir_e_var(k, i));
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_PARALLEL,
+			    kir_s_store(k, f.y, kir_e_var(k, i), kir_e_cast_any_nan(k, TBC_DT_F32, hv)));
+	assert_true(verifies(k, f.d));
+	char *text = kir_print(k);
+	assert_non_null(strstr(text, "y[%i] = f32.anynan(h[%i])"));
+	free(text);
+	uint16_t hx[3] = {0x3c00, 0xc500, 0x7bff}; /* 1, -5, 65504 */
+	float x[3], y[3];
+	void *bufs[3] = {x, y, hx};
+	assert_true(kir_eval(k, bufs, NULL, f.d));
+	assert_true(y[0] == 1.0f && y[1] == -5.0f && y[2] == 65504.0f);
+	/* From a type that is not a narrow float it is a plain cast. */
+	assert_int_equal(kir_e_cast_any_nan(k, TBC_DT_F64, kir_e_load(k, f.x, kir_e_index(k, 0)))->op, 0);
+	done(&f);
+
+	f = make(3, false);
+	k = f.k;
+	i = kir_var_new(k, "i", KIR_INDEX);
+	kir_expr *cast = kir_e_cast(k, TBC_DT_F32, kir_e_cast(k, TBC_DT_F64, kir_e_load(k, f.x, kir_e_var(k, i))));
+	cast->op = KIR_CAST_ANY_NAN; /* from f64: refused */
+	k->body = kir_s_for(k, i, kir_e_index(k, 0), kir_e_index(k, 3), 1, KIR_LOOP_PARALLEL,
+			    kir_s_store(k, f.y, kir_e_var(k, i), cast));
+	assert_false(kir_verify(k, f.d));
+	assert_true(mentions(f.d, "a cast with any NaN from f64 to f32"));
+	done(&f);
+}
+
 /* ---- The parallel form: work-groups, local buffers, barriers ---------------- */
 
 /* y[r] = sum of row r of x (R x C), one work-group of wg items per row: each
@@ -529,6 +566,7 @@ int main(void) {
 		cmocka_unit_test(test_eval_checks_bounds_at_run_time),
 		cmocka_unit_test(test_error_statement),
 		cmocka_unit_test(test_cast_without_saturation),
+		cmocka_unit_test(test_cast_with_any_nan),
 		cmocka_unit_test(test_group_tree_sum_prints_verifies_and_runs),
 		cmocka_unit_test(test_group_race_is_reported),
 		cmocka_unit_test(test_launch_shape),
