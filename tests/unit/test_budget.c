@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/files.h"
+#include "tests/unit/support/command.h"
 
 static tbc_module *parse(const char *text) {
 	tbc_diags *d = tbc_diags_create();
@@ -443,18 +444,9 @@ static void the_search_stops_at_its_bound_and_stays_within_budget(void **state) 
  * (image f32[N,3,32,32]): a budget met, a calibration file of the wrong
  * shape named with nothing written, options that need each other. */
 static char *tbc_cmd(const char *args, int *out_status) {
-	const char *bin = getenv("TBC_BINARY_DIR"), *src = getenv("TBC_SOURCE_DIR");
 	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "cd '%s' && '%s/tbc' compile %s 2>&1", src ? src : ".", bin ? bin : "build", args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t cap = 1 << 16, n = 0, got;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-	out[n] = 0;
-	int status = pclose(p);
-	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	snprintf(cmd, sizeof cmd, "compile %s", args);
+	char *out = test_tbc("", cmd, true, out_status);
 	printf("$ tbc compile %s\n%s[exit %d]\n", args, out, *out_status);
 	return out;
 }

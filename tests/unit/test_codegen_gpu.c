@@ -24,6 +24,7 @@
 #include "tests/unit/support/codegen_check.h"
 #include "tests/unit/support/files.h"
 #include "tests/unit/support/need.h"
+#include "tests/unit/support/command.h"
 #include "tbc/abi.h"
 
 #define PTXAS "/usr/local/cuda/bin/ptxas"
@@ -101,28 +102,6 @@ static void write_file(const char *path, const void *data, size_t n) {
 	assert_int_equal(fclose(f), 0);
 }
 
-/* cmd's output (stdout and stderr) in malloc'd memory; its exit status in *rc. */
-static char *run(const char *cmd, int *rc) {
-	char full[1200];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	assert_non_null(f);
-	size_t cap = 1 << 16, n = 0;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	size_t r;
-	while ((r = fread(out + n, 1, cap - n - 1, f)) > 0) {
-		n += r;
-		if (n + 1 == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			assert_non_null(out);
-		}
-	}
-	out[n] = 0;
-	*rc = pclose(f);
-	return out;
-}
 
 /* ptxas -v for arch on the PTX text; its report. */
 static char *ptxas(const char *ptx, size_t n, const char *arch) {
@@ -132,7 +111,7 @@ static char *ptxas(const char *ptx, size_t n, const char *arch) {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s", PTXAS, arch, path);
 	int rc;
-	char *out = run(cmd, &rc);
+	char *out = test_command_output(cmd, &rc);
 	if (rc != 0) fail_msg("ptxas -arch=%s: %s", arch, out);
 	return out;
 }
@@ -146,7 +125,7 @@ static char *notes(const void *code, size_t n) {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "%s --notes %s", readelf, path);
 	int rc;
-	char *out = run(cmd, &rc);
+	char *out = test_command_output(cmd, &rc);
 	if (rc != 0) fail_msg("llvm-readelf-19: %s", out);
 	return out;
 }

@@ -26,6 +26,7 @@
 #include "tests/runtime/rt_device.h"
 #include "tests/unit/support/files.h"
 #include "tests/unit/support/codegen_check.h"
+#include "tests/unit/support/command.h"
 
 static void compile(const tbc_module *m, unsigned targets, const char *path) {
 	tbc_compile_options o;
@@ -93,20 +94,7 @@ static void check_dense(tbcrt_session *s, const tbc_module *m) {
  * this machine has no OpenCL device, and a CPU-only one asked to run on
  * OpenCL says it holds no code for it. */
 static char *run_tool(const char *args, int *out_status) {
-	const char *bin = getenv("TBC_BINARY_DIR");
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "TBCRT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 '%s/tbc' %s 2>&1",
-		 bin ? bin : "build", args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t cap = 1 << 16, n = 0, got;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-	out[n] = '\0';
-	int status = pclose(p);
-	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	return out;
+	return test_tbc("TBCRT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1", args, false, out_status);
 }
 
 static void cpu_and_opencl_artifact_runs_on_both(void **state) {

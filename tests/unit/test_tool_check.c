@@ -18,24 +18,15 @@
 
 #include "tests/unit/support/need.h"
 #include "tests/unit/support/pocl.h"
+#include "tests/unit/support/command.h"
 
 /* Runs `tbc check ARGS` (stdout and stderr together); *out_status its exit
  * status. */
 /* `tbc check ARGS` run with the environment assignments env before it. */
 static char *check_in(const char *env, const char *args, int *out_status) {
-	const char *bin = getenv("TBC_BINARY_DIR"), *src = getenv("TBC_SOURCE_DIR");
 	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s/tbc' check %s 2>&1", src ? src : ".", env, bin ? bin : "build", args);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t cap = 1 << 16, n = 0;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	size_t got;
-	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-	out[n] = '\0';
-	int status = pclose(p);
-	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	snprintf(cmd, sizeof cmd, "check %s", args);
+	char *out = test_tbc(env, cmd, true, out_status);
 	printf("$ tbc check %s\n%s[exit %d]\n", args, out, *out_status);
 	return out;
 }

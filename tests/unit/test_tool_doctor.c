@@ -6,28 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/unit/support/command.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
 /* The command's output; *out_status its exit status. */
-static char *run_doctor(const char *env, int *out_status) {
-	const char *bin = getenv("TBC_BINARY_DIR");
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "%s '%s/tbc' doctor 2>&1", env, bin ? bin : "build");
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	size_t cap = 1 << 16, n = 0;
-	char *out = malloc(cap);
-	assert_non_null(out);
-	size_t got;
-	while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-	out[n] = '\0';
-	int status = pclose(p);
-	*out_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	return out;
-}
+static char *run_doctor(const char *env, int *out_status) { return test_tbc(env, "doctor", false, out_status); }
 
 #define HAS(out, text)                                                                          \
 	do {                                                                                    \
