@@ -212,6 +212,25 @@ static LLVMValueRef safe_div(llvm_fn *f, LLVMValueRef x, LLVMValueRef y, bool u,
 	return LLVMBuildSelect(b, is0, zero, q, "");
 }
 
+/* x^n for a constant exponent n of 2, 3 or 4 by products, on every LLVM
+ * target (GELU's tanh form cubes, normalizations square): in f64 for an f32
+ * x, where x*x is exact and one more product rounds once, so the result is
+ * the correctly rounded power, as the interpreter's pow() gives, rounded
+ * to f32; for an f64 x only the square, which is exact to one rounding.
+ * Vectorizable, where powf is a libcall per element.  NULL otherwise. */
+static LLVMValueRef pow_by_products(llvm_cx *c, LLVMValueRef x, LLVMValueRef y) {
+	if (!LLVMIsAConstantFP(y)) return NULL;
+	LLVMBool loses = 0;
+	double n = LLVMConstRealGetDouble(y, &loses);
+	LLVMTypeRef t = LLVMTypeOf(x);
+	if (loses || !(n == 2 || ((n == 3 || n == 4) && t == c->f32))) return NULL;
+	LLVMBuilderRef b = c->b;
+	LLVMValueRef xd = t == c->f32 ? LLVMBuildFPExt(b, x, c->f64, "") : x;
+	LLVMValueRef sq = LLVMBuildFMul(b, xd, xd, "");
+	LLVMValueRef r = n == 2 ? sq : n == 3 ? LLVMBuildFMul(b, sq, xd, "") : LLVMBuildFMul(b, sq, sq, "");
+	return t == c->f32 ? LLVMBuildFPTrunc(b, r, c->f32, "") : r;
+}
+
 LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
@@ -235,7 +254,10 @@ LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e) {
 		case KIR_REM: return LLVMBuildFRem(b, x, y, "");
 		case KIR_MIN: return call_intrinsic2(f, "llvm.minimum", x, y);
 		case KIR_MAX: return call_intrinsic2(f, "llvm.maximum", x, y);
-		case KIR_POW: return libm_intrinsic2(f, "llvm.pow", x, y);
+		case KIR_POW: {
+			LLVMValueRef p = pow_by_products(c, x, y);
+			return p ? p : libm_intrinsic2(f, "llvm.pow", x, y);
+		}
 		case KIR_ATAN2: return call_libm(f, "atan2", x, y);
 		case KIR_FLOORDIV: return call_intrinsic1(f, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
 		case KIR_FLOORMOD: {

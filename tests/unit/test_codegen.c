@@ -820,6 +820,42 @@ static void test_vector_math_accuracy(void **state) {
 	}
 }
 
+/* Pow by a constant 2, 3 or 4 is products in f64, rounded once to f32: the
+ * interpreter's pow() to the bit, specials included, and no pow call. */
+static void test_pow_by_small_constant_integers(void **state) {
+	(void)state;
+	static const double xs[] = {-0.0, 0.0, 1.5, -2.25, 1e-20, -3e12, 7e25, INFINITY, -INFINITY, NAN, 0.1, -0.7, 1.0000001, 3.14159};
+	const int n = (int)(sizeof xs / sizeof *xs);
+	for (int e = 2; e <= 4; e++) {
+		model md = model_new();
+		int64_t dims[1] = {n};
+		tbc_value *x = input(&md, TBC_DT_F32, "14");
+		for (int i = 0; i < n; i++) ((float *)md.in[md.n_in - 1]->data)[i] = (float)xs[i];
+		double ev = e;
+		tbc_value *y = op2(&md, TBC_OP_Pow, x, constant(&md, TBC_DT_F32, 0, dims, &ev));
+		check_outputs(&md, 1, (tbc_value *[]){y}, 0);
+	}
+	model md = model_new();
+	tbc_value *x = input(&md, TBC_DT_F32, "64");
+	double three = 3;
+	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_Pow, x, constant(&md, TBC_DT_F32, 0, NULL, &three)));
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	const char *path = tmp_path("pow3.ll");
+	assert_int_equal(tbc_compile_to_file(md.m, &o, path, d), TBC_OK);
+	size_t len;
+	char *ir = read_all(path, &len);
+	assert_non_null(ir);
+	assert_null(strstr(ir, "@powf"));
+	assert_null(strstr(ir, "@llvm.pow"));
+	assert_non_null(strstr(ir, "fpext"));
+	free(ir);
+	tbc_diags_destroy(d);
+	tbc_tensor_destroy(md.in[0]);
+	tbc_module_destroy(md.m);
+}
+
 /* The optimized LLVM IR (malloc'd) of one op over an f32 tensor of the
  * given dims, compiled for haswell (AVX2). */
 static char *haswell_ir(tbc_opcode op, const char *dims) {
@@ -1152,6 +1188,7 @@ int main(void) {
 		cmocka_unit_test(test_integer_division_by_zero_fails),
 		cmocka_unit_test(test_division_check_in_kernel_ir),
 		cmocka_unit_test(test_pow_float_and_integer),
+		cmocka_unit_test(test_pow_by_small_constant_integers),
 		cmocka_unit_test(test_bitshift_left_and_right),
 		cmocka_unit_test(test_logic_and_where),
 		cmocka_unit_test(test_variadic_max_min_sum_mean),
