@@ -403,6 +403,22 @@ static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_e
 	return CAST(l->k, m->ydt, clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
 }
 
+/* The type the integer GEMM sums in: the int32 sum of K products of 8-bit
+ * operands (16-bit after a zero point's shift) is exact in f32 while
+ * K * max|a| * max|b| < 2^24, and in f64 while it is below 2^53 (then also
+ * below 2^31: no int32 wraps); a float GEMM is what the CPU multiplies
+ * fastest (FMAs of 16 lanes, where int32 products are one vpmulld of 16).
+ * Any partial sum is bounded the same way, so the order of the sums
+ * changes nothing.  int32 when K is symbolic or too large. */
+static tbc_dtype exact_float_ct(tbc_dtype adt, tbc_dtype bdt, bool a_shifted, bool b_shifted, tbc_dim K) {
+	double amax = a_shifted ? 255 : adt == TBC_DT_U8 ? 255 : 128, bmax = b_shifted ? 255 : bdt == TBC_DT_U8 ? 255 : 128;
+	if (K.sym) return TBC_DT_I32;
+	double bound = (double)K.size * amax * bmax;
+	if (bound < 16777216.0) return TBC_DT_F32;
+	if (bound < 2147483648.0) return TBC_DT_F64;
+	return TBC_DT_I32;
+}
+
 static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	const tbc_value *av = op->inputs[0], *bv = op->inputs[qlinear ? 3 : 1];
 	const tbc_value *azv = op->n_inputs > (qlinear ? 2 : 2) ? op->inputs[2] : NULL;
@@ -454,7 +470,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 
 	lk l;
 	if (!lk_begin(&l, cx, qlinear ? "qlinear_matmul" : "matmul_integer")) return LOWER_FAILED;
-	gemm_spec s = {.ct = TBC_DT_I32};
+	gemm_spec s = {.ct = exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
 	s.a.buf = lk_buf(&l, apb);
 	s.b.buf = lk_buf(&l, bpb);
 	s.y.buf = lk_buf(&l, ob);

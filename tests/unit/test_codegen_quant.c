@@ -209,7 +209,10 @@ static void test_matmul_integer(void **state) {
 	static const char *const shapes[][2] = {{"4,3", "3,5"}, {"2,4,3", "3,5"}, {"3", "3,5"}, {"4,3", "3"},
 						{"2,1,4,3", "3,3,5"}, {"N,4,7", "7,6"}, {"13,37", "37,50"}, {"7,20", "2,20,19"},
 						/* symbolic rows and columns (a dynamic-axes export) */
-						{"N,S,7", "7,6"}, {"S,7", "7,C"}};
+						{"N,S,7", "7,6"}, {"S,7", "7,C"},
+						/* sums in f32 (K = 7 ...), in f64 (K * 255 * 255 >= 2^24 once
+						 * shifted by the zero points) and in int32 (K symbolic) */
+						{"3,300", "300,4"}, {"3,K", "K,4"}};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		model md = model_new();
 		tbc_value *a = input_sym(&md, TBC_DT_U8, shapes[i][0], 2, 0, 255);
