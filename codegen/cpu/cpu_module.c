@@ -474,6 +474,38 @@ static void emit_descriptor_fn(llvm_cx *c, const char *name, LLVMValueRef model)
 	LLVMBuildRet(c->b, model);
 }
 
+/* Every launch's kernel as an LLVM function; launches whose kernels print
+ * the same canonical text (kir_print_canonical: the same code over the
+ * buffers they are given, as the convolutions of one shape in a DenseNet
+ * block) share one function, which LLVM then compiles once.  False when
+ * emitting failed (the message in c). */
+static bool emit_kernels(llvm_cx *c, const kir_program *p, LLVMValueRef *kernels) {
+	char **texts = calloc((size_t)p->n_launches + 1, sizeof *texts);
+	uint64_t *hashes = calloc((size_t)p->n_launches + 1, sizeof *hashes);
+	bool ok = texts && hashes;
+	if (!ok) llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	for (int l = 0; ok && l < p->n_launches; l++) {
+		const kir_kernel *k = p->launches[l].kernel;
+		if (!k) continue;
+		texts[l] = kir_print_canonical(k);
+		if (!texts[l]) {
+			ok = llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+			break;
+		}
+		uint64_t h = 1469598103934665603u; /* FNV-1a */
+		for (const char *t = texts[l]; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211u;
+		hashes[l] = h;
+		for (int e = 0; e < l && !kernels[l]; e++)
+			if (kernels[e] && hashes[e] == h && !strcmp(texts[e], texts[l])) kernels[l] = kernels[e];
+		if (!kernels[l]) kernels[l] = llvm_emit_kernel(c, k, l);
+		ok = !c->failed;
+	}
+	for (int l = 0; texts && l < p->n_launches; l++) free(texts[l]);
+	free(texts);
+	free(hashes);
+	return ok;
+}
+
 bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features) {
 	char name[160];
@@ -482,8 +514,10 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 	if (!info->no_cpu_code) { /* a device-only artifact: the descriptor alone */
 		LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
 		if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-		for (int l = 0; l < p->n_launches && !c->failed; l++)
-			if (p->launches[l].kernel) kernels[l] = llvm_emit_kernel(c, p->launches[l].kernel, l);
+		if (!emit_kernels(c, p, kernels)) {
+			free(kernels);
+			return false;
+		}
 		if (c->failed) {
 			free(kernels);
 			return false;

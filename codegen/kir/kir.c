@@ -450,7 +450,11 @@ typedef struct out {
 	char *s;
 	size_t len, cap;
 	bool failed;
+	bool canonical; /* kir_print_canonical: buffers by position, no kernel name */
 } out;
+
+/* A buffer as printed: its name, or its place in the kernel's list. */
+static void put_buf(out *o, const kir_buffer *b);
 
 __attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...) {
 	if (o->failed) return;
@@ -528,7 +532,8 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 		put(o, "$%s", e->size >= 0 && e->size < k->n_sizes ? k->size_names[e->size] : "?");
 		return;
 	case KIR_E_LOAD:
-		put(o, "%s[", e->buf ? e->buf->name : "?");
+		put_buf(o, e->buf);
+		put(o, "[");
 		print_expr(o, k, e->a, 0);
 		put(o, "]");
 		return;
@@ -598,14 +603,16 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			put(o, "}\n");
 			break;
 		case KIR_S_STORE:
-			put(o, "%s[", s->buf ? s->buf->name : "?");
+			put_buf(o, s->buf);
+			put(o, "[");
 			print_expr(o, k, s->index, 0);
 			put(o, "] = ");
 			print_expr(o, k, s->value, 0);
 			put(o, "\n");
 			break;
 		case KIR_S_SET:
-			put(o, "%%%s:%s = ", s->var ? s->var->name : "?", s->var ? kir_type_name(s->var->type) : "?");
+			put(o, "%%%s:%s%s = ", s->var ? s->var->name : "?", s->var ? kir_type_name(s->var->type) : "?",
+			    o->canonical && s->var && s->var->reassoc ? " reassoc" : "");
 			print_expr(o, k, s->value, 0);
 			put(o, "\n");
 			break;
@@ -632,9 +639,15 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 	}
 }
 
-char *kir_print(const kir_kernel *k) {
-	out o = {0};
-	put(&o, "kernel %s(", k->name);
+static void put_buf(out *o, const kir_buffer *b) {
+	if (!b) put(o, "?");
+	else if (o->canonical) put(o, "%c%d", b->space == KIR_MEM_LOCAL ? 'l' : 'b', b->id);
+	else put(o, "%s", b->name);
+}
+
+static char *print_kernel(const kir_kernel *k, bool canonical) {
+	out o = {.canonical = canonical};
+	put(&o, "kernel %s(", canonical ? "" : k->name);
 	for (int i = 0; i < k->n_sizes; i++) put(&o, "%s$%s", i ? ", " : "", k->size_names[i]);
 	put(&o, ")");
 	for (int d = 0; d < k->group_dims; d++) put(&o, "%s%" PRId64, d ? ", " : " group(", k->group[d]);
@@ -642,7 +655,9 @@ char *kir_print(const kir_kernel *k) {
 	put(&o, "%s {\n", k->contract ? " contract" : "");
 	for (int i = 0; i < k->n_buffers + k->n_locals; i++) {
 		const kir_buffer *b = i < k->n_buffers ? k->buffers[i] : k->locals[i - k->n_buffers];
-		put(&o, "  %s %s: %s[", b->space == KIR_MEM_LOCAL ? "local" : role_name(b->role), b->name, kir_type_name(b->dtype));
+		put(&o, "  %s ", b->space == KIR_MEM_LOCAL ? "local" : role_name(b->role));
+		put_buf(&o, b);
+		put(&o, ": %s[", kir_type_name(b->dtype));
 		for (int d = 0; d < b->rank; d++) {
 			if (d) put(&o, ", ");
 			print_expr(&o, k, b->dims[d], 0);
@@ -657,6 +672,9 @@ char *kir_print(const kir_kernel *k) {
 	}
 	return o.s;
 }
+
+char *kir_print(const kir_kernel *k) { return print_kernel(k, false); }
+char *kir_print_canonical(const kir_kernel *k) { return print_kernel(k, true); }
 
 /* ---- Verifier ------------------------------------------------------------*/
 typedef struct range {

@@ -287,6 +287,12 @@ int64_t kir_local_bytes(const kir_kernel *k);
 /* ---- Printer, verifier (codegen/kir/kir.c), evaluator (codegen/kir/kir_eval.c) ----- */
 /* The text form (docs/kernel-ir.md), malloc'd; NULL when out of memory. */
 char *kir_print(const kir_kernel *k);
+/* The kernel as kir_print prints it without its name, its buffers by their
+ * place (b0, b1, ...; l0 ... for local ones) and reassociable variables
+ * marked: two kernels with the same canonical text compute the same thing
+ * on the buffers they are given, so one compiled function can serve both
+ * (malloc'd; NULL when out of memory). */
+char *kir_print_canonical(const kir_kernel *k);
 const char *kir_type_name(tbc_dtype t); /* "f32", ..., "index" */
 const char *kir_unop_name(kir_unop op);
 const char *kir_binop_name(kir_binop op);

@@ -856,6 +856,39 @@ static void test_pow_by_small_constant_integers(void **state) {
 	tbc_module_destroy(md.m);
 }
 
+/* Two launches whose kernels are the same code over other buffers share
+ * one compiled function; both results stay right. */
+static void test_identical_kernels_share_one_function(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input(&md, TBC_DT_F32, "4,33"), *b = input(&md, TBC_DT_F32, "4,33"), *c = input(&md, TBC_DT_F32, "5,33");
+	tbc_value *ya = op1(&md, TBC_OP_Sigmoid, a), *yb = op1(&md, TBC_OP_Sigmoid, b), *yc = op1(&md, TBC_OP_Sigmoid, c);
+	check_outputs(&md, 3, (tbc_value *[]){ya, yb, yc}, 0);
+	md = model_new();
+	a = input(&md, TBC_DT_F32, "4,33"), b = input(&md, TBC_DT_F32, "4,33"), c = input(&md, TBC_DT_F32, "5,33");
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Sigmoid, a));
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Sigmoid, b));
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Sigmoid, c));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md.m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.opt_level = 0; /* every kernel function stays in the text */
+	const char *path = tmp_path("shared.ll");
+	assert_int_equal(tbc_compile_to_file(md.m, &o, path, d), TBC_OK);
+	size_t len;
+	char *ir = read_all(path, &len);
+	assert_non_null(ir);
+	assert_non_null(strstr(ir, "define internal void @tbc.k0.k0_sigmoid("));
+	assert_null(strstr(ir, "define internal void @tbc.k1.")); /* the same code as k0 */
+	assert_non_null(strstr(ir, "define internal void @tbc.k2.k2_sigmoid(")); /* five rows: other code */
+	free(ir);
+	tbc_diags_destroy(d);
+	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+	tbc_module_destroy(md.m);
+}
+
 /* The optimized LLVM IR (malloc'd) of one op over an f32 tensor of the
  * given dims, compiled for haswell (AVX2). */
 static char *haswell_ir(tbc_opcode op, const char *dims) {
@@ -1189,6 +1222,7 @@ int main(void) {
 		cmocka_unit_test(test_division_check_in_kernel_ir),
 		cmocka_unit_test(test_pow_float_and_integer),
 		cmocka_unit_test(test_pow_by_small_constant_integers),
+		cmocka_unit_test(test_identical_kernels_share_one_function),
 		cmocka_unit_test(test_bitshift_left_and_right),
 		cmocka_unit_test(test_logic_and_where),
 		cmocka_unit_test(test_variadic_max_min_sum_mean),
