@@ -227,6 +227,14 @@ typedef struct tbc_compile_options {
 	const char *precision_exclude;
 	/* Non-NULL: compile a training step (above) instead of the model. */
 	const tbc_train_options *train;
+	/* A memory budget (docs/memory.md): values are recomputed instead of
+	 * kept alive until memory planning's arena (every symbol 1) fits it.
+	 * memory_budget_bytes > 0: that many bytes; else memory_budget_percent
+	 * in (0, 100]: that share of the arena without a budget; both 0: no
+	 * budget.  One that cannot be met is an INVALID_ARGUMENT error stating
+	 * the smallest arena reached. */
+	int64_t memory_budget_bytes;
+	double memory_budget_percent;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -254,6 +262,16 @@ typedef struct tbc_compile_stats {
 	 * (the graph's constants), ops computing in the low type, Casts made. */
 	int64_t weights_bytes_fp32, weights_bytes_lowered;
 	int precision_ops, precision_casts;
+	/* Estimated floating-point operations of one run (the graph after the
+	 * passes, recomputation included; passes/cost.c), of which recomputed. */
+	double flops, recompute_flops;
+	/* No order of the ops and no recomputation needs less than this:
+	 * the largest sum over one op of its planned inputs and results. */
+	int64_t op_lower_bound;
+	/* With a memory budget: memory planning's arena without recomputation,
+	 * the budget in bytes, the ops cloned; 0 without one. */
+	int64_t plan_bytes_unconstrained, memory_budget_bytes;
+	int recompute_ops;
 } tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);
