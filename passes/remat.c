@@ -3,17 +3,19 @@
  *
  * Does, over and over: takes memory planning's own liveness (its analysis
  * and in-place choices, tbc_memplan_profile_make) and the op at which the
- * most bytes are live (the peak); among the values live across the peak
- * but not read there, picks the one whose recomputation costs the fewest
- * FLOPs per byte it takes off the peak, and clones its producer (and, when
- * the producer's inputs died before the peak, their producers too, up to
- * MAX_CHAIN ops) just before the first op after the peak that reads it;
- * the reads after the peak read the clone.  A change is kept only when the
- * peak falls, or stays with fewer ops at it; else it is undone and the
- * next candidate tried.  Matrix products and convolutions are recomputed
- * only when no other candidate helps.  Once the peak is within the budget,
- * memory planning places the values and its arena decides: done, or go on
- * (placement can leave gaps the peak does not show).
+ * most bytes are live (the peak); among the values live across that op but
+ * not read there, picks the one whose recomputation costs the fewest FLOPs
+ * per byte it takes off, and clones its producer (and, when the producer's
+ * inputs died before that op, their producers too, up to MAX_CHAIN ops)
+ * just before the first op after it that reads the value; the reads after
+ * it read the clone.  A change is kept only when the profile gets better
+ * (the bytes live at each op, largest first, compared in that order: the
+ * peak falls, or fewer ops are at it, or the next highest falls ...); else
+ * it is undone and the next candidate tried; when nothing helps at the
+ * peak, the next highest ops are tried.  Matrix products and convolutions
+ * are recomputed only when no other candidate helps.  Once the peak is
+ * within the budget, memory planning places the values and its arena
+ * decides: done, or go on (placement can leave gaps the peak does not show).
  * Requires: a verified, inferred module after fusion (the last pass before
  * memory planning).  Guarantees: the module computes the same values with
  * the same ops (a clone is the same op on the same inputs, so it gives the
@@ -26,38 +28,68 @@
 #include "passes/util.h"
 
 #define MAX_CHAIN 8      /* ops cloned for one value */
-#define MAX_TRIES 16     /* candidates tried at one peak before the next kind */
+#define MAX_TRIES 16     /* candidates tried at one op before the next kind */
+#define MAX_POSITIONS 8  /* ops tried, most bytes live first */
 
 typedef struct remat {
 	tbc_module *m;
 	tbc_memplan_profile P;
 	pass_ptrmap pos; /* op of the main graph -> position */
-	int peak_at;     /* first op at the peak */
-	int n_at_peak;   /* ops at the peak */
+	int *order;      /* positions by live bytes, most first (ties: earlier first) */
+	int64_t *sorted; /* live bytes in that order: the profile compared between changes */
 } remat;
 
 typedef struct cand {
 	tbc_value *v;
-	int q;          /* position of the first read after the peak */
+	int p;          /* the position it is taken off */
+	int q;          /* position of the first read after p */
 	double score;   /* cost per byte saved */
 	int n_chain;
 	tbc_op *chain[MAX_CHAIN]; /* v's producer first, then producers of its inputs */
 } cand;
 
-static bool profile(remat *R) {
+static const int64_t *g_live; /* for by_live (qsort has no context) */
+
+static int by_live(const void *a, const void *b) {
+	int x = *(const int *)a, y = *(const int *)b;
+	if (g_live[x] != g_live[y]) return g_live[x] > g_live[y] ? -1 : 1;
+	return x - y;
+}
+
+static void drop_profile(remat *R) {
 	tbc_memplan_profile_free(&R->P);
 	pass_map_free(&R->pos);
+	free(R->order);
+	free(R->sorted);
+	R->order = NULL;
+	R->sorted = NULL;
+}
+
+static bool profile(remat *R) {
+	drop_profile(R);
 	if (!tbc_memplan_profile_make(R->m, &R->P) || !pass_map_init(&R->pos, (size_t)R->P.n_ops + 1)) return false;
-	R->peak_at = -1;
-	R->n_at_peak = 0;
+	R->order = malloc(((size_t)R->P.n_ops + 1) * sizeof *R->order);
+	R->sorted = malloc(((size_t)R->P.n_ops + 1) * sizeof *R->sorted);
+	if (!R->order || !R->sorted) return false;
 	for (int p = 0; p < R->P.n_ops; p++) {
 		pass_map_put(&R->pos, R->P.ops[p], p);
-		if (R->P.live[p] == R->P.peak) {
-			if (R->peak_at < 0) R->peak_at = p;
-			R->n_at_peak++;
-		}
+		R->order[p] = p;
 	}
+	g_live = R->P.live;
+	qsort(R->order, (size_t)R->P.n_ops, sizeof *R->order, by_live);
+	for (int k = 0; k < R->P.n_ops; k++) R->sorted[k] = R->P.live[R->order[k]];
 	return true;
+}
+
+/* Is profile a (n_a ops) better than b: in the order of their largest
+ * values, the first that differs smaller (a missing op counts 0)?  The peak
+ * first, then how many ops are at it, then the next highest, and so on. */
+static bool better(const int64_t *a, int n_a, const int64_t *b, int n_b) {
+	for (int k = 0; k < n_a || k < n_b; k++) {
+		int64_t x = k < n_a ? a[k] : 0, y = k < n_b ? b[k] : 0;
+		if (x != y) return x < y;
+	}
+	return false;
 }
 
 static int top_pos(const remat *R, tbc_op *op) {
@@ -79,9 +111,10 @@ static bool clonable(const remat *R, const tbc_op *op, bool heavy_ok) {
 	if (op->graph != R->m->main || pass_has_effects(op)) return false;
 	if (op->code != TBC_OP_Fused && pass_has_graph_attr(op)) return false;
 	if (!heavy_ok && is_heavy(op)) return false;
+	/* The clone's results are fresh values memory planning places (a
+	 * copy of a model output too): their size must be static. */
 	for (int i = 0; i < op->n_outputs; i++)
-		if (op->outputs[i] && (R->P.start[op->outputs[i]->id] < 0 || pass_is_returned(R->m, op->outputs[i])))
-			return false;
+		if (op->outputs[i] && pass_value_bytes(op->outputs[i]) < 0) return false;
 	return true;
 }
 
@@ -145,9 +178,9 @@ static int by_score(const void *a, const void *b) {
 }
 
 /* Candidates at the peak, cheapest first; returns how many (out malloc'd). */
-static int candidates(const remat *R, bool heavy_ok, cand **out) {
+static int candidates(const remat *R, int p, bool heavy_ok, cand **out) {
 	const tbc_memplan_profile *P = &R->P;
-	int p = R->peak_at, n = 0;
+	int n = 0;
 	*out = NULL;
 	cand *cs = malloc(((size_t)P->n_values + 1) * sizeof *cs);
 	if (!cs) return -1;
@@ -167,8 +200,11 @@ static int candidates(const remat *R, bool heavy_ok, cand **out) {
 			if (at == p) read_at_p = true;
 			if (at > p && (q < 0 || at < q)) q = at;
 		}
-		if (read_at_p || q < 0) continue;
-		if (plan_chain(R, v, p, q, heavy_ok, &cs[n])) n++;
+		if (read_at_p || q < 0 || pass_is_returned(R->m, v)) continue;
+		if (plan_chain(R, v, p, q, heavy_ok, &cs[n])) {
+			cs[n].p = p;
+			n++;
+		}
 	}
 	qsort(cs, (size_t)n, sizeof *cs, by_score);
 	*out = cs;
@@ -187,7 +223,7 @@ typedef struct applied {
  * the peak read the clone.  false when out of memory (nothing changed). */
 static bool apply(remat *R, const cand *c, applied *a) {
 	memset(a, 0, sizeof *a);
-	int p = R->peak_at;
+	int p = c->p;
 	tbc_op *at = R->P.ops[c->q];
 	/* In program order: the chain's ops sorted by position. */
 	tbc_op *order[MAX_CHAIN];
@@ -250,44 +286,69 @@ static bool oom(tbc_diags *d, const tbc_module *m) {
 	return false;
 }
 
-/* One step: the cheapest candidate that lowers the peak (or the ops at
- * it); false when none does (or out of memory: *failed). */
+/* One step: at the op with the most bytes live, then (when nothing helps
+ * there) at the next ones, the cheapest candidate whose change makes the
+ * profile better, products and convolutions only when no other candidate
+ * at any of those ops does; false when none does (or out of memory:
+ * *failed). */
 static bool step(remat *R, tbc_remat_stats *st, bool *failed) {
 	*failed = false;
-	for (int heavy_ok = 0; heavy_ok <= 1; heavy_ok++) {
-		cand *cs = NULL;
-		int n = candidates(R, heavy_ok != 0, &cs);
-		if (n < 0) {
-			*failed = true;
-			return false;
-		}
-		int64_t peak = R->P.peak;
-		int n_at = R->n_at_peak;
-		for (int i = 0; i < n && i < MAX_TRIES; i++) {
-			applied a;
-			if (!apply(R, &cs[i], &a) || !profile(R)) {
-				*failed = true;
-				free(cs);
-				return false;
-			}
-			if (R->P.peak < peak || (R->P.peak == peak && R->n_at_peak < n_at)) {
-				st->recompute_flops += a.flops;
-				st->ops_cloned += a.n_clones;
-				st->values_recomputed++;
-				free(a.reads);
-				free(cs);
-				return true;
-			}
-			revert(&cs[i], &a);
-			if (!profile(R)) {
-				*failed = true;
-				free(cs);
-				return false;
-			}
-		}
-		free(cs);
+	int n_before = R->P.n_ops;
+	int64_t *before = malloc(((size_t)n_before + 1) * sizeof *before);
+	if (!before) {
+		*failed = true;
+		return false;
 	}
-	return false;
+	memcpy(before, R->sorted, (size_t)n_before * sizeof *before);
+	bool done = false;
+	for (int heavy_ok = 0; heavy_ok <= 1 && !done && !*failed; heavy_ok++) {
+		for (int k = 0; k < MAX_POSITIONS && k < n_before && !done && !*failed; k++) {
+			int p = R->order[k];
+			cand *cs = NULL;
+			int n = candidates(R, p, heavy_ok != 0, &cs);
+			if (n < 0) *failed = true;
+			/* Of the candidates tried, the one that lowers the peak at the
+			 * fewest FLOPs per byte it actually comes down; else the first
+			 * (cheapest as estimated) that makes the profile better. */
+			int pick = -1, first_better = -1;
+			double pick_ratio = 0;
+			for (int i = 0; i < n && i < MAX_TRIES && !*failed; i++) {
+				applied a;
+				if (!apply(R, &cs[i], &a) || !profile(R)) {
+					*failed = true;
+					break;
+				}
+				bool good = better(R->sorted, R->P.n_ops, before, n_before);
+				int64_t drop = before[0] - R->sorted[0];
+				if (good && first_better < 0) first_better = i;
+				if (good && drop > 0) {
+					double ratio = (a.flops + 1.0) / (double)drop;
+					if (pick < 0 || ratio < pick_ratio) {
+						pick = i;
+						pick_ratio = ratio;
+					}
+				}
+				revert(&cs[i], &a);
+				if (!profile(R)) *failed = true;
+			}
+			if (pick < 0) pick = first_better;
+			if (pick >= 0 && !*failed) {
+				applied a;
+				if (!apply(R, &cs[pick], &a) || !profile(R)) {
+					*failed = true;
+				} else {
+					st->recompute_flops += a.flops;
+					st->ops_cloned += a.n_clones;
+					st->values_recomputed++;
+					free(a.reads);
+					done = true;
+				}
+			}
+			free(cs);
+		}
+	}
+	free(before);
+	return done;
 }
 
 bool tbc_pass_remat(tbc_module *m, const tbc_remat_options *o, tbc_remat_stats *st_out, tbc_diags *d) {
@@ -310,19 +371,16 @@ bool tbc_pass_remat(tbc_module *m, const tbc_remat_options *o, tbc_remat_stats *
 	for (tbc_op *op = m->main->first; op; op = op->next) n_ops++;
 	int max_steps = 4 * n_ops + 64;
 	if (arena > st.budget && !profile(&R)) ok = oom(d, m);
+	/* The steps do not depend on the budget, only when to stop does: the
+	 * smallest arena seen on the way is what a budget of that size reaches. */
 	for (int n = 0; ok && arena > st.budget && n < max_steps; n++) {
 		if (!step(&R, &st, &failed)) {
 			if (failed) ok = oom(d, m);
 			break;
 		}
-		if (R.P.peak <= st.budget || R.P.peak < best) {
-			/* The peak bounds the arena from below: plan only when it may fit. */
-			if (R.P.peak <= st.budget && (arena = plan_arena(m, d)) < 0) ok = false;
-			if (R.P.peak <= st.budget && arena < best) best = arena;
-		}
+		if ((arena = plan_arena(m, d)) < 0) ok = false;
+		if (ok && arena < best) best = arena;
 	}
-	if (ok && (arena = plan_arena(m, d)) < 0) ok = false;
-	if (ok && arena < best) best = arena;
 	st.arena_after = arena;
 	if (ok && arena > st.budget) {
 		double base = st.arena_before > 0 ? (double)st.arena_before : 1.0;
@@ -334,8 +392,7 @@ bool tbc_pass_remat(tbc_module *m, const tbc_remat_options *o, tbc_remat_stats *
 			      R.P.op_bound);
 		ok = false;
 	}
-	tbc_memplan_profile_free(&R.P);
-	pass_map_free(&R.pos);
+	drop_profile(&R);
 	if (st_out) *st_out = st;
 	return ok;
 }
