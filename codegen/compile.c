@@ -259,9 +259,10 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.codegen_seconds = t2 - t1;
 		st.n_kernels = p ? p->n_launches : 0;
 		st.weights_bytes = p ? p->weights_size : 0;
-		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes;
+		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes ? pst.memplan.arena_bytes : pst.remat.arena_after;
 		st.lowered = p != NULL;
-		st.plan_bytes = pst.memplan.arena_bytes;
+		/* A budget out of reach stops the pipeline before memplan is measured. */
+		st.plan_bytes = pst.memplan.arena_bytes ? pst.memplan.arena_bytes : pst.remat.arena_after;
 		st.lower_bound = pst.memplan.lower_bound;
 		st.unshared_bytes = pst.memplan.total_bytes;
 		st.weights_bytes_fp32 = fp32_bytes;
