@@ -491,6 +491,13 @@ bool tbc_memplan_measure(const tbc_module *m, tbc_memplan_stats *out, tbc_diags 
 
 /* ---- the liveness profile (for rematerialization) ---- */
 
+/* The buffer of op's k-th input (then results); -1 when it has no place. */
+static int io_buf(const plan *P, const tbc_op *op, int k) {
+	const tbc_value *v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+	int li = v ? P->index[v->id] : -1;
+	return li < 0 ? -1 : P->lives[li].buf;
+}
+
 bool tbc_memplan_profile_make(const tbc_module *m, tbc_memplan_profile *out) {
 	memset(out, 0, sizeof *out);
 	plan P;
@@ -533,17 +540,12 @@ bool tbc_memplan_profile_make(const tbc_module *m, tbc_memplan_profile *out) {
 		for (int p = 0; p < P.n_ops; p++) {
 			const tbc_op *op = P.ops[p];
 			int64_t sum = 0;
-			int seen[64], n_seen = 0;
-			for (int k = 0; k < op->n_inputs + op->n_outputs; k++) {
-				const tbc_value *v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
-				int li = v ? P.index[v->id] : -1;
-				if (li < 0) continue;
-				int b = P.lives[li].buf;
-				bool dup = false;
-				for (int s = 0; s < n_seen && !dup; s++) dup = seen[s] == b;
-				if (dup) continue;
-				if (n_seen < 64) seen[n_seen++] = b;
-				sum += bufs[b].size;
+			int n_io = op->n_inputs + op->n_outputs;
+			for (int k = 0; k < n_io; k++) {
+				int b = io_buf(&P, op, k);
+				bool dup = b < 0;
+				for (int j = 0; j < k && !dup; j++) dup = io_buf(&P, op, j) == b;
+				if (!dup) sum += bufs[b].size;
 			}
 			if (sum > out->op_bound) out->op_bound = sum;
 		}

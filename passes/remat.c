@@ -48,12 +48,15 @@ typedef struct cand {
 	tbc_op *chain[MAX_CHAIN]; /* v's producer first, then producers of its inputs */
 } cand;
 
-static const int64_t *g_live; /* for by_live (qsort has no context) */
+typedef struct ranked {
+	int64_t live;
+	int pos;
+} ranked;
 
 static int by_live(const void *a, const void *b) {
-	int x = *(const int *)a, y = *(const int *)b;
-	if (g_live[x] != g_live[y]) return g_live[x] > g_live[y] ? -1 : 1;
-	return x - y;
+	const ranked *x = a, *y = b;
+	if (x->live != y->live) return x->live > y->live ? -1 : 1;
+	return x->pos - y->pos;
 }
 
 static void drop_profile(remat *R) {
@@ -71,13 +74,18 @@ static bool profile(remat *R) {
 	R->order = malloc(((size_t)R->P.n_ops + 1) * sizeof *R->order);
 	R->sorted = malloc(((size_t)R->P.n_ops + 1) * sizeof *R->sorted);
 	if (!R->order || !R->sorted) return false;
+	ranked *rk = malloc(((size_t)R->P.n_ops + 1) * sizeof *rk);
+	if (!rk) return false;
 	for (int p = 0; p < R->P.n_ops; p++) {
 		pass_map_put(&R->pos, R->P.ops[p], p);
-		R->order[p] = p;
+		rk[p] = (ranked){R->P.live[p], p};
 	}
-	g_live = R->P.live;
-	qsort(R->order, (size_t)R->P.n_ops, sizeof *R->order, by_live);
-	for (int k = 0; k < R->P.n_ops; k++) R->sorted[k] = R->P.live[R->order[k]];
+	qsort(rk, (size_t)R->P.n_ops, sizeof *rk, by_live);
+	for (int k = 0; k < R->P.n_ops; k++) {
+		R->order[k] = rk[k].pos;
+		R->sorted[k] = rk[k].live;
+	}
+	free(rk);
 	return true;
 }
 
