@@ -252,12 +252,75 @@ static void a_budget_already_met_recomputes_nothing(void **state) {
 	tbc_module_destroy(m);
 }
 
+
+/* Two values live across the peak and read late, of one size: a MatMul's
+ * result and a Sigmoid of the input.  A budget one of them meets is met by
+ * recomputing the Sigmoid (from x, which is always there); the product is
+ * recomputed only when the budget needs both. */
+static const char *two_candidates =
+	"module ir_version 8 opset 17\n"
+	"graph main(%x: f32[64,64], %w: f32[64,64]) {\n"
+	"  %m = MatMul(%x, %w)\n"
+	"  %s = Sigmoid(%x)\n"
+	"  %a = Tanh(%x)\n"
+	"  %b = Exp(%a)\n"
+	"  %c = Add(%a, %b)\n"
+	"  %d = Add(%c, %m)\n"
+	"  %y = Add(%d, %s)\n"
+	"  return %y\n"
+	"}\n";
+
+static int count_ops(const tbc_module *m, tbc_opcode code) {
+	int n = 0;
+	for (const tbc_op *op = m->main->first; op; op = op->next) n += op->code == code;
+	return n;
+}
+
+static tbc_module *remat_at(int64_t budget, tbc_pipeline_stats *st) {
+	tbc_module *m = parse(two_candidates);
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	po.opt_level = 0; /* the ops as written: no fusion */
+	po.verify = true;
+	tbc_remat_options ro = {budget, 0};
+	po.remat = budget ? &ro : NULL;
+	memset(st, 0, sizeof *st);
+	po.stats = st;
+	tbc_diags *d = tbc_diags_create();
+	if (!tbc_run_pipeline(m, &po, d)) fail_with_diags("pipeline", d);
+	assert_true(tbc_memplan_check(m, d));
+	tbc_diags_destroy(d);
+	return m;
+}
+
+static void a_product_is_recomputed_only_when_nothing_else_helps(void **state) {
+	(void)state;
+	tbc_pipeline_stats st;
+	tbc_module *m = remat_at(0, &st);
+	int64_t free_arena = tbc_memplan_arena_bytes(m);
+	tbc_module_destroy(m);
+	const int64_t value = 64 * 64 * 4;
+
+	m = remat_at(free_arena - value, &st);
+	assert_true(tbc_memplan_arena_bytes(m) <= free_arena - value);
+	assert_int_equal(count_ops(m, TBC_OP_Sigmoid), 2);
+	assert_int_equal(count_ops(m, TBC_OP_MatMul), 1);
+	assert_true(st.remat.recompute_flops == 64.0 * 64);
+	tbc_module_destroy(m);
+
+	m = remat_at(free_arena - 2 * value, &st);
+	assert_true(tbc_memplan_arena_bytes(m) <= free_arena - 2 * value);
+	assert_int_equal(count_ops(m, TBC_OP_Sigmoid), 2);
+	assert_int_equal(count_ops(m, TBC_OP_MatMul), 2);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(cnn_step_under_a_budget_gives_the_same_bits),
 		cmocka_unit_test(inference_under_a_budget_gives_the_same_bits),
 		cmocka_unit_test(a_budget_out_of_reach_names_the_option_and_the_smallest_arena),
 		cmocka_unit_test(a_budget_already_met_recomputes_nothing),
+		cmocka_unit_test(a_product_is_recomputed_only_when_nothing_else_helps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
