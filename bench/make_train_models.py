@@ -6,7 +6,9 @@
                           classes; batch 8, logits [8, 10] (train with cross-entropy:logits:label)
   transformer_train.onnx  bench/make_models.py's transformer encoder block (d=512, 8 heads,
                           ffn 2048, seq 128) with the batch fixed at 8 (train with mse:y:t)
-  and for each an input batch: <name>.x.npy, <name>.label.npy
+  encoder4_train.onnx     four such blocks stacked, smaller (d=256, 4 heads, ffn 1024, seq 128),
+                          batch 8 (train with mse:y:t): the depth sqrt(n) checkpointing is about
+  and for each an input batch: <name>.x.npy and <name>.label.npy or <name>.t.npy
 
 Weights are pseudo-random with a fixed seed.
 
@@ -69,9 +71,51 @@ def transformer(path):
     np.save(os.path.join(d, "transformer_train.t.npy"), rng.standard_normal((N, 128, 512)).astype(np.float32))
 
 
+def encoder_stack(path, layers=4, d=256, heads=4, ffn=1024, seq=128):
+    b = mm.Builder()
+    hd = d // heads
+
+    def lin(x, i, o):
+        w = b.const("w", (rng.standard_normal((i, o)) / np.sqrt(i)).astype(np.float32))
+        bias = b.const("b", (rng.standard_normal(o) * 0.02).astype(np.float32))
+        return b.op("Add", [b.op("MatMul", [x, w], "matmul"), bias], "bias")
+
+    def layernorm(x):
+        g = b.const("ln_g", np.ones(d, np.float32))
+        beta = b.const("ln_b", np.zeros(d, np.float32))
+        return b.op("LayerNormalization", [x, g, beta], "ln", axis=-1, epsilon=1e-5)
+
+    def heads_first(x):
+        shape = b.const("shape", np.array([0, seq, heads, hd], np.int64))
+        return b.op("Transpose", [b.op("Reshape", [x, shape], "reshape")], "transpose", perm=[0, 2, 1, 3])
+
+    x = "x"
+    for layer in range(layers):
+        h = layernorm(x)
+        q, k, v = (heads_first(lin(h, d, d)) for _ in range(3))
+        kt = b.op("Transpose", [k], "transpose", perm=[0, 1, 3, 2])
+        scores = b.op("Mul", [b.op("MatMul", [q, kt], "matmul"), b.const("scale", np.float32(1 / np.sqrt(hd)))],
+                      "scale")
+        probs = b.op("Softmax", [scores], "softmax", axis=-1)
+        ctx = b.op("Transpose", [b.op("MatMul", [probs, v], "matmul")], "transpose", perm=[0, 2, 1, 3])
+        ctx = b.op("Reshape", [ctx, b.const("shape", np.array([0, seq, d], np.int64))], "reshape")
+        x1 = b.op("Add", [x, lin(ctx, d, d)], "residual")
+        f = b.op("Gelu", [lin(layernorm(x1), d, ffn)], "gelu")
+        x = b.op("Add", [x1, lin(f, ffn, d)], "residual")
+    b.nodes.append(helper.make_node("Identity", [x], ["y"], name="out"))
+    g = helper.make_graph(b.nodes, "encoder_stack",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, seq, d])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, seq, d])], b.inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), path)
+    dd = os.path.dirname(path)
+    np.save(os.path.join(dd, "encoder4_train.x.npy"), rng.standard_normal((N, seq, d)).astype(np.float32))
+    np.save(os.path.join(dd, "encoder4_train.t.npy"), rng.standard_normal((N, seq, d)).astype(np.float32))
+
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
     os.makedirs(out, exist_ok=True)
     resnet(os.path.join(out, "resnet_train.onnx"))
     transformer(os.path.join(out, "transformer_train.onnx"))
+    encoder_stack(os.path.join(out, "encoder4_train.onnx"))
     print("wrote", out)

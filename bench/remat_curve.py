@@ -23,7 +23,11 @@ os.makedirs(WORK, exist_ok=True)
 MODELS_RUN = [
     ("resnet_train", "cross-entropy:logits:label", ["x", "label"], ["-O2"]),
     ("transformer_train", "mse:y:t", ["x", "t"], ["-O2"]),
+    ("encoder4_train", "mse:y:t", ["x", "t"], ["-O2"]),
 ]
+ONLY = os.environ.get("REMAT_CURVE_ONLY")  # one model's name: measure that one alone
+if ONLY:
+    MODELS_RUN = [r for r in MODELS_RUN if r[0] == ONLY]
 BUDGETS = [None, "80%", "65%", "55%", "50%", "45%"]
 
 

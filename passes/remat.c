@@ -28,7 +28,7 @@
 #include "passes/util.h"
 
 #define MAX_CHAIN 8      /* ops cloned for one value */
-#define MAX_TRIES 16     /* candidates tried at one op before the next kind */
+#define MAX_TRIES 6     /* candidates tried at one op before the next kind */
 #define MAX_POSITIONS 8  /* ops tried, most bytes live first */
 
 typedef struct remat {
