@@ -51,6 +51,12 @@ static void print_stats(FILE *f, const tbc_compile_stats *st) {
 	double ratio = st->lower_bound > 0 ? (double)st->arena_bytes / (double)st->lower_bound : 1.0;
 	fprintf(f, "tbc: arena %" PRId64 " bytes, lower bound %" PRId64 " bytes (ratio %.3f)\n", st->arena_bytes,
 		st->lower_bound, ratio);
+	if (st->memory_budget_bytes)
+		fprintf(f, "tbc: memory budget %" PRId64 " bytes: planned values %" PRId64 " -> %" PRId64
+			   " bytes, %d ops recomputed, %.4g extra FLOPs (%.1f%% of %.4g)\n",
+			st->memory_budget_bytes, st->plan_bytes_unconstrained, st->plan_bytes, st->recompute_ops,
+			st->recompute_flops, st->flops > st->recompute_flops ? 100.0 * st->recompute_flops / (st->flops - st->recompute_flops) : 0.0,
+			st->flops - st->recompute_flops);
 	if (st->precision_ops || st->precision_casts)
 		fprintf(f, "tbc: precision: %d ops in the low type, %d casts; weights %" PRId64 " -> %" PRId64 " bytes (%.3fx)\n",
 			st->precision_ops, st->precision_casts, st->weights_bytes_fp32, st->weights_bytes_lowered,
@@ -234,6 +240,8 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	po.stats = &pst;
 	tbc_precision_options prec = {.low = (tbc_dtype)o->precision, .keep_io_types = o->keep_io_types != 0, .exclude = o->precision_exclude};
 	po.precision = &prec;
+	tbc_remat_options remat = {o->memory_budget_bytes, o->memory_budget_percent};
+	if (o->memory_budget_bytes || o->memory_budget_percent) po.remat = &remat;
 	int64_t fp32_bytes = const_bytes(work);
 	tbc_code rc = TBC_OK;
 	if (o->test_perturb_node && !tbc_test_perturb_node(work, o->test_perturb_node, d)) /* TEST ONLY */
@@ -268,9 +276,10 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.codegen_seconds = t2 - t1;
 		st.n_kernels = p ? p->n_launches : 0;
 		st.weights_bytes = p ? p->weights_size : 0;
-		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes;
+		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes ? pst.memplan.arena_bytes : pst.remat.arena_after;
 		st.lowered = p != NULL;
-		st.plan_bytes = pst.memplan.arena_bytes;
+		/* A budget out of reach stops the pipeline before memplan is measured. */
+		st.plan_bytes = pst.memplan.arena_bytes ? pst.memplan.arena_bytes : pst.remat.arena_after;
 		st.lower_bound = pst.memplan.lower_bound;
 		st.unshared_bytes = pst.memplan.total_bytes;
 		st.weights_bytes_fp32 = fp32_bytes;
@@ -280,6 +289,16 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.budget_compiles = budget_st.budget_compiles;
 		st.budget_kept = budget_st.budget_kept;
 		st.budget_seconds = budget_st.budget_seconds;
+		st.flops = tbc_module_flops(work);
+		st.recompute_flops = pst.remat.recompute_flops;
+		st.plan_bytes_unconstrained = pst.remat.arena_before;
+		st.memory_budget_bytes = pst.remat.budget;
+		st.recompute_ops = pst.remat.ops_cloned;
+		tbc_memplan_profile prof;
+		if (tbc_memplan_profile_make(work, &prof)) {
+			st.op_lower_bound = prof.op_bound;
+			tbc_memplan_profile_free(&prof);
+		}
 		if (o->stats) print_stats(o->stats_file ? o->stats_file : stderr, &st);
 		if (o->stats_out) *o->stats_out = st;
 	}

@@ -5,6 +5,7 @@
  * it is the same every time: compiling twice gives the same bytes.
  * Constant tensors are shared, not copied (weights can be large and nothing
  * writes a constant in place); everything else lives in the copy's arena. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir.h"
@@ -13,6 +14,7 @@ typedef struct cloner {
 	const tbc_module *src;
 	tbc_module *dst;
 	tbc_value **map; /* source value id -> copy */
+	uint32_t n_map;  /* entries of map */
 } cloner;
 
 static bool copy_type(cloner *C, tbc_type *to, const tbc_type *from) {
@@ -40,7 +42,12 @@ static bool copy_value_fields(cloner *C, tbc_value *to, const tbc_value *from) {
 	return copy_type(C, &to->type, &from->type);
 }
 
-static tbc_value *mapped(cloner *C, const tbc_value *v) { return v && v->id < C->src->n_values ? C->map[v->id] : NULL; }
+/* Within one module (tbc_op_clone) a value the copy does not define, read
+ * from an enclosing graph, stays itself. */
+static tbc_value *mapped(cloner *C, const tbc_value *v) {
+	tbc_value *to = v && v->id < C->n_map ? C->map[v->id] : NULL;
+	return !to && C->src == C->dst ? (tbc_value *)v : to;
+}
 
 static bool clone_graph(cloner *C, const tbc_graph *from, tbc_graph *to);
 
@@ -133,7 +140,7 @@ tbc_module *tbc_module_clone(const tbc_module *m) {
 	if (!m || !m->main) return NULL;
 	tbc_module *c = tbc_module_new(m->path);
 	if (!c) return NULL;
-	cloner C = {m, c, tbc_arena_array(c->arena, (size_t)m->n_values + 1, sizeof(tbc_value *))};
+	cloner C = {m, c, tbc_arena_array(c->arena, (size_t)m->n_values + 1, sizeof(tbc_value *)), m->n_values};
 	c->ir_version = m->ir_version;
 	c->opset = m->opset;
 	c->n_syms = m->n_syms;
@@ -144,4 +151,26 @@ tbc_module *tbc_module_clone(const tbc_module *m) {
 		return NULL;
 	}
 	return c;
+}
+
+tbc_op *tbc_op_clone(tbc_op *op) {
+	tbc_module *m = op->graph->module;
+	cloner C = {m, m, calloc((size_t)m->n_values + 1, sizeof(tbc_value *)), m->n_values};
+	tbc_op *nop = C.map ? tbc_op_new(op->graph, op->code, op->name, op->n_inputs, op->inputs, op->n_outputs) : NULL;
+	bool ok = nop != NULL;
+	for (int i = 0; ok && i < op->n_outputs; i++) {
+		if (!op->outputs[i]) {
+			nop->outputs[i] = NULL;
+			continue;
+		}
+		/* A copy of the value, not of its name: names stay unique. */
+		tbc_value *nv = nop->outputs[i];
+		ok = copy_type(&C, &nv->type, &op->outputs[i]->type);
+		nv->mem_offset = -1;
+		nv->svals = op->outputs[i]->svals; /* same arena: shared, never written */
+		nv->n_svals = op->outputs[i]->n_svals;
+	}
+	for (int a = 0; ok && a < op->n_attrs; a++) ok = copy_attr(&C, nop, &op->attrs[a]);
+	free(C.map);
+	return ok ? nop : NULL;
 }

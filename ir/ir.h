@@ -218,6 +218,11 @@ bool tbc_graph_add_output(tbc_graph *g, tbc_value *v);
  * Constant tensors are shared with m, not copied: m must outlive the copy.
  * NULL when out of memory. */
 tbc_module *tbc_module_clone(const tbc_module *m);
+/* A copy of op appended at the end of its graph: the same inputs, fresh
+ * unnamed results of the same types, attributes and subgraphs copied (a
+ * subgraph reading a value of an enclosing graph reads the same value).
+ * NULL when out of memory (a partial copy may be left unlinked). */
+tbc_op *tbc_op_clone(tbc_op *op);
 /* Creates an op with n_outputs fresh RESULT values of undefined type, appended
  * at the end of g.  Inputs may be NULL (omitted). */
 tbc_op *tbc_op_new(tbc_graph *g, tbc_opcode code, const char *name, int n_inputs,

@@ -508,7 +508,18 @@ static bool grad_matmul(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value
 	if (b->type.rank == 1) g = op2(A, TBC_OP_Unsqueeze, g, ints(A, 1, (const int64_t[]){-1}));
 	/* Summed to the matrix form, whose last two dims are the product's. */
 	if (need(A, op, 0)) dx[0] = reshape_like(A, sum_to(A, op2(A, TBC_OP_MatMul, g, swap_last(A, b2)), a2), a);
-	if (need(A, op, 1)) dx[1] = reshape_like(A, sum_to(A, op2(A, TBC_OP_MatMul, swap_last(A, a2), g), b2), b);
+	/* A weight matrix read by a batch of rows (a [..., M, K], b [K, N]):
+	 * one product over all the rows, a^T [K, B*M] @ dy [B*M, N], rather
+	 * than a product per batch [B, K, N] summed after (B times the memory:
+	 * the largest value of a transformer's backward pass). */
+	if (need(A, op, 1) && b->type.rank == 2 && a->type.rank > 2 && !a->type.dims[a->type.rank - 1].sym &&
+	    !b->type.dims[1].sym) {
+		tbc_value *rows = op2(A, TBC_OP_Reshape, a, ints(A, 2, (const int64_t[]){-1, a->type.dims[a->type.rank - 1].size}));
+		tbc_value *grows = op2(A, TBC_OP_Reshape, g, ints(A, 2, (const int64_t[]){-1, b->type.dims[1].size}));
+		dx[1] = op2(A, TBC_OP_MatMul, swap_last(A, rows), grows);
+	} else if (need(A, op, 1)) {
+		dx[1] = reshape_like(A, sum_to(A, op2(A, TBC_OP_MatMul, swap_last(A, a2), g), b2), b);
+	}
 	return true;
 }
 

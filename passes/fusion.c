@@ -374,21 +374,23 @@ static void replace_returned_outside(tbc_graph *g, const tbc_graph *body, tbc_va
 }
 
 /* Does op (or an op in its subgraphs) read a result of group gid, of the
- * Fused op, or of an op marked with stamp? */
-static bool reads_group(const fuser *F, int gid, const tbc_op *fused, int stamp, const tbc_op *op) {
+ * Fused op, or of an op already moved after it (moved: their results' ids;
+ * a Fused op an earlier group made has no position, so marks by position
+ * would miss it)? */
+static bool reads_group(const fuser *F, int gid, const tbc_op *fused, const pass_bits *moved, const tbc_op *op) {
 	for (int i = 0; i < op->n_inputs; i++) {
 		const tbc_value *v = op->inputs[i];
 		if (!v || v->kind != TBC_VALUE_RESULT) continue;
-		if (v->def == fused) return true;
+		if (v->def == fused || pass_bits_get(moved, v->id)) return true;
 		int q = def_pos(F, v);
-		if (q >= 0 && (F->group[q] == gid || F->stamp[q] == stamp)) return true;
+		if (q >= 0 && F->group[q] == gid) return true;
 	}
 	for (int a = 0; a < op->n_attrs; a++) {
 		const tbc_attr *at = &op->attrs[a];
 		int n = at->kind == TBC_ATTR_GRAPH ? 1 : at->kind == TBC_ATTR_GRAPHS ? at->n : 0;
 		for (int k = 0; k < n; k++)
 			for (const tbc_op *o = at->graphs[k]->first; o; o = o->next)
-				if (reads_group(F, gid, fused, stamp, o)) return true;
+				if (reads_group(F, gid, fused, moved, o)) return true;
 	}
 	return false;
 }
@@ -469,17 +471,18 @@ static bool build(fuser *F, int gid) {
 	tbc_op *first = NULL;
 	for (tbc_op *op = g->first; op && !first; op = op->next)
 		if (is_member(F, gid, op)) first = op;
-	int stamp = ++F->stamp_now;
+	pass_bits moved = {0};
 	tbc_op *after = fused;
 	for (tbc_op *op = first, *next; ok && op && op != fused; op = next) {
 		next = op->next;
-		if (is_member(F, gid, op) || !reads_group(F, gid, fused, stamp, op)) continue;
-		int p = pass_map_get(&F->pos, op);
-		if (p >= 0) F->stamp[p] = stamp;
+		if (is_member(F, gid, op) || !reads_group(F, gid, fused, &moved, op)) continue;
+		for (int i = 0; ok && i < op->n_outputs; i++)
+			if (op->outputs[i]) ok = pass_bits_set(&moved, op->outputs[i]->id);
 		pass_unlink(op);
 		pass_insert_after(op, after);
 		after = op;
 	}
+	pass_bits_free(&moved);
 	for (int k = 0; ok && k < nm; k++) {
 		tbc_op *op = F->ops[F->members[gid][k]];
 		pass_unlink(op);

@@ -243,6 +243,41 @@ static int by_offset(const void *a, const void *b) {
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* Buffers in definition order, in-place results joining their input's
+ * (sets each life's buf; bufs has room for n_lives).  Returns how many. */
+static int assign_buffers(plan *P, buffer *bufs) {
+	const tbc_module *m = P->m;
+	int n_bufs = 0;
+	for (int i = 0; i < P->n_lives; i++) {
+		life *l = &P->lives[i];
+		const tbc_op *def = l->v->def;
+		bool top = def->graph == m->main;
+		for (int k = 0; top && k < def->n_inputs && l->buf < 0; k++) {
+			const tbc_value *in = def->inputs[k];
+			int li = in ? P->index[in->id] : -1;
+			if (li < 0 || li >= i) continue;
+			life *src = &P->lives[li];
+			buffer *b = src->buf >= 0 ? &bufs[src->buf] : NULL;
+			/* The input dies here and no other result took its buffer. */
+			if (!b || src->end != l->start || b->end != l->start || pass_is_returned(m, in)) continue;
+			if (l->bytes != src->bytes || !in_place_ok(def, in, l->v)) continue;
+			bool taken = false;
+			for (int o = 0; o < def->n_outputs; o++)
+				if (def->outputs[o] && def->outputs[o] != l->v && P->index[def->outputs[o]->id] >= 0 &&
+				    P->lives[P->index[def->outputs[o]->id]].buf == src->buf)
+					taken = true;
+			if (taken) continue;
+			l->buf = src->buf;
+			b->end = l->end;
+		}
+		if (l->buf < 0) {
+			l->buf = n_bufs;
+			bufs[n_bufs++] = (buffer){l->start, l->end, l->part, align_up(l->bytes), -1};
+		}
+	}
+	return n_bufs;
+}
+
 bool tbc_pass_memplan(tbc_module *m, tbc_diags *d) {
 	plan P;
 	buffer *bufs = NULL;
@@ -256,35 +291,7 @@ bool tbc_pass_memplan(tbc_module *m, tbc_diags *d) {
 		near = calloc((size_t)P.n_lives + 1, sizeof *near);
 		ok = bufs && order && near;
 	}
-	int n_bufs = 0;
-	/* Buffers in definition order, in-place results joining their input's. */
-	for (int i = 0; ok && i < P.n_lives; i++) {
-		life *l = &P.lives[i];
-		const tbc_op *def = l->v->def;
-		bool top = def->graph == m->main;
-		for (int k = 0; top && k < def->n_inputs && l->buf < 0; k++) {
-			const tbc_value *in = def->inputs[k];
-			int li = in ? P.index[in->id] : -1;
-			if (li < 0 || li >= i) continue;
-			life *src = &P.lives[li];
-			buffer *b = src->buf >= 0 ? &bufs[src->buf] : NULL;
-			/* The input dies here and no other result took its buffer. */
-			if (!b || src->end != l->start || b->end != l->start || pass_is_returned(m, in)) continue;
-			if (l->bytes != src->bytes || !in_place_ok(def, in, l->v)) continue;
-			bool taken = false;
-			for (int o = 0; o < def->n_outputs; o++)
-				if (def->outputs[o] && def->outputs[o] != l->v && P.index[def->outputs[o]->id] >= 0 &&
-				    P.lives[P.index[def->outputs[o]->id]].buf == src->buf)
-					taken = true;
-			if (taken) continue;
-			l->buf = src->buf;
-			b->end = l->end;
-		}
-		if (l->buf < 0) {
-			l->buf = n_bufs;
-			bufs[n_bufs++] = (buffer){l->start, l->end, l->part, align_up(l->bytes), -1};
-		}
-	}
+	int n_bufs = ok ? assign_buffers(&P, bufs) : 0;
 	for (int i = 0; ok && i < n_bufs; i++) order[i] = &bufs[i];
 	if (ok) qsort(order, (size_t)n_bufs, sizeof *order, by_size_desc);
 	int n_placed = 0;
@@ -480,4 +487,81 @@ bool tbc_memplan_measure(const tbc_module *m, tbc_memplan_stats *out, tbc_diags 
 	free(bytes);
 	release(&P);
 	return true;
+}
+
+/* ---- the liveness profile (for rematerialization) ---- */
+
+/* The buffer of op's k-th input (then results); -1 when it has no place. */
+static int io_buf(const plan *P, const tbc_op *op, int k) {
+	const tbc_value *v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+	int li = v ? P->index[v->id] : -1;
+	return li < 0 ? -1 : P->lives[li].buf;
+}
+
+bool tbc_memplan_profile_make(const tbc_module *m, tbc_memplan_profile *out) {
+	memset(out, 0, sizeof *out);
+	plan P;
+	buffer *bufs = NULL;
+	bool ok = analyse(&P, m) && (bufs = calloc((size_t)P.n_lives + 1, sizeof *bufs));
+	size_t nv = (size_t)m->n_values + 1;
+	if (ok) {
+		out->n_ops = P.n_ops;
+		out->n_values = m->n_values;
+		out->ops = malloc(((size_t)P.n_ops + 1) * sizeof *out->ops);
+		out->live = calloc((size_t)P.n_ops + 2, sizeof *out->live);
+		out->start = malloc(nv * sizeof *out->start);
+		out->end = malloc(nv * sizeof *out->end);
+		out->bytes = calloc(nv, sizeof *out->bytes);
+		out->buf = malloc(nv * sizeof *out->buf);
+		ok = out->ops && out->live && out->start && out->end && out->bytes && out->buf;
+	}
+	if (ok) {
+		memcpy(out->ops, P.ops, (size_t)P.n_ops * sizeof *out->ops);
+		for (size_t i = 0; i < nv; i++) out->start[i] = out->end[i] = out->buf[i] = -1;
+		int n_bufs = assign_buffers(&P, bufs);
+		for (int i = 0; i < P.n_lives; i++) {
+			const life *l = &P.lives[i];
+			out->start[l->v->id] = l->start;
+			out->end[l->v->id] = l->end;
+			out->bytes[l->v->id] = align_up(l->bytes);
+			out->buf[l->v->id] = l->buf;
+		}
+		/* Each buffer counts from its first op to its last (a difference
+		 * array: sizes added at the start, taken off after the end). */
+		for (int b = 0; b < n_bufs; b++) {
+			out->live[bufs[b].start] += bufs[b].size;
+			out->live[bufs[b].end + 1] -= bufs[b].size;
+		}
+		for (int p = 1; p < P.n_ops; p++) out->live[p] += out->live[p - 1];
+		for (int p = 0; p < P.n_ops; p++)
+			if (out->live[p] > out->peak) out->peak = out->live[p];
+		/* What any schedule of these ops needs at op p: its placed inputs
+		 * and results, a buffer shared in place once. */
+		for (int p = 0; p < P.n_ops; p++) {
+			const tbc_op *op = P.ops[p];
+			int64_t sum = 0;
+			int n_io = op->n_inputs + op->n_outputs;
+			for (int k = 0; k < n_io; k++) {
+				int b = io_buf(&P, op, k);
+				bool dup = b < 0;
+				for (int j = 0; j < k && !dup; j++) dup = io_buf(&P, op, j) == b;
+				if (!dup) sum += bufs[b].size;
+			}
+			if (sum > out->op_bound) out->op_bound = sum;
+		}
+	}
+	free(bufs);
+	release(&P);
+	if (!ok) tbc_memplan_profile_free(out);
+	return ok;
+}
+
+void tbc_memplan_profile_free(tbc_memplan_profile *p) {
+	free(p->ops);
+	free(p->live);
+	free(p->start);
+	free(p->end);
+	free(p->bytes);
+	free(p->buf);
+	memset(p, 0, sizeof *p);
 }

@@ -109,6 +109,51 @@ bool tbc_memplan_check(const tbc_module *m, tbc_diags *d);
 /* Bytes the plan of m needs with every symbol set to 1. */
 int64_t tbc_memplan_arena_bytes(const tbc_module *m);
 
+/* The liveness of m as memory planning sees it before placing anything
+ * (its analysis and its in-place choices, passes/memplan.c), bytes with
+ * every symbol 1: the ops of the main graph by position; by value id, the
+ * first and last op of each value planning places (-1 for others), its
+ * aligned bytes and its buffer (an in-place result shares its input's);
+ * live[p] the bytes of the buffers live at op p and peak their largest.
+ * Placement can only need more than peak (fragmentation), never less.
+ * op_bound: the largest sum over one op of its placed inputs and results,
+ * which no schedule or recomputation can go below. */
+typedef struct tbc_memplan_profile {
+	int n_ops;
+	tbc_op **ops;
+	int64_t *live;
+	int64_t peak, op_bound;
+	uint32_t n_values;
+	int *start, *end, *buf;
+	int64_t *bytes;
+} tbc_memplan_profile;
+bool tbc_memplan_profile_make(const tbc_module *m, tbc_memplan_profile *out); /* false: out of memory */
+void tbc_memplan_profile_free(tbc_memplan_profile *p);
+
+/* Estimated floating-point operations of one op (a Fused op: its body)
+ * and of the main graph's ops (passes/cost.c); symbols count 1. */
+double tbc_op_flops(const tbc_op *op);
+double tbc_module_flops(const tbc_module *m);
+
+/* ---- Rematerialization under a memory budget (passes/remat.c) -------------
+ * Recomputes values instead of keeping them alive until memory planning's
+ * arena (symbols 1) fits budget_bytes, or, when that is 0, budget_percent
+ * of the arena without recomputation.  Leaves a plan in place (it runs
+ * memory planning).  A budget it cannot reach is an INVALID_ARGUMENT error
+ * naming --memory-budget and the smallest arena it reached (the module
+ * then holds its last plan). */
+typedef struct tbc_remat_options {
+	int64_t budget_bytes;  /* > 0: the budget in bytes */
+	double budget_percent; /* used when budget_bytes is 0: (0, 100] */
+} tbc_remat_options;
+typedef struct tbc_remat_stats {
+	int64_t arena_before, arena_after; /* memory planning's arena without and with recomputation */
+	int64_t budget;                    /* in bytes */
+	double recompute_flops;            /* the ops added, by tbc_op_flops */
+	int ops_cloned, values_recomputed;
+} tbc_remat_stats;
+bool tbc_pass_remat(tbc_module *m, const tbc_remat_options *o, tbc_remat_stats *st, tbc_diags *d);
+
 /* ---- Registry: passes by name (golden tests, --dump-after) ----------------- */
 typedef bool (*tbc_pass_fn)(tbc_module *m, tbc_diags *d);
 typedef struct tbc_pass_info {
@@ -132,6 +177,7 @@ typedef struct tbc_pipeline_stats {
 	} passes[TBC_PIPELINE_MAX_PASSES];
 	tbc_memplan_stats memplan;
 	tbc_precision_stats precision;
+	tbc_remat_stats remat;
 } tbc_pipeline_stats;
 
 typedef struct tbc_pipeline_options {
@@ -142,6 +188,7 @@ typedef struct tbc_pipeline_options {
 	size_t dump_max_const_bytes; /* 0: print constants whole (parses back); else abridge */
 	tbc_pipeline_stats *stats; /* NULL: not recorded */
 	const tbc_precision_options *precision; /* NULL: the model's own precision */
+	const tbc_remat_options *remat; /* NULL: no memory budget (no recomputation) */
 } tbc_pipeline_options;
 
 /* Defaults: -O2, verify in debug builds (no NDEBUG), no dump, no stats. */

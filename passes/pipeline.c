@@ -12,9 +12,12 @@
  *   cse      merges what folding made equal (and duplicate weights);
  *   dce      removes what folding and merging left unread;
  *   fusion   groups what is left into loop nests;
+ *   remat    (with a memory budget, passes/remat.c) recomputes values instead
+ *            of keeping them, on fused groups as lowering will see them;
  *   memplan  last: it places the values that remain, fused groups included.
- * At -O0 only decomposition and memory planning run: code generation needs
- * both, and an unoptimized build should otherwise show the graph as imported. */
+ * At -O0 only decomposition and memory planning run (and remat, asked for):
+ * code generation needs both, and an unoptimized build should otherwise show
+ * the graph as imported. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,7 +103,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	tbc_pipeline_options defaults = tbc_pipeline_defaults();
 	if (!opt) opt = &defaults;
 	if (opt->dump_after && strcmp(opt->dump_after, "all") && !tbc_pass_find(opt->dump_after) &&
-	    strcmp(opt->dump_after, "precision")) {
+	    strcmp(opt->dump_after, "precision") && strcmp(opt->dump_after, "remat")) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, m->path, NULL, NULL, NULL,
 			      "--dump-after: no pass is named '%s'", opt->dump_after);
 		return false;
@@ -126,6 +129,11 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 		if (!run(&R, "cse", tbc_pass_cse)) return false;
 		if (!run(&R, "dce", tbc_pass_dce)) return false;
 		if (!run(&R, "fusion", tbc_pass_fusion)) return false;
+	}
+	if (opt->remat) {
+		double t0 = now_seconds();
+		bool ok = tbc_pass_remat(m, opt->remat, opt->stats ? &opt->stats->remat : NULL, d);
+		if (!finish(&R, "remat", t0, ok)) return false;
 	}
 	if (!run(&R, "memplan", tbc_pass_memplan)) return false;
 	return !opt->stats || tbc_memplan_measure(m, &opt->stats->memplan, d);

@@ -1,4 +1,5 @@
 /* The tbc command: a thin client of the compiler library (include/tbc/tbc.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -55,6 +56,11 @@ static const char usage_text[] =
 	"      --prefix NAME          C name of the descriptor in a .o (NAME_descriptor)\n"
 	"      --stats                print per-pass times and the arena size vs its lower bound\n"
 	"      --dump-after PASS      print the IR after PASS (or 'all') to stderr\n"
+	"      --stats-json FILE      write the compile's figures as JSON (docs/memory.md): arena,\n"
+	"                             its lower bound, weights, FLOPs, recomputed FLOPs, passes\n"
+	"      --memory-budget B      recompute values instead of keeping them until memory\n"
+	"                             planning's arena fits B: bytes (also 64K, 64M, 1G) or P%\n"
+	"                             of the arena without a budget (docs/memory.md)\n"
 	"      --train                compile a training step (docs/training.md): forward, loss,\n"
 	"                             backward and the optimizer's update; the trainable weights\n"
 	"                             and the optimizer's state live in the runtime's session\n"
@@ -583,6 +589,69 @@ static bool number_arg(const char *opt, const char *v, double *out) {
 	return true;
 }
 
+/* --memory-budget: "P%" (0 < P <= 100) or bytes with an optional K, M or G
+ * (binary: 1024, 1024^2, 1024^3; "KiB" and "MiB" too).  false with a message. */
+static bool budget_arg(const char *v, tbc_compile_options *o) {
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	bool ok = end != v && isfinite(x) && errno == 0 && !isspace((unsigned char)v[0]);
+	if (ok && !strcmp(end, "%")) {
+		if (x > 0 && x <= 100) {
+			o->memory_budget_percent = x;
+			return true;
+		}
+	} else if (ok) {
+		double scale = 0;
+		if (!*end || !strcmp(end, "B")) scale = 1;
+		else if (!strcmp(end, "K") || !strcmp(end, "KiB")) scale = 1024.0;
+		else if (!strcmp(end, "M") || !strcmp(end, "MiB")) scale = 1024.0 * 1024;
+		else if (!strcmp(end, "G") || !strcmp(end, "GiB")) scale = 1024.0 * 1024 * 1024;
+		double bytes = x * scale;
+		if (scale > 0 && bytes >= 1 && bytes < 9.0e18 && bytes == floor(bytes)) {
+			o->memory_budget_bytes = (int64_t)bytes;
+			return true;
+		}
+	}
+	fprintf(stderr,
+		"tbc compile: --memory-budget wants a number of bytes (1048576, 64K, 64M, 1G) or a percentage of the "
+		"arena without a budget (0 < P%% <= 100, e.g. 50%%), got '%s'\n",
+		v);
+	return false;
+}
+
+/* --stats-json: the figures of a compile as one JSON object. */
+static bool write_stats_json(const char *path, const tbc_compile_stats *st) {
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "tbc compile: --stats-json: cannot write '%s': %s\n", path, strerror(errno));
+		return false;
+	}
+	fprintf(f, "{\n  \"arena_bytes\": %" PRId64 ",\n", st->arena_bytes);
+	fprintf(f, "  \"plan_bytes\": %" PRId64 ",\n", st->plan_bytes);
+	fprintf(f, "  \"scratch_bytes\": %" PRId64 ",\n", st->arena_bytes - st->plan_bytes);
+	fprintf(f, "  \"arena_lower_bound_bytes\": %" PRId64 ",\n", st->op_lower_bound);
+	fprintf(f, "  \"live_peak_bytes\": %" PRId64 ",\n", st->lower_bound);
+	fprintf(f, "  \"unshared_bytes\": %" PRId64 ",\n", st->unshared_bytes);
+	fprintf(f, "  \"weights_bytes\": %" PRIu64 ",\n", st->weights_bytes);
+	fprintf(f, "  \"flops\": %.0f,\n", st->flops);
+	fprintf(f, "  \"recompute_flops\": %.0f,\n", st->recompute_flops);
+	fprintf(f, "  \"recompute_ops\": %d,\n", st->recompute_ops);
+	fprintf(f, "  \"memory_budget_bytes\": %" PRId64 ",\n", st->memory_budget_bytes);
+	fprintf(f, "  \"plan_bytes_unconstrained\": %" PRId64 ",\n", st->memory_budget_bytes ? st->plan_bytes_unconstrained : st->plan_bytes);
+	fprintf(f, "  \"kernels\": %d,\n", st->n_kernels);
+	fprintf(f, "  \"lower_ms\": %.3f,\n  \"codegen_ms\": %.3f,\n", st->lower_seconds * 1e3, st->codegen_seconds * 1e3);
+	fprintf(f, "  \"passes\": [");
+	for (int i = 0; i < st->n_passes; i++)
+		fprintf(f, "%s\n    {\"name\": \"%s\", \"ms\": %.3f}", i ? "," : "", st->passes[i].name,
+			st->passes[i].seconds * 1e3);
+	fprintf(f, "\n  ]\n}\n");
+	bool ok = !ferror(f);
+	ok = fclose(f) == 0 && ok;
+	if (!ok) fprintf(stderr, "tbc compile: --stats-json: error writing '%s'\n", path);
+	return ok;
+}
+
 static int cmd_compile(int argc, char **argv) {
 	const char *model = NULL, *out = NULL;
 	static char gpu[512];
@@ -592,6 +661,8 @@ static int cmd_compile(int argc, char **argv) {
 	tbc_train_options_init(&to);
 	bool train = false;
 	char *loss = NULL;
+	const char *stats_json = NULL;
+	tbc_compile_stats stats;
 	static const struct {
 		const char *opt;
 		size_t offset;
@@ -661,6 +732,10 @@ static int cmd_compile(int argc, char **argv) {
 		}
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
+		else if (!strcmp(a, "--stats-json") && has) stats_json = argv[++i];
+		else if (!strcmp(a, "--memory-budget") && has) {
+			if (!budget_arg(argv[++i], &o)) return 2;
+		}
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
 		else if (!strcmp(a, "--weights") && has) {
 			const char *w = argv[++i];
@@ -718,9 +793,11 @@ static int cmd_compile(int argc, char **argv) {
 		}
 		o.train = &to;
 	}
+	if (stats_json) o.stats_out = &stats;
 	tbc_module *m = load(model, d);
 	int rc = m && tbc_compile_to_file(m, &o, out, d) == TBC_OK ? 0 : 1;
 	if (rc) print_diags(d);
+	if (!rc && stats_json && !write_stats_json(stats_json, &stats)) rc = 1;
 	tbc_module_destroy(m);
 	tbc_diags_destroy(d);
 	return rc;

@@ -241,6 +241,14 @@ typedef struct tbc_compile_options {
 	const char *accuracy_budget;
 	const char *calibrate;
 	int budget_max_compiles;
+	/* A memory budget (docs/memory.md): values are recomputed instead of
+	 * kept alive until memory planning's arena (every symbol 1) fits it.
+	 * memory_budget_bytes > 0: that many bytes; else memory_budget_percent
+	 * in (0, 100]: that share of the arena without a budget; both 0: no
+	 * budget.  One that cannot be met is an INVALID_ARGUMENT error stating
+	 * the smallest arena reached. */
+	int64_t memory_budget_bytes;
+	double memory_budget_percent;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -273,6 +281,16 @@ typedef struct tbc_compile_stats {
 	 * lowered nodes it kept in float32. */
 	int budget_compiles, budget_kept;
 	double budget_seconds;
+	/* Estimated floating-point operations of one run (the graph after the
+	 * passes, recomputation included; passes/cost.c), of which recomputed. */
+	double flops, recompute_flops;
+	/* No order of the ops and no recomputation needs less than this:
+	 * the largest sum over one op of its planned inputs and results. */
+	int64_t op_lower_bound;
+	/* With a memory budget: memory planning's arena without recomputation,
+	 * the budget in bytes, the ops cloned; 0 without one. */
+	int64_t plan_bytes_unconstrained, memory_budget_bytes;
+	int recompute_ops;
 } tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);

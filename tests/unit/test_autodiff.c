@@ -277,6 +277,7 @@ static void matmul_batched_broadcast_and_vectors(void **state) {
 	(void)state;
 	check_grads(HEAD "graph main(%a: f64[3,4], %b: f64[4,5]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%a: f64[2,3,4], %b: f64[4,5]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%a: f64[2,2,3,4], %b: f64[4,5]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%a: f64[2,1,3,4], %b: f64[3,4,2]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%a: f64[4], %b: f64[2,4,5]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%a: f64[2,3,4], %b: f64[4]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n");
