@@ -34,6 +34,11 @@ static const char usage_text[] =
 	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"
 	"                             without cpu it runs on those devices only.  A value with\n"
 	"                             a '-' is a TRIPLE (as --triple)\n"
+	"      --cuda-path DIR        the CUDA toolkit (default $CUDA_PATH, else /usr/local/cuda):\n"
+	"                             DIR/bin/ptxas assembles each cuda:sm_XX target's PTX into a\n"
+	"                             cubin the artifact ships beside it, so that GPU loads it\n"
+	"                             without a JIT; without ptxas the PTX alone (--stats says so)\n"
+	"      --no-cubin             ship the PTX alone\n"
 	"      --precision fp32|fp16|bf16|fp8   compute float32 models in that type where the\n"
 	"                             policy allows (docs/precision.md; default fp32: unchanged);\n"
 	"                             fp8: MatMul/Gemm/Conv weights and embeddings over 64 KiB\n"
@@ -162,6 +167,9 @@ static int inspect_artifact(const char *path) {
 		if (tbcrt_model_device_code(art, i, &dc).code != TBCRT_OK) break;
 		printf("  %s: %s, %" PRIu64 " bytes, %u kernels, %u launches\n", dc.target, dc.format, dc.code_bytes,
 		       dc.n_kernels, dc.n_launches);
+		if (dc.cubin_bytes) printf("    cubin: %" PRIu64 " bytes (%s machine code; other GPUs JIT the PTX)\n", dc.cubin_bytes,
+					   strchr(dc.target, ':') ? strchr(dc.target, ':') + 1 : dc.target);
+		else if (!strcmp(dc.format, "PTX")) printf("    cubin: none (the driver JIT-compiles the PTX)\n");
 		for (uint32_t k = 0; k < dc.n_kernels; k++) {
 			tbcrt_kernel_info ki;
 			if (tbcrt_model_device_kernel(art, i, k, &ki).code != TBCRT_OK) continue;
@@ -661,6 +669,8 @@ static int cmd_compile(int argc, char **argv) {
 		}
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
 		else if (!strcmp(a, "--stats")) o.stats = 1;
+		else if (!strcmp(a, "--cuda-path") && has) o.cuda_path = argv[++i];
+		else if (!strcmp(a, "--no-cubin")) o.no_cubin = 1;
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
 		else if (!strcmp(a, "--weights") && has) {
 			const char *w = argv[++i];

@@ -241,6 +241,13 @@ typedef struct tbc_compile_options {
 	const char *accuracy_budget;
 	const char *calibrate;
 	int budget_max_compiles;
+	/* NVIDIA cubins (docs/gpu.md; added last, as above): each cuda:sm_XX
+	 * table of an artifact also holds its PTX assembled by ptxas for that
+	 * architecture, when ptxas is found at CUDA_DIR/bin/ptxas (CUDA_DIR:
+	 * cuda_path, else $CUDA_PATH, else /usr/local/cuda); without ptxas the
+	 * PTX alone (a line in the stats says so).  no_cubin nonzero: never. */
+	const char *cuda_path;
+	int no_cubin;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
