@@ -111,6 +111,7 @@ bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, si
 			void *msg = NULL;
 			size_t n = 0;
 			if (rc || !read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
+			while (msg && n && (((char *)msg)[n - 1] == '\n' || ((char *)msg)[n - 1] == ' ')) ((char *)msg)[--n] = 0;
 			char how[64];
 			if (rc) snprintf(how, sizeof how, "could not run: %s", strerror(rc));
 			else if (WIFEXITED(status)) snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
