@@ -792,13 +792,16 @@ static int cmd_doctor(int argc, char **argv) {
 	tbcrt_context_destroy(ctx);
 	/* What codegen/ can emit (codegen/cpu/cpu_target.c initializes the
 	 * LLVM targets linked in); the others are planned. */
-	char lld[512];
+	char lld[512], ptxas[512];
+	int cubins = tbc_target_can_compile("cuda-cubin", ptxas, sizeof ptxas);
 	printf("\ntargets this tbc compiles for:\n"
 	       "  cpu        x86_64, aarch64 (LLVM 19): yes\n"
 	       "  opencl     OpenCL C 1.2: artifacts (--target opencl, cpu,opencl, ...), .cl source\n"
 	       "  cuda       PTX 8.0 (LLVM NVPTX) for sm_75 .. sm_90a: artifacts (--target cuda[:sm_XX]), .ptx\n"
+	       "             cubins in artifacts: %s%s\n"
 	       "  rocm       code objects v5 (LLVM AMDGPU) for gfx906 .. gfx1102: artifacts (--target rocm[:gfxNNN]),\n"
 	       "             .hsaco; linked by ld.lld-19: %s\n",
+	       cubins ? "yes, ptxas at " : "none (PTX only): ", ptxas,
 	       tbc_target_can_compile("rocm", lld, sizeof lld) ? "found" : lld);
 	return 0;
 }

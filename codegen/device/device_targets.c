@@ -161,6 +161,12 @@ int tbc_target_can_compile(const char *target, char *why, size_t why_size) {
 		snprintf(why, why_size, "ld.lld-19 not found (apt install lld-19)");
 		return 0;
 	}
+	if (!strcmp(target, "cuda-cubin")) {
+		char ptxas[4200];
+		int found = tbc_nvptx_find_ptxas(NULL, ptxas, sizeof ptxas);
+		snprintf(why, why_size, "%s%s", found ? "" : "no ", ptxas);
+		return found;
+	}
 	if (!strcmp(target, "cpu") || find(target, strlen(target))) return 1;
 	snprintf(why, why_size, "no target '%s'", target);
 	return 0;

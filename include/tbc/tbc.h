@@ -286,7 +286,9 @@ void tbc_compile_options_init(tbc_compile_options *o);
 
 /* Whether this machine has what compiling for target ("cpu", "opencl",
  * "cuda", "rocm") needs beyond the library (rocm: the linker ld.lld-19);
- * why holds what is missing, or where the tool is. */
+ * why holds what is missing, or where the tool is.  "cuda-cubin": whether
+ * cuda targets get cubins (ptxas at $CUDA_PATH/bin, else
+ * /usr/local/cuda/bin; why: its path). */
 int tbc_target_can_compile(const char *target, char *why, size_t why_size);
 
 /* Writes an artifact chosen by path's extension: "x.o" (a relocatable object
