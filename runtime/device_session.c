@@ -127,6 +127,14 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 		 : t->kind == TBC_ABI_DEVICE_PTX ? (t->binary_size ? "PTX (JIT; the cubin is for another GPU)" : "PTX (JIT)")
 						 : tbcrt__dtable_kind_name(t->kind));
 	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
+	if (cubin && (s.code == TBCRT_ERR_BUILD_FAILED || s.code == TBCRT_ERR_UNSUPPORTED_TARGET)) {
+		/* A driver older than the ptxas that made the cubin may refuse it;
+		 * the PTX (ISA 8.0, any driver from CUDA 12.0) is JIT-compiled instead. */
+		snprintf(name, sizeof name, "%s.%s", m->name, tk->extension);
+		desc = (tbcrt__program_desc){tk->program, name, t->source, t->source_size, t->options};
+		snprintf(dm->loaded, sizeof dm->loaded, "%s PTX (JIT; the driver refused the cubin)", t->target);
+		s = tbcrt__program_load(d, &desc, &dm->program);
+	}
 	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
 		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);
 	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, m->weights_size ? m->weights_size : 1, &dm->weights);

@@ -782,6 +782,16 @@ static void a_cubin_loads_on_the_gpus_it_runs_on_and_the_ptx_elsewhere(void **st
 	free(tables[1]);
 	free(tables[0]);
 
+	/* A cubin the driver refuses (one older than the ptxas that made it):
+	 * the PTX, JIT-compiled. */
+	char *refused = calloc(1, 65600);
+	assert_non_null(refused);
+	snprintf(refused, 65600, "\177ELF MOCK_CUBIN sm_80 MOCK_OTHER_GPU\n%s", text);
+	tables[0] = ptx_table(good, text, "sm_80", refused, &bytes[0]);
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load ", "cuda:sm_80 PTX (JIT; the driver refused the cubin)"));
+	free(tables[0]);
+	free(refused);
+
 	/* PTX alone (tbc compile --no-cubin, or no ptxas): JIT everywhere. */
 	tables[0] = ptx_table(good, text, "sm_80", NULL, &bytes[0]);
 	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load ", "cuda:sm_80 PTX (JIT)"));
