@@ -209,12 +209,61 @@ static void a_ptxas_that_fails_is_an_error_naming_the_target(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* The command line: --no-cubin, --cuda-path, and tbc inspect's line per target. */
+static char *run(const char *args) {
+	const char *bin = getenv("TBC_BINARY_DIR");
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "'%s/tbc' %s 2>&1", bin ? bin : "build/dev", args);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char *out = calloc(1, 1 << 16);
+	assert_non_null(out);
+	size_t n = fread(out, 1, (1 << 16) - 1, p);
+	out[n] = 0;
+	int status = pclose(p);
+	if (status) fail_msg("%s: exit status %d:\n%s", cmd, status, out);
+	return out;
+}
+
+static void tbc_compile_and_inspect_show_the_cubins(void **state) {
+	(void)state;
+	need_ptxas();
+	char so[256], args[1200];
+	snprintf(so, sizeof so, "%s", tmp_path("cli.so"));
+	snprintf(args, sizeof args, "compile '%s' --target cuda:sm_80,cuda:sm_90 -o '%s' --stats", tiny_cnn(), so);
+	char *out = run(args);
+	assert_non_null(strstr(out, "cuda:sm_80: cubin of "));
+	assert_non_null(strstr(out, "cuda:sm_90: cubin of "));
+	free(out);
+	snprintf(args, sizeof args, "inspect '%s'", so);
+	out = run(args);
+	printf("%s", out);
+	const char *at = strstr(out, "cuda:sm_80: PTX, ");
+	assert_non_null(at);
+	assert_non_null(strstr(at, "\n    cubin: "));
+	assert_non_null(strstr(at, "bytes (sm_80 machine code"));
+	assert_non_null(strstr(at, "bytes (sm_90 machine code"));
+	free(out);
+	snprintf(args, sizeof args, "compile '%s' --target cuda:sm_80 -o '%s' --no-cubin", tiny_cnn(), so);
+	free(run(args));
+	snprintf(args, sizeof args, "inspect '%s'", so);
+	out = run(args);
+	assert_non_null(strstr(out, "cubin: none (the driver JIT-compiles the PTX)"));
+	free(out);
+	snprintf(args, sizeof args, "compile '%s' --target cuda:sm_80 -o '%s' --cuda-path /nonexistent --stats", tiny_cnn(),
+		 so);
+	out = run(args);
+	assert_non_null(strstr(out, "cuda:sm_80: no ptxas at /nonexistent/bin/ptxas: PTX only"));
+	free(out);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(each_cuda_target_ships_a_cubin_for_its_architecture_and_builds_the_same_bytes_twice),
 		cmocka_unit_test(no_cubin_ships_the_ptx_alone),
 		cmocka_unit_test(without_ptxas_the_ptx_ships_alone_and_the_stats_say_so),
 		cmocka_unit_test(a_ptxas_that_fails_is_an_error_naming_the_target),
+		cmocka_unit_test(tbc_compile_and_inspect_show_the_cubins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
