@@ -89,8 +89,8 @@ static uint32_t cubins_of(const char *path, const char *const *want_target, uint
 		}
 		assert_int_equal(pclose(p), 0);
 		int sm = atoi(strchr(want_target[i], '_') + 1);
-		/* CUDA 12.8 and later put the SM in bits 8-15 of e_flags, earlier
-		 * ptxas in bits 0-7. */
+		/* ptxas of CUDA 13.0 puts the SM in bits 8-15 of e_flags, older
+		 * ones in bits 0-7. */
 		unsigned long got = (flags >> 8) & 0xff;
 		if (got != (unsigned long)sm) got = flags & 0xff;
 		printf("%s: cubin of %llu bytes, e_flags 0x%lx (sm_%lu)\n", want_target[i], (unsigned long long)dc.cubin_bytes,
