@@ -157,6 +157,8 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 		if (rc == TBC_OK &&
 		    !dev[made].target->make(dp, work->main->name, names, n_ops, dev[made].arch, &progs[made], d))
 			rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
+		if (rc == TBC_OK && code_of < 0 && !tbc_device_add_binary(o, &dev[made], &progs[made], d))
+			rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	}
 	free(names);
 	if (rc == TBC_OK && code_of >= 0) {

@@ -23,6 +23,7 @@ typedef struct tbcrt__dmodel {
 	tbcrt__kernel **kernels;
 	tbcrt__buffer *weights;
 	tbcrt__buffer **consts; /* per buffer: a constant root's view of the weights, or its own copy */
+	char loaded[96];        /* what the device loaded (tbcrt_session_stats.device_code) */
 } tbcrt__dmodel;
 
 struct tbcrt__dsession {
@@ -115,9 +116,25 @@ static tbcrt_status dmodel_open(tbcrt_model *m, tbcrt__device *d, tbcrt__dmodel 
 	tbcrt_status s = dm->kernels && dm->consts ? tbcrt__ok() : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	char name[4200];
 	const table_kind *tk = kind_of(t->kind);
-	snprintf(name, sizeof name, "%s.%s", m->name, tk->extension);
-	tbcrt__program_desc desc = {tk->program, name, t->source, t->source_size, t->options};
+	/* A cubin the device runs is loaded as it is; otherwise the driver
+	 * JIT-compiles the PTX (docs/gpu-runtime.md, "Programs"). */
+	bool cubin = tbcrt__dtable_cubin_runs(t, &d->info);
+	snprintf(name, sizeof name, "%s.%s", m->name, cubin ? "cubin" : tk->extension);
+	tbcrt__program_desc desc = {tk->program, name, cubin ? t->binary : t->source,
+				    cubin ? t->binary_size : t->source_size, t->options};
+	snprintf(dm->loaded, sizeof dm->loaded, "%s %s", t->target,
+		 cubin ? "cubin"
+		 : t->kind == TBC_ABI_DEVICE_PTX ? (t->binary_size ? "PTX (JIT; the cubin is for another GPU)" : "PTX (JIT)")
+						 : tbcrt__dtable_kind_name(t->kind));
 	if (s.code == TBCRT_OK) s = tbcrt__program_load(d, &desc, &dm->program);
+	if (cubin && (s.code == TBCRT_ERR_BUILD_FAILED || s.code == TBCRT_ERR_UNSUPPORTED_TARGET)) {
+		/* A driver older than the ptxas that made the cubin may refuse it;
+		 * the PTX (ISA 8.0, any driver from CUDA 12.0) is JIT-compiled instead. */
+		snprintf(name, sizeof name, "%s.%s", m->name, tk->extension);
+		desc = (tbcrt__program_desc){tk->program, name, t->source, t->source_size, t->options};
+		snprintf(dm->loaded, sizeof dm->loaded, "%s PTX (JIT; the driver refused the cubin)", t->target);
+		s = tbcrt__program_load(d, &desc, &dm->program);
+	}
 	for (uint32_t k = 0; s.code == TBCRT_OK && k < t->n_kernels; k++)
 		s = tbcrt__kernel_create(dm->program, t->kernels[k].name, &dm->kernels[k]);
 	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, m->weights_size ? m->weights_size : 1, &dm->weights);
@@ -262,6 +279,8 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 	tbcrt__free(c, s);
 	tbcrt__model_release(m);
 }
+
+const char *tbcrt__dsession_loaded(const tbcrt__dsession *s) { return s->dm->loaded; }
 
 tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dsession **out) {
 	*out = NULL;

@@ -344,9 +344,9 @@ static tbcrt_status read_all(reader *r, const tbcrt_model *m) {
 	tbcrt__dtable *t = r->t;
 	int64_t magic = 0, version = 0, kind = 0, v;
 	if (!word(r, &magic) || (uint64_t)magic != TBC_ABI_DEVICE_MAGIC) return BAD("the table's magic is wrong");
-	if (!word(r, &version) || version != TBC_ABI_DEVICE_VERSION)
-		return tbcrt__err(TBCRT_ERR_ABI_VERSION, "device code: table version %lld; this runtime reads version %d",
-				  (long long)version, TBC_ABI_DEVICE_VERSION);
+	if (!word(r, &version) || version < TBC_ABI_DEVICE_VERSION_MIN || version > TBC_ABI_DEVICE_VERSION)
+		return tbcrt__err(TBCRT_ERR_ABI_VERSION, "device code: table version %lld; this runtime reads versions %d to %d",
+				  (long long)version, TBC_ABI_DEVICE_VERSION_MIN, TBC_ABI_DEVICE_VERSION);
 	if (!word(r, &kind) || !tbcrt__dtable_kind_name((int32_t)kind) || kind != (int32_t)kind)
 		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
 				  "device code of kind %lld; this runtime runs OpenCL C (%d), PTX (%d) and AMDGPU code "
@@ -409,6 +409,14 @@ static tbcrt_status read_all(reader *r, const tbcrt_model *m) {
 		if ((s = check_io(t, &m->outputs[i], t->outputs[i], TBC_ABI_BUF_OUTPUT, "output", i)).code != TBCRT_OK) return s;
 	}
 	if ((s = read_kernels(r)).code != TBCRT_OK || (s = read_launches(r, m)).code != TBCRT_OK) return s;
+	if (version >= 3) {
+		if (!string(r, TBCRT_MAX_DEVICE_TABLE, &t->binary, &t->binary_size)) return BAD("the binary is cut short");
+		if (t->binary_size && kind != TBC_ABI_DEVICE_PTX)
+			return BAD("a table of %s holds a binary (only PTX has one: a cubin)", tbcrt__dtable_kind_name(t->kind));
+		if (t->binary_size && (t->binary_size < 64 || memcmp(t->binary, "\177ELF", 4)))
+			return BAD("the PTX's cubin (%zu bytes) is not an ELF object", t->binary_size);
+		if (!t->binary_size) t->binary = NULL;
+	}
 	if (r->at != r->n) return BAD("%llu bytes follow the table", (unsigned long long)(r->n - r->at) * 8);
 	return tbcrt__ok();
 }
@@ -521,6 +529,15 @@ const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_
 		}
 	}
 	return best;
+}
+
+bool tbcrt__dtable_cubin_runs(const tbcrt__dtable *t, const tbcrt_device_info *info) {
+	if (!t->binary_size || t->kind != TBC_ABI_DEVICE_PTX || info->kind != TBCRT_DEVICE_CUDA) return false;
+	bool accel = false, dev_accel = false;
+	int sm = arch_number(t->options, "sm_", &accel), have = arch_number(info->arch, "sm_", &dev_accel);
+	/* "sm_86": major 8, minor 6; "sm_100": major 10, minor 0 */
+	if (sm < 0 || have < 0 || sm / 10 != have / 10 || sm % 10 > have % 10) return false;
+	return !accel || sm == have;
 }
 
 const char *tbcrt__dtable_kind_name(int32_t kind) {

@@ -64,6 +64,10 @@ typedef struct tbcrt__dtable {
 	char *source;
 	size_t source_size;
 	char *options;
+	/* Table version 3: the source assembled for the options' architecture
+	 * (a PTX table's cubin: an ELF object); NULL and 0 when none. */
+	char *binary;
+	size_t binary_size;
 	uint32_t n_syms;
 	int32_t syms_buf;
 	uint32_t n_bufs, n_parts, n_inputs, n_outputs, n_kernels, n_launches;
@@ -89,6 +93,11 @@ tbcrt_status tbcrt__dcode_read(tbcrt_model *m, const void *bytes, uint64_t size)
  * capability X.Y and later; sm_90a on 9.0 only); for a HIP device the code
  * object of its processor. */
 const tbcrt__dtable *tbcrt__dtable_for(const tbcrt_model *m, const tbcrt_device_info *info);
+/* Whether table t's cubin (t->binary) runs on the CUDA device described by
+ * info: a cubin for sm_XY runs on compute capability X.Y' with the same
+ * major X and Y' >= Y, one for sm_XYa on X.Y only.  False when t has
+ * none; the device then JIT-compiles the PTX. */
+bool tbcrt__dtable_cubin_runs(const tbcrt__dtable *t, const tbcrt_device_info *info);
 
 /* "OpenCL C source", "PTX", "AMDGPU code object"; NULL for a kind the
  * runtime does not run. */
@@ -106,6 +115,10 @@ typedef struct tbcrt__dsession tbcrt__dsession;
  * session's state there. */
 tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dsession **out);
 void tbcrt__dsession_destroy(tbcrt__dsession *s);
+/* What the device loaded, for tbcrt_session_stats.device_code: "cuda:sm_80
+ * cubin", "cuda:sm_80 PTX (JIT)", "opencl OpenCL C source", ...; lives as
+ * long as the model. */
+const char *tbcrt__dsession_loaded(const tbcrt__dsession *s);
 /* One run: syms holds the inputs' and the derived symbols (the computed ones
  * -1); in[i] the inputs' bytes; out[i] the host memory of each output of
  * known size, and for a data-dependent one it is set to memory from

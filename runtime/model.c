@@ -256,6 +256,7 @@ tbcrt_status tbcrt_model_device_code(const tbcrt_model *m, uint32_t index, tbcrt
 	out_info->code_bytes = t->source_size;
 	out_info->n_kernels = t->n_kernels;
 	out_info->n_launches = t->n_launches;
+	out_info->cubin_bytes = t->kind == TBC_ABI_DEVICE_PTX ? t->binary_size : 0;
 	return tbcrt__ok();
 }
 

@@ -298,6 +298,7 @@ tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_optio
 		tbcrt_session_destroy(s);
 		return ds;
 	}
+	if (dev) s->stats.device_code = tbcrt__dsession_loaded(s->dsession);
 	if (!dev && m->init && (ds = run_init(s)).code != TBCRT_OK) {
 		tbcrt_session_destroy(s);
 		return ds;

@@ -35,6 +35,11 @@ static const char usage_text[] =
 	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"
 	"                             without cpu it runs on those devices only.  A value with\n"
 	"                             a '-' is a TRIPLE (as --triple)\n"
+	"      --cuda-path DIR        the CUDA toolkit (default $CUDA_PATH, else /usr/local/cuda):\n"
+	"                             DIR/bin/ptxas assembles each cuda:sm_XX target's PTX into a\n"
+	"                             cubin the artifact ships beside it, so that GPU loads it\n"
+	"                             without a JIT; without ptxas the PTX alone (--stats says so)\n"
+	"      --no-cubin             ship the PTX alone\n"
 	"      --precision fp32|fp16|bf16|fp8   compute float32 models in that type where the\n"
 	"                             policy allows (docs/precision.md; default fp32: unchanged);\n"
 	"                             fp8: MatMul/Gemm/Conv weights and embeddings over 64 KiB\n"
@@ -168,6 +173,9 @@ static int inspect_artifact(const char *path) {
 		if (tbcrt_model_device_code(art, i, &dc).code != TBCRT_OK) break;
 		printf("  %s: %s, %" PRIu64 " bytes, %u kernels, %u launches\n", dc.target, dc.format, dc.code_bytes,
 		       dc.n_kernels, dc.n_launches);
+		if (dc.cubin_bytes) printf("    cubin: %" PRIu64 " bytes (%s machine code; other GPUs JIT the PTX)\n", dc.cubin_bytes,
+					   strchr(dc.target, ':') ? strchr(dc.target, ':') + 1 : dc.target);
+		else if (!strcmp(dc.format, "PTX")) printf("    cubin: none (the driver JIT-compiles the PTX)\n");
 		for (uint32_t k = 0; k < dc.n_kernels; k++) {
 			tbcrt_kernel_info ki;
 			if (tbcrt_model_device_kernel(art, i, k, &ki).code != TBCRT_OK) continue;
@@ -736,6 +744,8 @@ static int cmd_compile(int argc, char **argv) {
 		else if (!strcmp(a, "--memory-budget") && has) {
 			if (!budget_arg(argv[++i], &o)) return 2;
 		}
+		else if (!strcmp(a, "--cuda-path") && has) o.cuda_path = argv[++i];
+		else if (!strcmp(a, "--no-cubin")) o.no_cubin = 1;
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
 		else if (!strcmp(a, "--weights") && has) {
 			const char *w = argv[++i];
@@ -859,13 +869,16 @@ static int cmd_doctor(int argc, char **argv) {
 	tbcrt_context_destroy(ctx);
 	/* What codegen/ can emit (codegen/cpu/cpu_target.c initializes the
 	 * LLVM targets linked in); the others are planned. */
-	char lld[512];
+	char lld[512], ptxas[512];
+	int cubins = tbc_target_can_compile("cuda-cubin", ptxas, sizeof ptxas);
 	printf("\ntargets this tbc compiles for:\n"
 	       "  cpu        x86_64, aarch64 (LLVM 19): yes\n"
 	       "  opencl     OpenCL C 1.2: artifacts (--target opencl, cpu,opencl, ...), .cl source\n"
 	       "  cuda       PTX 8.0 (LLVM NVPTX) for sm_75 .. sm_90a: artifacts (--target cuda[:sm_XX]), .ptx\n"
+	       "             cubins in artifacts: %s%s\n"
 	       "  rocm       code objects v5 (LLVM AMDGPU) for gfx906 .. gfx1102: artifacts (--target rocm[:gfxNNN]),\n"
 	       "             .hsaco; linked by ld.lld-19: %s\n",
+	       cubins ? "yes, ptxas at " : "none (PTX only): ", ptxas,
 	       tbc_target_can_compile("rocm", lld, sizeof lld) ? "found" : lld);
 	return 0;
 }

@@ -332,6 +332,7 @@ bool tbc_dev_program_make(const kir_program *p, const char *model_name, const ch
 		put_bytes(&o, out->code, out->code_size);
 		put_string(&o, t->options);
 		put_tables(&o, p, ks, n_ks, kernel_of);
+		put(&o, 0); /* the binary (version 3): none until tbc_dev_program_set_binary */
 		if (o.oom) {
 			ok = false;
 			tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
@@ -348,6 +349,22 @@ bool tbc_dev_program_make(const kir_program *p, const char *model_name, const ch
 	}
 	out->table = o.w;
 	out->table_size = o.n * sizeof *o.w;
+	return true;
+}
+
+bool tbc_dev_program_set_binary(tbc_dev_program *o, const void *bin, size_t size) {
+	/* The table ends with the binary's string, empty (one word: length 0). */
+	size_t pad = (size + 7) / 8 * 8;
+	if (o->table_size < 8 || size > SIZE_MAX / 2 || o->table_size - 8 > SIZE_MAX / 2 - pad - 8) return false;
+	size_t at = o->table_size - 8, total = at + 8 + pad;
+	unsigned char *t = realloc(o->table, total);
+	if (!t) return false;
+	int64_t len = (int64_t)size;
+	memcpy(t + at, &len, 8);
+	if (size) memcpy(t + at + 8, bin, size);
+	memset(t + at + 8 + size, 0, pad - size);
+	o->table = t;
+	o->table_size = total;
 	return true;
 }
 

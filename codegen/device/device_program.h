@@ -100,6 +100,11 @@ typedef struct tbc_dev_program {
 bool tbc_dev_program_make(const kir_program *p, const char *model_name, const char *const *op_names, int n_ops,
 			  const tbc_dev_target *t, tbc_dev_program *out, tbc_diags *d);
 void tbc_dev_program_free(tbc_dev_program *o);
+/* Sets the table's binary (include/tbc/abi.h, version 3: a PTX table's
+ * cubin) to size bytes of bin (copied), once per table (it replaces the
+ * empty binary tbc_dev_program_make ends the table with); false when out
+ * of memory. */
+bool tbc_dev_program_set_binary(tbc_dev_program *o, const void *bin, size_t size);
 
 /* Whether arch is one of the n names accepted (NULL: the target's default,
  * accepted); otherwise a diagnostic "<target>: unknown <what> '<arch>';

@@ -105,6 +105,31 @@ bool tbc_device_choices(const tbc_compile_options *o, tbc_device_choice *out, in
 	return true;
 }
 
+bool tbc_device_add_binary(const tbc_compile_options *o, const tbc_device_choice *c, tbc_dev_program *prog,
+			   tbc_diags *d) {
+	if (c->target->kind != TBC_ABI_DEVICE_PTX || o->no_cubin) return true;
+	FILE *stats = o->stats ? (o->stats_file ? o->stats_file : stderr) : NULL;
+	char ptxas[4200];
+	if (!tbc_nvptx_find_ptxas(o->cuda_path, ptxas, sizeof ptxas)) {
+		if (stats)
+			fprintf(stats, "cuda:%s: no ptxas at %s: PTX only (the driver JIT-compiles it at first load)\n", c->arch,
+				ptxas);
+		return true;
+	}
+	void *cubin = NULL;
+	size_t size = 0;
+	if (!tbc_nvptx_assemble(ptxas, c->arch, prog->code, prog->code_size, &cubin, &size, d)) return false;
+	bool ok = tbc_dev_program_set_binary(prog, cubin, size);
+	free(cubin);
+	if (!ok) {
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
+		return false;
+	}
+	if (stats) fprintf(stats, "cuda:%s: cubin of %zu bytes (%s) beside %zu bytes of PTX\n", c->arch, size, ptxas,
+			   prog->code_size);
+	return true;
+}
+
 void *tbc_device_code_pack(const tbc_dev_program *progs, int n, size_t *out_size) {
 	*out_size = 0;
 	if (n == 1) {
@@ -135,6 +160,12 @@ int tbc_target_can_compile(const char *target, char *why, size_t why_size) {
 		if (tbc_amdgpu_find_linker(why, why_size)) return 1;
 		snprintf(why, why_size, "ld.lld-19 not found (apt install lld-19)");
 		return 0;
+	}
+	if (!strcmp(target, "cuda-cubin")) {
+		char ptxas[4200];
+		int found = tbc_nvptx_find_ptxas(NULL, ptxas, sizeof ptxas);
+		snprintf(why, why_size, "%s%s", found ? "" : "no ", ptxas);
+		return found;
 	}
 	if (!strcmp(target, "cpu") || find(target, strlen(target))) return 1;
 	snprintf(why, why_size, "no target '%s'", target);

@@ -33,6 +33,15 @@ typedef struct tbc_device_choice {
  * entry of o->gpu_targets.  False after a diagnostic naming the bad one. */
 bool tbc_device_choices(const tbc_compile_options *o, tbc_device_choice *out, int *n_out, tbc_diags *d);
 
+/* The binary an artifact's table of choice c also holds (include/tbc/abi.h,
+ * device table version 3), set into prog: for cuda:sm_XX the PTX assembled
+ * into a cubin by ptxas (tbc_nvptx_find_ptxas on o->cuda_path), unless
+ * o->no_cubin; nothing for other targets, or without ptxas (o->stats: a
+ * line to o->stats_file saying so).  False after a diagnostic naming the
+ * target when ptxas fails. */
+bool tbc_device_add_binary(const tbc_compile_options *o, const tbc_device_choice *c, tbc_dev_program *prog,
+			   tbc_diags *d);
+
 /* The descriptor's device code for n tables: the table itself when n is 1,
  * else the directory of include/tbc/abi.h (TBC_ABI_DEVICES_MAGIC) holding
  * them in order.  malloc'd; NULL when out of memory. */

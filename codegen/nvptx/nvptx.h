@@ -5,6 +5,7 @@
 #define TBC_CODEGEN_NVPTX_NVPTX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "codegen/device/device_program.h"
 
@@ -25,5 +26,17 @@ bool tbc_nvptx_arch_check(const char *arch, tbc_diags *d);
  * same program gives the same bytes.  False after a diagnostic. */
 bool tbc_nvptx_program_make(const kir_program *p, const char *model_name, const char *const *op_names, int n_ops,
 			    const char *arch, tbc_dev_program *out, tbc_diags *d);
+
+/* The CUDA toolkit's ptxas: DIR/bin/ptxas for DIR cuda_path, else
+ * $CUDA_PATH, else /usr/local/cuda (written to out either way); whether it
+ * is there and executable. */
+bool tbc_nvptx_find_ptxas(const char *cuda_path, char *out, size_t size);
+
+/* ptx_size bytes of PTX assembled by `ptxas -arch=ARCH` into a cubin
+ * (malloc'd, *cubin_size bytes: an ELF object for exactly that
+ * architecture).  False after a diagnostic naming the target (cuda:ARCH)
+ * with ptxas's messages. */
+bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, size_t ptx_size, void **cubin,
+			size_t *cubin_size, tbc_diags *d);
 
 #endif

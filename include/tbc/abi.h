@@ -178,13 +178,22 @@ typedef struct tbc_abi_model {
  *   n_launches, then per launch: ctl (TBC_ABI_CTL_*), ctl_sym[3], kernel
  *     (-1 for a marker), then for a kernel its n_buffers program buffers
  *     and n_sizes program symbols
+ *   version 3 appends: binary (string): the source assembled for the
+ *     options' architecture, empty when there is none.  Only a PTX table
+ *     has one: a cubin (an ELF object of NVIDIA's, `ptxas -arch=sm_XX` of
+ *     the table's PTX), which the runtime loads instead of having the
+ *     driver JIT-compile the PTX when the device runs it (docs/gpu-runtime.md)
+ *
+ * The runtime reads versions TBC_ABI_DEVICE_VERSION_MIN to
+ * TBC_ABI_DEVICE_VERSION (a version 2 table has no binary).
  *
  * Kernel arguments are the kernel's buffers in order, then its sizes as
  * int64 scalars, then the status word (int32) when it has checks: for
  * OpenCL buffer objects, for CUDA and HIP device pointers (the status word
  * an int32 *), the same order for every kind. */
 #define TBC_ABI_DEVICE_MAGIC 0x3156454443424554ull /* "TBCDEV1" */
-#define TBC_ABI_DEVICE_VERSION 2 /* 2: launch geometry per dim, work-groups */
+#define TBC_ABI_DEVICE_VERSION 3 /* 2: launch geometry per dim, work-groups; 3: binary (cubin) */
+#define TBC_ABI_DEVICE_VERSION_MIN 2
 /* Kinds of device code: what a table's source is, and what its options say. */
 #define TBC_ABI_DEVICE_OPENCL_C 1   /* OpenCL C 1.2 text; options: the build options */
 #define TBC_ABI_DEVICE_PTX 2        /* PTX text; options: the architecture ("sm_80") */

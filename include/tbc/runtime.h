@@ -159,6 +159,9 @@ typedef struct tbcrt_device_code_info {
 	const char *format;  /* "OpenCL C source", "PTX", "AMDGPU code object" */
 	uint64_t code_bytes; /* of the source text or binary */
 	uint32_t n_kernels, n_launches;
+	/* Bytes of the PTX's cubin (machine code for the target's architecture,
+	 * `ptxas -arch`; device table version 3); 0 when there is none. */
+	uint64_t cubin_bytes;
 } tbcrt_device_code_info;
 TBCRT_MUST_CHECK tbcrt_status tbcrt_model_device_code(const tbcrt_model *model, uint32_t index,
 						      tbcrt_device_code_info *out_info);
@@ -321,6 +324,11 @@ typedef struct tbcrt_session_stats {
 	uint64_t runs;       /* successful runs */
 	uint64_t init_runs;  /* times the load-time values were computed */
 	uint64_t init_bytes; /* arena bytes that hold them */
+	/* What the session's device loaded: "cuda:sm_80 cubin" (machine code
+	 * shipped in the artifact), "cuda:sm_80 PTX (JIT)" (compiled by the
+	 * driver at the model's first load on the device), "opencl OpenCL C
+	 * source", ...; NULL on the CPU.  Lives as long as the model. */
+	const char *device_code;
 } tbcrt_session_stats;
 TBCRT_MUST_CHECK tbcrt_status tbcrt_session_get_stats(const tbcrt_session *session, tbcrt_session_stats *out_stats);
 

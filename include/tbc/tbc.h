@@ -249,6 +249,13 @@ typedef struct tbc_compile_options {
 	 * the smallest arena reached. */
 	int64_t memory_budget_bytes;
 	double memory_budget_percent;
+	/* NVIDIA cubins (docs/gpu.md; added last, as above): each cuda:sm_XX
+	 * table of an artifact also holds its PTX assembled by ptxas for that
+	 * architecture, when ptxas is found at CUDA_DIR/bin/ptxas (CUDA_DIR:
+	 * cuda_path, else $CUDA_PATH, else /usr/local/cuda); without ptxas the
+	 * PTX alone (a line in the stats says so).  no_cubin nonzero: never. */
+	const char *cuda_path;
+	int no_cubin;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -297,7 +304,9 @@ void tbc_compile_options_init(tbc_compile_options *o);
 
 /* Whether this machine has what compiling for target ("cpu", "opencl",
  * "cuda", "rocm") needs beyond the library (rocm: the linker ld.lld-19);
- * why holds what is missing, or where the tool is. */
+ * why holds what is missing, or where the tool is.  "cuda-cubin": whether
+ * cuda targets get cubins (ptxas at $CUDA_PATH/bin, else
+ * /usr/local/cuda/bin; why: its path). */
 int tbc_target_can_compile(const char *target, char *why, size_t why_size);
 
 /* Writes an artifact chosen by path's extension: "x.o" (a relocatable object

@@ -8,9 +8,10 @@
  * runtime is called from any thread.  Buffers are cuMemAlloc allocations
  * and views are addresses inside them.  Copies and launches are queued on
  * the stream; a write or a read waits for it (the host memory may go, or
- * is read, when it returns).  A program is PTX text the driver compiles
- * (cuModuleLoadDataEx, its error log in the status); its build options name
- * the target ("sm_80"), checked against the device's compute capability. */
+ * is read, when it returns).  A program is PTX text the driver compiles, or
+ * a cubin (an ELF object) it loads as it is (cuModuleLoadDataEx takes both,
+ * its error log in the status); its build options name the target
+ * ("sm_80"), checked against the device's compute capability. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,11 +381,15 @@ static tbcrt_status cu_program_build(tbcrt__device *d, const tbcrt__program_desc
 				  desc->kind == TBCRT__PROGRAM_SOURCE ? "OpenCL C source" : "host code for the CPU");
 	int major, minor;
 	bool exact;
+	/* A cubin (an ELF object) runs on its major's later minors only; PTX
+	 * is JIT-compiled for any later capability. */
+	bool cubin = desc->size >= 4 && !memcmp(desc->bytes, "\177ELF", 4);
 	if (target_of(desc->options, &major, &minor, &exact) &&
-	    (exact ? major != st->major || minor != st->minor : major * 10 + minor > st->major * 10 + st->minor))
+	    (exact || cubin ? major != st->major || (exact ? minor != st->minor : minor > st->minor)
+			    : major * 10 + minor > st->major * 10 + st->minor))
 		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
-				  "program '%s' is PTX for %s, which %s (compute capability %d.%d) cannot run", desc->name,
-				  desc->options, d->info.device_name, st->major, st->minor);
+				  "program '%s' is %s for %s, which %s (compute capability %d.%d) cannot run", desc->name,
+				  cubin ? "a cubin" : "PTX", desc->options, d->info.device_name, st->major, st->minor);
 	/* The driver reads PTX up to a NUL; the table's text has none. */
 	char *text = tbcrt__alloc(d->context, desc->size + 1, 1);
 	char *logs = tbcrt__alloc(d->context, 2 * JIT_LOG_BYTES, 1);

@@ -199,8 +199,12 @@ static bool run_case(const suite *s, const char *dir, char *msg, size_t size, ch
 		ok = false;
 	}
 	if (ok) {
+		/* and what the device loaded: a cubin, or PTX it JIT-compiled */
+		tbcrt_session_stats stats;
+		bool known = tbcrt_session_get_stats(ses, &stats).code == TBCRT_OK && stats.device_code;
 		size_t n = strlen(timing);
-		snprintf(timing + n, timing_size - n, " load %.1f", load);
+		snprintf(timing + n, timing_size - n, " load %.1f%s%s%s", load, known ? " (" : "",
+			 known ? stats.device_code : "", known ? ")" : "");
 	}
 	tbcrt_session_destroy(ses);
 	tbcrt_model_destroy(model);

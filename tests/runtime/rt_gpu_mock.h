@@ -630,6 +630,198 @@ static void a_models_table_runs_its_copies_and_launches_in_order(void **state) {
 	dlclose(dl);
 }
 
+/* ---- Cubins: machine code the device runs, else the PTX ---- */
+/* Table w (a compiled table of version 3, good's) made a PTX table for
+ * target holding text and, when bin is not NULL, the cubin bin. */
+static int64_t *ptx_table(const tbc_abi_model *good, const char *text, const char *target, const char *bin,
+			  size_t *out_bytes) {
+	const int64_t *w = good->device_code;
+	size_t words = (size_t)good->device_code_size / 8, opt_at = 4 + ((size_t)w[3] + 7) / 8;
+	size_t rest = opt_at + 1 + ((size_t)w[opt_at] + 7) / 8;
+	assert_int_equal(w[1], 3);
+	assert_int_equal(w[words - 1], 0); /* the table's binary: none */
+	size_t tl = strlen(text), bl = bin ? strlen(bin) : 0;
+	int64_t *nw = calloc(words + tl / 8 + bl / 8 + 64, 8);
+	assert_non_null(nw);
+	nw[0] = w[0], nw[1] = w[1], nw[2] = TBC_ABI_DEVICE_PTX;
+	size_t k = put_string(nw, 3, text, tl);
+	k = put_string(nw, k, target, strlen(target));
+	memcpy(&nw[k], &w[rest], (words - 1 - rest) * 8);
+	k += words - 1 - rest;
+	k = put_string(nw, k, bin ? bin : "", bl);
+	*out_bytes = k * 8;
+	return nw;
+}
+
+/* A device of compute capability major.minor, a model of the n tables,
+ * its session on cuda:0: what the device loaded (the mock's log line
+ * and the session's device_code), or the refusal. */
+static tbcrt_status cubin_case(const tbc_abi_model *good, int64_t **tables, const size_t *bytes, int n, int major,
+			       int minor, const char *want_load, const char *want_code) {
+	mock.reset();
+	mock.set("major", major);
+	mock.set("minor", minor);
+	tbcrt_context *ctx = rt_context(1);
+	size_t head = (size_t)(2 + 2 * n) * 8, total = head;
+	for (int i = 0; i < n; i++) total += bytes[i];
+	int64_t *dir = calloc(1, total);
+	assert_non_null(dir);
+	dir[0] = (int64_t)TBC_ABI_DEVICES_MAGIC;
+	dir[1] = n;
+	for (int i = 0, at = (int)head; i < n; at += (int)bytes[i], i++) {
+		dir[2 + 2 * i] = at, dir[3 + 2 * i] = (int64_t)bytes[i];
+		memcpy((char *)dir + at, tables[i], bytes[i]);
+	}
+	tbc_abi_model desc = *good;
+	desc.device_code = n == 1 ? (const void *)tables[0] : dir;
+	desc.device_code_size = n == 1 ? bytes[0] : total;
+	tbcrt_model *model = NULL;
+	RT_OK(tbcrt_model_from_descriptor(ctx, &desc, NULL, &model));
+	tbcrt_session_options so;
+	tbcrt_session_options_init(&so);
+	RT_OK(tbcrt_device_find(ctx, "cuda:0", &so.device));
+	tbcrt_session *s = NULL;
+	tbcrt_status st = tbcrt_session_create_with(model, &so, &s);
+	printf("cc %d.%d: %s", major, minor, st.code == TBCRT_OK ? "" : st.message);
+	if (st.code == TBCRT_OK) {
+		tbcrt_session_stats stats;
+		RT_OK(tbcrt_session_get_stats(s, &stats));
+		printf("%s\n", stats.device_code);
+		assert_string_equal(stats.device_code, want_code);
+		LOGGED(0, want_load);
+		if (strncmp(want_load, "load cubin", 10)) assert_null(strstr(mock.log(), "load cubin"));
+		int64_t dims[2] = {5, 64};
+		static float x[5 * 64];
+		RT_OK(tbcrt_session_bind_input(s, 0, 1, 2, dims, x, sizeof x));
+		RT_OK(tbcrt_session_run(s));
+		LOGGED(0, "launch tbc_");
+	} else {
+		printf("\n");
+	}
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(ctx);
+	assert_int_equal(mock.live("modules"), 0);
+	free(dir);
+	return st;
+}
+
+static void a_cubin_loads_on_the_gpus_it_runs_on_and_the_ptx_elsewhere(void **state) {
+	(void)state;
+	if (RT_GPU.table_kind != TBC_ABI_DEVICE_PTX) {
+		printf("skipped: cubins are CUDA's (test_runtime_cuda checks them)\n");
+		skip();
+	}
+	tbcrt_context *ctx = mock_context();
+	tbc_module *m = load_onnx(dense_path());
+	const char *so = tmp_path("dense_cubin_mock.so");
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.targets = TBC_TARGETS_OPENCL;
+	compile_to(m, &o, so);
+	tbc_module_destroy(m);
+	void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(dl);
+	void *sym = dlsym(dl, "tbc_model_descriptor");
+	tbc_abi_descriptor_fn fn;
+	memcpy(&fn, &sym, sizeof fn);
+	const tbc_abi_model *good = fn();
+	tbcrt_model *ocl = NULL;
+	RT_OK(tbcrt_model_from_descriptor(ctx, good, NULL, &ocl));
+	const tbcrt__dtable *t = ocl->dtables[0];
+	char *text = calloc(1, 65536), *cubin80 = calloc(1, 65600), *cubin90 = calloc(1, 65600);
+	assert_true(text && cubin80 && cubin90);
+	size_t at = (size_t)snprintf(text, 65536, "// the mock's module for dense_relu\n");
+	for (uint32_t k = 0; k < t->n_kernels; k++) {
+		const tbcrt__dkernel *dk = &t->kernels[k];
+		at += (size_t)snprintf(text + at, 65536 - at, ".visible .entry %s(", dk->name);
+		uint32_t n = dk->n_buffers + dk->n_sizes + (dk->n_messages ? 1 : 0);
+		for (uint32_t i = 0; i < n; i++)
+			at += (size_t)snprintf(text + at, 65536 - at, "%s.param .%s p%u", i ? ", " : "",
+					       i < dk->n_buffers || i >= dk->n_buffers + dk->n_sizes ? "u64" : "s64", i);
+		at += (size_t)snprintf(text + at, 65536 - at, ")\n{\n\tret;\n}\n");
+	}
+	snprintf(cubin80, 65600, "\177ELF MOCK_CUBIN sm_80\n%s", text);
+	snprintf(cubin90, 65600, "\177ELF MOCK_CUBIN sm_90\n%s", text);
+	int64_t *tables[2];
+	size_t bytes[2];
+
+	/* sm_80 PTX with its cubin: the cubin on 8.0 and 8.6 (same major,
+	 * minor at least 0), the PTX JIT-compiled on 9.0, 7.5 refused. */
+	tables[0] = ptx_table(good, text, "sm_80", cubin80, &bytes[0]);
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load cubin MOCK_CUBIN sm_80", "cuda:sm_80 cubin"));
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 6, "load cubin MOCK_CUBIN sm_80", "cuda:sm_80 cubin"));
+	RT_OK(cubin_case(good, tables, bytes, 1, 9, 0, "load ", "cuda:sm_80 PTX (JIT; the cubin is for another GPU)"));
+	tbcrt_status st = cubin_case(good, tables, bytes, 1, 7, 5, NULL, NULL);
+	assert_int_equal(st.code, TBCRT_ERR_UNSUPPORTED_TARGET);
+	assert_non_null(strstr(st.message, "holds no code for cuda:0"));
+	/* tbc inspect's figure. */
+	{
+		tbcrt_context *c2 = rt_context(1);
+		tbc_abi_model desc = *good;
+		desc.device_code = tables[0];
+		desc.device_code_size = bytes[0];
+		tbcrt_model *mm = NULL;
+		RT_OK(tbcrt_model_from_descriptor(c2, &desc, NULL, &mm));
+		tbcrt_device_code_info dc;
+		RT_OK(tbcrt_model_device_code(mm, 0, &dc));
+		assert_int_equal(dc.cubin_bytes, strlen(cubin80));
+		assert_int_equal(dc.code_bytes, strlen(text));
+		tbcrt_model_destroy(mm);
+		tbcrt_context_destroy(c2);
+	}
+
+	/* sm_80 and sm_90, each with its cubin: 9.0 gets sm_90's, 8.6 sm_80's. */
+	tables[1] = ptx_table(good, text, "sm_90", cubin90, &bytes[1]);
+	RT_OK(cubin_case(good, tables, bytes, 2, 9, 0, "load cubin MOCK_CUBIN sm_90", "cuda:sm_90 cubin"));
+	RT_OK(cubin_case(good, tables, bytes, 2, 8, 6, "load cubin MOCK_CUBIN sm_80", "cuda:sm_80 cubin"));
+	free(tables[1]);
+	/* sm_90a's cubin runs on 9.0 only. */
+	tables[1] = ptx_table(good, text, "sm_90a", cubin90, &bytes[1]);
+	RT_OK(cubin_case(good, tables, bytes, 2, 9, 0, "load cubin MOCK_CUBIN sm_90", "cuda:sm_90a cubin"));
+	free(tables[1]);
+	free(tables[0]);
+
+	/* A cubin the driver refuses (one older than the ptxas that made it):
+	 * the PTX, JIT-compiled. */
+	char *refused = calloc(1, 65600);
+	assert_non_null(refused);
+	snprintf(refused, 65600, "\177ELF MOCK_CUBIN sm_80 MOCK_OTHER_GPU\n%s", text);
+	tables[0] = ptx_table(good, text, "sm_80", refused, &bytes[0]);
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load ", "cuda:sm_80 PTX (JIT; the driver refused the cubin)"));
+	free(tables[0]);
+	free(refused);
+
+	/* PTX alone (tbc compile --no-cubin, or no ptxas): JIT everywhere. */
+	tables[0] = ptx_table(good, text, "sm_80", NULL, &bytes[0]);
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load ", "cuda:sm_80 PTX (JIT)"));
+	/* A table of version 2 (before cubins) has no binary word: still loads. */
+	tables[0][1] = 2;
+	bytes[0] -= 8;
+	RT_OK(cubin_case(good, tables, bytes, 1, 8, 0, "load ", "cuda:sm_80 PTX (JIT)"));
+	free(tables[0]);
+	/* A cubin that is no ELF object, or on a table of another kind: refused at load. */
+	{
+		tbcrt_context *c2 = rt_context(1);
+		tables[0] = ptx_table(good, text, "sm_80", "MOCK not an ELF object, but long enough to be one: 64 bytes and more", &bytes[0]);
+		tbc_abi_model desc = *good;
+		desc.device_code = tables[0];
+		desc.device_code_size = bytes[0];
+		tbcrt_model *mm = NULL;
+		RT_ERR(tbcrt_model_from_descriptor(c2, &desc, NULL, &mm), TBCRT_ERR_INVALID_ARTIFACT, "is not an ELF object");
+		tables[0][2] = TBC_ABI_DEVICE_AMDGPU_ELF;
+		RT_ERR(tbcrt_model_from_descriptor(c2, &desc, NULL, &mm), TBCRT_ERR_INVALID_ARTIFACT, "holds a binary");
+		free(tables[0]);
+		tbcrt_context_destroy(c2);
+	}
+	tbcrt_model_destroy(ocl);
+	tbcrt_context_destroy(ctx);
+	free(text);
+	free(cubin80);
+	free(cubin90);
+	dlclose(dl);
+}
+
 /* One artifact compiled for the CPU, OpenCL and GPUs of both kinds: a
  * session without a choice runs on the GPU (docs/runtime.md, "Choosing a
  * device"), with the table of the newest architecture the device runs. */
@@ -666,6 +858,12 @@ static void an_artifact_for_every_target_runs_on_the_gpu_with_its_table(void **s
 		assert_int_equal(got, index);
 		const char *log = mock.log() + mark;
 		assert_non_null(strstr(log, "load "));
+		/* With ptxas here the sm_80 table holds a real cubin, which a 9.0
+		 * device does not run: the PTX is JIT-compiled. */
+		tbcrt_session_stats stats;
+		RT_OK(tbcrt_session_get_stats(s, &stats));
+		printf("cuda:0 (cc 9.0) loaded %s\n", stats.device_code);
+		assert_non_null(strstr(stats.device_code, "cuda:sm_80 PTX (JIT"));
 		int64_t dims[2] = {5, 64};
 		static float x[5 * 64];
 		RT_OK(tbcrt_session_bind_input(s, 0, 1, 2, dims, x, sizeof x));
@@ -778,6 +976,7 @@ int main(void) {
 		cmocka_unit_test(errors_are_statuses_naming_the_call_the_kernel_and_the_limit),
 		cmocka_unit_test(events_time_the_work_between_them_on_the_devices_clock),
 		cmocka_unit_test(a_models_table_runs_its_copies_and_launches_in_order),
+		cmocka_unit_test(a_cubin_loads_on_the_gpus_it_runs_on_and_the_ptx_elsewhere),
 		cmocka_unit_test(an_artifact_for_every_target_runs_on_the_gpu_with_its_table),
 		cmocka_unit_test(without_the_driver_the_device_is_unavailable_saying_why),
 	};

@@ -37,6 +37,7 @@ static void doctor_reports_the_cpu_opencl_cuda_hip_and_the_targets(void **state)
 	HAS(out, "cpu        x86_64, aarch64");
 	HAS(out, "opencl     OpenCL C 1.2: artifacts");
 	HAS(out, "cuda       PTX 8.0 (LLVM NVPTX)");
+	HAS(out, "cubins in artifacts: "); /* "yes, ptxas at ..." or "none (PTX only): no .../ptxas" */
 	HAS(out, "rocm       code objects v5 (LLVM AMDGPU)");
 	HAS(out, "linked by ld.lld-19: found"); /* lld-19 is one of the project's dependencies */
 	const char *ci = getenv("CI");

@@ -1,0 +1,137 @@
+/* Cubins (nvptx.h): the PTX of a cuda:sm_XX target assembled by the CUDA
+ * toolkit's ptxas for exactly that architecture, so a GPU it runs on loads
+ * machine code instead of JIT-compiling the PTX at a model's first load.
+ *
+ * ptxas runs as a subprocess in a temporary folder (kernels.ptx in,
+ * kernels.cubin out, its messages captured in ptxas.err); nothing of the
+ * folder's name reaches the cubin, so the same PTX gives the same bytes. */
+#include "codegen/nvptx/nvptx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tbc/tbc.h"
+
+extern char **environ;
+
+bool tbc_nvptx_find_ptxas(const char *cuda_path, char *out, size_t size) {
+	const char *dir = cuda_path && *cuda_path ? cuda_path : getenv("CUDA_PATH");
+	if (!dir || !*dir) dir = "/usr/local/cuda";
+	if ((size_t)snprintf(out, size, "%s/bin/ptxas", dir) >= size) return false;
+	return access(out, X_OK) == 0;
+}
+
+static bool write_file(const char *path, const void *data, size_t n) {
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) return false;
+	const char *p = data;
+	bool ok = true;
+	while (n && ok) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR) continue;
+		ok = w > 0;
+		if (ok) p += w, n -= (size_t)w;
+	}
+	return close(fd) == 0 && ok;
+}
+
+/* The whole file, malloc'd with a NUL after its *size bytes; at most limit. */
+static bool read_file(const char *path, void **data, size_t *size, size_t limit) {
+	FILE *f = fopen(path, "rb");
+	if (!f) return false;
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = true;
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			char *grown = cap <= limit + 1 ? realloc(buf, cap + 1) : NULL;
+			if (!grown) {
+				ok = false;
+				break;
+			}
+			buf = grown;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0) break;
+	}
+	ok = ok && !ferror(f);
+	fclose(f);
+	if (!ok) {
+		free(buf);
+		return false;
+	}
+	buf[n] = 0;
+	*data = buf;
+	*size = n;
+	return true;
+}
+
+bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, size_t ptx_size, void **cubin,
+			size_t *cubin_size, tbc_diags *d) {
+	*cubin = NULL;
+	*cubin_size = 0;
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp) tmp = "/tmp";
+	char dir[4096], in[4200], out[4200], err_path[4200], arch_opt[64];
+	snprintf(dir, sizeof dir, "%s/tbc-ptxas-XXXXXX", tmp);
+	if (!mkdtemp(dir)) {
+		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "cuda:%s: a temporary folder for ptxas in %s: %s", arch, tmp,
+			      strerror(errno));
+		return false;
+	}
+	snprintf(in, sizeof in, "%s/kernels.ptx", dir);
+	snprintf(out, sizeof out, "%s/kernels.cubin", dir);
+	snprintf(err_path, sizeof err_path, "%s/ptxas.err", dir);
+	snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+	bool ok = write_file(in, ptx, ptx_size);
+	if (!ok) {
+		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "cuda:%s: writing %s for ptxas", arch, in);
+	} else {
+		char *argv[] = {(char *)ptxas, arch_opt, "-O3", "-o", out, in, NULL};
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		pid_t pid;
+		int rc = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		int status = 0;
+		if (rc == 0)
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+		ok = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		if (!ok) {
+			void *msg = NULL;
+			size_t n = 0;
+			if (rc || !read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
+			while (msg && n && (((char *)msg)[n - 1] == '\n' || ((char *)msg)[n - 1] == ' ')) ((char *)msg)[--n] = 0;
+			char how[64];
+			if (rc) snprintf(how, sizeof how, "could not run: %s", strerror(rc));
+			else if (WIFEXITED(status)) snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+			else snprintf(how, sizeof how, "was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
+				      "cuda:%s: assembling the PTX into a cubin: %s %s %s%s%.600s (--no-cubin ships the PTX alone)",
+				      arch, ptxas, arch_opt, how, msg && *(char *)msg ? ": " : "", msg ? (char *)msg : "");
+			free(msg);
+		} else if (!read_file(out, cubin, cubin_size, (size_t)1 << 31) || *cubin_size < 4 ||
+			   memcmp(*cubin, "\177ELF", 4)) {
+			free(*cubin);
+			*cubin = NULL;
+			*cubin_size = 0;
+			ok = false;
+			tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "cuda:%s: %s wrote no ELF cubin at %s", arch, ptxas, out);
+		}
+	}
+	unlink(in);
+	unlink(out);
+	unlink(err_path);
+	rmdir(dir);
+	return ok;
+}
