@@ -30,6 +30,7 @@
 #include <llvm-c/Target.h>
 
 #include "codegen/llvm/llvm_gpu.h"
+#include "codegen/device/device_files.h"
 #include "tbc/abi.h"
 #include "tbc/tbc.h"
 
@@ -156,50 +157,6 @@ bool tbc_amdgpu_find_linker(char *out, size_t size) {
 	return executable(out);
 }
 
-static bool write_all(int fd, const void *data, size_t n) {
-	const char *p = data;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR) continue;
-		if (w <= 0) return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
-static bool read_file(const char *path, void **data, size_t *size, size_t limit) {
-	FILE *f = fopen(path, "rb");
-	if (!f) return false;
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	bool ok = true;
-	for (;;) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *grown = cap <= limit + 1 ? realloc(buf, cap + 1) : NULL;
-			if (!grown) {
-				ok = false;
-				break;
-			}
-			buf = grown;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0) break;
-	}
-	ok = ok && !ferror(f);
-	fclose(f);
-	if (!ok) {
-		free(buf);
-		return false;
-	}
-	buf[n] = 0;
-	*data = buf;
-	*size = n;
-	return true;
-}
-
 static bool link_code_object(const void *obj, size_t obj_size, void **code, size_t *size, tbc_diags *d) {
 	char lld[4096];
 	if (!tbc_amdgpu_find_linker(lld, sizeof lld)) {
@@ -219,12 +176,7 @@ static bool link_code_object(const void *obj, size_t obj_size, void **code, size
 	snprintf(in, sizeof in, "%s/kernels.o", dir);
 	snprintf(out, sizeof out, "%s/kernels.hsaco", dir);
 	snprintf(err_path, sizeof err_path, "%s/lld.err", dir);
-	bool ok = false;
-	int fd = open(in, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	if (fd >= 0) {
-		ok = write_all(fd, obj, obj_size);
-		ok = close(fd) == 0 && ok;
-	}
+	bool ok = tbc_dev_write_new_file(in, obj, obj_size);
 	if (!ok) {
 		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "amdgpu backend: writing %s", in);
 	} else {
@@ -243,11 +195,11 @@ static bool link_code_object(const void *obj, size_t obj_size, void **code, size
 		if (!ok) {
 			void *msg = NULL;
 			size_t n = 0;
-			if (!read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
+			if (!tbc_dev_read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
 			tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "amdgpu backend: %s failed: %.400s", lld,
 				      rc ? strerror(rc) : msg ? (char *)msg : "");
 			free(msg);
-		} else if (!read_file(out, code, size, (size_t)1 << 31)) {
+		} else if (!tbc_dev_read_file(out, code, size, (size_t)1 << 31)) {
 			ok = false;
 			tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "amdgpu backend: reading %s", out);
 		}

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen/device/device_files.h"
 #include "tbc/tbc.h"
 
 extern char **environ;
@@ -25,53 +26,6 @@ bool tbc_nvptx_find_ptxas(const char *cuda_path, char *out, size_t size) {
 	if (!dir || !*dir) dir = "/usr/local/cuda";
 	if ((size_t)snprintf(out, size, "%s/bin/ptxas", dir) >= size) return false;
 	return access(out, X_OK) == 0;
-}
-
-static bool write_file(const char *path, const void *data, size_t n) {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	if (fd < 0) return false;
-	const char *p = data;
-	bool ok = true;
-	while (n && ok) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR) continue;
-		ok = w > 0;
-		if (ok) p += w, n -= (size_t)w;
-	}
-	return close(fd) == 0 && ok;
-}
-
-/* The whole file, malloc'd with a NUL after its *size bytes; at most limit. */
-static bool read_file(const char *path, void **data, size_t *size, size_t limit) {
-	FILE *f = fopen(path, "rb");
-	if (!f) return false;
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	bool ok = true;
-	for (;;) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			char *grown = cap <= limit + 1 ? realloc(buf, cap + 1) : NULL;
-			if (!grown) {
-				ok = false;
-				break;
-			}
-			buf = grown;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0) break;
-	}
-	ok = ok && !ferror(f);
-	fclose(f);
-	if (!ok) {
-		free(buf);
-		return false;
-	}
-	buf[n] = 0;
-	*data = buf;
-	*size = n;
-	return true;
 }
 
 bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, size_t ptx_size, void **cubin,
@@ -91,7 +45,7 @@ bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, si
 	snprintf(out, sizeof out, "%s/kernels.cubin", dir);
 	snprintf(err_path, sizeof err_path, "%s/ptxas.err", dir);
 	snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
-	bool ok = write_file(in, ptx, ptx_size);
+	bool ok = tbc_dev_write_new_file(in, ptx, ptx_size);
 	if (!ok) {
 		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "cuda:%s: writing %s for ptxas", arch, in);
 	} else {
@@ -110,7 +64,7 @@ bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, si
 		if (!ok) {
 			void *msg = NULL;
 			size_t n = 0;
-			if (rc || !read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
+			if (rc || !tbc_dev_read_file(err_path, &msg, &n, 1 << 16)) msg = NULL;
 			while (msg && n && (((char *)msg)[n - 1] == '\n' || ((char *)msg)[n - 1] == ' ')) ((char *)msg)[--n] = 0;
 			char how[64];
 			if (rc) snprintf(how, sizeof how, "could not run: %s", strerror(rc));
@@ -120,7 +74,7 @@ bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, si
 				      "cuda:%s: assembling the PTX into a cubin: %s %s %s%s%.600s (--no-cubin ships the PTX alone)",
 				      arch, ptxas, arch_opt, how, msg && *(char *)msg ? ": " : "", msg ? (char *)msg : "");
 			free(msg);
-		} else if (!read_file(out, cubin, cubin_size, (size_t)1 << 31) || *cubin_size < 4 ||
+		} else if (!tbc_dev_read_file(out, cubin, cubin_size, (size_t)1 << 31) || *cubin_size < 4 ||
 			   memcmp(*cubin, "\177ELF", 4)) {
 			free(*cubin);
 			*cubin = NULL;

@@ -1,0 +1,54 @@
+/* Files of the device backends (device_files.h). */
+#include "codegen/device/device_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+bool tbc_dev_write_new_file(const char *path, const void *data, size_t n) {
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0) return false;
+	const char *p = data;
+	bool ok = true;
+	while (n && ok) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR) continue;
+		ok = w > 0;
+		if (ok) p += w, n -= (size_t)w;
+	}
+	return close(fd) == 0 && ok;
+}
+
+bool tbc_dev_read_file(const char *path, void **data, size_t *size, size_t limit) {
+	FILE *f = fopen(path, "rb");
+	if (!f) return false;
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = true;
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			char *grown = cap <= limit + 1 ? realloc(buf, cap + 1) : NULL;
+			if (!grown) {
+				ok = false;
+				break;
+			}
+			buf = grown;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0) break;
+	}
+	ok = ok && !ferror(f);
+	fclose(f);
+	if (!ok) {
+		free(buf);
+		return false;
+	}
+	buf[n] = 0;
+	*data = buf;
+	*size = n;
+	return true;
+}

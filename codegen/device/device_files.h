@@ -1,0 +1,16 @@
+/* Files of the device backends that run a toolchain program (ld.lld-19 for
+ * AMDGPU code objects, ptxas for cubins) in a temporary folder. */
+#ifndef TBC_CODEGEN_DEVICE_DEVICE_FILES_H
+#define TBC_CODEGEN_DEVICE_DEVICE_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Creates path (it must not exist; mode 0600) holding the n bytes of data. */
+bool tbc_dev_write_new_file(const char *path, const void *data, size_t n);
+
+/* The whole file, malloc'd with a NUL after its *size bytes; false when it
+ * cannot be read or is longer than limit. */
+bool tbc_dev_read_file(const char *path, void **data, size_t *size, size_t limit);
+
+#endif
