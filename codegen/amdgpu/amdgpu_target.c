@@ -181,17 +181,9 @@ static bool link_code_object(const void *obj, size_t obj_size, void **code, size
 		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "amdgpu backend: writing %s", in);
 	} else {
 		char *argv[] = {lld, "-shared", "--no-undefined", "-o", out, in, NULL};
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		pid_t pid;
-		int rc = posix_spawn(&pid, lld, &fa, NULL, argv, environ);
-		posix_spawn_file_actions_destroy(&fa);
-		int status = 0;
-		if (rc == 0)
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-		ok = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		int rc, status;
+		ok = tbc_dev_run_tool(lld, argv, err_path, &rc, &status);
+		(void)status;
 		if (!ok) {
 			void *msg = NULL;
 			size_t n = 0;

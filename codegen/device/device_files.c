@@ -3,9 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 bool tbc_dev_write_new_file(const char *path, const void *data, size_t n) {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -51,4 +55,20 @@ bool tbc_dev_read_file(const char *path, void **data, size_t *size, size_t limit
 	*data = buf;
 	*size = n;
 	return true;
+}
+
+bool tbc_dev_run_tool(const char *path, char *const argv[], const char *log_path, int *spawn_error, int *wait_status) {
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	pid_t pid;
+	int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	int status = 0;
+	if (rc == 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+	*spawn_error = rc;
+	*wait_status = status;
+	return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }

@@ -13,4 +13,10 @@ bool tbc_dev_write_new_file(const char *path, const void *data, size_t n);
  * cannot be read or is longer than limit. */
 bool tbc_dev_read_file(const char *path, void **data, size_t *size, size_t limit);
 
+/* Runs the program at path with argv (argv[0] first, NULL-terminated), its
+ * stdout and stderr into a new file log_path, and waits for it.  True when
+ * it ran and exited 0; *spawn_error is posix_spawn's error (0 when the
+ * program ran) and *wait_status waitpid's status. */
+bool tbc_dev_run_tool(const char *path, char *const argv[], const char *log_path, int *spawn_error, int *wait_status);
+
 #endif

@@ -50,17 +50,8 @@ bool tbc_nvptx_assemble(const char *ptxas, const char *arch, const void *ptx, si
 		tbc_diags_add(d, TBC_ERR_IO, NULL, NULL, NULL, NULL, "cuda:%s: writing %s for ptxas", arch, in);
 	} else {
 		char *argv[] = {(char *)ptxas, arch_opt, "-O3", "-o", out, in, NULL};
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 1, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
-		pid_t pid;
-		int rc = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
-		posix_spawn_file_actions_destroy(&fa);
-		int status = 0;
-		if (rc == 0)
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-		ok = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		int rc, status;
+		ok = tbc_dev_run_tool(ptxas, argv, err_path, &rc, &status);
 		if (!ok) {
 			void *msg = NULL;
 			size_t n = 0;
