@@ -58,7 +58,18 @@ struct tbcrt__dsession {
 	tbcrt__event **marks;
 	uint32_t *mark_kernel; /* per pair */
 	uint32_t n_marks, cap_marks;
+	/* A training step's state (m->state), kept on the device between runs:
+	 * per piece, the buffer the next run reads and the one it writes,
+	 * swapped after a successful run (never updated over itself, as on the
+	 * CPU); per root buffer, the piece it reads or writes, -1 for none. */
+	tbcrt__buffer **state_cur, **state_next;
+	uint64_t *state_bytes;
+	int32_t *state_in, *state_out;
 };
+
+static bool is_state_root(const tbcrt__dsession *s, uint32_t r) {
+	return s->state_in && (s->state_in[r] >= 0 || s->state_out[r] >= 0);
+}
 
 static void dmodel_free(tbcrt__dmodel *dm, const tbcrt_context *c) {
 	const tbcrt__dtable *t = dm->t;
@@ -258,8 +269,17 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 	if (!s) return;
 	const tbcrt_context *c = s->m->context;
 	for (uint32_t i = 0; s->buf && i < s->t->n_bufs; i++)
-		if (s->t->bufs[i].role != TBC_ABI_BUF_CONST && s->t->bufs[i].role != TBC_ABI_BUF_SYMS)
+		if (s->t->bufs[i].role != TBC_ABI_BUF_CONST && s->t->bufs[i].role != TBC_ABI_BUF_SYMS && !is_state_root(s, i))
 			tbcrt__buffer_free(s->buf[i]);
+	for (uint32_t k = 0; s->state_cur && k < s->m->n_state; k++) {
+		tbcrt__buffer_free(s->state_cur[k]);
+		tbcrt__buffer_free(s->state_next[k]);
+	}
+	tbcrt__free(c, s->state_cur);
+	tbcrt__free(c, s->state_next);
+	tbcrt__free(c, s->state_bytes);
+	tbcrt__free(c, s->state_in);
+	tbcrt__free(c, s->state_out);
 	tbcrt__buffer_free(s->arena);
 	tbcrt__buffer_free(s->syms);
 	for (uint32_t l = 0; s->status_views && l < s->t->n_launches; l++) tbcrt__buffer_free(s->status_views[l]);
@@ -281,6 +301,64 @@ void tbcrt__dsession_destroy(tbcrt__dsession *s) {
 }
 
 const char *tbcrt__dsession_loaded(const tbcrt__dsession *s) { return s->dm->loaded; }
+
+/* The training state's two buffers per piece on the device, the first
+ * holding the piece's initial value (from the weights, or zeros). */
+static tbcrt_status state_create(tbcrt__dsession *s) {
+	const tbcrt_model *m = s->m;
+	const tbcrt_context *c = m->context;
+	uint32_t n = m->n_state, nb = s->t->n_bufs ? s->t->n_bufs : 1;
+	s->state_cur = tbcrt__calloc(c, n, sizeof *s->state_cur);
+	s->state_next = tbcrt__calloc(c, n, sizeof *s->state_next);
+	s->state_bytes = tbcrt__calloc(c, n, sizeof *s->state_bytes);
+	s->state_in = tbcrt__calloc(c, nb, sizeof *s->state_in);
+	s->state_out = tbcrt__calloc(c, nb, sizeof *s->state_out);
+	if (!s->state_cur || !s->state_next || !s->state_bytes || !s->state_in || !s->state_out)
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state");
+	for (uint32_t r = 0; r < nb; r++) s->state_in[r] = s->state_out[r] = -1;
+	tbcrt_status st = tbcrt__ok();
+	for (uint32_t k = 0; st.code == TBCRT_OK && k < n; k++) {
+		const tbcrt__tensor *t = &m->inputs[m->state[k].input];
+		uint64_t bytes = tbcrt_dtype_size(t->dtype); /* static and within the limit: validate.c */
+		for (uint32_t i = 0; i < t->rank; i++) bytes *= (uint64_t)t->dims[i];
+		s->state_bytes[k] = bytes;
+		int32_t ri = s->t->inputs[m->state[k].input], ro = s->t->outputs[m->state[k].output];
+		if (ri >= 0 && ro >= 0 && ri == ro)
+			return tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "model '%s': state '%s' is read and written in one buffer",
+					  m->name, t->name);
+		if (ri >= 0) s->state_in[ri] = (int32_t)k;
+		if (ro >= 0) s->state_out[ro] = (int32_t)k;
+		st = tbcrt__buffer_alloc(s->dev, bytes ? bytes : 1, &s->state_cur[k]);
+		if (st.code == TBCRT_OK) st = tbcrt__buffer_alloc(s->dev, bytes ? bytes : 1, &s->state_next[k]);
+		if (st.code != TBCRT_OK || !bytes) continue;
+		if (m->state[k].init_offset != TBC_ABI_STATE_ZEROS) {
+			st = tbcrt__buffer_write(s->state_cur[k], 0, (const char *)m->weights + m->state[k].init_offset, bytes);
+			continue;
+		}
+		void *zeros = tbcrt__calloc(c, 1, (size_t)bytes);
+		st = zeros ? tbcrt__buffer_write(s->state_cur[k], 0, zeros, bytes)
+			   : tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state '%s'", t->name);
+		tbcrt__free(c, zeros);
+	}
+	return st;
+}
+
+tbcrt_status tbcrt__dsession_state_read(tbcrt__dsession *s, uint32_t k, void *dst) {
+	tbcrt_status st = s->state_bytes[k] ? tbcrt__buffer_read(s->state_cur[k], 0, dst, s->state_bytes[k]) : tbcrt__ok();
+	return st.code == TBCRT_OK ? tbcrt__device_synchronize(s->dev) : st;
+}
+
+void tbcrt__dsession_state_commit(tbcrt__dsession *s) {
+	for (uint32_t k = 0; s->state_cur && k < s->m->n_state; k++) {
+		tbcrt__buffer *b = s->state_cur[k];
+		s->state_cur[k] = s->state_next[k];
+		s->state_next[k] = b;
+	}
+}
+
+tbcrt_status tbcrt__dsession_state_write(tbcrt__dsession *s, uint32_t k, const void *src) {
+	return s->state_bytes[k] ? tbcrt__buffer_write(s->state_cur[k], 0, src, s->state_bytes[k]) : tbcrt__ok();
+}
 
 tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dsession **out) {
 	*out = NULL;
@@ -318,6 +396,7 @@ tbcrt_status tbcrt__dsession_create(tbcrt_model *m, tbcrt__device *d, tbcrt__dse
 	if (!ds->status_views) s = tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory");
 	if (s.code == TBCRT_OK) s = tbcrt__buffer_alloc(d, (uint64_t)nl * ds->slot, &ds->status);
 	ds->status_dirty = true; /* zeroed before the first run */
+	if (s.code == TBCRT_OK && m->n_state) s = state_create(ds);
 	if (s.code != TBCRT_OK) {
 		tbcrt__dsession_destroy(ds);
 		return s;
@@ -451,6 +530,13 @@ static tbcrt_status place(run *x, uint32_t r) {
 	tbcrt__dsession *s = x->s;
 	const tbcrt__dbuf *b = &s->t->bufs[r];
 	if (s->placed[r] && !b->flags) return tbcrt__ok();
+	if (is_state_root(s, r)) { /* the training state, already on the device */
+		int32_t k = s->state_in[r] >= 0 ? s->state_in[r] : s->state_out[r];
+		s->buf[r] = s->state_in[r] >= 0 ? s->state_cur[k] : s->state_next[k];
+		s->cap[r] = s->state_bytes[k];
+		s->placed[r] = true;
+		return tbcrt__ok();
+	}
 	uint64_t bytes = 0;
 	if (b->role != TBC_ABI_BUF_CONST && b->role != TBC_ABI_BUF_SYMS && !tbcrt__dbuf_bytes(s->t, b, x->syms, &bytes))
 		return too_large(s, r);
@@ -686,8 +772,8 @@ tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *
 	}
 	for (uint32_t i = 0; i < t->n_bufs; i++) {
 		s->placed[i] = false;
-		if (t->bufs[i].role == TBC_ABI_BUF_CONST || t->bufs[i].role == TBC_ABI_BUF_SYMS)
-			s->buf[i] = NULL; /* not the session's: placed again */
+		if (t->bufs[i].role == TBC_ABI_BUF_CONST || t->bufs[i].role == TBC_ABI_BUF_SYMS || is_state_root(s, i))
+			s->buf[i] = NULL; /* not the session's (or swapped since): placed again */
 	}
 	run x = {.s = s, .syms = syms, .in = in, .syms_dirty = true};
 	tbcrt_status st = tbcrt__ok();
@@ -705,6 +791,7 @@ tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *
 		uint32_t r = (uint32_t)t->outputs[o];
 		const tbcrt__dbuf *b = &t->bufs[r];
 		uint64_t bytes;
+		if (s->state_out && s->state_out[r] >= 0) continue; /* stays on the device */
 		if (!tbcrt__dbuf_bytes(t, b, syms, &bytes)) {
 			st = tbcrt__err(TBCRT_ERR_RUN_FAILED, "model '%s' gave output '%s' a negative size or one past the limit",
 					s->m->name, s->m->outputs[o].name);

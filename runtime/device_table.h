@@ -125,6 +125,14 @@ const char *tbcrt__dsession_loaded(const tbcrt__dsession *s);
  * alloc(alloc_ctx, bytes) holding it. */
 tbcrt_status tbcrt__dsession_run(tbcrt__dsession *s, int64_t *syms, const void *const *in, void **out,
 				 void *(*alloc)(void *ctx, uint64_t bytes), void *alloc_ctx);
+/* A training step's state piece k (tbcrt_state_info), which stays on the
+ * device between runs: its value now, read into dst or written from src
+ * (the piece's bytes). */
+tbcrt_status tbcrt__dsession_state_read(tbcrt__dsession *s, uint32_t k, void *dst);
+tbcrt_status tbcrt__dsession_state_write(tbcrt__dsession *s, uint32_t k, const void *src);
+/* After a successful run (of the session as a whole): what the run wrote
+ * becomes what the next one reads. */
+void tbcrt__dsession_state_commit(tbcrt__dsession *s);
 /* Profiling (tbcrt_session_set_profiling): on clears the totals; a device
  * without events is TBCRT_ERR_UNSUPPORTED_TARGET. */
 tbcrt_status tbcrt__dsession_set_profiling(tbcrt__dsession *s, bool on);

@@ -41,6 +41,10 @@ typedef struct {
 typedef struct {
 	void *cur, *next;
 	size_t bytes;
+	/* On a device the state stays there (device_session.c) and cur is a
+	 * copy for tbcrt_session_state: handed out since the last run, which
+	 * then writes it back first, as its caller may have changed it. */
+	bool lent;
 } state_slot;
 
 struct tbcrt_session {
@@ -212,12 +216,10 @@ tbcrt_status tbcrt_session_device(const tbcrt_session *s, uint32_t *out_device) 
 }
 
 /* The state's buffers, each starting from its value in the weights (or
- * zeros).  On a device other than the CPU: not yet. */
-static tbcrt_status state_create(tbcrt_session *s, bool on_device) {
+ * zeros).  On a device they are the copies tbcrt_session_state hands out;
+ * the state itself is the device's (device_session.c). */
+static tbcrt_status state_create(tbcrt_session *s) {
 	const tbcrt_model *m = s->model;
-	if (on_device)
-		return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
-				  "model '%s' is a training step; its state lives on the CPU only for now", m->name);
 	s->state = tbcrt__calloc(s->context, m->n_state, sizeof *s->state);
 	if (!s->state) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state");
 	for (uint32_t k = 0; k < m->n_state; k++) {
@@ -290,7 +292,7 @@ tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_optio
 		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
 	}
 	s->device = device;
-	if (m->n_state && (ds = state_create(s, dev != NULL)).code != TBCRT_OK) {
+	if (m->n_state && (ds = state_create(s)).code != TBCRT_OK) {
 		tbcrt_session_destroy(s);
 		return ds;
 	}
@@ -589,6 +591,12 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 	if (s->dsession) { /* the launch table on the session's device */
 		for (uint32_t k = 0; k < m->n_syms; k++)
 			if (m->sym_computed[k]) s->syms[k] = -1;
+		for (uint32_t k = 0; k < m->n_state; k++) {
+			if (!s->state[k].lent) continue;
+			st = tbcrt__dsession_state_write(s->dsession, k, s->state[k].cur);
+			if (st.code != TBCRT_OK) return st;
+			s->state[k].lent = false;
+		}
 		st = tbcrt__dsession_run(s->dsession, s->syms, s->in_ptrs, s->out_ptrs, host_alloc_fn, s);
 		if (st.code != TBCRT_OK) {
 			release_allocs(s, false);
@@ -613,7 +621,8 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 		return st;
 	}
 	release_allocs(s, true);
-	for (uint32_t k = 0; k < m->n_state; k++) { /* the step's output is the next step's input */
+	if (s->dsession) tbcrt__dsession_state_commit(s->dsession);
+	for (uint32_t k = 0; !s->dsession && k < m->n_state; k++) { /* the step's output is the next step's input */
 		void *t = s->state[k].cur;
 		s->state[k].cur = s->state[k].next;
 		s->state[k].next = t;
@@ -642,6 +651,11 @@ tbcrt_status tbcrt_session_state(tbcrt_session *s, uint32_t index, tbcrt_tensor 
 	out_tensor->dtype = t->dtype;
 	out_tensor->rank = t->rank;
 	memcpy(out_tensor->dims, t->dims, t->rank * sizeof *t->dims);
+	if (s->dsession && !st->lent) { /* a copy of the device's */
+		r = tbcrt__dsession_state_read(s->dsession, index, st->cur);
+		if (r.code != TBCRT_OK) return r;
+		st->lent = true;
+	}
 	out_tensor->data = st->cur;
 	out_tensor->bytes = st->bytes;
 	return tbcrt__ok();
@@ -655,7 +669,8 @@ tbcrt_status tbcrt_session_set_state(tbcrt_session *s, uint32_t index, const voi
 	if (bytes != st->bytes || (!data && bytes))
 		return tbcrt__err(TBCRT_ERR_SHAPE_MISMATCH, "state '%s' holds %zu bytes; %zu were given", name, st->bytes, bytes);
 	if (bytes) memcpy(st->cur, data, bytes);
-	return tbcrt__ok();
+	if (s->dsession) st->lent = false;
+	return s->dsession ? tbcrt__dsession_state_write(s->dsession, index, st->cur) : tbcrt__ok();
 }
 
 tbcrt_status tbcrt_session_get_stats(const tbcrt_session *s, tbcrt_session_stats *out_stats) {
