@@ -9,7 +9,12 @@ usage: .venv/bin/python tests/conformance/device_models.py BUILD_DIR TARGET OUT 
            [--suffix S --compile-args "ARGS"]
 (models come from bench/make_models.py into BUILD_DIR/models; ResNet-50's
 100 MB of weights are left out unless named; `resnet50 --suffix _fp16
---compile-args "--precision fp16"` makes OUT/resnet50_fp16, half of them)"""
+--compile-args "--precision fp16"` makes OUT/resnet50_fp16, half of them).
+
+--weight-levels L rounds the model's float weights to L levels first
+(coarse_weights.py), so that the artifact compresses to fit the GPU
+machine's 64 MiB transfer; the expected outputs are onnxruntime's with the
+same weights.  Name such a case by a suffix (_w16)."""
 import argparse
 import os
 import subprocess
@@ -19,6 +24,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coarse_weights import coarse_weights  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {
@@ -40,6 +48,7 @@ def main():
     ap.add_argument("models", nargs="*")
     ap.add_argument("--suffix", default="")
     ap.add_argument("--compile-args", default="")
+    ap.add_argument("--weight-levels", type=int, default=0)
     a = ap.parse_args()
     build, target, out = a.build, a.target, a.out
     names = a.models or [m for m in MODELS if m != "resnet50"]
@@ -53,6 +62,8 @@ def main():
         case = os.path.join(out, name + a.suffix)
         data = os.path.join(case, "test_data_set_0")
         os.makedirs(data, exist_ok=True)
+        if a.weight_levels:
+            path = coarse_weights(path, os.path.join(out, f".{name}{a.suffix}.onnx"), a.weight_levels)
         subprocess.run([os.path.join(build, "tbc"), "compile", path, "--target", target, "--cpu", "x86-64-v3",
                         "-o", os.path.join(case, "model.so")] + a.compile_args.split(), check=True)
         graph = onnx.load(path, load_external_data=False).graph
@@ -68,6 +79,8 @@ def main():
         for i, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
             t = numpy_helper.from_array(np.asarray(v), o.name)
             open(os.path.join(data, f"output_{i}.pb"), "wb").write(t.SerializeToString())
+        if a.weight_levels:
+            os.remove(path)
         print(f"{case}: {len(order)} inputs, {len(outs)} outputs")
 
 

@@ -6,7 +6,13 @@
  * (docs/gpu.md, "Running on a GPU").
  *
  * Each CASE folder holds model.so and test_data_set_K/input_I.pb and
- * output_I.pb (the ONNX node-test layout; output files absent: run only).
+ * output_I.pb (the ONNX node-test layout; output files absent: run only;
+ * .npy files are read too).  The data sets run in order on one session, so
+ * for a training step (`tbc compile --train`) set K is step K + 1: its
+ * state (weights, optimizer slots) is the session's, neither bound nor
+ * compared, and the outputs checked are the loss and the model's.  With
+ * --record, each set's outputs are written (output_I.npy) instead of
+ * compared: the expected steps of a training case come from the CPU here.
  * One line per case on stdout, written before the next case starts:
  *   PASS <case> <ms of the first run>[ median <ms> fastest <ms>] load <ms>
  * (load: the model loaded and a session made, the device's program built)
@@ -25,14 +31,15 @@
 #include "tbc/tbc.h"
 #include "tests/conformance/compare.h"
 
-#define MAX_IO 64
+#define MAX_IO 1024 /* a training step has an input and an output per piece of state */
 
 typedef struct {
 	tbcrt_context *ctx;
 	uint32_t device;
 	double atol, rtol;
-	int runs; /* timed runs of the first data set after the checked one */
+	int runs; /* timed runs after the last data set was checked */
 	bool profile; /* then as many runs again with the device's kernels timed */
+	bool record;  /* write each set's outputs instead of comparing them */
 } suite;
 
 static double now_ms(void) {
@@ -108,9 +115,27 @@ static bool profile_runs(const suite *s, tbcrt_session *ses, char *msg, size_t s
 	return ok;
 }
 
-/* Binds one data set's inputs, runs, compares the outputs it has files for. */
-static bool run_set(const suite *s, tbcrt_session *ses, const tbcrt_model *model, const char *dir, bool timed,
-		    char *msg, size_t size, char *timing, size_t timing_size) {
+/* Whether input (is_input) or output `index` is a piece of a training
+ * step's state, which the session binds and carries itself. */
+static bool is_state(const tbcrt_model *model, uint32_t n_state, uint32_t index, bool is_input) {
+	for (uint32_t i = 0; i < n_state; i++) {
+		tbcrt_state_info si;
+		tbcrt_status st = tbcrt_model_state_info(model, i, &si);
+		if (tbcrt_status_is_ok(&st) && (is_input ? si.input : si.output) == index) return true;
+	}
+	return false;
+}
+
+/* DIR/NAME_I.pb, else DIR/NAME_I.npy when that exists. */
+static void data_file(char *path, size_t size, const char *dir, const char *name, uint32_t i) {
+	snprintf(path, size, "%s/%s_%u.pb", dir, name, i);
+	if (!is_file(path)) snprintf(path, size, "%s/%s_%u.npy", dir, name, i);
+}
+
+/* Binds one data set's inputs, runs, compares the outputs it has files for
+ * (or, recording, writes them). */
+static bool run_set(const suite *s, tbcrt_session *ses, const tbcrt_model *model, const char *dir, bool first_set,
+		    bool timed, char *msg, size_t size, char *timing, size_t timing_size) {
 	tbcrt_model_info info;
 	if (!rt_ok(tbcrt_model_get_info(model, &info), "model info", msg, size)) return false;
 	if (info.n_inputs > MAX_IO || info.n_outputs > MAX_IO) {
@@ -121,7 +146,8 @@ static bool run_set(const suite *s, tbcrt_session *ses, const tbcrt_model *model
 	char path[8300]; /* dir is at most 8191 characters (run_case) */
 	bool ok = true;
 	for (uint32_t i = 0; ok && i < info.n_inputs; i++) {
-		snprintf(path, sizeof path, "%s/input_%u.pb", dir, i);
+		if (is_state(model, info.n_state, i, true)) continue;
+		data_file(path, sizeof path, dir, "input", i);
 		ok = read_tensor(path, &in[i], msg, size);
 		if (ok)
 			ok = rt_ok(tbcrt_session_bind_input(ses, i, (int32_t)in[i]->dtype, (uint32_t)in[i]->rank,
@@ -132,8 +158,22 @@ static bool run_set(const suite *s, tbcrt_session *ses, const tbcrt_model *model
 	double t0 = now_ms();
 	if (ok) ok = rt_ok(tbcrt_session_run(ses), "run", msg, size);
 	double first = now_ms() - t0;
-	for (uint32_t i = 0; ok && i < info.n_outputs; i++) {
-		snprintf(path, sizeof path, "%s/output_%u.pb", dir, i);
+	for (uint32_t i = 0; ok && s->record && i < info.n_outputs; i++) {
+		tbcrt_tensor got;
+		if (is_state(model, info.n_state, i, false)) continue;
+		ok = rt_ok(tbcrt_session_output(ses, i, &got), "reading an output", msg, size);
+		tbc_tensor *g = ok ? tbc_tensor_create((tbc_dtype)got.dtype, (int)got.rank, got.dims) : NULL;
+		ok = ok && g && (size_t)g->numel * tbc_dtype_size(g->dtype) == got.bytes;
+		if (ok && got.bytes) memcpy(g->data, got.data, got.bytes);
+		snprintf(path, sizeof path, "%s/output_%u.npy", dir, i);
+		if (ok && tbc_tensor_write_npy(path, g, NULL) != TBC_OK) {
+			snprintf(msg, size, "cannot write output_%u.npy of %.900s", i, dir);
+			ok = false;
+		}
+		tbc_tensor_destroy(g);
+	}
+	for (uint32_t i = 0; ok && !s->record && i < info.n_outputs; i++) {
+		data_file(path, sizeof path, dir, "output", i);
 		if (!is_file(path)) continue;
 		tbc_tensor *want = NULL;
 		tbcrt_tensor got;
@@ -151,7 +191,7 @@ static bool run_set(const suite *s, tbcrt_session *ses, const tbcrt_model *model
 		}
 		tbc_tensor_destroy(want);
 	}
-	if (ok) snprintf(timing, timing_size, "%.3f", first);
+	if (ok && first_set) snprintf(timing, timing_size, "%.3f", first);
 	if (ok && timed && s->runs > 0) {
 		double *ms = malloc((size_t)s->runs * sizeof *ms);
 		ok = ms != NULL;
@@ -185,14 +225,15 @@ static bool run_case(const suite *s, const char *dir, char *msg, size_t size, ch
 		  rt_ok(tbcrt_session_create_with(model, &o, &ses), "session", msg, size);
 	double load = now_ms() - t0; /* a device program's build (PTX JIT) included */
 	int sets = 0;
-	char scratch[128];
-	for (int k = 0; ok; k++) {
-		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
-		struct stat st;
+	struct stat st;
+	for (;; sets++) {
+		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, sets);
 		if (stat(path, &st) != 0) break;
-		sets++;
-		ok = run_set(s, ses, model, path, k == 0, msg, size, k == 0 ? timing : scratch,
-			     k == 0 ? timing_size : sizeof scratch);
+	}
+	/* timed after the last set: a training step's runs change its state */
+	for (int k = 0; ok && k < sets; k++) {
+		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
+		ok = run_set(s, ses, model, path, k == 0, k == sets - 1, msg, size, timing, timing_size);
 	}
 	if (ok && !sets) {
 		snprintf(msg, size, "no test_data_set_0");
@@ -222,11 +263,12 @@ static const char *base_name(const char *p) {
 
 static void usage(void) {
 	fputs("usage: tbc-device-suite --device NAME [--rtol R] [--atol A] [--runs N [--profile]] [--threads N]\n"
-	      "                        CASE_DIR...\n"
+	      "                        [--record] CASE_DIR...\n"
 	      "  runs CASE_DIR/model.so on device NAME (cpu, opencl:0, cuda:0, hip:0: `tbc doctor` lists them)\n"
 	      "  with every CASE_DIR/test_data_set_K/input_I.pb and compares output_I.pb (default rtol 1e-3,\n"
-	      "  atol 1e-7, the conformance suite's); --runs N times N more runs of the first data set;\n"
-	      "  --profile then N more with each kernel timed on the device (CUDA, HIP)\n",
+	      "  atol 1e-7, the conformance suite's); --runs N times N more runs of the last data set;\n"
+	      "  --profile then N more with each kernel timed on the device (CUDA, HIP); --record writes\n"
+	      "  each set's outputs as output_I.npy instead of comparing (a training step: set K is step K+1)\n",
 	      stderr);
 }
 
@@ -243,6 +285,7 @@ int main(int argc, char **argv) {
 		else if (!strcmp(a, "--atol") && has) s.atol = atof(argv[++i]);
 		else if (!strcmp(a, "--runs") && has) s.runs = atoi(argv[++i]);
 		else if (!strcmp(a, "--profile")) s.profile = true;
+		else if (!strcmp(a, "--record")) s.record = true;
 		else if (!strcmp(a, "--threads") && has) threads = (uint32_t)atoi(argv[++i]);
 		else if (a[0] == '-') {
 			usage();

@@ -1,0 +1,69 @@
+#!/bin/bash
+# gpu_run.sh BUNDLE.tar.xz [RESULTS_DIR] — on a machine with an NVIDIA GPU and
+# its driver, no tbc compiler: runs what tests/conformance/gpu_bundle.sh made
+# (docs/gpu.md, "Running on a GPU").  Needs python3 with numpy, onnx and
+# onnxruntime for the kernels' data, and torch for their peer (skipped, with a
+# line, when absent).  RESULTS_DIR (default ./gpu-results) gets machine.txt,
+# suite.txt and results.txt, memcheck.txt, models.txt, train.txt, kernels.txt;
+# the summary is printed at the end.  Exit status 1 when the node suite does
+# not match cuda.xfail or a model, training step or kernel fails.
+set -uo pipefail
+bundle=$(realpath "${1:?usage: gpu_run.sh BUNDLE.tar.xz [RESULTS_DIR]}")
+res=$(realpath -m "${2:-gpu-results}")
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$res"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+t0=$(date +%s)
+since() { echo "$(($(date +%s) - t0)) s"; }
+{
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+	echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+	date -u
+} >"$res/machine.txt" 2>&1
+python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall()" "$bundle" || exit 1
+echo "unpacked $(cat commit.txt 2>/dev/null) in $(since)"
+S=$work/suite/tbc-device-suite
+export LD_LIBRARY_PATH=$work/suite/lib
+rc=0
+if [ -d kernels ]; then
+	(python3 "$here/device_kernels.py" data kernels >"$res/kdata.txt" 2>&1; echo "kernels data rc $?" >>"$res/kdata.txt") &
+	kd=$!
+fi
+# A sample of the suite under compute-sanitizer, beside the suite's run.
+if command -v compute-sanitizer >/dev/null; then
+	(timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$S" --device cuda:0 \
+		$(ls -d suite/cases/* | awk 'NR % 30 == 1') >"$res/memcheck.txt" 2>&1
+	 echo "rc $?" >>"$res/memcheck.txt") &
+else
+	echo "skipped: no compute-sanitizer" >"$res/memcheck.txt"
+fi
+TBC_SHARD_SECONDS=150 timeout 300 suite/run.sh cuda:0 "$(nproc)" >"$res/suite.txt" 2>&1 || rc=1
+cp suite/results.txt "$res/" 2>/dev/null
+echo "suite done at $(since)"
+# First loads: the driver's JIT cache off, so that PTX is compiled every time.
+: >"$res/models.txt"
+[ -d models ] && { CUDA_CACHE_DISABLE=1 timeout 240 "$S" --device cuda:0 --atol 1e-4 models/* | sed 's/^/cold: /' >>"$res/models.txt" 2>&1 || rc=1; }
+[ -d models ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --atol 1e-4 models/* >>"$res/models.txt" 2>&1 || rc=1; }
+[ -d models_lp ] && { timeout 240 "$S" --device cuda:0 --runs 20 --rtol 5e-2 --atol 5e-2 models_lp/*_fp16* models_lp/*_bf16* >>"$res/models.txt" 2>&1 || rc=1; }
+[ -d models_lp ] && { timeout 120 "$S" --device cuda:0 --runs 20 --rtol 0.2 --atol 0.2 models_lp/*_fp8* >>"$res/models.txt" 2>&1 || rc=1; }
+echo "models done at $(since)"
+[ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-3 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
+echo "training done at $(since)"
+if [ -d kernels ]; then
+	wait "$kd"
+	timeout 120 "$S" --device cuda:0 --runs 10 --profile --atol 1e-2 kernels/* >"$res/kernels.txt" 2>&1 || rc=1
+	if python3 -c "import torch" 2>/dev/null; then
+		timeout 120 python3 "$here/device_kernels.py" torch kernels >>"$res/kernels.txt" 2>&1
+	else
+		echo "skipped: no torch for the peer" >>"$res/kernels.txt"
+	fi
+fi
+wait
+echo "all done at $(since)"
+cat "$res/machine.txt" "$res/suite.txt"
+grep -v '^PASS test_' "$res/results.txt" 2>/dev/null
+grep -hE '^(cold: )?(PASS|FAIL|done)|^torch|profile:' "$res/models.txt" "$res/train.txt" "$res/kernels.txt" 2>/dev/null
+tail -n 3 "$res/kdata.txt" "$res/memcheck.txt" 2>/dev/null
+exit $rc
