@@ -70,4 +70,18 @@ static inline tbcrt__device *rt_device_or_skip(tbcrt_context *ctx, const char *n
 	return NULL;
 }
 
+/* A session of model on device (its index in the context), which it
+ * reports as its device. */
+static inline tbcrt_session *rt_session_on(tbcrt_model *model, uint32_t device) {
+	tbcrt_session_options o;
+	tbcrt_session_options_init(&o);
+	o.device = device;
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_session_create_with(model, &o, &s));
+	uint32_t got = UINT32_MAX;
+	RT_OK(tbcrt_session_device(s, &got));
+	assert_int_equal(got, device);
+	return s;
+}
+
 #endif

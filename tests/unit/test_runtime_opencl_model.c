@@ -50,18 +50,6 @@ static tbcrt_context *ocl_context(uint32_t *out_index) {
 	return c;
 }
 
-static tbcrt_session *session_on(tbcrt_model *model, uint32_t device) {
-	tbcrt_session_options o;
-	tbcrt_session_options_init(&o);
-	o.device = device;
-	tbcrt_session *s = NULL;
-	RT_OK(tbcrt_session_create_with(model, &o, &s));
-	uint32_t got = 99;
-	RT_OK(tbcrt_session_device(s, &got));
-	assert_int_equal(got, device);
-	return s;
-}
-
 /* dense_relu (y = Relu(x W + b), x [N, 64]) for several batches on the
  * session's device against the interpreter. */
 static void check_dense(tbcrt_session *s, const tbc_module *m) {
@@ -136,7 +124,7 @@ static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	RT_OK(tbcrt_session_device(auto_s, &dev));
 	assert_int_equal(dev, 0);
 	check_dense(auto_s, m);
-	tbcrt_session *s = session_on(model, ocl);
+	tbcrt_session *s = rt_session_on(model, ocl);
 	check_dense(s, m);
 	tbcrt_session_destroy(s);
 	tbcrt_session_destroy(auto_s);
@@ -148,7 +136,7 @@ static void cpu_and_opencl_artifact_runs_on_both(void **state) {
 	uint64_t builds = tbcrt__device_builds(d);
 	tbcrt_model *again = NULL;
 	RT_OK(tbcrt_model_load(c, so, &again));
-	s = session_on(again, ocl);
+	s = rt_session_on(again, ocl);
 	check_dense(s, m);
 	tbcrt_session_destroy(s);
 	tbcrt_model_destroy(again);
@@ -245,7 +233,7 @@ static void run_node_case(tbcrt_context *c, uint32_t ocl, const char *name) {
 	compile(m, TBC_TARGETS_CPU | TBC_TARGETS_OPENCL, so);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
-	tbcrt_session *s = session_on(model, ocl);
+	tbcrt_session *s = rt_session_on(model, ocl);
 	tbc_diags *d = tbc_diags_create();
 	tbc_tensor *inputs[8] = {0};
 	tbcrt_model_info info;
@@ -314,7 +302,7 @@ static void failed_check_names_its_kernel(void **state) {
 	compile(md.m, TBC_TARGETS_OPENCL, so);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_load(c, so, &model));
-	tbcrt_session *s = session_on(model, ocl);
+	tbcrt_session *s = rt_session_on(model, ocl);
 	for (int i = 0; i < md.n_in; i++) {
 		tbc_tensor *t = md.in[i];
 		RT_OK(tbcrt_session_bind_input(s, (uint32_t)i, (int32_t)t->dtype, (uint32_t)t->rank, t->dims, t->data,

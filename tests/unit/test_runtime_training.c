@@ -19,26 +19,12 @@
 #include "tbc/runtime.h"
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_test.h"
+#include "tests/runtime/rt_train.h"
 
-static const float W0[6] = {0.5f, -0.25f, 0.75f, 0.125f, -0.5f, 0.25f};
-static const float X[6] = {1, 2, -1, 0.5f, -1.5f, 2};
-static const float T[4] = {0.25f, -1, 0.5f, 1.5f};
-
-static tbc_module *model(void) {
-	const char *text = "module ir_version 8 opset 17\n"
-			   "graph main(%x: f32[2,3]) {\n"
-			   "  %w: f32[3,2] = const [0.5, -0.25, 0.75, 0.125, -0.5, 0.25]\n"
-			   "  %y = MatMul(%x, %w)\n"
-			   "  return %y\n"
-			   "}\n";
-	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = tbc_parse(text, "t.ir", d);
-	assert_non_null(m);
-	tbc_infer cx = {.module = m, .diags = d};
-	assert_true(tbc_infer_graph(&cx, m->main));
-	tbc_diags_destroy(d);
-	return m;
-}
+/* the batch and the first weight, short */
+#define W0 RT_TRAIN_W0
+#define X RT_TRAIN_X
+#define T RT_TRAIN_T
 
 /* One SGD step of mse(x @ w, t) on w, in double. */
 static void sgd_step(double *w, double lr) {
@@ -56,7 +42,7 @@ static void sgd_step(double *w, double lr) {
 }
 
 static tbc_jit *compile_step(tbc_optimizer_kind opt) {
-	tbc_module *m = model();
+	tbc_module *m = rt_train_model();
 	tbc_train_options to;
 	tbc_train_options_init(&to);
 	char loss[] = "mse:y:t";
@@ -79,14 +65,6 @@ static tbc_jit *compile_step(tbc_optimizer_kind opt) {
 	return jit;
 }
 
-static void bind_batch(tbcrt_model *model, tbcrt_session *s) {
-	uint32_t xi, ti;
-	RT_OK(tbcrt_model_find_input(model, "x", &xi));
-	RT_OK(tbcrt_model_find_input(model, "t", &ti));
-	int64_t xd[2] = {2, 3}, td[2] = {2, 2};
-	RT_OK(tbcrt_session_bind_input(s, xi, TBC_DT_F32, 2, xd, X, sizeof X));
-	RT_OK(tbcrt_session_bind_input(s, ti, TBC_DT_F32, 2, td, T, sizeof T));
-}
 
 static void sgd_state_starts_from_the_initializer_and_is_carried_between_runs(void **state) {
 	(void)state;
@@ -121,7 +99,7 @@ static void sgd_state_starts_from_the_initializer_and_is_carried_between_runs(vo
 	float buf[6];
 	RT_ERR(tbcrt_session_bind_output(s, si.output, buf, sizeof buf), TBCRT_ERR_INVALID_ARGUMENT, "training state");
 
-	bind_batch(model, s);
+	rt_train_bind_batch(model, s);
 	double want[6];
 	for (int i = 0; i < 6; i++) want[i] = W0[i];
 	uint32_t li;
@@ -147,7 +125,7 @@ static void sgd_state_starts_from_the_initializer_and_is_carried_between_runs(vo
 	RT_ERR(tbcrt_session_set_state(other, 0, W0, 5), TBCRT_ERR_SHAPE_MISMATCH, "holds 24 bytes");
 	float zeros[6] = {0};
 	RT_OK(tbcrt_session_set_state(other, 0, zeros, sizeof zeros));
-	bind_batch(model, other);
+	rt_train_bind_batch(model, other);
 	RT_OK(tbcrt_session_run(other));
 	for (int i = 0; i < 6; i++) want[i] = 0;
 	sgd_step(want, 0.1);
@@ -184,7 +162,7 @@ static void adamw_slots_start_from_zeros(void **state) {
 		RT_OK(tbcrt_session_state(s, k, &t));
 		for (size_t i = 0; k && i < t.bytes / 4; i++) assert_true(((const float *)t.data)[i] == 0.0f);
 	}
-	bind_batch(model, s);
+	rt_train_bind_batch(model, s);
 	RT_OK(tbcrt_session_run(s));
 	RT_OK(tbcrt_session_run(s));
 	tbcrt_tensor t;
@@ -199,7 +177,7 @@ static void adamw_slots_start_from_zeros(void **state) {
 /* An artifact without state is not changed by any of this. */
 static void a_model_has_no_state(void **state) {
 	(void)state;
-	tbc_module *m = model();
+	tbc_module *m = rt_train_model();
 	tbc_diags *d = tbc_diags_create();
 	tbc_jit *jit = NULL;
 	assert_int_equal(tbc_jit_compile(m, NULL, d, &jit), TBC_OK);

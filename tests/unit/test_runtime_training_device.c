@@ -15,29 +15,15 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "ir/ir.h"
-#include "tbc/runtime.h"
-#include "tbc/tbc.h"
 #include "tests/runtime/rt_device.h"
+#include "tests/runtime/rt_train.h"
 #include "tests/unit/support/files.h"
 
-static const float X[6] = {1, 2, -1, 0.5f, -1.5f, 2};
-static const float T[4] = {0.25f, -1, 0.5f, 1.5f};
-
-/* y = x @ w with an mse loss against t, AdamW (state: w, its step count
- * and its two slots), compiled for the CPU and OpenCL into path. */
+/* rt_train.h's y = x @ w, mse against t, with AdamW (state: w, its step
+ * count and its two slots), compiled for the CPU and OpenCL into path. */
 static void compile_step(const char *path) {
-	const char *text = "module ir_version 8 opset 17\n"
-			   "graph main(%x: f32[2,3]) {\n"
-			   "  %w: f32[3,2] = const [0.5, -0.25, 0.75, 0.125, -0.5, 0.25]\n"
-			   "  %y = MatMul(%x, %w)\n"
-			   "  return %y\n"
-			   "}\n";
+	tbc_module *m = rt_train_model();
 	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = tbc_parse(text, "t.ir", d);
-	assert_non_null(m);
-	tbc_infer cx = {.module = m, .diags = d};
-	assert_true(tbc_infer_graph(&cx, m->main));
 	tbc_train_options to;
 	tbc_train_options_init(&to);
 	char loss[] = "mse:y:t";
@@ -54,17 +40,8 @@ static void compile_step(const char *path) {
 }
 
 static tbcrt_session *session_on(tbcrt_model *model, uint32_t device) {
-	tbcrt_session_options o;
-	tbcrt_session_options_init(&o);
-	o.device = device;
-	tbcrt_session *s = NULL;
-	RT_OK(tbcrt_session_create_with(model, &o, &s));
-	uint32_t xi, ti;
-	RT_OK(tbcrt_model_find_input(model, "x", &xi));
-	RT_OK(tbcrt_model_find_input(model, "t", &ti));
-	int64_t xd[2] = {2, 3}, td[2] = {2, 2};
-	RT_OK(tbcrt_session_bind_input(s, xi, TBC_DT_F32, 2, xd, X, sizeof X));
-	RT_OK(tbcrt_session_bind_input(s, ti, TBC_DT_F32, 2, td, T, sizeof T));
+	tbcrt_session *s = rt_session_on(model, device);
+	rt_train_bind_batch(model, s);
 	return s;
 }
 
