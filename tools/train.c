@@ -1,8 +1,11 @@
-/* `tbc train STEP.so --input NAME=FILE ... [--steps N] [--save DIR]`: runs
- * training steps compiled with `tbc compile --train` on one batch, with the
- * runtime.  The session holds the weights and the optimizer's state from one
- * step to the next; each step's loss is printed, and --save writes every
- * trained weight as DIR/<sanitized name>.npy (docs/training.md). */
+/* `tbc train STEP.so --input NAME=FILE ... [--steps N] [--save DIR]
+ * [--export OUT.onnx --model MODEL.onnx] [--device DEVICE]`: runs training
+ * steps compiled with `tbc compile --train` on one batch, with the runtime,
+ * on the CPU or the device named.  The session holds the weights and the
+ * optimizer's state from one step to the next; each step's loss is printed,
+ * --save writes every trained weight as DIR/<sanitized name>.npy, and
+ * --export writes MODEL.onnx (the model the step was compiled from) with the
+ * trained weights as OUT.onnx (docs/training.md). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -64,8 +67,42 @@ static int save_weights(tbcrt_model *art, tbcrt_session *s, uint32_t n_state, co
 	return 0;
 }
 
+/* Writes the model the step was compiled from with its trained weights. */
+static int export_model(tbcrt_model *art, tbcrt_session *s, uint32_t n_state, const char *model_path,
+			const char *out, tbc_diags *d) {
+	tbc_named_tensor *w = calloc(n_state + 1, sizeof *w);
+	tbc_tensor *views = calloc(n_state + 1, sizeof *views);
+	size_t n = 0;
+	int rc = 1;
+	if (!w || !views) goto done;
+	for (uint32_t k = 0; k < n_state; k++) {
+		tbcrt_state_info si;
+		tbcrt_tensor t;
+		tbcrt_status st = tbcrt_model_state_info(art, k, &si);
+		if (st.code == TBCRT_OK && si.weight) st = tbcrt_session_state(s, k, &t);
+		if (st.code != TBCRT_OK) {
+			rt_error(out, &st);
+			goto done;
+		}
+		if (!si.weight) continue;
+		tbc_tensor *v = &views[n];
+		*v = (tbc_tensor){.dtype = (tbc_dtype)t.dtype, .rank = (int)t.rank, .data = t.data, .numel = 1};
+		for (uint32_t i = 0; i < t.rank; i++) {
+			v->dims[i] = t.dims[i];
+			v->numel *= t.dims[i];
+		}
+		w[n++] = (tbc_named_tensor){si.name, v};
+	}
+	rc = tbc_onnx_write_with_initializers(model_path, w, n, out, d) == TBC_OK ? 0 : 1;
+	if (rc) print_diags(d);
+done:
+	free(w);
+	free(views);
+	return rc;
+}
+
 int tbc_cmd_train(int argc, char **argv) {
-	const char *step = NULL, *save = NULL;
+	const char *step = NULL, *save = NULL, *export_to = NULL, *from = NULL, *device = NULL;
 	long steps = 1, threads = 0;
 	int n_in = 0, rc = 2;
 	const char **in_names = calloc((size_t)argc + 1, sizeof *in_names);
@@ -103,6 +140,12 @@ int tbc_cmd_train(int argc, char **argv) {
 			}
 		} else if (!strcmp(argv[i], "--save") && has) {
 			save = argv[++i];
+		} else if (!strcmp(argv[i], "--export") && has) {
+			export_to = argv[++i];
+		} else if (!strcmp(argv[i], "--model") && has) {
+			from = argv[++i];
+		} else if (!strcmp(argv[i], "--device") && has) {
+			device = argv[++i];
 		} else if (argv[i][0] == '-' || step) {
 			fprintf(stderr, "tbc train: unexpected '%s' (see tbc --help)\n", argv[i]);
 			goto done;
@@ -112,6 +155,11 @@ int tbc_cmd_train(int argc, char **argv) {
 	}
 	if (!step) {
 		fprintf(stderr, "tbc train: need STEP.so, compiled with tbc compile --train (see tbc --help)\n");
+		goto done;
+	}
+	if (!export_to != !from) {
+		fprintf(stderr, "tbc train: --export OUT.onnx needs --model MODEL.onnx, the model the step was compiled "
+				"from (and --model is for --export)\n");
 		goto done;
 	}
 	rc = 1;
@@ -171,7 +219,13 @@ int tbc_cmd_train(int argc, char **argv) {
 	}
 	free(is_state);
 	if (!ok) goto done;
-	if ((st = tbcrt_session_create(art, &s)).code != TBCRT_OK) {
+	tbcrt_session_options so;
+	tbcrt_session_options_init(&so);
+	if (device && (st = tbcrt_device_find(ctx, device, &so.device)).code != TBCRT_OK) {
+		rt_error(device, &st);
+		goto done;
+	}
+	if ((st = tbcrt_session_create_with(art, &so, &s)).code != TBCRT_OK) {
 		rt_error(step, &st);
 		goto done;
 	}
@@ -202,6 +256,7 @@ int tbc_cmd_train(int argc, char **argv) {
 		print_diags(d);
 		goto done;
 	}
+	if (export_to && export_model(art, s, info.n_state, from, export_to, d) != 0) goto done;
 	rc = 0;
 done:
 	for (uint32_t i = 0; inputs && i < n_inputs; i++) tbc_tensor_destroy(inputs[i]);

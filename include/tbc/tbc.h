@@ -142,6 +142,20 @@ tbc_code tbc_tensor_read_file(const char *path, tbc_diags *diags, tbc_tensor **o
 			      char **out_name);
 tbc_code tbc_tensor_write_npy(const char *path, const tbc_tensor *t, tbc_diags *diags);
 
+/* ---- Writing a model back (frontend/export.c) ------------------------------
+ * The ONNX model at model_path written to out_path as it is, except that each
+ * named initializer of its main graph takes the tensor given (of its dtype
+ * and dims: else an error naming it), stored inline; other initializers kept
+ * outside the model are read in too, so the file stands alone.  A name the
+ * model has no initializer for is an error.  How `tbc train --export` writes
+ * the trained weights (docs/training.md). */
+typedef struct tbc_named_tensor {
+	const char *name;
+	const tbc_tensor *tensor;
+} tbc_named_tensor;
+tbc_code tbc_onnx_write_with_initializers(const char *model_path, const tbc_named_tensor *values, size_t n_values,
+					  const char *out_path, tbc_diags *diags);
+
 /* ---- Compiling to native code (codegen/) -----------------------------------
  * The compile paths run the pass pipeline (passes/passes.h: folding, CSE,
  * DCE, fusion at -O1 and up; memory planning always) on their own copy of

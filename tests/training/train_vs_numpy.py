@@ -56,7 +56,8 @@ def mlp_model(path, scalar_loss=False, extra=None, label_input=None):
     if label_input is not None:
         inputs.append(label_input)
     g = helper.make_graph(nodes, "mlp", inputs, outputs, inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    # IR 10: what onnxruntime reads (an exported model is run there)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), path)
 
 
 # ---- numpy reference, float64 ----
@@ -177,6 +178,64 @@ for loss_kind, spec, model, feeds, opt, trainable in cases:
         check(np.allclose(w, want_p[k], rtol=1e-4, atol=1e-5),
               f"{name}: {k} differs from numpy by {np.abs(w - want_p[k]).max()}")
     print(f"{name}: losses {got[0]:.6f} -> {got[-1]:.6f} (numpy {want_losses[-1]:.6f})")
+
+
+# ---- --export: the model with its trained weights; --device: the steps on OpenCL ----
+def forward(p):
+    h = np.maximum(x.astype(np.float64) @ p["w1"] + p["b1"], 0)  # as forward_backward
+    return np.tanh(h @ p["w2"] + p["b2"])
+
+
+spec, opt, trainable = "cross-entropy:logits:label", "adamw", "w2,b1"
+so = os.path.join(WORK, "cross-entropy-adamw-w2_b1.so")
+exported = os.path.join(WORK, "exported.onnx")
+base = ["train", so, "--input", "x=" + os.path.join(WORK, "x.npy"), "--input",
+        "label=" + os.path.join(WORK, "label.npy"), "--steps", str(STEPS)]
+r = run(base + ["--export", exported, "--model", os.path.join(WORK, "mlp.onnx")])
+check(r.returncode == 0, f"export: {r.stderr}")
+if r.returncode == 0:
+    _, want_p = reference("cross-entropy", opt, hp, trainable.split(","))
+    src, got_m = onnx.load(os.path.join(WORK, "mlp.onnx")), onnx.load(exported)
+    onnx.checker.check_model(got_m)
+    check(src.graph.node == got_m.graph.node and src.opset_import == got_m.opset_import, "export: the graph changed")
+    inits = {t.name: numpy_helper.to_array(t) for t in got_m.graph.initializer}
+    for k in W:
+        if k in want_p and k in trainable.split(","):
+            check(np.allclose(inits[k], want_p[k], rtol=1e-4, atol=1e-5), f"export: {k} is not the trained weight")
+        else:
+            check(np.array_equal(inits[k], W[k].astype(np.float32)), f"export: frozen {k} changed")
+    import onnxruntime as ort
+    logits = ort.InferenceSession(exported, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    p = {k: (want_p[k] if k in trainable.split(",") else W[k]) for k in W}
+    check(np.allclose(logits, forward(p), rtol=1e-4, atol=1e-5), "export: onnxruntime's logits of the exported model")
+    print(f"export: {exported} runs in onnxruntime with the trained weights")
+for args, want in [(["--export", exported], "needs --model"),
+                   (["--export", exported, "--model", os.path.join(WORK, "sin.onnx.missing")], "sin.onnx.missing"),
+                   (["--export", exported, "--model", os.path.join(WORK, "x.npy")], "x.npy")]:
+    r = run(base + args)
+    check(r.returncode in (1, 2) and want in r.stderr and "Sanitizer" not in r.stderr,
+          f"train {args}: exit {r.returncode}, stderr {r.stderr!r} lacks {want!r}")
+# The steps on an OpenCL device (PoCL here; in CI it must be there): the
+# state stays on the device, and the losses and weights are numpy's.
+ocl_so = os.path.join(WORK, "ocl_step.so")
+r = run(["compile", os.path.join(WORK, "mlp.onnx"), "--train", "--loss", spec, "--optimizer", opt, "--lr",
+         str(hp["lr"]), "--beta1", str(hp["beta1"]), "--beta2", str(hp["beta2"]), "--eps", str(hp["eps"]),
+         "--weight-decay", str(hp["weight_decay"]), "--trainable", trainable, "--target", "cpu,opencl",
+         "-o", ocl_so])
+check(r.returncode == 0, f"compile for opencl: {r.stderr}")
+r = run(["train", ocl_so] + base[2:] + ["--device", "opencl:0", "--save", os.path.join(WORK, "ocl.weights")])
+if r.returncode != 0 and "no OpenCL" in r.stderr and os.environ.get("CI") != "true":
+    print("skipped: --device opencl:0: no OpenCL device here:", r.stderr.strip())
+else:
+    check(r.returncode == 0, f"train --device opencl:0: {r.stderr}")
+    got = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("step ")]
+    want_losses, want_p = reference("cross-entropy", opt, hp, trainable.split(","))
+    check(len(got) == STEPS and np.allclose(got, want_losses, rtol=1e-4, atol=1e-6),
+          f"opencl: losses {got} vs numpy {want_losses}")
+    for k in trainable.split(","):
+        w = np.load(os.path.join(WORK, "ocl.weights", k + ".npy"))
+        check(np.allclose(w, want_p[k], rtol=1e-4, atol=1e-5), f"opencl: {k} differs from numpy")
+    print(f"opencl:0: losses {got[0]:.6f} -> {got[-1]:.6f} (numpy {want_losses[-1]:.6f})")
 
 
 # ---- bad input: a clear error naming it, no artifact ----
