@@ -884,72 +884,189 @@ static tbc_value *conv_transpose(ad *A, tbc_value *g, tbc_value *weight, const w
 	return fin(A, op);
 }
 
-/* Conv(x [N,C,S..], w [M,C/g,K..]) -> y [N,M,O..]:
- *   dx = ConvTranspose(dy, w) with the same geometry;
- *   dw = a Conv over the batch: x as [C/g, g*N, S..] (a batch of C/g, the
- *        g*N channels grouped g ways) with dy as its weight [M, N, O..],
- *        strides and dilations swapped: [C/g, M, K'..] with K' >= K, cut
- *        to K and transposed to [M, C/g, K..];
- *   db = dy summed over all but the channel dim. */
-static bool grad_conv(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
-	tbc_value *x = op->inputs[0], *wt = op->inputs[1], *g = dy[0];
+/* The weight's gradient of Conv(x [N,C,S..], w [M,C/g,K..]) given the
+ * output's g [N,M,O..]: a Conv over the batch, x as [C/g, g*N, S..] (a batch
+ * of C/g, the g*N channels grouped g ways) with g as its weight [M, N, O..],
+ * strides and dilations swapped: [C/g, M, K'..] with K' >= K, cut to K and
+ * transposed to [M, C/g, K..]. */
+static tbc_value *conv_weight_grad(ad *A, tbc_value *x, tbc_value *g, tbc_value *wt, const window *w, int64_t group,
+				   const int64_t *kernel) {
 	int r = x->type.rank;
-	int64_t group = tbc_attr_int(op, "group", 1);
-	window w;
-	int64_t kernel[TBC_MAX_RANK];
+	if (!dim_static(x->type.dims[0]))
+		return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic batch is not supported yet"), NULL;
+	int64_t N = x->type.dims[0].size, C = x->type.dims[1].size, Cg = C / group;
+	int64_t perm[TBC_MAX_RANK + 1], shape[TBC_MAX_RANK + 1];
+	tbc_value *xt;
+	for (int i = 0; i <= r; i++) perm[i] = i;
+	if (group == 1) {
+		perm[0] = 1, perm[1] = 0;
+		xt = transpose(A, x, r, perm);
+	} else { /* [N, g, Cg, S..] -> [Cg, g, N, S..] -> [Cg, g*N, S..] */
+		shape[0] = N, shape[1] = group, shape[2] = Cg;
+		for (int i = 2; i < r; i++) shape[i + 1] = x->type.dims[i].size;
+		tbc_value *x5 = op2(A, TBC_OP_Reshape, x, ints(A, r + 1, shape));
+		perm[0] = 2, perm[2] = 0;
+		tbc_value *x5t = transpose(A, x5, r + 1, perm);
+		shape[0] = Cg, shape[1] = group * N;
+		for (int i = 2; i < r; i++) shape[i] = x->type.dims[i].size;
+		xt = op2(A, TBC_OP_Reshape, x5t, ints(A, r, shape));
+		perm[0] = 0, perm[2] = 2;
+	}
+	perm[0] = 1, perm[1] = 0;
+	tbc_value *gt = transpose(A, g, r, perm);
+	tbc_value *in[2] = {xt, gt};
+	tbc_op *c = mk(A, TBC_OP_Conv, 2, in, 1);
+	attr_ints(A, c, "strides", w->nsp, w->d);
+	attr_ints(A, c, "dilations", w->nsp, w->s);
+	window_pads(A, c, w);
+	if (group != 1) attr_i(A, c, "group", group);
+	tbc_value *z = fin(A, c);
+	bool cut = false;
+	for (int i = 2; z && i < r; i++) cut |= !tbc_dim_eq(z->type.dims[i], wt->type.dims[i]);
+	if (cut) {
+		int64_t starts[TBC_MAX_RANK] = {0}, axes[TBC_MAX_RANK];
+		for (int i = 0; i < w->nsp; i++) axes[i] = i + 2;
+		tbc_value *sin[4] = {z, ints(A, w->nsp, starts), ints(A, w->nsp, kernel), ints(A, w->nsp, axes)};
+		z = fin(A, mk(A, TBC_OP_Slice, 4, sin, 1));
+	}
+	return transpose(A, z, r, perm);
+}
+
+/* A per-channel bias's gradient: g summed over all but dim 1. */
+static tbc_value *channel_sum(ad *A, tbc_value *g) {
+	int64_t axes[TBC_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < g->type.rank; i++)
+		if (i != 1) axes[n++] = i;
+	return reduce(A, TBC_OP_ReduceSum, g, n, axes, 0);
+}
+
+/* The weight's static dims, its spatial ones into kernel. */
+static bool static_weight(ad *A, const tbc_value *x, const tbc_value *wt, int64_t *kernel) {
+	int r = x->type.rank;
 	if (wt->type.rank != r) return fail(A, TBC_ERR_UNSUPPORTED, "weight of another rank than the input");
 	for (int i = 0; i < r; i++)
 		if (!dim_static(wt->type.dims[i]) || (i > 0 && !dim_static(x->type.dims[i])))
 			return fail(A, TBC_ERR_UNSUPPORTED, "symbolic channel or kernel dims are not supported yet");
 	for (int i = 2; i < r; i++) kernel[i - 2] = wt->type.dims[i].size;
-	if (!window_read(A, op, kernel, &w)) return false;
+	return true;
+}
+
+/* Conv(x [N,C,S..], w [M,C/g,K..]) -> y [N,M,O..]:
+ *   dx = ConvTranspose(dy, w) with the same geometry;
+ *   dw = conv_weight_grad(x, dy);
+ *   db = dy summed over all but the channel dim. */
+static bool grad_conv(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0], *wt = op->inputs[1], *g = dy[0];
+	int64_t group = tbc_attr_int(op, "group", 1);
+	window w;
+	int64_t kernel[TBC_MAX_RANK];
+	if (!static_weight(A, x, wt, kernel) || !window_read(A, op, kernel, &w)) return false;
 	if (need(A, op, 0)) dx[0] = conv_transpose(A, g, wt, &w, group);
-	if (need(A, op, 1)) {
-		if (!dim_static(x->type.dims[0])) return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic batch is not supported yet");
-		int64_t N = x->type.dims[0].size, C = x->type.dims[1].size, Cg = C / group;
-		int64_t perm[TBC_MAX_RANK + 1], shape[TBC_MAX_RANK + 1];
-		tbc_value *xt;
-		for (int i = 0; i <= r; i++) perm[i] = i;
-		if (group == 1) {
-			perm[0] = 1, perm[1] = 0;
-			xt = transpose(A, x, r, perm);
-		} else { /* [N, g, Cg, S..] -> [Cg, g, N, S..] -> [Cg, g*N, S..] */
-			shape[0] = N, shape[1] = group, shape[2] = Cg;
-			for (int i = 2; i < r; i++) shape[i + 1] = x->type.dims[i].size;
-			tbc_value *x5 = op2(A, TBC_OP_Reshape, x, ints(A, r + 1, shape));
-			perm[0] = 2, perm[2] = 0;
-			tbc_value *x5t = transpose(A, x5, r + 1, perm);
-			shape[0] = Cg, shape[1] = group * N;
-			for (int i = 2; i < r; i++) shape[i] = x->type.dims[i].size;
-			xt = op2(A, TBC_OP_Reshape, x5t, ints(A, r, shape));
-			perm[0] = 0, perm[2] = 2;
-		}
-		perm[0] = 1, perm[1] = 0;
-		tbc_value *gt = transpose(A, g, r, perm);
-		tbc_value *in[2] = {xt, gt};
+	if (need(A, op, 1) && !(dx[1] = conv_weight_grad(A, x, g, wt, &w, group, kernel))) return false;
+	if (need(A, op, 2)) dx[2] = channel_sum(A, g);
+	return true;
+}
+
+/* ConvTranspose(x [N,C,S..], w [C,M/g,K..]) -> y [N,M,O..] is the adjoint of
+ * Conv(z [N,M,O..], w) -> [N,C,S..] with the same strides, dilations, pads
+ * and groups (its output_padding only sizes O), so
+ *   dx = Conv(dy, w);
+ *   dw = the weight gradient of that Conv with dy as its input and x as its
+ *        output's gradient (<dy, ConvT_w(x)> = <Conv_w(dy), x>);
+ *   db = dy summed over all but the channel dim.
+ * Pads from output_shape or auto_pad are not resolved here (an error). */
+static bool grad_conv_transpose(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	tbc_value *x = op->inputs[0], *wt = op->inputs[1], *g = dy[0];
+	int64_t group = tbc_attr_int(op, "group", 1), kernel[TBC_MAX_RANK];
+	const int64_t *unused;
+	if (tbc_attr_ints(op, "output_shape", &unused) > 0 || strcmp(tbc_attr_string(op, "auto_pad", "NOTSET"), "NOTSET"))
+		return fail(A, TBC_ERR_UNSUPPORTED, "ConvTranspose with output_shape or auto_pad: give pads instead");
+	if (!static_weight(A, x, wt, kernel)) return false;
+	const tbc_type *xs = &x->type, *ys = &op->outputs[0]->type;
+	window w = {.nsp = xs->rank - 2};
+	const int64_t *st, *dl, *pads;
+	int ns = tbc_attr_ints(op, "strides", &st), nd = tbc_attr_ints(op, "dilations", &dl);
+	int np = tbc_attr_ints(op, "pads", &pads);
+	for (int i = 0; i < w.nsp; i++) {
+		if (!dim_static(ys->dims[i + 2])) return fail(A, TBC_ERR_UNSUPPORTED, "symbolic spatial dims are not supported yet");
+		w.k[i] = kernel[i];
+		w.s[i] = ns == w.nsp ? st[i] : 1;
+		w.d[i] = nd == w.nsp ? dl[i] : 1;
+		w.pb[i] = np == 2 * w.nsp ? pads[i] : 0;
+		w.pe[i] = np == 2 * w.nsp ? pads[i + w.nsp] : 0;
+		w.in[i] = ys->dims[i + 2].size; /* the adjoint Conv's: from y's size to x's */
+		w.out[i] = xs->dims[i + 2].size;
+		w.opad[i] = w.in[i] - ((w.out[i] - 1) * w.s[i] + (w.k[i] - 1) * w.d[i] + 1 - w.pb[i] - w.pe[i]);
+		if (w.opad[i] < 0 || w.opad[i] >= w.s[i])
+			return fail(A, TBC_ERR_INTERNAL, "ConvTranspose geometry does not add up (bug in tbc)");
+	}
+	if (need(A, op, 0)) {
+		tbc_value *in[2] = {g, wt};
 		tbc_op *c = mk(A, TBC_OP_Conv, 2, in, 1);
-		attr_ints(A, c, "strides", w.nsp, w.d);
-		attr_ints(A, c, "dilations", w.nsp, w.s);
+		attr_ints(A, c, "strides", w.nsp, w.s);
+		attr_ints(A, c, "dilations", w.nsp, w.d);
 		window_pads(A, c, &w);
 		if (group != 1) attr_i(A, c, "group", group);
-		tbc_value *z = fin(A, c);
-		bool cut = false;
-		for (int i = 2; z && i < r; i++) cut |= !tbc_dim_eq(z->type.dims[i], wt->type.dims[i]);
-		if (cut) {
-			int64_t starts[TBC_MAX_RANK] = {0}, axes[TBC_MAX_RANK];
-			for (int i = 0; i < w.nsp; i++) axes[i] = i + 2;
-			tbc_value *sin[4] = {z, ints(A, w.nsp, starts), ints(A, w.nsp, kernel), ints(A, w.nsp, axes)};
-			z = fin(A, mk(A, TBC_OP_Slice, 4, sin, 1));
+		dx[0] = fin(A, c);
+	}
+	if (need(A, op, 1) && !(dx[1] = conv_weight_grad(A, g, x, wt, &w, group, kernel))) return false;
+	if (need(A, op, 2)) dx[2] = channel_sum(A, g);
+	return true;
+}
+
+/* BatchNormalization(x [N,C,S..], scale, bias, mean, var [C]): with xhat the
+ * normalized x and g = dy * scale (scale and the statistics broadcast as
+ * [1,C,1..]),
+ *   training_mode=1 (the batch's mean and biased variance over N and S..):
+ *     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), means over N, S..;
+ *   otherwise (the running statistics, inputs 3 and 4):
+ *     dx = g * rstd;
+ *   dscale = sum(dy * xhat), dbias = sum(dy) over N, S...
+ * The running statistics are buffers, not parameters: not differentiated
+ * (train.c never trains them), nor the running-statistics outputs. */
+static bool grad_batch_norm(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
+	if ((op->n_outputs > 1 && dy[1]) || (op->n_outputs > 2 && dy[2]))
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule through BatchNormalization's running statistics outputs");
+	if (need(A, op, 3) || need(A, op, 4))
+		return fail(A, TBC_ERR_UNSUPPORTED, "BatchNormalization's running mean and variance are not differentiated");
+	tbc_value *x = op->inputs[0];
+	int r = x->type.rank;
+	if (r < 2) return fail(A, TBC_ERR_UNSUPPORTED, "an input of rank below 2");
+	tbc_dtype dt = x->type.dtype;
+	int64_t axes[TBC_MAX_RANK], bshape[TBC_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < r; i++) {
+		if (i != 1) axes[n++] = i;
+		bshape[i] = i == 1 ? -1 : 1;
+	}
+	tbc_value *per_channel = ints(A, r, bshape);
+#define CH(v) op2(A, TBC_OP_Reshape, (v), per_channel)
+	bool training = tbc_attr_int(op, "training_mode", 0) != 0;
+	tbc_value *eps = scalar(A, dt, tbc_attr_float(op, "epsilon", 1e-5));
+	tbc_value *mu, *var;
+	if (training) {
+		mu = reduce(A, TBC_OP_ReduceMean, x, n, axes, 1);
+		tbc_value *xc0 = op2(A, TBC_OP_Sub, x, mu);
+		var = reduce(A, TBC_OP_ReduceMean, op2(A, TBC_OP_Mul, xc0, xc0), n, axes, 1);
+	} else {
+		mu = CH(op->inputs[3]);
+		var = CH(op->inputs[4]);
+	}
+	tbc_value *rstd = op2(A, TBC_OP_Div, scalar(A, dt, 1), op1(A, TBC_OP_Sqrt, op2(A, TBC_OP_Add, var, eps)));
+	tbc_value *xhat = op2(A, TBC_OP_Mul, op2(A, TBC_OP_Sub, x, mu), rstd);
+	if (need(A, op, 0)) {
+		tbc_value *gs = op2(A, TBC_OP_Mul, dy[0], CH(op->inputs[1]));
+		if (training) {
+			tbc_value *mg = reduce(A, TBC_OP_ReduceMean, gs, n, axes, 1);
+			tbc_value *mgx = reduce(A, TBC_OP_ReduceMean, op2(A, TBC_OP_Mul, gs, xhat), n, axes, 1);
+			gs = op2(A, TBC_OP_Sub, op2(A, TBC_OP_Sub, gs, mg), op2(A, TBC_OP_Mul, xhat, mgx));
 		}
-		dx[1] = transpose(A, z, r, perm);
+		dx[0] = op2(A, TBC_OP_Mul, gs, rstd);
 	}
-	if (need(A, op, 2)) {
-		int64_t axes[TBC_MAX_RANK];
-		int n = 0;
-		for (int i = 0; i < r; i++)
-			if (i != 1) axes[n++] = i;
-		dx[2] = reduce(A, TBC_OP_ReduceSum, g, n, axes, 0);
-	}
+#undef CH
+	if (need(A, op, 1)) dx[1] = channel_sum(A, op2(A, TBC_OP_Mul, dy[0], xhat));
+	if (need(A, op, 2)) dx[2] = channel_sum(A, dy[0]);
 	return true;
 }
 

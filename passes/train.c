@@ -212,15 +212,21 @@ static tbc_value *build_loss(tb *B, const tbc_train_options *o) {
 	return op1(B, TBC_OP_Neg, reduce(B, TBC_OP_ReduceMean, picked, NULL));
 }
 
+/* Inputs that are statistics a model keeps, not parameters it learns:
+ * BatchNormalization's running mean and variance (PyTorch's buffers). */
+static bool statistics_input(const tbc_op *op, int i) {
+	return op->code == TBC_OP_BatchNormalization && (i == 3 || i == 4);
+}
+
 /* Marks in dep every value the loss depends on (through the main graph's
- * op inputs). */
+ * op inputs), statistics inputs aside: `--trainable all` leaves them. */
 static bool loss_deps(const tbc_graph *g, const tbc_value *loss, pass_bits *dep) {
 	if (!pass_bits_set(dep, loss->id)) return false;
 	for (const tbc_op *op = g->last; op; op = op->prev) {
 		bool any = false;
 		for (int i = 0; i < op->n_outputs; i++) any |= op->outputs[i] && pass_bits_get(dep, op->outputs[i]->id);
 		for (int i = 0; any && i < op->n_inputs; i++)
-			if (op->inputs[i] && !pass_bits_set(dep, op->inputs[i]->id)) return false;
+			if (op->inputs[i] && !statistics_input(op, i) && !pass_bits_set(dep, op->inputs[i]->id)) return false;
 	}
 	return true;
 }

@@ -328,6 +328,54 @@ static void conv_strides_dilations_pads_groups(void **state) {
 	}
 }
 
+/* ConvTranspose, the adjoint of Conv: strides with output_padding, pads,
+ * dilations, groups, 1-D. */
+static void conv_transpose_strides_pads_output_padding_groups(void **state) {
+	(void)state;
+	const struct {
+		const char *x, *w, *b, *attrs;
+	} cases[] = {
+		{"1,2,3,3", "2,3,3,3", "3", ""},
+		{"2,2,3,4", "2,2,3,2", "2", "{strides = [2, 2], pads = [1, 0, 1, 1]}"},
+		{"1,2,3,3", "2,2,3,3", NULL, "{strides = [2, 3], output_padding = [1, 2]}"},
+		{"1,2,4,4", "2,1,3,3", NULL, "{dilations = [2, 2], pads = [1, 1, 1, 1]}"},
+		{"2,4,3,3", "4,1,3,3", "2", "{group = 2, strides = [2, 1], pads = [1, 1, 0, 0]}"},
+		{"2,2,4", "2,3,3", "3", "{strides = [2], dilations = [2], pads = [2, 1], output_padding = [1]}"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char text[1024];
+		if (cases[i].b)
+			snprintf(text, sizeof text,
+				 HEAD "graph main(%%x: f64[%s], %%w: f64[%s], %%b: f64[%s]) {\n  %%y = ConvTranspose(%%x, %%w, %%b) %s\n"
+				      "  return %%y\n}\n",
+				 cases[i].x, cases[i].w, cases[i].b, cases[i].attrs);
+		else
+			snprintf(text, sizeof text,
+				 HEAD "graph main(%%x: f64[%s], %%w: f64[%s]) {\n  %%y = ConvTranspose(%%x, %%w) %s\n  return %%y\n}\n",
+				 cases[i].x, cases[i].w, cases[i].attrs);
+		check_grads(text);
+	}
+}
+
+/* BatchNormalization with the batch's statistics (training_mode) and with
+ * the running ones; the running statistics are inputs here (%p...: drawn
+ * positive) but not differentiated: constants. */
+static void batch_normalization_training_and_inference(void **state) {
+	(void)state;
+	check_grads(HEAD "graph main(%x: f64[3,2,2,2], %s: f64[2], %b: f64[2]) {\n"
+			 "  %m: f64[2] = const [0.1, -0.2]\n  %v: f64[2] = const [0.5, 1.5]\n"
+			 "  %y = BatchNormalization(%x, %s, %b, %m, %v) {epsilon = 0.001, training_mode = 1}\n"
+			 "  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[4,3], %s: f64[3], %b: f64[3]) {\n"
+			 "  %m: f64[3] = const [0.1, -0.2, 0.3]\n  %v: f64[3] = const [0.5, 1.5, 2]\n"
+			 "  %y = BatchNormalization(%x, %s, %b, %m, %v) {training_mode = 1}\n"
+			 "  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[2,2,3], %s: f64[2], %b: f64[2]) {\n"
+			 "  %m: f64[2] = const [0.1, -0.2]\n  %v: f64[2] = const [0.5, 1.5]\n"
+			 "  %y = BatchNormalization(%x, %s, %b, %m, %v) {epsilon = 0.01}\n"
+			 "  return %y\n}\n");
+}
+
 /* ---- Windows -------------------------------------------------------------------- */
 static void max_average_and_global_average_pool(void **state) {
 	(void)state;
@@ -428,6 +476,8 @@ int main(void) {
 		cmocka_unit_test(matmul_batched_broadcast_and_vectors),
 		cmocka_unit_test(gemm_every_transpose_alpha_beta_and_bias_shape),
 		cmocka_unit_test(conv_strides_dilations_pads_groups),
+		cmocka_unit_test(conv_transpose_strides_pads_output_padding_groups),
+		cmocka_unit_test(batch_normalization_training_and_inference),
 		cmocka_unit_test(max_average_and_global_average_pool),
 		cmocka_unit_test(mlp_with_initializers),
 		cmocka_unit_test(small_cnn),
