@@ -88,12 +88,13 @@ def forward_backward(p, loss_kind):
     return loss, g
 
 
-def reference(loss_kind, opt, hp, trainable):
-    p = {k: v.astype(np.float32).astype(np.float64) for k, v in W.items()}
+def reference(loss_kind, opt, hp, trainable, params=None, fb=None):
+    p = {k: v.astype(np.float32).astype(np.float64) for k, v in (params or W).items()}
+    fb = fb or forward_backward
     slots = {k: [np.zeros_like(v), np.zeros_like(v)] for k, v in p.items()}
     losses = []
     for t in range(1, STEPS + 1):
-        loss, g = forward_backward(p, loss_kind)
+        loss, g = fb(p, loss_kind)
         losses.append(loss)
         for k in trainable:
             if opt == "sgd":
@@ -178,6 +179,97 @@ for loss_kind, spec, model, feeds, opt, trainable in cases:
         check(np.allclose(w, want_p[k], rtol=1e-4, atol=1e-5),
               f"{name}: {k} differs from numpy by {np.abs(w - want_p[k]).max()}")
     print(f"{name}: losses {got[0]:.6f} -> {got[-1]:.6f} (numpy {want_losses[-1]:.6f})")
+
+
+# ---- a CNN: Conv, BatchNormalization with the batch's statistics, MaxPool, Relu,
+# GlobalAveragePool, Gemm; cross-entropy ----
+CW = {
+    # no conv bias: before BatchNormalization its gradient is 0, and AdamW
+    # turns rounding noise in a zero gradient into steps of lr either way
+    "cw": rng.standard_normal((4, 3, 3, 3)) * 0.3,
+    "bn_s": 1 + rng.standard_normal(4) * 0.1, "bn_b": rng.standard_normal(4) * 0.1,
+    "fc": rng.standard_normal((C, 4)) * 0.3, "fcb": rng.standard_normal(C) * 0.1,
+}
+cx = rng.standard_normal((N, 3, 6, 6)).astype(np.float32)
+
+
+def cnn_model(path):
+    inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in CW.items()]
+    inits += [numpy_helper.from_array(np.zeros(4, np.float32), "bn_mean"),
+              numpy_helper.from_array(np.ones(4, np.float32), "bn_var")]
+    nodes = [
+        helper.make_node("Conv", ["x", "cw"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("BatchNormalization", ["c", "bn_s", "bn_b", "bn_mean", "bn_var"], ["n"], training_mode=1,
+                         epsilon=1e-5, name="bn"),
+        helper.make_node("MaxPool", ["n"], ["mp"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+        helper.make_node("Relu", ["mp"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["logits"], transB=1, name="fc"),
+    ]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, 3, 6, 6])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [N, C])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), path)
+
+
+def cnn_forward_backward(p, loss_kind):
+    xx = cx.astype(np.float64)
+    n_, c_, h_, w_ = xx.shape
+    xp = np.pad(xx, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = np.stack([xp[:, :, i:i + h_, j:j + w_] for i in range(3) for j in range(3)], axis=2)  # N,C,9,H,W
+    cols = cols.transpose(0, 3, 4, 1, 2).reshape(n_, h_, w_, c_ * 9)
+    conv = (cols @ p["cw"].reshape(4, -1).T).transpose(0, 3, 1, 2)  # N,4,H,W
+    ax = (0, 2, 3)
+    mu, var = conv.mean(ax, keepdims=True), conv.var(ax, keepdims=True)
+    rstd = 1 / np.sqrt(var + 1e-5)
+    xhat = (conv - mu) * rstd
+    bn = xhat * p["bn_s"][:, None, None] + p["bn_b"][:, None, None]
+    win = bn.reshape(n_, 4, 3, 2, 3, 2)
+    mp = win.max(axis=(3, 5))
+    r = np.maximum(mp, 0)
+    gp = r.mean(axis=(2, 3))
+    logits = gp @ p["fc"].T + p["fcb"]
+    z = logits - logits.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    loss = -logp[np.arange(N), label].mean()
+    dl = (np.exp(logp) - np.eye(C)[label]) / N
+    g = {"fc": dl.T @ gp, "fcb": dl.sum(0)}
+    dr = np.repeat(np.repeat((dl @ p["fc"])[:, :, None, None] / 9, 3, 2), 3, 3)
+    dmp = dr * (mp > 0)
+    mask = win == mp[:, :, :, None, :, None]  # no ties in random data
+    dbn = (mask * dmp[:, :, :, None, :, None]).reshape(bn.shape)
+    g["bn_s"], g["bn_b"] = (dbn * xhat).sum(ax), dbn.sum(ax)
+    gs = dbn * p["bn_s"][:, None, None]
+    dconv = rstd * (gs - gs.mean(ax, keepdims=True) - xhat * (gs * xhat).mean(ax, keepdims=True))
+    dc = dconv.transpose(0, 2, 3, 1)  # N,H,W,4
+    g["cw"] = np.einsum("nhwk,nhwm->mk", cols, dc).reshape(p["cw"].shape)
+    return loss, g
+
+
+cnn_model(os.path.join(WORK, "cnn.onnx"))
+np.save(os.path.join(WORK, "cx.npy"), cx)
+for opt in ["sgd", "adamw"]:
+    so = os.path.join(WORK, f"cnn-{opt}.so")
+    out = os.path.join(WORK, f"cnn-{opt}.weights")
+    r = run(["compile", os.path.join(WORK, "cnn.onnx"), "--train", "--loss", "cross-entropy:logits:label",
+             "--optimizer", opt, "--lr", str(hp["lr"]), "--beta1", str(hp["beta1"]), "--beta2", str(hp["beta2"]),
+             "--eps", str(hp["eps"]), "--weight-decay", str(hp["weight_decay"]), "-o", so])
+    check(r.returncode == 0, f"cnn-{opt}: compile failed: {r.stderr}")
+    r = run(["train", so, "--input", "x=" + os.path.join(WORK, "cx.npy"), "--input",
+             "label=" + os.path.join(WORK, "label.npy"), "--steps", str(STEPS), "--save", out])
+    check(r.returncode == 0, f"cnn-{opt}: train failed: {r.stderr}")
+    if r.returncode:
+        continue
+    got = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("step ")]
+    want_losses, want_p = reference("cross-entropy", opt, hp, list(CW), CW, cnn_forward_backward)
+    check(len(got) == STEPS and np.allclose(got, want_losses, rtol=1e-4, atol=1e-6),
+          f"cnn-{opt}: losses {got} vs numpy {want_losses}")
+    for k in CW:
+        w = np.load(os.path.join(out, k + ".npy"))
+        check(np.allclose(w, want_p[k], rtol=1e-4, atol=1e-5),
+              f"cnn-{opt}: {k} differs from numpy by {np.abs(w - want_p[k]).max()}")
+    check(not os.path.exists(os.path.join(out, "bn_mean.npy")), f"cnn-{opt}: the running mean was trained")
+    print(f"cnn-{opt}: losses {got[0]:.6f} -> {got[-1]:.6f} (numpy {want_losses[-1]:.6f})")
 
 
 # ---- --export: the model with its trained weights; --device: the steps on OpenCL ----
