@@ -5,7 +5,8 @@
  * then the label (made when the model has no input of that name), then the
  * state: each trainable weight (an input of the initializer's name that
  * replaces it) and the optimizer's slots (<weight>.momentum, <weight>.adam_m,
- * <weight>.adam_v, and tbc.adam_step).  Its outputs are `loss`, the model's
+ * <weight>.adam_v, and tbc.adam_step), then BatchNormalization's running
+ * statistics (updated by the step, not trained).  Its outputs are `loss`, the model's
  * outputs, then each piece of state after the update, in the same order.
  * m->state pairs them and holds each one's value before the first step (the
  * initializer; zeros for the optimizer's slots).
@@ -342,6 +343,47 @@ static void update(tb *B, const tbc_train_options *o, state_list *S, tbc_value *
 	state_output(B, S, w, next);
 }
 
+/* BatchNormalization with the batch's statistics (training_mode=1) keeps
+ * running ones in its initializers 3 and 4: they become state, updated
+ * each step as the op's running outputs are defined (ONNX):
+ *   running = running * momentum + batch * (1 - momentum),
+ * the batch's mean and biased variance over all but dim 1.  So the step
+ * carries them as a framework's training does, and --save and --export
+ * write them with the weights.  An op whose statistics are not named
+ * initializers, or are read by another op too, keeps them constant. */
+static void running_statistics(tb *B, state_list *S) {
+	for (tbc_op *op = B->g->first; op && !B->failed; op = op->next) {
+		if (op->code != TBC_OP_BatchNormalization || !tbc_attr_int(op, "training_mode", 0) || op->n_inputs < 5) continue;
+		tbc_value *x = op->inputs[0], *st[2] = {op->inputs[3], op->inputs[4]};
+		bool ok = x->type.rank >= 2;
+		for (int k = 0; k < 2; k++)
+			ok = ok && st[k]->constant && st[k]->name && st[k]->uses && !st[k]->uses->next && is_float(st[k]->type.dtype);
+		if (!ok) continue;
+		double av[TBC_MAX_RANK], sv[TBC_MAX_RANK]; /* axes but 1; the shape [1, -1, 1..] */
+		int n = 0, r = x->type.rank;
+		for (int i = 0; i < r; i++) {
+			if (i != 1) av[n++] = (double)i;
+			sv[i] = i == 1 ? -1 : 1;
+		}
+		int64_t na = n, nr = r;
+		tbc_value *ax = konst(B, TBC_DT_I64, 1, &na, av);
+		tbc_value *bm = reduce(B, TBC_OP_ReduceMean, x, ax);
+		tbc_value *xc = op2(B, TBC_OP_Sub, x, op2(B, TBC_OP_Reshape, bm, konst(B, TBC_DT_I64, 1, &nr, sv)));
+		tbc_value *bv = reduce(B, TBC_OP_ReduceMean, op2(B, TBC_OP_Mul, xc, xc), ax);
+		tbc_value *batch[2] = {bm, bv};
+		double mom = tbc_attr_float(op, "momentum", 0.9);
+		for (int k = 0; k < 2 && !B->failed; k++) {
+			tbc_value *c = st[k];
+			tbc_value *in = state_input(B, S, c->name, &c->type, c->constant);
+			if (!in) return;
+			pass_replace_value(B->m, c, in);
+			c->name = NULL;
+			tbc_value *b = cast(B, batch[k], in->type.dtype);
+			state_output(B, S, in, op2(B, TBC_OP_Add, mul_s(B, in, mom), mul_s(B, b, 1 - mom)));
+		}
+	}
+}
+
 bool tbc_train_build(tbc_module *m, const tbc_train_options *o, tbc_diags *d) {
 	tb B = {.m = m, .g = m->main, .d = d, .cx = {.module = m, .diags = d, .static_ranks = true}};
 	tbc_graph *g = m->main;
@@ -380,6 +422,7 @@ bool tbc_train_build(tbc_module *m, const tbc_train_options *o, tbc_diags *d) {
 		c2 = op2(&B, TBC_OP_Sub, scalar(&B, TBC_DT_F32, 1), op2(&B, TBC_OP_Pow, scalar(&B, TBC_DT_F32, o->beta2), tn));
 	}
 	for (int i = 0; !B.failed && i < n_w; i++) update(&B, o, S, w[i], grads[i], c1, c2);
+	if (!B.failed) running_statistics(&B, S);
 	/* loss, the model's outputs, the state after the step */
 	if (!B.failed) {
 		loss->name = "loss";

@@ -221,6 +221,7 @@ def cnn_forward_backward(p, loss_kind):
     conv = (cols @ p["cw"].reshape(4, -1).T).transpose(0, 3, 1, 2)  # N,4,H,W
     ax = (0, 2, 3)
     mu, var = conv.mean(ax, keepdims=True), conv.var(ax, keepdims=True)
+    BATCH_STATS.append((mu.ravel(), var.ravel()))
     rstd = 1 / np.sqrt(var + 1e-5)
     xhat = (conv - mu) * rstd
     bn = xhat * p["bn_s"][:, None, None] + p["bn_b"][:, None, None]
@@ -246,6 +247,7 @@ def cnn_forward_backward(p, loss_kind):
     return loss, g
 
 
+BATCH_STATS = []  # each step's batch mean and variance, for the running statistics
 cnn_model(os.path.join(WORK, "cnn.onnx"))
 np.save(os.path.join(WORK, "cx.npy"), cx)
 for opt in ["sgd", "adamw"]:
@@ -261,14 +263,20 @@ for opt in ["sgd", "adamw"]:
     if r.returncode:
         continue
     got = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("step ")]
+    BATCH_STATS.clear()
     want_losses, want_p = reference("cross-entropy", opt, hp, list(CW), CW, cnn_forward_backward)
+    running = [np.zeros(4), np.ones(4)]  # the initializers, updated with momentum 0.9 (ONNX's default)
+    for stats in BATCH_STATS:
+        running = [0.9 * r_ + 0.1 * b_ for r_, b_ in zip(running, stats)]
     check(len(got) == STEPS and np.allclose(got, want_losses, rtol=1e-4, atol=1e-6),
           f"cnn-{opt}: losses {got} vs numpy {want_losses}")
     for k in CW:
         w = np.load(os.path.join(out, k + ".npy"))
         check(np.allclose(w, want_p[k], rtol=1e-4, atol=1e-5),
               f"cnn-{opt}: {k} differs from numpy by {np.abs(w - want_p[k]).max()}")
-    check(not os.path.exists(os.path.join(out, "bn_mean.npy")), f"cnn-{opt}: the running mean was trained")
+    for k, want in zip(("bn_mean", "bn_var"), running):  # carried by the step, not trained
+        got_r = np.load(os.path.join(out, k + ".npy"))
+        check(np.allclose(got_r, want, rtol=1e-4, atol=1e-6), f"cnn-{opt}: running {k} {got_r} vs numpy {want}")
     print(f"cnn-{opt}: losses {got[0]:.6f} -> {got[-1]:.6f} (numpy {want_losses[-1]:.6f})")
 
 
