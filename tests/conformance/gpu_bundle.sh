@@ -5,7 +5,8 @@
 #               tbc-device-suite and the library it needs
 #   models/     the bench models for cuda:sm_80,ARCH with cubins; the
 #               transformer and BERT for ARCH with --no-cubin (_ptx: the
-#               driver's JIT, for first loads); with RESNET=1 fp32 ResNet-50
+#               driver's JIT, for first loads; PTX=0 leaves them out); with
+#               RESNET=1 fp32 ResNet-50
 #   models_lp/  the transformer with --precision fp16, bf16, fp8
 # Weights are rounded to 16 levels (64 for models_lp) so that the archive, which
 # must travel in 64 MiB, compresses (coarse_weights.py).
@@ -25,8 +26,8 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "${SUITE:-}" ]; then cp -r "$SUITE" "$work/suite"; else "$here/device_bundle.sh" "$build" "cuda:$arch" "$work/suite"; fi
 models() { "$py" "$here/device_models.py" "$build" "$@"; }
 models "cuda:sm_80,cuda:$arch" "$work/models" --suffix _w16 --weight-levels 16
-models "cuda:$arch" "$work/models" transformer bert_dynamic --suffix _ptx_w16 --weight-levels 16 \
-	--compile-args=--no-cubin
+[ "${PTX:-1}" = 0 ] || models "cuda:$arch" "$work/models" transformer bert_dynamic --suffix _ptx_w16 \
+	--weight-levels 16 --compile-args=--no-cubin
 [ -z "${RESNET:-}" ] || models "cuda:$arch" "$work/models" resnet50 --suffix _w16 --weight-levels 16
 for p in fp16 bf16 fp8; do
 	models "cuda:$arch" "$work/models_lp" transformer --suffix "_${p}_w64" --weight-levels 64 \
