@@ -5,7 +5,12 @@ tbc / onnxruntime (below 1: tbc is faster) for each thread count, and the
 geometric mean of the ratios over the ImageNet CNNs.
 
 usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
-(models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)"""
+           [--precision fp16|bf16|fp8]
+(models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)
+
+--precision: tbc computes the model lowered to that precision (docs/precision.md),
+onnxruntime the float32 model as it is: what a user switching to a lowered
+model gains over the peer they would otherwise run."""
 import argparse
 import datetime
 import math
@@ -67,6 +72,7 @@ def main():
     ap.add_argument("--threads", default=str(os.cpu_count()), help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--models", help="comma-separated labels (default: all)")
+    ap.add_argument("--precision", choices=["fp32", "fp16", "bf16", "fp8"], default="fp32")
     a = ap.parse_args()
     chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
     models = os.path.join(a.build, "models")
@@ -81,7 +87,8 @@ def main():
     isa = [f for f in ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
                        "amx_tile") if f in flags]
     print(f"Machine: {cpu} ({' '.join(isa)}), {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
-          f"{datetime.date.today()}; {a.runs} runs each, medians\n")
+          f"{datetime.date.today()}; {a.runs} runs each, medians"
+          + (f"; tbc with --precision {a.precision}, onnxruntime float32" if a.precision != "fp32" else "") + "\n")
     threads = [int(t) for t in a.threads.split(",")]
     print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
     print("|---|" + "---:|---:|---:|" * len(threads))
@@ -93,6 +100,7 @@ def main():
         for t in threads:
             args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
             args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
+            args += ["--precision", a.precision]
             r = subprocess.run(args, capture_output=True, text=True)
             theirs = ort_ms(path, feeds, t, a.runs)
             if r.returncode != 0:

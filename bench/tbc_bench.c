@@ -4,6 +4,7 @@
  * onnxruntime.
  *
  *   usage: tbc-bench MODEL.onnx NAME=INPUT.npy ... [--threads N] [--runs N] [-O N]
+ *                    [--precision fp32|fp16|bf16|fp8]
  *
  * MODEL may also be a shared object from `tbc compile -o x.so` (perf then
  * names the kernels). */
@@ -32,13 +33,25 @@ static int rt_fail(tbcrt_status st) {
 
 int main(int argc, char **argv) {
 	const char *path = NULL;
-	int runs = 20, threads = 0, opt = 2, n_in = 0;
+	int runs = 20, threads = 0, opt = 2, n_in = 0, precision = TBC_DT_F32;
 	char *names[64];
 	const char *files[64];
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-O") && i + 1 < argc) opt = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+			const char *p = argv[++i];
+			precision = !strcmp(p, "fp16")  ? TBC_DT_F16
+				    : !strcmp(p, "bf16") ? TBC_DT_BF16
+				    : !strcmp(p, "fp8")  ? TBC_DT_F8E4M3FN
+				    : !strcmp(p, "fp32") ? TBC_DT_F32
+							 : -1;
+			if (precision < 0) {
+				fprintf(stderr, "tbc-bench: --precision wants fp32, fp16, bf16 or fp8, got '%s'\n", p);
+				return 2;
+			}
+		}
 		else if (!path) path = argv[i];
 		else if (strchr(argv[i], '=') && n_in < 64) {
 			names[n_in] = argv[i];
@@ -46,7 +59,8 @@ int main(int argc, char **argv) {
 			*eq = 0;
 			files[n_in++] = eq + 1;
 		} else {
-			fprintf(stderr, "usage: tbc-bench MODEL.onnx NAME=INPUT.npy ... [--threads N] [--runs N] [-O N]\n");
+			fprintf(stderr, "usage: tbc-bench MODEL.onnx NAME=INPUT.npy ... [--threads N] [--runs N] [-O N] "
+					"[--precision P]\n");
 			return 2;
 		}
 	}
@@ -57,6 +71,7 @@ int main(int argc, char **argv) {
 	tbc_compile_options o;
 	tbc_compile_options_init(&o);
 	o.opt_level = opt;
+	o.precision = precision;
 	/* MODEL.so (tbc compile -o x.so): loaded by the runtime, so profilers
 	 * see the kernels' symbols; anything else is JIT-compiled. */
 	size_t plen = strlen(path);
