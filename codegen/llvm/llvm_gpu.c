@@ -61,6 +61,11 @@ static void gpu_parallel_loop(llvm_fn *f, const kir_stmt *s) {
 	}
 	LLVMValueRef slot = f->vars[s->var->id];
 	LLVMBuildStore(b, start, slot);
+	/* A grid-stride loop: several iterations per trip with their loads
+	 * first, then this loop for the last few (fewer than interleave). */
+	bool grid = dim >= 0 && st->plan->shape == TBC_DEV_GRID;
+	if (grid && c->hooks->interleave > 1 && llvm_can_interleave(s->body))
+		llvm_interleaved_loop(f, s->var, hi, stride, c->hooks->interleave, s->body);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, dim >= 0 ? "grid" : "loop");
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "exit");
@@ -128,6 +133,7 @@ llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 		.env_param = false,
 		.parallel_loop = gpu_parallel_loop,
 		.map_vector_loops = true,
+		.interleave = 4,
 		.report_error = gpu_report_error,
 		.local_buffer = gpu_local_buffer,
 		.local_id = gpu_local_id,
