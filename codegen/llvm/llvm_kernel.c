@@ -48,15 +48,22 @@ bool llvm_has_loop(const kir_stmt *s) {
 	return false;
 }
 
-/* llvm.loop metadata: a distinct self-referencing node with the hints. */
-void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) {
+/* llvm.loop metadata: a distinct self-referencing node with the hints;
+ * unroll > 1 asks LLVM to unroll the loop that many times (with a
+ * remainder when the trip count is not a multiple). */
+static void mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize, int unroll) {
 	llvm_cx *c = f->c;
 	LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-	LLVMMetadataRef ops[4];
+	LLVMMetadataRef ops[5];
 	unsigned n = 0;
 	ops[n++] = tmp;
 	LLVMMetadataRef mp = LLVMMDStringInContext2(c->ctx, "llvm.loop.mustprogress", 22);
 	ops[n++] = LLVMMDNodeInContext2(c->ctx, &mp, 1);
+	if (unroll > 1) {
+		LLVMMetadataRef u[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22),
+					LLVMValueAsMetadata(LLVMConstInt(c->i32, (unsigned)unroll, 0))};
+		ops[n++] = LLVMMDNodeInContext2(c->ctx, u, 2);
+	}
 	if (vectorize) {
 		LLVMMetadataRef v[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
 					LLVMValueAsMetadata(LLVMConstInt(c->i1, 1, 0))};
@@ -71,6 +78,14 @@ void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) {
 	LLVMSetMetadata(latch_br, c->loop_md_kind, LLVMMetadataAsValue(c->ctx, node));
 }
 
+void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) { mark_loop(f, latch_br, vectorize, 0); }
+
+static bool stores(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
+	return false;
+}
+
 /* for var = lo .. hi step: body, with the bounds evaluated once. */
 static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValueRef hi, int64_t step,
 		      const kir_stmt *body, bool vectorize) {
@@ -78,6 +93,11 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMBuilderRef b = c->b;
 	LLVMValueRef slot = f->vars[var->id];
 	LLVMBuildStore(b, lo, slot);
+	/* An innermost parallel loop of a work-item (a GPU's; the CPU
+	 * vectorizes it): several iterations per trip, loads first, then this
+	 * loop for the rest. */
+	if (vectorize && c->hooks->interleave > 1 && llvm_can_interleave(body))
+		llvm_interleaved_loop(f, var, hi, LLVMConstInt(c->i64, (unsigned long long)step, 0), c->hooks->interleave, body);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "loop");
 	LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "exit");
@@ -93,7 +113,12 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
 	LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, LLVMConstInt(c->i64, (unsigned long long)step, 0), ""), slot);
 	LLVMValueRef br = LLVMBuildBr(b, head);
-	llvm_mark_loop(f, br, vectorize);
+	/* A work-item's innermost loop that only loads and accumulates (a
+	 * reduction's pass over its share of a row): unrolled, its loads do not
+	 * wait for each other's sums, so several are in flight (llvm_unroll.c
+	 * says why a GPU needs that).  The sums stay in order. */
+	bool unroll = c->hooks->interleave > 1 && !vectorize && !llvm_has_loop(body) && !stores(body);
+	mark_loop(f, br, vectorize, unroll ? c->hooks->interleave : 0);
 	LLVMPositionBuilderAtEnd(b, exit);
 }
 
