@@ -26,6 +26,25 @@ void llvm_memo_clear(llvm_fn *f);
  * innermost parallel or vector loop. */
 void llvm_mark_access(llvm_fn *f, LLVMValueRef inst);
 
+/* A store statement s in two halves: its address and value (loads and
+ * arithmetic; false after a diagnostic), then the store itself, so that
+ * llvm_unroll.c can compute several iterations' values before storing any. */
+bool llvm_store_operands(llvm_fn *f, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef *value);
+void llvm_store_emit(llvm_fn *f, const kir_stmt *s, LLVMValueRef ptr, LLVMValueRef value);
+
+/* Loops of independent iterations unrolled with their loads first
+ * (llvm_unroll.c).  Whether body can be: straight-line and small. */
+#define LLVM_MAX_INTERLEAVE 8
+bool llvm_can_interleave(const kir_stmt *body);
+/* At the builder's position: while var + (n - 1) stride < hi, runs the n
+ * iterations var, var + stride, ... with each statement of body emitted for
+ * all n before the next (a store's loads and value for all n before its
+ * stores), then var += n stride.  var's slot holds the first iteration
+ * before and the first one not run after: the caller's loop runs the rest.
+ * The iterations must be independent (a parallel loop's). */
+void llvm_interleaved_loop(llvm_fn *f, const kir_var *var, LLVMValueRef hi, LLVMValueRef stride, int n,
+			   const kir_stmt *body);
+
 /* Scalar operations with kir_sem.h's results (llvm_arith.c). */
 LLVMValueRef llvm_unary(llvm_fn *f, const kir_expr *e);
 LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e);

@@ -61,6 +61,13 @@ static void gpu_parallel_loop(llvm_fn *f, const kir_stmt *s) {
 	}
 	LLVMValueRef slot = f->vars[s->var->id];
 	LLVMBuildStore(b, start, slot);
+	bool innermost = !llvm_has_loop(s->body);
+	/* A grid-stride loop, or an innermost parallel loop of the work-item:
+	 * several iterations per trip with their loads first, then this loop
+	 * for the last few (fewer than interleave). */
+	bool grid = dim >= 0 && st->plan->shape == TBC_DEV_GRID;
+	if ((grid || (dim < 0 && innermost)) && c->hooks->interleave > 1 && llvm_can_interleave(s->body))
+		llvm_interleaved_loop(f, s->var, hi, stride, c->hooks->interleave, s->body);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, dim >= 0 ? "grid" : "loop");
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "exit");
@@ -69,7 +76,6 @@ static void gpu_parallel_loop(llvm_fn *f, const kir_stmt *s) {
 	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, c->i64, slot, ""), hi, ""), body, exit);
 	LLVMPositionBuilderAtEnd(b, body);
 	bool was_mapped = f->parallel_mapped, was_in = f->in_parallel;
-	bool innermost = !llvm_has_loop(s->body);
 	f->parallel_mapped = mapped;
 	f->in_parallel = dim < 0 && innermost;
 	llvm_stmts(f, s->body);
@@ -119,6 +125,16 @@ static LLVMValueRef gpu_local_id(llvm_fn *f, int d) { return wide(f->c, state(f)
 
 static void gpu_barrier(llvm_fn *f) { state(f)->arch->barrier(f->c); }
 
+/* Iterations per trip of a work-item's independent loops (llvm_unroll.c):
+ * 4 loads in flight per work-item, what a GPU's copy kernels keep too.
+ * TBC_GPU_INTERLEAVE=N (1 to 8; 1: one at a time) replaces it when
+ * compiling, for measuring. */
+static int interleave(void) {
+	const char *e = getenv("TBC_GPU_INTERLEAVE");
+	int n = e ? atoi(e) : 0;
+	return n >= 1 && n <= LLVM_MAX_INTERLEAVE ? n : 4;
+}
+
 llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 	return (llvm_hooks){
 		.name = a->name,
@@ -128,6 +144,7 @@ llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 		.env_param = false,
 		.parallel_loop = gpu_parallel_loop,
 		.map_vector_loops = true,
+		.interleave = interleave(),
 		.report_error = gpu_report_error,
 		.local_buffer = gpu_local_buffer,
 		.local_id = gpu_local_id,

@@ -48,15 +48,22 @@ bool llvm_has_loop(const kir_stmt *s) {
 	return false;
 }
 
-/* llvm.loop metadata: a distinct self-referencing node with the hints. */
-void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) {
+/* llvm.loop metadata: a distinct self-referencing node with the hints;
+ * unroll > 1 asks LLVM to unroll the loop that many times (with a
+ * remainder when the trip count is not a multiple). */
+static void mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize, int unroll) {
 	llvm_cx *c = f->c;
 	LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-	LLVMMetadataRef ops[4];
+	LLVMMetadataRef ops[5];
 	unsigned n = 0;
 	ops[n++] = tmp;
 	LLVMMetadataRef mp = LLVMMDStringInContext2(c->ctx, "llvm.loop.mustprogress", 22);
 	ops[n++] = LLVMMDNodeInContext2(c->ctx, &mp, 1);
+	if (unroll > 1) {
+		LLVMMetadataRef u[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22),
+					LLVMValueAsMetadata(LLVMConstInt(c->i32, (unsigned)unroll, 0))};
+		ops[n++] = LLVMMDNodeInContext2(c->ctx, u, 2);
+	}
 	if (vectorize) {
 		LLVMMetadataRef v[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
 					LLVMValueAsMetadata(LLVMConstInt(c->i1, 1, 0))};
@@ -71,6 +78,14 @@ void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) {
 	LLVMSetMetadata(latch_br, c->loop_md_kind, LLVMMetadataAsValue(c->ctx, node));
 }
 
+void llvm_mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize) { mark_loop(f, latch_br, vectorize, 0); }
+
+static bool stores(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_STORE || stores(s->body) || stores(s->orelse)) return true;
+	return false;
+}
+
 /* for var = lo .. hi step: body, with the bounds evaluated once. */
 static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValueRef hi, int64_t step,
 		      const kir_stmt *body, bool vectorize) {
@@ -78,6 +93,11 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMBuilderRef b = c->b;
 	LLVMValueRef slot = f->vars[var->id];
 	LLVMBuildStore(b, lo, slot);
+	/* An innermost parallel loop of a work-item (a GPU's; the CPU
+	 * vectorizes it): several iterations per trip, loads first, then this
+	 * loop for the rest. */
+	if (vectorize && c->hooks->interleave > 1 && llvm_can_interleave(body))
+		llvm_interleaved_loop(f, var, hi, LLVMConstInt(c->i64, (unsigned long long)step, 0), c->hooks->interleave, body);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "loop");
 	LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");
 	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "exit");
@@ -93,7 +113,12 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
 	LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, LLVMConstInt(c->i64, (unsigned long long)step, 0), ""), slot);
 	LLVMValueRef br = LLVMBuildBr(b, head);
-	llvm_mark_loop(f, br, vectorize);
+	/* A work-item's innermost loop that only loads and accumulates (a
+	 * reduction's pass over its share of a row): unrolled, its loads do not
+	 * wait for each other's sums, so several are in flight (llvm_unroll.c
+	 * says why a GPU needs that).  The sums stay in order. */
+	bool unroll = c->hooks->interleave > 1 && !vectorize && !llvm_has_loop(body) && !stores(body);
+	mark_loop(f, br, vectorize, unroll ? c->hooks->interleave : 0);
 	LLVMPositionBuilderAtEnd(b, exit);
 }
 
@@ -156,88 +181,104 @@ static void set_unlikely(llvm_cx *c, LLVMValueRef br) {
 			LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ops, 3)));
 }
 
-void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
+bool llvm_store_operands(llvm_fn *f, const kir_stmt *s, LLVMValueRef *ptr, LLVMValueRef *value) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
-	for (; s && !c->failed; s = s->next) {
+	LLVMValueRef i = llvm_expr(f, s->index), v = llvm_expr(f, s->value);
+	LLVMTypeRef mt = llvm_mem_type(c, s->buf->dtype);
+	if (!i || !v || !mt) return false;
+	if (s->buf->dtype == TBC_DT_BOOL) v = LLVMBuildZExt(b, v, c->i8, "");
+	/* tbc_store_i64: a signed sub-byte integer fills its byte with its sign. */
+	if (llvm_is_sub_byte_int(s->buf->dtype))
+		v = tbc_dtype_is_unsigned(s->buf->dtype) ? LLVMBuildZExt(b, v, c->i8, "") : LLVMBuildSExt(b, v, c->i8, "");
+	LLVMValueRef base = s->buf->space == KIR_MEM_LOCAL ? f->locals[s->buf->id] : f->bufs[s->buf->id];
+	*ptr = LLVMBuildInBoundsGEP2(b, mt, base, &i, 1, "");
+	*value = v;
+	return true;
+}
+
+void llvm_store_emit(llvm_fn *f, const kir_stmt *s, LLVMValueRef ptr, LLVMValueRef value) {
+	LLVMValueRef st = LLVMBuildStore(f->c->b, value, ptr);
+	LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
+	llvm_mark_access(f, st);
+}
+
+void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
+	llvm_cx *c = f->c;
+	LLVMBuilderRef b = c->b;
+	if (c->failed) return;
+	llvm_memo_clear(f);
+	switch (s->kind) {
+	case KIR_S_FOR: {
+		bool mapped_kind = s->loop == KIR_LOOP_PARALLEL || s->loop == KIR_LOOP_GRID ||
+				   (s->loop == KIR_LOOP_VECTOR && c->hooks->map_vector_loops);
+		if (mapped_kind && !f->parallel_mapped) {
+			c->hooks->parallel_loop(f, s);
+			break;
+		}
+		LLVMValueRef lo = llvm_expr(f, s->lo), hi = llvm_expr(f, s->hi);
+		if (!lo || !hi) return;
+		emit_loop(f, s->var, lo, hi, s->step, s->body, s->loop != KIR_LOOP_SEQUENTIAL && !llvm_has_loop(s->body));
+		break;
+	}
+	case KIR_S_STORE: {
+		LLVMValueRef p, v;
+		if (!llvm_store_operands(f, s, &p, &v)) return;
+		llvm_store_emit(f, s, p, v);
+		break;
+	}
+	case KIR_S_SET: {
+		LLVMValueRef v = llvm_expr(f, s->value);
+		if (!v) return;
+		if (s->var->reassoc && LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFAdd)
+			LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc);
+		LLVMBuildStore(b, v, f->vars[s->var->id]);
+		break;
+	}
+	case KIR_S_ERROR: {
+		LLVMValueRef cond = llvm_expr(f, s->cond);
+		if (!cond || !f->status) {
+			if (cond) llvm_fail(c, TBC_ERR_INTERNAL, "an error statement in a kernel without status");
+			return;
+		}
+		LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "fail");
+		LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "cont");
+		LLVMValueRef br = LLVMBuildCondBr(b, cond, fail, cont);
+		set_unlikely(c, br);
+		LLVMPositionBuilderAtEnd(b, fail);
+		c->hooks->report_error(f, s);
+		LLVMBuildBr(b, cont);
+		LLVMPositionBuilderAtEnd(b, cont);
 		llvm_memo_clear(f);
-		switch (s->kind) {
-		case KIR_S_FOR: {
-			bool mapped_kind = s->loop == KIR_LOOP_PARALLEL || s->loop == KIR_LOOP_GRID ||
-					   (s->loop == KIR_LOOP_VECTOR && c->hooks->map_vector_loops);
-			if (mapped_kind && !f->parallel_mapped) {
-				c->hooks->parallel_loop(f, s);
-				break;
-			}
-			LLVMValueRef lo = llvm_expr(f, s->lo), hi = llvm_expr(f, s->hi);
-			if (!lo || !hi) return;
-			emit_loop(f, s->var, lo, hi, s->step, s->body, s->loop != KIR_LOOP_SEQUENTIAL && !llvm_has_loop(s->body));
-			break;
-		}
-		case KIR_S_STORE: {
-			LLVMValueRef i = llvm_expr(f, s->index), v = llvm_expr(f, s->value);
-			LLVMTypeRef mt = llvm_mem_type(c, s->buf->dtype);
-			if (!i || !v || !mt) return;
-			if (s->buf->dtype == TBC_DT_BOOL) v = LLVMBuildZExt(b, v, c->i8, "");
-			/* tbc_store_i64: a signed sub-byte integer fills its byte with its sign. */
-			if (llvm_is_sub_byte_int(s->buf->dtype))
-				v = tbc_dtype_is_unsigned(s->buf->dtype) ? LLVMBuildZExt(b, v, c->i8, "") : LLVMBuildSExt(b, v, c->i8, "");
-			LLVMValueRef base = s->buf->space == KIR_MEM_LOCAL ? f->locals[s->buf->id] : f->bufs[s->buf->id];
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(b, mt, base, &i, 1, "");
-			LLVMValueRef st = LLVMBuildStore(b, v, p);
-			LLVMSetAlignment(st, (unsigned)tbc_dtype_size(s->buf->dtype));
-			llvm_mark_access(f, st);
-			break;
-		}
-		case KIR_S_SET: {
-			LLVMValueRef v = llvm_expr(f, s->value);
-			if (!v) return;
-			if (s->var->reassoc && LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFAdd)
-				LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc);
-			LLVMBuildStore(b, v, f->vars[s->var->id]);
-			break;
-		}
-		case KIR_S_ERROR: {
-			LLVMValueRef cond = llvm_expr(f, s->cond);
-			if (!cond || !f->status) {
-				if (cond) llvm_fail(c, TBC_ERR_INTERNAL, "an error statement in a kernel without status");
-				return;
-			}
-			LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "fail");
-			LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "cont");
-			LLVMValueRef br = LLVMBuildCondBr(b, cond, fail, cont);
-			set_unlikely(c, br);
-			LLVMPositionBuilderAtEnd(b, fail);
-			c->hooks->report_error(f, s);
-			LLVMBuildBr(b, cont);
-			LLVMPositionBuilderAtEnd(b, cont);
-			llvm_memo_clear(f);
-			break;
-		}
-		case KIR_S_IF: {
-			LLVMValueRef cond = llvm_expr(f, s->cond);
-			if (!cond) return;
-			LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "then");
-			LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "else");
-			LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "join");
-			LLVMBuildCondBr(b, cond, then, els);
-			LLVMPositionBuilderAtEnd(b, then);
-			llvm_stmts(f, s->body);
-			llvm_memo_clear(f);
-			LLVMBuildBr(b, join);
-			LLVMPositionBuilderAtEnd(b, els);
-			llvm_stmts(f, s->orelse);
-			llvm_memo_clear(f);
-			LLVMBuildBr(b, join);
-			LLVMPositionBuilderAtEnd(b, join);
-			break;
-		}
-		case KIR_S_BARRIER:
-			c->hooks->barrier(f); /* present: grouped kernels need it (llvm_emit_kernel) */
-			break;
-		}
+		break;
+	}
+	case KIR_S_IF: {
+		LLVMValueRef cond = llvm_expr(f, s->cond);
+		if (!cond) return;
+		LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "then");
+		LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "else");
+		LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "join");
+		LLVMBuildCondBr(b, cond, then, els);
+		LLVMPositionBuilderAtEnd(b, then);
+		llvm_stmts(f, s->body);
+		llvm_memo_clear(f);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, els);
+		llvm_stmts(f, s->orelse);
+		llvm_memo_clear(f);
+		LLVMBuildBr(b, join);
+		LLVMPositionBuilderAtEnd(b, join);
+		break;
+	}
+	case KIR_S_BARRIER:
+		c->hooks->barrier(f); /* present: grouped kernels need it (llvm_emit_kernel) */
+		break;
 	}
 	llvm_memo_clear(f);
+}
+
+void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
+	for (; s && !f->c->failed; s = s->next) llvm_stmt(f, s);
 }
 
 LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {

@@ -46,6 +46,11 @@ typedef struct llvm_hooks {
 	/* Whether a vector loop not inside a parallel one goes to parallel_loop
 	 * too (a GPU spreads it over its work-items as codegen/device/ plans). */
 	bool map_vector_loops;
+	/* Iterations of an independent loop a work-item runs per trip, their
+	 * loads before their stores (llvm_unroll.c), where the target maps a
+	 * parallel loop onto its work-items; 0 or 1: one at a time.  A GPU
+	 * keeps that many loads in flight per work-item this way. */
+	int interleave;
 	/* Reports that check (a KIR_S_ERROR) failed: the first failure of a run
 	 * wins; the builder is in a block of its own, which the emitter ends
 	 * with a branch back to the code after the check. */
@@ -146,8 +151,9 @@ void llvm_var_slots(llvm_fn *f);
 
 /* The value of e at the builder's position; NULL after a diagnostic. */
 LLVMValueRef llvm_expr(llvm_fn *f, const kir_expr *e);
-/* Emits the statements from s on. */
+/* Emits the statements from s on; llvm_stmt s alone. */
 void llvm_stmts(llvm_fn *f, const kir_stmt *s);
+void llvm_stmt(llvm_fn *f, const kir_stmt *s);
 /* Whether s or a statement after it holds a loop (if not, a loop around
  * them is innermost). */
 bool llvm_has_loop(const kir_stmt *s);

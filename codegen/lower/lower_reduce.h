@@ -34,6 +34,13 @@ typedef struct rspace {
 	kir_block inner;              /* statements of the open pass */
 	bool in_pass;
 	bool point_has_loops;
+	/* Set by the caller for the open pass when its iterations are
+	 * independent (each stores its own element and carries no scalar to
+	 * the next, as Softmax's last pass): in the parallel form its loop is
+	 * then parallel, which a GPU runs several iterations at a time with
+	 * their loads first (codegen/llvm/llvm_unroll.c).  Cleared by
+	 * rs_pass_end. */
+	bool independent_pass;
 } rspace;
 
 /* A space over the dims of type t (mask: the reduced dims). */

@@ -125,7 +125,8 @@ void rs_pass_end(rspace *s) {
 	for (int d = 0; d < s->rank; d++)
 		if (s->mask[d] && static_zero(s->size[d])) body = NULL; /* an empty reduction: no iterations */
 	if (s->group && body) {
-		body = kir_s_for(s->k, s->rlin, kir_e_local_id(s->k, 0), rs_count(s), s->group, KIR_LOOP_SEQUENTIAL, body);
+		body = kir_s_for(s->k, s->rlin, kir_e_local_id(s->k, 0), rs_count(s), s->group,
+				 s->independent_pass ? KIR_LOOP_PARALLEL : KIR_LOOP_SEQUENTIAL, body);
 		s->point_has_loops = true;
 	}
 	for (int d = s->rank - 1; d >= 0 && body && !s->group; d--) {
@@ -138,6 +139,7 @@ void rs_pass_end(rspace *s) {
 		if (s->mask[d]) s->cur[d] = NULL, s->rvar[d] = NULL;
 	s->inner = (kir_block){0};
 	s->in_pass = false;
+	s->independent_pass = false;
 }
 
 static kir_expr *linear_of(rspace *s, bool kept_only) {
@@ -832,6 +834,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 											 kir_e_var(k, sv))));
 	}
 	rs_pass_begin(&s);
+	s.independent_pass = true; /* each iteration stores its element from x and the row's scalars */
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s)), *y;
 	if (kind == SM_HARD) {
 		kir_expr *j = a >= 0 ? s.cur[a] : kir_e_index(k, 0);

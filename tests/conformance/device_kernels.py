@@ -10,7 +10,15 @@ There (the device; numpy, onnx, onnxruntime, torch; no compiler):
                                   same bytes for the memory-bound cases
 
 Cases: fp32 MatMuls (A, B inputs): 1024^3, 4096^3 and 128 x 512 x 2048; a fused elementwise chain over 64 Mi
-floats (256 MiB in, 256 MiB out); ReduceSum of rows and Softmax over 8192 x 8192.
+floats (256 MiB in, 256 MiB out), and over 64 Mi + 7 (a length no launch divides: the tails of the
+grid-stride loop's unrolled trips); a row bias added over 8192 x 8192 (broadcast index arithmetic);
+ReduceSum of rows, Softmax and LogSoftmax over 8192 x 8192.
+
+The memory-bound cases' goal (issue 12) is 70% of the copy bandwidth: share = torch's copy time of the
+same bytes / tbc's kernel time (--profile), for the elementwise, bias and softmax cases (each reads and
+writes its bytes once at best, as the copy does); for ReduceSum, which only reads, copy time / (2 x
+kernel time).  TBC_GPU_INTERLEAVE=N in compile's environment changes how many iterations a work-item
+runs with their loads first (docs/gpu.md), for comparing.
 """
 import glob
 import os
@@ -44,14 +52,17 @@ def cases():
                     [("Y", [m, n])])
     two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
     one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
-    yield graph("eltwise_64M", [helper.make_node("Relu", ["X"], ["r"]), helper.make_node("Mul", ["r", "two"], ["m"]),
-                                helper.make_node("Add", ["m", "one"], ["Y"])], [("X", [ELEMS])], [("Y", [ELEMS])],
-                [two, one])
+    for name, n in (("eltwise_64M", ELEMS), ("eltwise_64M_plus7", ELEMS + 7)):
+        yield graph(name, [helper.make_node("Relu", ["X"], ["r"]), helper.make_node("Mul", ["r", "two"], ["m"]),
+                           helper.make_node("Add", ["m", "one"], ["Y"])], [("X", [n])], [("Y", [n])], [two, one])
+    yield graph("bias_add_8k", [helper.make_node("Add", ["X", "B"], ["Y"])], [("X", [ROWS, COLS]), ("B", [COLS])],
+                [("Y", [ROWS, COLS])])
     axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
     yield graph("reducesum_8k", [helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)],
                 [("X", [ROWS, COLS])], [("Y", [ROWS])], [axes])
-    yield graph("softmax_8k", [helper.make_node("Softmax", ["X"], ["Y"], axis=1)], [("X", [ROWS, COLS])],
-                [("Y", [ROWS, COLS])])
+    for op in ("Softmax", "LogSoftmax"):
+        yield graph(op.lower() + "_8k", [helper.make_node(op, ["X"], ["Y"], axis=1)], [("X", [ROWS, COLS])],
+                    [("Y", [ROWS, COLS])])
 
 
 def case_dirs(out):
@@ -113,8 +124,11 @@ def main():
             k = timed(lambda: y.copy_(x))
             print(f"torch copy of {nbytes >> 20} MiB ({name}): {k:.3f} ms, {2 * nbytes / k / 1e6:.0f} GB/s read+written")
         x = torch.randn(ROWS, COLS, device="cuda")
+        b = torch.randn(COLS, device="cuda")
         print(f"torch softmax_8k: {timed(lambda: torch.softmax(x, 1)):.3f} ms; "
+              f"logsoftmax_8k: {timed(lambda: torch.log_softmax(x, 1)):.3f} ms; "
               f"sum_8k: {timed(lambda: x.sum(1)):.3f} ms; "
+              f"bias_add_8k: {timed(lambda: x + b):.3f} ms; "
               f"eltwise_64M: {timed(lambda: torch.relu(x.view(-1)[:ELEMS]) * 2 + 1):.3f} ms (3 kernels)")
     else:
         sys.exit(__doc__)

@@ -144,6 +144,18 @@ static void names_in(const kir_program *p, const char *text, const char *prefix)
 	}
 }
 
+/* For check_ptx: a grid-stride kernel's loop issues several loads before
+ * its first store (codegen/llvm/llvm_unroll.c), so a work-item keeps that
+ * many in flight. */
+static const char LOADS_FIRST[] = "(loads first)";
+
+static int loads_before_first_store(const char *ptx) {
+	const char *st = strstr(ptx, "st.global");
+	int n = 0;
+	for (const char *l = strstr(ptx, "ld.global"); l && (!st || l < st); l = strstr(l + 1, "ld.global")) n++;
+	return n;
+}
+
 /* The graph's PTX for sm_75 and for sm_90, each assembled by ptxas for its
  * architecture; expect_in_ptx and expect_in_report (may be NULL) in the
  * PTX and ptxas -v's report. */
@@ -164,7 +176,10 @@ static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expec
 		assert_non_null(strstr(ptx, ".visible .entry tbc_"));
 		assert_null(strstr(ptx, ".extern .func")); /* no call left unresolved (libm) */
 		if (getenv("TBC_GPU_DUMP")) fputs(ptx, stderr);
-		if (expect_in_ptx) assert_non_null(strstr(ptx, expect_in_ptx));
+		if (expect_in_ptx == LOADS_FIRST) {
+			int n = loads_before_first_store(ptx);
+			if (n < 4) fail_msg("%s: %d loads before the first store, not 4", sms[i], n);
+		} else if (expect_in_ptx) assert_non_null(strstr(ptx, expect_in_ptx));
 		names_in(p, ptx, ".visible .entry ");
 		/* the table: magic, version, kind PTX, the code's length */
 		const int64_t *w = dp.table;
@@ -236,6 +251,8 @@ static void test_elementwise_add_is_a_grid_stride_kernel(void **state) {
 	(void)state;
 	/* global id and size from the special registers */
 	check_ptx(G_ADD, "%nctaid.x", NULL);
+	/* four iterations' loads (two each) before their stores */
+	check_ptx(G_ADD, LOADS_FIRST, NULL);
 	check_hsaco(G_ADD, ".group_segment_fixed_size: 0");
 }
 
