@@ -11,7 +11,8 @@
 # Weights are rounded to 16 levels (64 for models_lp) so that the archive, which
 # must travel in 64 MiB, compresses (coarse_weights.py).
 #   train/      two training steps, five steps each against this CPU
-#   kernels/    single kernels against cuBLAS and the copy bandwidth
+#   kernels/    single kernels against cuBLAS and the copy bandwidth (and
+#               kernels_NAME/, the same compiled with a setting: KERNELS_BEFORE)
 # ARCH defaults to sm_90 (H100, H200).  Takes about 20 minutes on 2 cores.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_DIR OUT.tar.xz [ARCH]" >&2; exit 2; }
@@ -35,6 +36,11 @@ for p in fp16 bf16 fp8; do
 done
 WEIGHT_LEVELS=16 "$here/device_training.sh" "$build" "cuda:$arch" "$work/train"
 "$py" "$here/device_kernels.py" compile "$build" "cuda:$arch" "$work/kernels"
+# KERNELS_BEFORE="NAME=VAR=VALUE ...": the kernels again, compiled with that
+# setting, as kernels_NAME (TBC_GPU_INTERLEAVE=1: one load in flight, as before)
+for spec in ${KERNELS_BEFORE:-}; do
+	env "${spec#*=}" "$py" "$here/device_kernels.py" compile "$build" "cuda:$arch" "$work/kernels_${spec%%=*}"
+done
 git -C "$here" rev-parse --short HEAD >"$work/commit.txt" 2>/dev/null || true
 tar -C "$work" -cf - . | xz -T2 -6 >"$archive"
 echo "$archive: $(du -h "$archive" | cut -f1)"

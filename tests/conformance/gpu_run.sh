@@ -27,8 +27,12 @@ echo "unpacked $(cat commit.txt 2>/dev/null) in $(since)"
 S=$work/suite/tbc-device-suite
 export LD_LIBRARY_PATH=$work/suite/lib
 rc=0
-if [ -d kernels ]; then
-	(python3 "$here/device_kernels.py" data kernels >"$res/kdata.txt" 2>&1; echo "kernels data rc $?" >>"$res/kdata.txt") &
+# kernels/ and any kernels_*/ (the same cases compiled another way, for a
+# before-and-after on one card): their data, beside the suite
+kfolders=$(ls -d kernels kernels_* 2>/dev/null)
+if [ -n "$kfolders" ]; then
+	(for k in $kfolders; do python3 "$here/device_kernels.py" data "$k" || echo "kernels data of $k failed"; done \
+		>"$res/kdata.txt" 2>&1; echo "kernels data rc $?" >>"$res/kdata.txt") &
 	kd=$!
 fi
 # A sample of the suite under compute-sanitizer, beside the suite's run.
@@ -51,9 +55,13 @@ echo "suite done at $(since)"
 echo "models done at $(since)"
 [ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-3 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
 echo "training done at $(since)"
-if [ -d kernels ]; then
+if [ -n "$kfolders" ]; then
 	wait "$kd"
-	timeout 120 "$S" --device cuda:0 --runs 10 --profile --atol 1e-2 kernels/* >"$res/kernels.txt" 2>&1 || rc=1
+	: >"$res/kernels.txt"
+	for k in $kfolders; do
+		echo "== $k" >>"$res/kernels.txt"
+		timeout 120 "$S" --device cuda:0 --runs 10 --profile --rtol 1e-2 --atol 1e-2 "$k"/* >>"$res/kernels.txt" 2>&1 || rc=1
+	done
 	if python3 -c "import torch" 2>/dev/null; then
 		timeout 120 python3 "$here/device_kernels.py" torch kernels >>"$res/kernels.txt" 2>&1
 	else
@@ -64,6 +72,6 @@ wait
 echo "all done at $(since)"
 cat "$res/machine.txt" "$res/suite.txt"
 grep -v '^PASS test_' "$res/results.txt" 2>/dev/null
-grep -hE '^(cold: )?(PASS|FAIL|done)|^torch|profile:' "$res/models.txt" "$res/train.txt" "$res/kernels.txt" 2>/dev/null
+grep -hE '^(cold: )?(PASS|FAIL|done)|^torch|^==|profile:' "$res/models.txt" "$res/train.txt" "$res/kernels.txt" 2>/dev/null
 tail -n 3 "$res/kdata.txt" "$res/memcheck.txt" 2>/dev/null
 exit $rc
