@@ -119,6 +119,8 @@ static LLVMValueRef gpu_local_id(llvm_fn *f, int d) { return wide(f->c, state(f)
 
 static void gpu_barrier(llvm_fn *f) { state(f)->arch->barrier(f->c); }
 
+static void gpu_mma(llvm_fn *f, const kir_mma *m) { state(f)->arch->mma(f, m); }
+
 llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 	return (llvm_hooks){
 		.name = a->name,
@@ -132,6 +134,7 @@ llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 		.local_buffer = gpu_local_buffer,
 		.local_id = gpu_local_id,
 		.barrier = gpu_barrier,
+		.mma = a->mma ? gpu_mma : NULL,
 	};
 }
 
