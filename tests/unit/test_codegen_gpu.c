@@ -37,7 +37,7 @@ static const char *readelf_path(void) {
 }
 
 /* ---- Graphs -----------------------------------------------------------------*/
-typedef enum { G_ADD, G_REDUCE, G_MATMUL, G_CONV, G_INT_DIV, G_F64_MATH } graph_kind;
+typedef enum { G_ADD, G_REDUCE, G_MATMUL, G_CONV, G_INT_DIV, G_F64_MATH, G_MATMUL_F16, G_MATMUL_BF16, G_CONV_F16 } graph_kind;
 
 static void graph(model *md, graph_kind g) {
 	tbc_value *out = NULL;
@@ -52,6 +52,16 @@ static void graph(model *md, graph_kind g) {
 		break;
 	}
 	case G_MATMUL: out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_F32, "N,96"), input(md, TBC_DT_F32, "96,80")); break;
+	case G_MATMUL_F16: /* tensor cores from sm_80 (codegen/lower/gemm_mma.c) */
+		out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_F16, "N,100"), input(md, TBC_DT_F16, "100,200"));
+		break;
+	case G_MATMUL_BF16:
+		out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_BF16, "2,300,96"), input(md, TBC_DT_BF16, "96,500"));
+		break;
+	case G_CONV_F16:
+		out = node(md, TBC_OP_Conv, 3, input(md, TBC_DT_F16, "1,64,28,28"), input(md, TBC_DT_F16, "64,64,3,3"),
+			   input(md, TBC_DT_F16, "64"))->outputs[0];
+		break;
 	case G_CONV:
 		out = node(md, TBC_OP_Conv, 2, input(md, TBC_DT_F32, "1,8,16,16"), input(md, TBC_DT_F32, "16,8,3,3"), NULL)
 			      ->outputs[0];
@@ -147,9 +157,9 @@ static void names_in(const kir_program *p, const char *text, const char *prefix)
 /* The graph's PTX for sm_75 and for sm_90, each assembled by ptxas for its
  * architecture; expect_in_ptx and expect_in_report (may be NULL) in the
  * PTX and ptxas -v's report. */
-static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expect_in_report) {
-	static const char *const sms[] = {"sm_75", "sm_90"};
-	for (int i = 0; i < 2; i++) {
+static void check_ptx_for(graph_kind g, const char *const *sms, int n_sms, const char *expect_in_ptx,
+			  const char *expect_in_report) {
+	for (int i = 0; i < n_sms; i++) {
 		model md = model_new();
 		graph(&md, g);
 		tbc_arena *arena = tbc_arena_create();
@@ -180,6 +190,11 @@ static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expec
 		for (int j = 0; j < md.n_in; j++) tbc_tensor_destroy(md.in[j]);
 		tbc_module_destroy(md.m);
 	}
+}
+
+static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expect_in_report) {
+	static const char *const sms[] = {"sm_75", "sm_90"};
+	check_ptx_for(g, sms, 2, expect_in_ptx, expect_in_report);
 }
 
 /* For check_hsaco: some kernel has a nonzero .group_segment_fixed_size. */
@@ -261,6 +276,34 @@ static void test_gemm_grouped_form_with_local_tiles(void **state) {
 	check_hsaco(G_MATMUL, LDS_USED);
 }
 
+/* f16 and bf16 GEMMs (MatMul, and Conv after im2col) on sm_80 and later:
+ * ldmatrix and mma.sync m16n8k16 with f32 sums, accepted by ptxas; sm_75
+ * and the AMD GPUs keep the scalar form.  (What they compute: the
+ * evaluator, test_codegen_matmul; on a GPU: docs/gpu.md.) */
+static void test_gemm_f16_bf16_use_tensor_cores(void **state) {
+	(void)state;
+	static const char *const new_sms[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+	check_ptx_for(G_MATMUL_F16, new_sms, 5, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "Used");
+	check_ptx_for(G_MATMUL_BF16, new_sms, 5, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "Used");
+	check_ptx_for(G_CONV_F16, new_sms + 3, 1, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "Used");
+	static const char *const old_sm[] = {"sm_75"};
+	check_ptx_for(G_MATMUL_F16, old_sm, 1, NULL, "Used");
+	model md = model_new();
+	graph(&md, G_MATMUL_F16);
+	tbc_arena *arena = tbc_arena_create();
+	tbc_target_desc desc = tbc_target_desc_cuda(75);
+	tbc_dev_program dp;
+	tbc_diags *d = tbc_diags_create();
+	assert_true(tbc_nvptx_program_make(lowered(&md, &desc, arena), "test", NULL, 0, "sm_75", &dp, d));
+	assert_null(strstr(dp.code, "mma.sync"));
+	tbc_dev_program_free(&dp);
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(arena);
+	for (int j = 0; j < md.n_in; j++) tbc_tensor_destroy(md.in[j]);
+	tbc_module_destroy(md.m);
+	check_hsaco(G_MATMUL_BF16, LDS_USED);
+}
+
 static void test_convolution_compiles(void **state) {
 	(void)state;
 	check_ptx(G_CONV, NULL, "Used");
@@ -310,6 +353,10 @@ static void test_descriptions(void **state) {
 	assert_int_equal(r.subgroup_size, 64);
 	assert_int_equal(w.subgroup_size, 32);
 	assert_true(c.native_f64 && r.native_f64);
+	/* tensor cores: m16n8k16 from sm_80, none on AMD (yet) */
+	assert_true(c.mma_f16 && c.mma_bf16);
+	assert_false(tbc_target_desc_cuda(75).mma_f16 || tbc_target_desc_cuda(75).mma_bf16);
+	assert_false(r.mma_f16 || r.mma_bf16 || w.mma_f16);
 }
 
 static void test_same_program_gives_the_same_bytes(void **state) {
@@ -425,6 +472,7 @@ int main(void) {
 		cmocka_unit_test(test_elementwise_add_is_a_grid_stride_kernel),
 		cmocka_unit_test(test_reduction_uses_shared_memory_and_barriers),
 		cmocka_unit_test(test_gemm_grouped_form_with_local_tiles),
+		cmocka_unit_test(test_gemm_f16_bf16_use_tensor_cores),
 		cmocka_unit_test(test_convolution_compiles),
 		cmocka_unit_test(test_failed_check_is_an_atomic_cas_on_the_status_word),
 		cmocka_unit_test(test_f64_math_needs_no_libm),
