@@ -62,8 +62,8 @@ static bool choose(mma_gen *g) {
 	}
 	int64_t m = -1, n = -1, nb = -1;
 	g->mi = g->ni = 4;
-	if (kir_e_const_index(g->s->M, &m) && kir_e_const_index(g->s->N, &n) && kir_e_const_index(g->s->NB, &nb) && m > 0 &&
-	    n > 0 && nb > 0) {
+	if (!kir_e_const_index(g->s->NB, &nb)) nb = 1; /* a batch known only while running counts as one */
+	if (kir_e_const_index(g->s->M, &m) && kir_e_const_index(g->s->N, &n) && m > 0 && n > 0 && nb > 0) {
 		if (nb * ((m + 127) / 128) * ((n + 127) / 128) < 128) g->mi = g->ni = 2;
 		if (nb * ((m + 63) / 64) * ((n + 63) / 64) < 128) g->mi = 1, g->ni = 2;
 	}
