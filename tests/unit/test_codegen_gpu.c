@@ -395,6 +395,7 @@ static void test_same_program_gives_the_same_bytes(void **state) {
 typedef struct model_job {
 	bool cuda;
 	const char *arch;
+	bool mma; /* the PTX must hold tensor-core instructions */
 } model_job;
 
 static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
@@ -403,6 +404,7 @@ static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
 	bool ok = job->cuda ? tbc_nvptx_program_make(p, "model", NULL, 0, job->arch, &dp, d)
 			    : tbc_amdgpu_program_make(p, "model", NULL, 0, job->arch, &dp, d);
 	if (!ok) return false;
+	if (job->mma && !strstr(dp.code, "mma.sync.aligned.m16n8k16")) fail_msg("no mma.sync in the PTX for %s", job->arch);
 	if (job->cuda) free(ptxas(dp.code, dp.code_size, job->arch));
 	else {
 		char *n = notes(dp.code, dp.code_size);
@@ -431,7 +433,7 @@ static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
  * llvm-readelf-19. */
 static void compile_model(const char *path, bool all) {
 	tbc_module *m = load_onnx(path);
-	static const model_job jobs[] = {{true, "sm_90"}, {false, "gfx942"}, {true, "sm_75"}, {false, "gfx90a"}};
+	static const model_job jobs[] = {{true, "sm_90", false}, {false, "gfx942", false}, {true, "sm_75", false}, {false, "gfx90a", false}};
 	for (size_t i = 0; i < (all ? 4 : 2); i++) {
 		tbc_diags *d = tbc_diags_create();
 		tbc_target_desc desc = jobs[i].cuda ? tbc_target_desc_cuda(atoi(jobs[i].arch + 3)) : tbc_target_desc_rocm(jobs[i].arch);
@@ -442,6 +444,28 @@ static void compile_model(const char *path, bool all) {
 		}
 		tbc_diags_destroy(d);
 	}
+	tbc_module_destroy(m);
+}
+
+/* A model lowered to f16 and to bf16 (--precision) for sm_80 and sm_90: its
+ * GEMMs on tensor cores, every kernel accepted by ptxas. */
+static void compile_model_low(const char *path) {
+	tbc_module *m = load_onnx(path);
+	static const model_job jobs[] = {{true, "sm_80", true}, {true, "sm_90", true}};
+	static const int types[] = {TBC_DT_F16, TBC_DT_BF16};
+	for (size_t t = 0; t < 2; t++)
+		for (size_t i = 0; i < 2; i++) {
+			tbc_compile_options o;
+			tbc_compile_options_init(&o);
+			o.precision = types[t];
+			tbc_diags *d = tbc_diags_create();
+			tbc_target_desc desc = tbc_target_desc_cuda(atoi(jobs[i].arch + 3));
+			if (tbc_codegen_for(m, &o, &desc, d, model_program, (void *)&jobs[i]) != TBC_OK) {
+				print_diags(d);
+				fail_msg("%s for %s in %s", path, jobs[i].arch, t ? "bf16" : "fp16");
+			}
+			tbc_diags_destroy(d);
+		}
 	tbc_module_destroy(m);
 }
 
@@ -464,6 +488,7 @@ static void test_models_compile_for_every_gpu(void **state) {
 			continue;
 		}
 		compile_model(path, !SANITIZED);
+		if (i == 0) compile_model_low(path); /* the transformer in fp16 and bf16 */
 	}
 }
 
