@@ -60,8 +60,11 @@ static tbc_target_desc gpu(const char *name, int64_t local_mem, int subgroup) {
 }
 
 tbc_target_desc tbc_target_desc_cuda(int sm) {
-	(void)sm; /* sm_75 .. sm_90a agree on everything described here */
-	return gpu("cuda", 48 * 1024, 32);
+	tbc_target_desc t = gpu("cuda", 48 * 1024, 32);
+	/* mma.sync.m16n8k16 with f16 and bf16 operands is sm_80's (sm_75 has
+	 * f16 at m16n8k8 only, not used) */
+	t.mma_f16 = t.mma_bf16 = sm >= 80;
+	return t;
 }
 
 tbc_target_desc tbc_target_desc_rocm(const char *gfx) {

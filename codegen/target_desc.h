@@ -43,6 +43,11 @@ typedef struct tbc_target_desc {
 	 * wider type with kir_sem.h's conversions. */
 	bool native_f16, native_bf16, native_f64;
 	bool fma; /* kernels marked contract may fuse a * b + c */
+	/* The warp matrix multiply-accumulate of kernel IR (kir_mma: m16n8k16,
+	 * f32 sums) with f16 and with bf16 operands: NVIDIA's mma.sync from
+	 * sm_80.  A GEMM on such operands is then made of it (gemm_mma.c);
+	 * a target without it never receives one. */
+	bool mma_f16, mma_bf16;
 } tbc_target_desc;
 
 /* x86-64 with AVX2 (32-byte vectors, 16 registers): the CPU target's
@@ -60,7 +65,8 @@ tbc_target_desc tbc_target_desc_opencl_default(void);
 /* An NVIDIA GPU of compute capability sm / 10 (75 .. 90; docs/gpu.md):
  * the 48 KiB of shared memory a block may hold without opting in, blocks
  * of up to 256 threads (the lowering's groups are 64; 256 leaves ptxas 255
- * registers a thread on every architecture), warps of 32, fp64. */
+ * registers a thread on every architecture), warps of 32, fp64; tensor
+ * cores (mma m16n8k16 for f16 and bf16) from sm_80. */
 tbc_target_desc tbc_target_desc_cuda(int sm);
 
 /* An AMD GPU (gfx90a, gfx942, gfx1100, ...): 64 KiB of LDS a group, groups

@@ -371,6 +371,23 @@ kir_expr *kir_e_local_id(kir_kernel *k, int dim) {
 
 kir_stmt *kir_s_barrier(kir_kernel *k) { return snew(k, KIR_S_BARRIER); }
 
+kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m) {
+	if (!m || !m->a || !m->b || !m->a_at || !m->b_at || !m->acc || m->mi < 1 || m->ni < 1 || m->mi > 8 || m->ni > 8)
+		return k->failed = true, NULL;
+	int n = m->mi * m->ni * 4;
+	for (int i = 0; i < n; i++)
+		if (!m->acc[i]) return k->failed = true, NULL;
+	kir_mma *copy = knew(k, sizeof *copy);
+	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
+	kir_stmt *s = snew(k, KIR_S_MMA);
+	if (!copy || !acc || !s) return NULL;
+	*copy = *m;
+	memcpy(acc, m->acc, (size_t)n * sizeof *acc);
+	copy->acc = acc;
+	s->mma = copy;
+	return s;
+}
+
 static int64_t static_numel(const kir_buffer *b);
 
 int64_t kir_local_bytes(const kir_kernel *k) {
@@ -383,12 +400,24 @@ int64_t kir_local_bytes(const kir_kernel *k) {
 	return n;
 }
 
+/* Whether every mma in s has operands the target declares. */
+static bool mma_fits(const kir_stmt *s, const tbc_target_desc *t) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_MMA &&
+		    !(s->mma->a->dtype == TBC_DT_F16 ? t->mma_f16 : s->mma->a->dtype == TBC_DT_BF16 && t->mma_bf16))
+			return false;
+		if (!mma_fits(s->body, t) || !mma_fits(s->orelse, t)) return false;
+	}
+	return true;
+}
+
 bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
 	if (!kir_kernel_is_grouped(k)) return true;
 	const char *why = NULL;
 	if (!t->workgroups) why = "the target has no work-groups";
 	else if (kir_group_items(k) > t->max_workgroup_size) why = "its work-group is larger than the target's";
 	else if (kir_local_bytes(k) > t->local_mem_bytes) why = "its local buffers exceed the target's local memory";
+	else if (!mma_fits(k->body, t)) why = "it holds a matrix multiply-accumulate (mma) the target does not declare";
 	if (why)
 		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "kernel %s does not fit target %s: %s", k->name,
 			      t->name, why);
@@ -635,6 +664,21 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			put(o, "\n");
 			break;
 		case KIR_S_BARRIER: put(o, "barrier\n"); break;
+		case KIR_S_MMA: {
+			const kir_mma *m = s->mma;
+			put(o, "mma.m16n8k16 [%d x %d] (", m->mi, m->ni);
+			for (int i = 0; i < m->mi * m->ni * 4; i++) put(o, "%s%%%s", i ? ", " : "", m->acc[i]->name);
+			put(o, ") += ");
+			put_buf(o, m->a);
+			put(o, "[");
+			print_expr(o, k, m->a_at, 0);
+			put(o, "; %" PRId64 "] * ", m->lda);
+			put_buf(o, m->b);
+			put(o, "[");
+			print_expr(o, k, m->b_at, 0);
+			put(o, "; %" PRId64 "]\n", m->ldb);
+			break;
+		}
 		}
 	}
 }
@@ -1005,6 +1049,55 @@ static void check_expr(verifier *v, const kir_expr *e) {
 
 static void check_stmts(verifier *v, const kir_stmt *s);
 
+/* One operand of an mma: a local f16 or bf16 buffer read from element at
+ * over rows rows of pitch ld, cols columns. */
+static void check_mma_operand(verifier *v, const kir_buffer *b, const kir_expr *at, int64_t ld, int64_t rows,
+			      int64_t cols, const char *which) {
+	check_expr(v, at);
+	check_access(v, b, at, "mma operand");
+	if (!b || !at) return;
+	if (b->space != KIR_MEM_LOCAL) verr(v, "mma operand %s: %s is not a local buffer", which, b->name);
+	if (b->dtype != TBC_DT_F16 && b->dtype != TBC_DT_BF16)
+		verr(v, "mma operand %s: %s holds %s, not f16 or bf16", which, b->name, kir_type_name(b->dtype));
+	if (ld <= 0 || ld % 8 || ld < cols) verr(v, "mma operand %s: row pitch %" PRId64 " (a multiple of 8, >= %" PRId64 ")", which, ld, cols);
+	int64_t n = static_numel(b);
+	range r = expr_range(v, at);
+	int64_t last = sat_add(r.hi, sat_add(sat_mul(rows - 1, ld), cols - 1));
+	if (n >= 0 && r.known && (r.lo < 0 || last >= n))
+		verr(v, "mma operand %s: elements [%" PRId64 ", %" PRId64 "] of %s, outside its %" PRId64, which, r.lo, last,
+		     b->name, n);
+}
+
+static void check_mma(verifier *v, const kir_mma *m) {
+	v->has_barrier = true; /* items leaving early would leave their warp short */
+	if (!m || !m->acc || m->mi < 1 || m->ni < 1 || m->mi > 8 || m->ni > 8) {
+		verr(v, "a malformed mma");
+		return;
+	}
+	if (!v->k->contract) verr(v, "mma in a kernel not marked contract (its sums round as the device's do)");
+	if (!v->in_group) verr(v, "mma outside a work-group");
+	else if (!v->uniform) verr(v, "mma where the work-items of a group may not all reach it");
+	if (kir_group_items(v->k) % 32) verr(v, "mma in a group of %" PRId64 " items, not whole warps of 32", kir_group_items(v->k));
+	check_mma_operand(v, m->a, m->a_at, m->lda, 16 * (int64_t)m->mi, 16, "a");
+	check_mma_operand(v, m->b, m->b_at, m->ldb, 16, 8 * (int64_t)m->ni, "b");
+	if (m->a && m->b && m->a->dtype != m->b->dtype)
+		verr(v, "mma of %s by %s", kir_type_name(m->a->dtype), kir_type_name(m->b->dtype));
+	for (int i = 0; i < m->mi * m->ni * 4; i++) {
+		const kir_var *x = m->acc[i];
+		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
+			verr(v, "an mma accumulator that is not the kernel's");
+			continue;
+		}
+		if (x->type != TBC_DT_F32) verr(v, "mma accumulator %%%s is %s, not f32", x->name, kir_type_name(x->type));
+		const vscope *prev = find_scope(v, x);
+		if (!prev) verr(v, "mma accumulator %%%s is not defined before it", x->name);
+		else if (v->is_loop_var[x->id]) verr(v, "mma accumulator %%%s is a loop variable", x->name);
+		else if (prev->loop_depth < v->par_depth)
+			verr(v, "mma accumulator %%%s is defined outside a parallel or vector loop", x->name);
+		else v->scope[prev - v->scope].r.known = false;
+	}
+}
+
 static void check_stmt(verifier *v, const kir_stmt *s) {
 	switch (s->kind) {
 	case KIR_S_FOR: {
@@ -1116,6 +1209,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		need_type(v, s->cond, TBC_DT_BOOL, "the condition of error");
 		if (!s->message) verr(v, "error without a message");
 		return;
+	case KIR_S_MMA: check_mma(v, s->mma); return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);
 }

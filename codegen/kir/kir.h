@@ -139,8 +139,40 @@ typedef enum kir_stmt_kind {
 	/* Every work-item of the group reaches it before any goes on; what
 	 * items stored to local buffers before it, every item reads after it.
 	 * Only at group-uniform points (docs/kernel-ir.md). */
-	KIR_S_BARRIER
+	KIR_S_BARRIER,
+	/* A warp's matrix multiply-accumulate (kir_mma, below): only in
+	 * grouped kernels for targets that declare it, at group-uniform points
+	 * as a barrier. */
+	KIR_S_MMA
 } kir_stmt_kind;
+
+/* A matrix multiply-accumulate of the subgroups of 32 items (warps) of a
+ * group, m16n8k16 with f16 or bf16 operands in local memory and f32 sums
+ * in each item's locals -- the tensor-core instruction (mma.sync) of
+ * NVIDIA GPUs from sm_80, which only a target declaring it receives
+ * (tbc_target_desc.mma_f16 / mma_bf16).  Items are numbered x + gx * (y +
+ * gy * z) in the group; item n is lane n % 32 of its warp, with g = lane / 4
+ * and t = lane % 4.  Every item computes, for i < mi, j < ni, e < 4:
+ *
+ *   r = 16 i + g + 8 (e / 2),  c = 8 j + 2 t + e % 2
+ *   acc[(i * ni + j) * 4 + e] += sum over q < 16 of a[a_at + r * lda + q] * b[b_at + q * ldb + c]
+ *
+ * (the sum of the exact products and the accumulator rounded to f32 once
+ * by the evaluator; a device rounds within a few f32 ulps of that: the
+ * kernel must be marked contract).  So the item's sums are the ones the
+ * instruction's fragment layout gives lane n, and each item's result
+ * depends on local memory and its own accumulators alone.  Rules: a and b
+ * are local buffers of one dtype, f16 or bf16; lda and ldb multiples of 8;
+ * a_at and b_at multiples of 8 on which the items of a warp agree (the
+ * evaluator checks both), so the rows a device loads are 16-byte aligned
+ * (ldmatrix). */
+typedef struct kir_mma {
+	int mi, ni;                 /* 16-row tiles of a, 8-column tiles of b: 1 .. 8 each */
+	struct kir_buffer *a, *b;   /* local buffers, f16 or bf16 */
+	struct kir_expr *a_at, *b_at;
+	int64_t lda, ldb;           /* row pitches, in elements */
+	struct kir_var **acc;       /* mi * ni * 4 f32 locals */
+} kir_mma;
 
 typedef struct kir_stmt {
 	kir_stmt_kind kind;
@@ -153,6 +185,7 @@ typedef struct kir_stmt {
 	struct kir_stmt *body, *orelse; /* lists linked by next */
 	struct kir_stmt *next;
 	const char *message; /* KIR_S_ERROR */
+	const kir_mma *mma;  /* KIR_S_MMA */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -281,6 +314,9 @@ const kir_stmt *kir_kernel_grid_loop(const kir_kernel *k);
 kir_buffer *kir_local_new(kir_kernel *k, const char *name, tbc_dtype dtype, int rank, const int64_t *dims);
 kir_expr *kir_e_local_id(kir_kernel *k, int dim);
 kir_stmt *kir_s_barrier(kir_kernel *k);
+/* A warp matrix multiply-accumulate (kir_mma); m and its acc array are
+ * copied. */
+kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m);
 /* Bytes of k's local buffers together. */
 int64_t kir_local_bytes(const kir_kernel *k);
 

@@ -84,9 +84,9 @@ static int64_t local_numel(const kir_buffer *b) {
 	return n;
 }
 
-static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *index, const char *what) {
-	val i = eval(ev, index);
-	if (ev->failed) return -1;
+/* Element i of b, checked against its size and, for a local buffer, against
+ * the other items' touches; -1 after an error. */
+static int64_t checked_index(evaluator *ev, const kir_buffer *b, val i, const char *what) {
 	bool local = b->space == KIR_MEM_LOCAL;
 	if (local && (!ev->locals || ev->item < 0)) {
 		eerr(ev, "%s of local buffer %s outside a work-group", what, b->name);
@@ -120,6 +120,11 @@ static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *inde
 		}
 	}
 	return i.i;
+}
+
+static int64_t index_of(evaluator *ev, const kir_buffer *b, const kir_expr *index, const char *what) {
+	val i = eval(ev, index);
+	return ev->failed ? -1 : checked_index(ev, b, i, what);
 }
 
 static void *memory_of(evaluator *ev, const kir_buffer *b) {
@@ -361,6 +366,9 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	case KIR_S_BARRIER: /* run_phased handles the barriers it may reach */
 		eerr(ev, "work-item %d reaches a barrier the others may not", ev->item);
 		break;
+	case KIR_S_MMA: /* run_phased too: a warp runs it together */
+		eerr(ev, "work-item %d reaches an mma the others may not", ev->item);
+		break;
 	}
 }
 
@@ -376,10 +384,56 @@ static void run(evaluator *ev, const kir_stmt *s) {
  * all reach the barrier).  That is one order the device may run them in,
  * and the race checks (index_of) make sure no other order gives another
  * result. */
+static bool is_collective(const kir_stmt *s) { return s->kind == KIR_S_BARRIER || s->kind == KIR_S_MMA; }
+
+/* Whether s or a statement after it holds a barrier or an mma. */
 static bool has_barrier(const kir_stmt *s) {
 	for (; s; s = s->next)
-		if (s->kind == KIR_S_BARRIER || has_barrier(s->body) || has_barrier(s->orelse)) return true;
+		if (is_collective(s) || has_barrier(s->body) || has_barrier(s->orelse)) return true;
 	return false;
+}
+
+/* Operand element at + row * ld + col of an mma, as f32 (an f16 or bf16). */
+static double mma_operand(evaluator *ev, const kir_buffer *b, int64_t at, int64_t row, int64_t ld, int64_t col) {
+	int64_t i = checked_index(ev, b, (val){.i = at + row * ld + col}, "load");
+	if (ev->failed) return 0;
+	uint64_t bits = (uint64_t)load(ev, b, i).i;
+	return tbc_load_f64(b->dtype, &bits, 0);
+}
+
+/* A warp matrix multiply-accumulate (kir_mma in kir.h): each item's sums,
+ * after checking that the items of each warp agree on where the operands
+ * are and that those are aligned as the rules say. */
+static void run_mma(evaluator *ev, const kir_mma *m) {
+	const kir_kernel *k = ev->k;
+	int64_t a_at = 0, b_at = 0;
+	for (int64_t it = 0; it < ev->n_items && !ev->failed; it++) {
+		ev->item = (int)it;
+		ev->vars = ev->item_vars + it * k->n_vars;
+		int64_t a = eval(ev, m->a_at).i, b = eval(ev, m->b_at).i;
+		if (ev->failed) return;
+		if (it % 32 == 0) a_at = a, b_at = b;
+		else if (a != a_at || b != b_at) {
+			eerr(ev, "work-items %" PRId64 " and %" PRId64 " of one warp disagree on an mma's operands", it - it % 32, it);
+			return;
+		}
+		if (a % 8 || b % 8) {
+			eerr(ev, "an mma's operands at elements %" PRId64 " and %" PRId64 ", not multiples of 8", a, b);
+			return;
+		}
+		int64_t lane = it % 32, g = lane / 4, t = lane % 4;
+		for (int i = 0; i < m->mi; i++)
+			for (int j = 0; j < m->ni; j++)
+				for (int e = 0; e < 4; e++) {
+					int64_t r = 16 * i + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2;
+					/* the products of f16 or bf16 values are exact in double,
+					 * and so nearly is their sum: one rounding to f32 */
+					double sum = ev->vars[m->acc[(i * m->ni + j) * 4 + e]->id].f;
+					for (int64_t q = 0; q < 16; q++)
+						sum += mma_operand(ev, m->a, a, r, m->lda, q) * mma_operand(ev, m->b, b, q, m->ldb, c);
+					ev->vars[m->acc[(i * m->ni + j) * 4 + e]->id].f = (double)(float)sum;
+				}
+	}
 }
 
 /* The value of e, which every item must agree on. */
@@ -397,7 +451,7 @@ static int64_t uniform_value(evaluator *ev, const kir_expr *e, const char *what)
 
 static void run_phased(evaluator *ev, const kir_stmt *s) {
 	for (; s && !ev->failed; s = s->next) {
-		if (!has_barrier(s->body) && !has_barrier(s->orelse) && s->kind != KIR_S_BARRIER) {
+		if (!has_barrier(s->body) && !has_barrier(s->orelse) && !is_collective(s)) {
 			for (int64_t it = 0; it < ev->n_items && !ev->failed; it++) {
 				ev->item = (int)it;
 				ev->vars = ev->item_vars + it * ev->k->n_vars;
@@ -419,6 +473,7 @@ static void run_phased(evaluator *ev, const kir_stmt *s) {
 			else run_phased(ev, s->orelse);
 			break;
 		case KIR_S_BARRIER: ev->phase++; break;
+		case KIR_S_MMA: run_mma(ev, s->mma); break;
 		default: /* a parallel or vector loop around a barrier: kir_verify refuses it */
 			eerr(ev, "a barrier in a statement that cannot hold one");
 			break;

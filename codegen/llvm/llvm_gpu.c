@@ -135,6 +135,8 @@ static int interleave(void) {
 	return n >= 1 && n <= LLVM_MAX_INTERLEAVE ? n : 4;
 }
 
+static void gpu_mma(llvm_fn *f, const kir_mma *m) { state(f)->arch->mma(f, m); }
+
 llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 	return (llvm_hooks){
 		.name = a->name,
@@ -149,6 +151,7 @@ llvm_hooks llvm_gpu_hooks(const llvm_gpu_arch *a) {
 		.local_buffer = gpu_local_buffer,
 		.local_id = gpu_local_id,
 		.barrier = gpu_barrier,
+		.mma = a->mma ? gpu_mma : NULL,
 	};
 }
 

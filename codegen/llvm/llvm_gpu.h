@@ -50,6 +50,9 @@ typedef struct llvm_gpu_arch {
 	void (*barrier)(llvm_cx *c);
 	/* Before any kernel: module flags, helpers.  False after a diagnostic. */
 	bool (*prepare_module)(llvm_cx *c);
+	/* A warp matrix multiply-accumulate (kir_mma; NULL: the target has
+	 * none), with f's accumulators and local buffers. */
+	void (*mma)(llvm_fn *f, const kir_mma *m);
 	/* Marks fn as the entry of kernel k (annotations, attributes). */
 	void (*mark_kernel)(llvm_cx *c, LLVMValueRef fn, const tbc_dev_kernel *k);
 } llvm_gpu_arch;

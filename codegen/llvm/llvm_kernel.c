@@ -273,6 +273,14 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 	case KIR_S_BARRIER:
 		c->hooks->barrier(f); /* present: grouped kernels need it (llvm_emit_kernel) */
 		break;
+	case KIR_S_MMA:
+		if (!c->hooks->mma) {
+			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds a matrix multiply-accumulate (mma), which this target has not",
+				  f->k->name);
+			return;
+		}
+		c->hooks->mma(f, s->mma);
+		break;
 	}
 	llvm_memo_clear(f);
 }

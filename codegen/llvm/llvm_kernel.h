@@ -63,6 +63,9 @@ typedef struct llvm_hooks {
 	LLVMValueRef (*local_buffer)(llvm_fn *f, const kir_buffer *lb);
 	LLVMValueRef (*local_id)(llvm_fn *f, int d);
 	void (*barrier)(llvm_fn *f);
+	/* A warp matrix multiply-accumulate (kir_mma) of a grouped kernel,
+	 * for targets whose description declares it; NULL: refused. */
+	void (*mma)(llvm_fn *f, const kir_mma *m);
 } llvm_hooks;
 
 /* One LLVM module being emitted. */

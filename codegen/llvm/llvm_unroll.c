@@ -31,12 +31,12 @@ static int expr_nodes(const kir_expr *e) {
 	return 1 + expr_nodes(e->a) + expr_nodes(e->b) + expr_nodes(e->c);
 }
 
-/* Nodes of a straight-line statement list, or -1 when it has a loop or a
- * barrier. */
+/* Nodes of a straight-line statement list, or -1 when it has a loop, a
+ * barrier or a warp's matrix multiply (collective, as a barrier is). */
 static int straight_nodes(const kir_stmt *s) {
 	int n = 0;
 	for (; s; s = s->next) {
-		if (s->kind == KIR_S_FOR || s->kind == KIR_S_BARRIER) return -1;
+		if (s->kind == KIR_S_FOR || s->kind == KIR_S_BARRIER || s->kind == KIR_S_MMA) return -1;
 		int inner = 0;
 		if (s->kind == KIR_S_IF) {
 			int a = straight_nodes(s->body), b = straight_nodes(s->orelse);

@@ -49,4 +49,11 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 bool gemm_grid_wanted(const lk *l);
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
 
+/* The tensor-core form (codegen/lower/gemm_mma.c): f16 or bf16 operands
+ * summed in f32 by kernel IR's warp matrix multiply-accumulate, for
+ * targets declaring it (tbc_target_desc.mma_f16 / mma_bf16).  gemm_generate
+ * calls it when wanted, in place of gemm_generate_grid. */
+bool gemm_mma_wanted(const lk *l, const gemm_spec *s);
+kir_stmt *gemm_generate_mma(lk *l, const gemm_spec *s);
+
 #endif

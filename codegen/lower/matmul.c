@@ -259,7 +259,8 @@ static int load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int6
 #define GEMM_CHUNKS 16
 
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
-	if (gemm_grid_wanted(l)) return gemm_generate_grid(l, s); /* devices: codegen/lower/gemm_grid.c */
+	if (gemm_grid_wanted(l)) /* devices: codegen/lower/gemm_mma.c, gemm_grid.c */
+		return gemm_mma_wanted(l, s) ? gemm_generate_mma(l, s) : gemm_generate_grid(l, s);
 	kir_kernel *k = l->k;
 	k->contract = true; /* a += x * w: one rounding instead of two */
 	gemm_gen g = {.l = l, .s = s};

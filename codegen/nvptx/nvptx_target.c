@@ -7,7 +7,8 @@
  * Address spaces: 1 global (buffers, the status word), 3 shared (local
  * buffers).  Ids are the PTX special registers (tid, ctaid, ntid,
  * nctaid), the barrier bar.sync 0 (llvm.nvvm.barrier0, which also orders
- * shared memory among the block). */
+ * shared memory among the block); kernel IR's mma as tensor-core
+ * instructions (nvptx_mma.c). */
 #include "codegen/nvptx/nvptx.h"
 
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <llvm-c/Target.h>
 
 #include "codegen/llvm/llvm_gpu.h"
+#include "codegen/nvptx/nvptx_internal.h"
 #include "tbc/abi.h"
 #include "tbc/tbc.h"
 
@@ -78,6 +80,7 @@ static const llvm_gpu_arch nvptx_arch = {
 	.global_size = global_size,
 	.barrier = barrier,
 	.prepare_module = prepare_module,
+	.mma = tbc_nvptx_mma,
 	.mark_kernel = mark_kernel,
 };
 

@@ -19,6 +19,14 @@ same bytes / tbc's kernel time (--profile), for the elementwise, bias and softma
 writes its bytes once at best, as the copy does); for ReduceSum, which only reads, copy time / (2 x
 kernel time).  TBC_GPU_INTERLEAVE=N in compile's environment changes how many iterations a work-item
 runs with their loads first (docs/gpu.md), for comparing.
+
+fp16 and bf16 MatMuls (A, B and Y of that type, f32 sums: tensor cores on cuda:sm_80 and later,
+codegen/lower/gemm_mma.c): matmul_{fp16,bf16}_* of 4096^3, 1024^3, 128 x 512 x 2048 and 100 x 200 x 300
+(M x K x N); each also as *_scalar, compiled with TBC_GEMM_MMA=0 (the scalar grouped GEMM, for the
+comparison), and the 4096^3 fp16 one with other tiles as matmul_fp16_4096_t<MIxNI:TK>.  Their
+expected outputs are numpy's (float64 sums of the low-precision inputs, rounded to the type once):
+check them with --rtol 2e-2 --atol 2e-2 (a sum of f32 roundings differs from the float64 sum by
+about an ulp of the type, and an output near zero by the f32 rounding of K products of ~1).
 """
 import glob
 import os
@@ -30,6 +38,10 @@ import numpy as np
 
 # (M, K, N): square ones, and one with few rows (a transformer's FFN at 128 tokens)
 MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048))
+LOW_MATMULS = MATMULS + ((100, 200, 300),)
+LOW_TYPES = ("fp16", "bf16")
+# tiles of the tensor-core GEMM to measure on 4096^3 fp16 (TBC_GEMM_MMA=MIxNI:TK; the default is 4x4:16)
+MMA_TILES = ("4x4:32", "2x2:16", "2x4:16", "4x2:16")
 ELEMS = 64 << 20
 ROWS = COLS = 8192
 
@@ -38,14 +50,28 @@ def mm_name(m, k, n):
     return f"matmul_{m}" if m == k == n else f"matmul_{m}x{k}x{n}"
 
 
+def low_name(t, m, k, n):
+    return "matmul_" + t + mm_name(m, k, n)[len("matmul"):]
+
+
 def cases():
+    """(name, model, environment of the compile: None for the default)"""
     from onnx import TensorProto, helper
 
-    def graph(name, nodes, inputs, outputs, inits=()):
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
-                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
-                              list(inits))
-        return name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    def graph(name, nodes, inputs, outputs, inits=(), elem=TensorProto.FLOAT, env=None):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, elem, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(n, elem, s) for n, s in outputs], list(inits))
+        return name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=10), env
+
+    elems = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
+    for t in LOW_TYPES:
+        for m, k, n in LOW_MATMULS:
+            envs = [("", None), ("_scalar", {"TBC_GEMM_MMA": "0"})]
+            if t == "fp16" and (m, k, n) == (4096, 4096, 4096):
+                envs += [("_t" + v.replace(":", "_"), {"TBC_GEMM_MMA": v}) for v in MMA_TILES]
+            for suffix, env in envs:
+                yield graph(low_name(t, m, k, n) + suffix, [helper.make_node("MatMul", ["A", "B"], ["Y"])],
+                            [("A", [m, k]), ("B", [k, n])], [("Y", [m, n])], elem=elems[t], env=env)
 
     for m, k, n in MATMULS:
         yield graph(mm_name(m, k, n), [helper.make_node("MatMul", ["A", "B"], ["Y"])], [("A", [m, k]), ("B", [k, n])],
@@ -65,6 +91,44 @@ def cases():
                     [("Y", [ROWS, COLS])])
 
 
+def bf16_bits(x):
+    """float32 values rounded to bfloat16 (to nearest even), as uint16 bits"""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def low_tensor(bits_or_f16, elem):
+    """a TensorProto of FLOAT16 (from float16 values) or BFLOAT16 (from uint16 bits)"""
+    from onnx import TensorProto
+    t = TensorProto()
+    t.data_type = elem
+    t.dims.extend(bits_or_f16.shape)
+    t.raw_data = np.ascontiguousarray(bits_or_f16).tobytes()
+    return t
+
+
+def low_data(case, model, rng):
+    """inputs of the model's low type and numpy's outputs: the products summed in float64 from the
+    inputs as stored, rounded to the type once"""
+    from onnx import TensorProto
+    elem = model.graph.input[0].type.tensor_type.elem_type
+    shapes = [[d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input]
+    vals, protos = [], []
+    for shape in shapes:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        if elem == TensorProto.FLOAT16:
+            h = x.astype(np.float16)
+            vals.append(h.astype(np.float64))
+            protos.append(low_tensor(h, elem))
+        else:
+            b = bf16_bits(x)
+            vals.append((b.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+            protos.append(low_tensor(b, elem))
+    y = (vals[0] @ vals[1]).astype(np.float32)
+    out = low_tensor(y.astype(np.float16) if elem == TensorProto.FLOAT16 else bf16_bits(y), elem)
+    return protos, [out]
+
+
 def case_dirs(out):
     return sorted(d for d in glob.glob(os.path.join(out, "*")) if os.path.exists(os.path.join(d, "model.onnx")))
 
@@ -76,19 +140,32 @@ def main():
     if mode == "compile":
         import onnx
         build, target, out = rest[:3]
-        for name, m in cases():
+        only = rest[3:]  # case names (prefixes) to compile; all without
+        for name, m, env in cases():
+            if only and not any(name.startswith(o) for o in only):
+                continue
             case = os.path.join(out, name)
             os.makedirs(case, exist_ok=True)
             onnx.save(m, os.path.join(case, "model.onnx"))
             subprocess.run([os.path.join(build, "tbc"), "compile", os.path.join(case, "model.onnx"), "--target",
-                            target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True)
+                            target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True,
+                           env=dict(os.environ, **env) if env else None)
     elif mode == "data":
         import onnxruntime as ort
         from onnx import numpy_helper
         rng = np.random.default_rng(0)
+        import onnx
         for case in case_dirs(rest[0]):
             data = os.path.join(case, "test_data_set_0")
             os.makedirs(data, exist_ok=True)
+            model = onnx.load(os.path.join(case, "model.onnx"))
+            if model.graph.input[0].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+                ins, outs = low_data(case, model, rng)
+                for k, t in enumerate(ins):
+                    open(os.path.join(data, f"input_{k}.pb"), "wb").write(t.SerializeToString())
+                for k, t in enumerate(outs):
+                    open(os.path.join(data, f"output_{k}.pb"), "wb").write(t.SerializeToString())
+                continue
             sess = ort.InferenceSession(os.path.join(case, "model.onnx"), providers=["CPUExecutionProvider"])
             feeds = {i.name: rng.standard_normal(i.shape, dtype=np.float32) for i in sess.get_inputs()}
             for k, (name, v) in enumerate(feeds.items()):
@@ -118,6 +195,11 @@ def main():
             a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
             t = timed(lambda: torch.matmul(a, b))
             print(f"torch {mm_name(m, k, n)}: {t:.3f} ms, {2 * m * k * n / t / 1e9:.1f} TFLOP/s (cuBLAS, TF32 off)")
+        for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            for m, k, n in LOW_MATMULS:
+                a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
+                t = timed(lambda: torch.matmul(a, b))
+                print(f"torch {low_name(name, m, k, n)}: {t:.3f} ms, {2 * m * k * n / t / 1e9:.1f} TFLOP/s (cuBLAS)")
         for name, nbytes in (("eltwise_64M", ELEMS * 4), ("rows_8k", ROWS * COLS * 4)):
             x = torch.empty(nbytes // 4, device="cuda")
             y = torch.empty_like(x)

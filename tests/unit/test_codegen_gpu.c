@@ -37,7 +37,7 @@ static const char *readelf_path(void) {
 }
 
 /* ---- Graphs -----------------------------------------------------------------*/
-typedef enum { G_ADD, G_REDUCE, G_MATMUL, G_CONV, G_INT_DIV, G_F64_MATH } graph_kind;
+typedef enum { G_ADD, G_REDUCE, G_MATMUL, G_CONV, G_INT_DIV, G_F64_MATH, G_MATMUL_F16, G_MATMUL_BF16, G_CONV_F16 } graph_kind;
 
 static void graph(model *md, graph_kind g) {
 	tbc_value *out = NULL;
@@ -52,6 +52,16 @@ static void graph(model *md, graph_kind g) {
 		break;
 	}
 	case G_MATMUL: out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_F32, "N,96"), input(md, TBC_DT_F32, "96,80")); break;
+	case G_MATMUL_F16: /* tensor cores from sm_80 (codegen/lower/gemm_mma.c) */
+		out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_F16, "N,100"), input(md, TBC_DT_F16, "100,200"));
+		break;
+	case G_MATMUL_BF16:
+		out = op2(md, TBC_OP_MatMul, input(md, TBC_DT_BF16, "2,300,96"), input(md, TBC_DT_BF16, "96,500"));
+		break;
+	case G_CONV_F16:
+		out = node(md, TBC_OP_Conv, 3, input(md, TBC_DT_F16, "1,64,28,28"), input(md, TBC_DT_F16, "64,64,3,3"),
+			   input(md, TBC_DT_F16, "64"))->outputs[0];
+		break;
 	case G_CONV:
 		out = node(md, TBC_OP_Conv, 2, input(md, TBC_DT_F32, "1,8,16,16"), input(md, TBC_DT_F32, "16,8,3,3"), NULL)
 			      ->outputs[0];
@@ -159,9 +169,9 @@ static int loads_before_first_store(const char *ptx) {
 /* The graph's PTX for sm_75 and for sm_90, each assembled by ptxas for its
  * architecture; expect_in_ptx and expect_in_report (may be NULL) in the
  * PTX and ptxas -v's report. */
-static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expect_in_report) {
-	static const char *const sms[] = {"sm_75", "sm_90"};
-	for (int i = 0; i < 2; i++) {
+static void check_ptx_for(graph_kind g, const char *const *sms, int n_sms, const char *expect_in_ptx,
+			  const char *expect_in_report) {
+	for (int i = 0; i < n_sms; i++) {
 		model md = model_new();
 		graph(&md, g);
 		tbc_arena *arena = tbc_arena_create();
@@ -195,6 +205,11 @@ static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expec
 		for (int j = 0; j < md.n_in; j++) tbc_tensor_destroy(md.in[j]);
 		tbc_module_destroy(md.m);
 	}
+}
+
+static void check_ptx(graph_kind g, const char *expect_in_ptx, const char *expect_in_report) {
+	static const char *const sms[] = {"sm_75", "sm_90"};
+	check_ptx_for(g, sms, 2, expect_in_ptx, expect_in_report);
 }
 
 /* For check_hsaco: some kernel has a nonzero .group_segment_fixed_size. */
@@ -278,6 +293,34 @@ static void test_gemm_grouped_form_with_local_tiles(void **state) {
 	check_hsaco(G_MATMUL, LDS_USED);
 }
 
+/* f16 and bf16 GEMMs (MatMul, and Conv after im2col) on sm_80 and later:
+ * ldmatrix and mma.sync m16n8k16 with f32 sums, accepted by ptxas; sm_75
+ * and the AMD GPUs keep the scalar form.  (What they compute: the
+ * evaluator, test_codegen_matmul; on a GPU: docs/gpu.md.) */
+static void test_gemm_f16_bf16_use_tensor_cores(void **state) {
+	(void)state;
+	static const char *const new_sms[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+	check_ptx_for(G_MATMUL_F16, new_sms, 5, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "Used");
+	check_ptx_for(G_MATMUL_BF16, new_sms, 5, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "Used");
+	check_ptx_for(G_CONV_F16, new_sms + 3, 1, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "Used");
+	static const char *const old_sm[] = {"sm_75"};
+	check_ptx_for(G_MATMUL_F16, old_sm, 1, NULL, "Used");
+	model md = model_new();
+	graph(&md, G_MATMUL_F16);
+	tbc_arena *arena = tbc_arena_create();
+	tbc_target_desc desc = tbc_target_desc_cuda(75);
+	tbc_dev_program dp;
+	tbc_diags *d = tbc_diags_create();
+	assert_true(tbc_nvptx_program_make(lowered(&md, &desc, arena), "test", NULL, 0, "sm_75", &dp, d));
+	assert_null(strstr(dp.code, "mma.sync"));
+	tbc_dev_program_free(&dp);
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(arena);
+	for (int j = 0; j < md.n_in; j++) tbc_tensor_destroy(md.in[j]);
+	tbc_module_destroy(md.m);
+	check_hsaco(G_MATMUL_BF16, LDS_USED);
+}
+
 static void test_convolution_compiles(void **state) {
 	(void)state;
 	check_ptx(G_CONV, NULL, "Used");
@@ -327,6 +370,10 @@ static void test_descriptions(void **state) {
 	assert_int_equal(r.subgroup_size, 64);
 	assert_int_equal(w.subgroup_size, 32);
 	assert_true(c.native_f64 && r.native_f64);
+	/* tensor cores: m16n8k16 from sm_80, none on AMD (yet) */
+	assert_true(c.mma_f16 && c.mma_bf16);
+	assert_false(tbc_target_desc_cuda(75).mma_f16 || tbc_target_desc_cuda(75).mma_bf16);
+	assert_false(r.mma_f16 || r.mma_bf16 || w.mma_f16);
 }
 
 static void test_same_program_gives_the_same_bytes(void **state) {
@@ -365,6 +412,7 @@ static void test_same_program_gives_the_same_bytes(void **state) {
 typedef struct model_job {
 	bool cuda;
 	const char *arch;
+	bool mma; /* the PTX must hold tensor-core instructions */
 } model_job;
 
 static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
@@ -373,6 +421,7 @@ static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
 	bool ok = job->cuda ? tbc_nvptx_program_make(p, "model", NULL, 0, job->arch, &dp, d)
 			    : tbc_amdgpu_program_make(p, "model", NULL, 0, job->arch, &dp, d);
 	if (!ok) return false;
+	if (job->mma && !strstr(dp.code, "mma.sync.aligned.m16n8k16")) fail_msg("no mma.sync in the PTX for %s", job->arch);
 	if (job->cuda) free(ptxas(dp.code, dp.code_size, job->arch));
 	else {
 		char *n = notes(dp.code, dp.code_size);
@@ -401,7 +450,7 @@ static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
  * llvm-readelf-19. */
 static void compile_model(const char *path, bool all) {
 	tbc_module *m = load_onnx(path);
-	static const model_job jobs[] = {{true, "sm_90"}, {false, "gfx942"}, {true, "sm_75"}, {false, "gfx90a"}};
+	static const model_job jobs[] = {{true, "sm_90", false}, {false, "gfx942", false}, {true, "sm_75", false}, {false, "gfx90a", false}};
 	for (size_t i = 0; i < (all ? 4 : 2); i++) {
 		tbc_diags *d = tbc_diags_create();
 		tbc_target_desc desc = jobs[i].cuda ? tbc_target_desc_cuda(atoi(jobs[i].arch + 3)) : tbc_target_desc_rocm(jobs[i].arch);
@@ -412,6 +461,28 @@ static void compile_model(const char *path, bool all) {
 		}
 		tbc_diags_destroy(d);
 	}
+	tbc_module_destroy(m);
+}
+
+/* A model lowered to f16 and to bf16 (--precision) for sm_80 and sm_90: its
+ * GEMMs on tensor cores, every kernel accepted by ptxas. */
+static void compile_model_low(const char *path) {
+	tbc_module *m = load_onnx(path);
+	static const model_job jobs[] = {{true, "sm_80", true}, {true, "sm_90", true}};
+	static const int types[] = {TBC_DT_F16, TBC_DT_BF16};
+	for (size_t t = 0; t < 2; t++)
+		for (size_t i = 0; i < 2; i++) {
+			tbc_compile_options o;
+			tbc_compile_options_init(&o);
+			o.precision = types[t];
+			tbc_diags *d = tbc_diags_create();
+			tbc_target_desc desc = tbc_target_desc_cuda(atoi(jobs[i].arch + 3));
+			if (tbc_codegen_for(m, &o, &desc, d, model_program, (void *)&jobs[i]) != TBC_OK) {
+				print_diags(d);
+				fail_msg("%s for %s in %s", path, jobs[i].arch, t ? "bf16" : "fp16");
+			}
+			tbc_diags_destroy(d);
+		}
 	tbc_module_destroy(m);
 }
 
@@ -434,6 +505,7 @@ static void test_models_compile_for_every_gpu(void **state) {
 			continue;
 		}
 		compile_model(path, !SANITIZED);
+		if (i == 0) compile_model_low(path); /* the transformer in fp16 and bf16 */
 	}
 }
 
@@ -442,6 +514,7 @@ int main(void) {
 		cmocka_unit_test(test_elementwise_add_is_a_grid_stride_kernel),
 		cmocka_unit_test(test_reduction_uses_shared_memory_and_barriers),
 		cmocka_unit_test(test_gemm_grouped_form_with_local_tiles),
+		cmocka_unit_test(test_gemm_f16_bf16_use_tensor_cores),
 		cmocka_unit_test(test_convolution_compiles),
 		cmocka_unit_test(test_failed_check_is_an_atomic_cas_on_the_status_word),
 		cmocka_unit_test(test_f64_math_needs_no_libm),

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "codegen/lower/lower.h"
+#include "codegen/target_desc.h"
 #include "ir/kernels/kernels.h"
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
@@ -386,6 +387,82 @@ static void test_gemm_as_work_groups(void **state) {
 	g_target = NULL;
 }
 
+/* ---- Tensor cores ----------------------------------------------------------------
+ * Lowered for an NVIDIA GPU from sm_80 (tbc_target_desc_cuda(80)), a GEMM of
+ * f16 or bf16 operands is made of kernel IR's warp matrix multiply-accumulate
+ * (codegen/lower/gemm_mma.c): the evaluator runs it with the fragment layout
+ * of mma.m16n8k16 (each item's sums) against the interpreter and the CPU's
+ * scalar GEMM, on shapes that are not multiples of the tiles, batches,
+ * broadcasts, transposed operands and an empty K.  Outputs of the low type
+ * may differ in their last bit (the f32 sums are added in another order). */
+typedef struct low_case {
+	tbc_opcode op;
+	const char *a, *b, *c; /* shapes; c: Gemm's C or Conv's bias */
+} low_case;
+
+static tbc_value *low_graph(model *md, const low_case *lc, tbc_dtype dt) {
+	tbc_value *a = input(md, dt, lc->a), *b = input(md, dt, lc->b), *c = lc->c ? input(md, dt, lc->c) : NULL;
+	if (lc->op == TBC_OP_Gemm) return gemm_op(md, a, b, c, 1, 1, 0.5, -2)->outputs[0]; /* both transposed */
+	if (lc->op == TBC_OP_Conv) return node(md, TBC_OP_Conv, c ? 3 : 2, a, b, c)->outputs[0];
+	return op2(md, TBC_OP_MatMul, a, b);
+}
+
+/* The case lowered has `expect` in its kernel IR's text (NULL: no mma at
+ * all); when it has an mma, the evaluator agrees with the interpreter and
+ * the CPU. */
+static void check_low(const low_case *lc, tbc_dtype dt, const char *expect) {
+	model md = model_new();
+	tbc_graph_add_output(md.m->main, low_graph(&md, lc, dt));
+	char *text = lowered_text(&md);
+	if (expect ? !strstr(text, expect) : strstr(text, "mma") != NULL) fail_msg("%s %s in\n%s", expect ? "no" : "an mma, not", expect ? expect : "the scalar form", text);
+	free(text);
+	if (!expect) return;
+	md = model_new();
+	tbc_value *y = low_graph(&md, lc, dt);
+	check_outputs(&md, 1, (tbc_value *[]){y}, dt == TBC_DT_BF16 ? 1e-2 : 2e-3);
+}
+
+static void test_gemm_tensor_cores_f16_bf16(void **state) {
+	(void)state;
+	static tbc_target_desc dev;
+	dev = tbc_target_desc_cuda(80);
+	g_target = &dev;
+	double atol = g_atol;
+	g_atol = 2e-2; /* sums of up to 300 products of values below 3, rounded to f16 or bf16 */
+	static const low_case cases[] = {
+		{TBC_OP_MatMul, "1,1", "1,1", NULL},          {TBC_OP_MatMul, "7,13", "13,19", NULL},
+		{TBC_OP_MatMul, "33,40", "40,65", NULL},      {TBC_OP_MatMul, "100,300", "300,200", NULL},
+		{TBC_OP_MatMul, "3,5,9", "9,6", NULL},        {TBC_OP_MatMul, "2,1,4,7", "3,7,5", NULL},
+		{TBC_OP_MatMul, "129,17", "17,130", NULL},    {TBC_OP_Gemm, "37,21", "45,37", "45"},
+		{TBC_OP_Conv, "1,5,9,9", "6,5,3,3", "6"},
+	};
+	static const tbc_dtype dts[] = {TBC_DT_F16, TBC_DT_BF16};
+	for (int t = 0; t < 2; t++)
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_low(&cases[i], dts[t], "mma.m16n8k16");
+	/* an empty K: the sums are zeros (no k loop at all) */
+	static const low_case empty_k = {TBC_OP_MatMul, "12,0", "0,4", NULL};
+	check_low(&empty_k, TBC_DT_F16, "group(32, 8)");
+	/* few tiles: 1 x 2 tiles a warp (32 x 64); TBC_GEMM_MMA picks others */
+	check_low(&cases[7], TBC_DT_F16, "mma.m16n8k16 [1 x 2]");
+	static const low_case batch = {TBC_OP_MatMul, "2,70,40", "2,40,150", NULL};
+	setenv("TBC_GEMM_MMA", "4x4", 1);
+	check_low(&batch, TBC_DT_F16, "mma.m16n8k16 [4 x 4]");
+	setenv("TBC_GEMM_MMA", "3x1:32", 1);
+	check_low(&batch, TBC_DT_BF16, "mma.m16n8k16 [3 x 1]");
+	setenv("TBC_GEMM_MMA", "0", 1); /* the scalar form, for measuring one against the other */
+	check_low(&cases[1], TBC_DT_F16, NULL);
+	unsetenv("TBC_GEMM_MMA");
+	/* sm_75 (no m16n8k16), f32 operands, other targets: the scalar form */
+	dev = tbc_target_desc_cuda(75);
+	check_low(&cases[1], TBC_DT_F16, NULL);
+	dev = tbc_target_desc_cuda(90);
+	check_low(&cases[1], TBC_DT_F32, NULL);
+	dev = tbc_target_desc_rocm("gfx942");
+	check_low(&cases[1], TBC_DT_BF16, NULL);
+	g_atol = atol;
+	g_target = NULL;
+}
+
 /* ---- Conv and pools ----------------------------------------------------------------*/
 static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
 	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
@@ -699,6 +776,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_integer),
 		cmocka_unit_test(test_gemm_symbolic_rows),
 		cmocka_unit_test(test_gemm_as_work_groups),
+		cmocka_unit_test(test_gemm_tensor_cores_f16_bf16),
 		cmocka_unit_test(test_conv_2d_geometries),
 		cmocka_unit_test(test_conv_1d_and_3d),
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),

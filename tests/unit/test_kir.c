@@ -549,6 +549,110 @@ static void test_verify_group_constructs_need_a_group(void **state) {
 	done(&f);
 }
 
+/* ---- The warp matrix multiply-accumulate (kir_mma) ---------------------------- */
+
+/* y (16 x 8, f32) = x (16 x 16) times w (16 x 8), f16, by one mma of a group
+ * of `items` items (one warp when 32): both staged in local memory, each
+ * item storing its four sums where the fragment layout puts them (rows g,
+ * g + 8, columns 2t, 2t + 1).  uneven: the warp's items disagree on where
+ * a is. */
+static kir_kernel *mma_kernel(tbc_arena *ar, int64_t items, bool contract, bool uneven) {
+	kir_kernel *k = kir_kernel_new(ar, "mma16");
+	k->contract = contract;
+	kir_kernel_set_group(k, 1, &items);
+	kir_expr *xd[2] = {kir_e_index(k, 16), kir_e_index(k, 16)}, *wd[2] = {kir_e_index(k, 16), kir_e_index(k, 8)};
+	kir_buffer *x = kir_buffer_new(k, "x", TBC_DT_F16, KIR_BUF_INPUT, 2, xd);
+	kir_buffer *w = kir_buffer_new(k, "w", TBC_DT_F16, KIR_BUF_INPUT, 2, wd);
+	kir_buffer *y = kir_buffer_new(k, "y", TBC_DT_F32, KIR_BUF_OUTPUT, 2, wd);
+	kir_buffer *xs = kir_local_new(k, "xs", TBC_DT_F16, 2, (int64_t[]){24, 16});
+	kir_buffer *ws = kir_local_new(k, "ws", TBC_DT_F16, 2, (int64_t[]){16, 8});
+	kir_var *g0 = kir_var_new(k, "g0", KIR_INDEX), *e = kir_var_new(k, "e", KIR_INDEX);
+	kir_block b = {0};
+	kir_expr *lid = kir_e_local_id(k, 0);
+	kir_block_add(k, &b, kir_s_for(k, e, lid, kir_e_index(k, 256), items, KIR_LOOP_SEQUENTIAL,
+				       kir_s_store(k, xs, kir_e_var(k, e), kir_e_load(k, x, kir_e_var(k, e)))));
+	kir_var *e2 = kir_var_new(k, "e", KIR_INDEX);
+	kir_block_add(k, &b, kir_s_for(k, e2, lid, kir_e_index(k, 128), items, KIR_LOOP_SEQUENTIAL,
+				       kir_s_store(k, ws, kir_e_var(k, e2), kir_e_load(k, w, kir_e_var(k, e2)))));
+	kir_block_add(k, &b, kir_s_barrier(k));
+	kir_var *acc[4];
+	for (int i = 0; i < 4; i++) {
+		acc[i] = kir_var_new(k, "acc", TBC_DT_F32);
+		kir_block_add(k, &b, kir_s_set(k, acc[i], kir_e_float(k, TBC_DT_F32, 0.5)));
+	}
+	kir_expr *a_at = uneven ? kir_e_select(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, 16)), kir_e_index(k, 0), kir_e_index(k, 8))
+				: kir_e_index(k, 0);
+	kir_mma m = {.mi = 1, .ni = 1, .a = xs, .b = ws, .a_at = a_at, .b_at = kir_e_index(k, 0), .lda = 16, .ldb = 8, .acc = acc};
+	kir_block_add(k, &b, kir_s_mma(k, &m));
+	kir_expr *lane = kir_e_binary(k, KIR_FLOORMOD, lid, kir_e_index(k, 32));
+	kir_expr *g = kir_e_binary(k, KIR_FLOORDIV, lane, kir_e_index(k, 4));
+	kir_expr *t = kir_e_mul(k, kir_e_binary(k, KIR_FLOORMOD, lane, kir_e_index(k, 4)), kir_e_index(k, 2));
+	kir_block st = {0};
+	for (int i = 0; i < 4; i++) {
+		kir_expr *row = kir_e_add(k, g, kir_e_index(k, 8 * (i / 2))), *col = kir_e_add(k, t, kir_e_index(k, i % 2));
+		kir_block_add(k, &st, kir_s_store(k, y, kir_e_add(k, kir_e_mul(k, row, kir_e_index(k, 8)), col), kir_e_var(k, acc[i])));
+	}
+	kir_block_add(k, &b, kir_s_if(k, kir_e_cmp(k, KIR_LT, lid, kir_e_index(k, 32)), st.first, NULL));
+	k->body = kir_s_for(k, g0, kir_e_index(k, 0), kir_e_index(k, 1), 1, KIR_LOOP_GRID, b.first);
+	return k;
+}
+
+static void test_mma_fragment_layout_prints_verifies_and_runs(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	for (int64_t items = 32; items <= 64; items += 32) { /* one warp, two doing the same */
+		kir_kernel *k = mma_kernel(a, items, true, false);
+		assert_true(verifies(k, d));
+		char *text = kir_print(k);
+		assert_non_null(strstr(text, "mma.m16n8k16 [1 x 1] (%acc, %acc.1, %acc.2, %acc.3) += xs[0; 16] * ws[0; 8]\n"));
+		free(text);
+		uint16_t x[256], w[128];
+		float y[128];
+		for (int i = 0; i < 256; i++) x[i] = (uint16_t)tbc_f32_to_f16((float)((i * 7) % 11) - 5.0f);
+		for (int i = 0; i < 128; i++) w[i] = (uint16_t)tbc_f32_to_f16((float)((i * 5) % 9) * 0.25f - 1.0f);
+		void *bufs[3] = {x, w, y};
+		if (!kir_eval(k, bufs, NULL, d)) print_diags(d);
+		assert_true(tbc_diags_count(d) == 0);
+		for (int r = 0; r < 16; r++)
+			for (int c = 0; c < 8; c++) {
+				double want = 0.5;
+				for (int q = 0; q < 16; q++) want += (double)tbc_f16_to_f32(x[r * 16 + q]) * tbc_f16_to_f32(w[q * 8 + c]);
+				assert_float_equal(y[r * 8 + c], want, 1e-6);
+			}
+	}
+	/* only targets declaring it receive one */
+	kir_kernel *k = mma_kernel(a, 32, true, false);
+	tbc_target_desc sm80 = tbc_target_desc_cuda(80), sm75 = tbc_target_desc_cuda(75), cl = tbc_target_desc_opencl_default();
+	assert_true(kir_fits_target(k, &sm80, d));
+	assert_false(kir_fits_target(k, &sm75, d));
+	assert_false(kir_fits_target(k, &cl, d));
+	assert_true(mentions(d, "matrix multiply-accumulate (mma) the target does not declare"));
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
+/* The rules: whole warps, a kernel marked contract; at run time the items
+ * of a warp agree on the operands. */
+static void test_mma_rules(void **state) {
+	(void)state;
+	tbc_arena *a = tbc_arena_create();
+	tbc_diags *d = tbc_diags_create();
+	assert_false(kir_verify(mma_kernel(a, 16, true, false), d));
+	assert_true(mentions(d, "not whole warps of 32"));
+	assert_false(kir_verify(mma_kernel(a, 32, false, false), d));
+	assert_true(mentions(d, "not marked contract"));
+	kir_kernel *k = mma_kernel(a, 32, true, true);
+	assert_true(verifies(k, d));
+	uint16_t x[256] = {0}, w[128] = {0};
+	float y[128];
+	void *bufs[3] = {x, w, y};
+	assert_false(kir_eval(k, bufs, NULL, d));
+	assert_true(mentions(d, "work-items 0 and 16 of one warp disagree on an mma's operands"));
+	tbc_diags_destroy(d);
+	tbc_arena_destroy(a);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_index_math_folds),
@@ -573,6 +677,8 @@ int main(void) {
 		cmocka_unit_test(test_eval_reversed_parallel_loops),
 		cmocka_unit_test(test_verify_barrier_in_divergent_code),
 		cmocka_unit_test(test_verify_group_constructs_need_a_group),
+		cmocka_unit_test(test_mma_fragment_layout_prints_verifies_and_runs),
+		cmocka_unit_test(test_mma_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
