@@ -49,4 +49,18 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 bool gemm_grid_wanted(const lk *l);
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
 
+/* Split-K for the grouped form (codegen/lower/gemm_splitk.c).  The slices
+ * K is summed in for a GEMM of TM x TN tiles of `items` work-items stepping
+ * TK deep, and in *steps the TK steps of each slice (every slice but the
+ * last that deep); 1 (one pass) where the tiles fill the target. */
+int64_t gemm_splitk_slices(const lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t tk, int64_t items,
+			   int64_t *steps);
+/* The f32 scratch of the slices' partial sums, bound to l's kernel. */
+kir_buffer *gemm_splitk_partials(lk *l, const gemm_spec *s, int64_t slices);
+/* Where the partial sum of (batch, row, col) of slice `slice` lives. */
+kir_expr *gemm_splitk_index(kir_kernel *k, const gemm_spec *s, kir_expr *slice, kir_expr *batch, kir_expr *row,
+			    kir_expr *col);
+/* The kernel summing the partials, slice 0 first, then the epilogue. */
+kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, kir_buffer *part, int64_t slices);
+
 #endif
