@@ -154,10 +154,10 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	k->contract = l->cx->target->fma;
 	gg g = {.l = l, .k = k, .s = s};
 	choose(&g, l->cx->target);
-	/* K in slices of `steps` TK steps each (1 slice: one pass) */
-	int64_t steps = 0, slices = gemm_splitk_slices(l, s, g.tm, g.tn, g.tk, g.items, &steps);
-	kir_buffer *part = slices > 1 ? gemm_splitk_partials(l, s, slices) : NULL;
-	if (slices > 1 && !part) return NULL;
+	/* K in slices (codegen/lower/gemm_splitk.c), or one pass (part NULL) */
+	gemm_splitk sk;
+	if (!gemm_splitk_plan(l, s, g.tm, g.tn, g.tk, g.items, &sk)) return NULL;
+	kir_buffer *part = sk.part;
 	int64_t grp[2] = {g.gx, g.gy};
 	kir_kernel_set_group(k, 2, grp);
 	kir_buffer *As = kir_local_new(k, "a_tile", s->ct, 2, (int64_t[]){g.tm, g.tk});
@@ -175,10 +175,10 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 		 * bounds read it, and the verifier knows grid variables (not
 		 * locals) to be the same for every item of a group, as a loop
 		 * holding barriers needs */
-		g.slice = batched ? MOD(k, V(k, bv), I(k, slices)) : V(k, bv);
-		if (batched) g.batch = set_local(k, &body, "batch", DIV(k, V(k, bv), I(k, slices)));
+		g.slice = batched ? MOD(k, V(k, bv), sk.slices) : V(k, bv);
+		if (batched) g.batch = set_local(k, &body, "batch", DIV(k, V(k, bv), sk.slices));
 	}
-	for (int w = 0; w < (part ? 2 : 3); w++) {
+	for (int w = 0; w < (part && !sk.dynamic ? 2 : 3); w++) {
 		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
 		g.base[w] = b ? set_local(k, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(k, 0);
 	}
@@ -215,8 +215,8 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	kir_block_add(k, &tile, kir_s_barrier(k));
 	kir_expr *KT = DIV(k, ADD(k, s->K, I(k, g.tk - 1)), I(k, g.tk)), *kt0 = I(k, 0);
 	if (part) { /* the slice's steps; the same bounds for every item of a group */
-		kt0 = MUL(k, g.slice, I(k, steps));
-		KT = MIN(k, ADD(k, kt0, I(k, steps)), KT);
+		kt0 = MUL(k, g.slice, sk.steps);
+		KT = MIN(k, ADD(k, kt0, sk.steps), KT);
 	}
 	int64_t kc;
 	if (!kir_e_const_index(s->K, &kc) || kc > 0) /* no loop over a statically empty range */
@@ -230,15 +230,17 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 			kir_expr *in = AND(k, CMP(k, KIR_LT, row, s->M), CMP(k, KIR_LT, col, s->N));
 			kir_expr *rc = MIN(k, row, SUB(k, s->M, I(k, 1))), *cc = MIN(k, col, SUB(k, s->N, I(k, 1)));
 			kir_expr *v = V(k, acc[r][c]);
-			kir_stmt *st;
-			if (part) {
-				st = kir_s_store(k, part, gemm_splitk_index(k, s, g.slice, g.batch, rc, cc), v);
-			} else {
+			kir_stmt *st = NULL, *ys = NULL;
+			if (part) st = kir_s_store(k, part, gemm_splitk_index(k, s, &sk, g.slice, g.batch, rc, cc), v);
+			if (!part || sk.dynamic) {
 				v = s->epi ? s->epi(s->ctx, l, v, g.batch, rc, cc) : CAST(k, s->y.buf->dtype, v);
 				kir_expr *yi = ADD(k, ADD(k, g.base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
-				st = kir_s_store(k, s->y.buf, yi, v);
+				ys = kir_s_store(k, s->y.buf, yi, v);
 			}
-			kir_block_add(k, &body, kir_s_if(k, in, st, NULL));
+			/* a batch known only while running that fills the device is
+			 * one slice: its sums are y's, the epilogue applied here */
+			if (part && sk.dynamic) st = kir_s_if(k, CMP(k, KIR_GT, sk.slices, I(k, 1)), st, ys);
+			kir_block_add(k, &body, kir_s_if(k, in, st ? st : ys, NULL));
 		}
 	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
 	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
@@ -247,10 +249,10 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
 	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body.first);
 	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
-	if (bv) nest = kir_s_for(k, bv, I(k, 0), part ? I(k, nb * slices) : s->NB, 1, KIR_LOOP_GRID, nest);
+	if (bv) nest = kir_s_for(k, bv, I(k, 0), part ? MUL(k, s->NB, sk.slices) : s->NB, 1, KIR_LOOP_GRID, nest);
 	if (!part) return nest;
 	/* The partial sums are a kernel of their own, launched first; this one
 	 * goes on as their sum. */
 	if (!lk_split_first(l, nest, "slices")) return NULL;
-	return gemm_splitk_sum(l, s, part, slices);
+	return gemm_splitk_sum(l, s, &sk);
 }

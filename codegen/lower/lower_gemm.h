@@ -49,18 +49,26 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 bool gemm_grid_wanted(const lk *l);
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
 
-/* Split-K for the grouped form (codegen/lower/gemm_splitk.c).  The slices
- * K is summed in for a GEMM of TM x TN tiles of `items` work-items stepping
- * TK deep, and in *steps the TK steps of each slice (every slice but the
- * last that deep); 1 (one pass) where the tiles fill the target. */
-int64_t gemm_splitk_slices(const lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t tk, int64_t items,
-			   int64_t *steps);
-/* The f32 scratch of the slices' partial sums, bound to l's kernel. */
-kir_buffer *gemm_splitk_partials(lk *l, const gemm_spec *s, int64_t slices);
+/* Split-K for the grouped form (codegen/lower/gemm_splitk.c): whether and
+ * how a GEMM of TM x TN tiles of `items` work-items stepping TK deep sums K
+ * in slices.  part NULL: one pass.  Else slices (the count) and steps (TK
+ * steps of each slice, every one but the last that deep) are expressions of
+ * the sizes: constants for a batch known when compiling; for a batch known
+ * only while running (dynamic), 1 where that batch fills the device, and
+ * then the grouped kernel stores y itself and the sum kernel runs no item. */
+typedef struct gemm_splitk {
+	kir_buffer *part; /* f32 partials [slice][batch][row][col], arena scratch */
+	kir_expr *slices, *steps;
+	bool dynamic;
+	int64_t part_elems;
+} gemm_splitk;
+
+/* Fills sk for s; false when out of memory. */
+bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t tk, int64_t items, gemm_splitk *sk);
 /* Where the partial sum of (batch, row, col) of slice `slice` lives. */
-kir_expr *gemm_splitk_index(kir_kernel *k, const gemm_spec *s, kir_expr *slice, kir_expr *batch, kir_expr *row,
-			    kir_expr *col);
+kir_expr *gemm_splitk_index(kir_kernel *k, const gemm_spec *s, const gemm_splitk *sk, kir_expr *slice,
+			    kir_expr *batch, kir_expr *row, kir_expr *col);
 /* The kernel summing the partials, slice 0 first, then the epilogue. */
-kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, kir_buffer *part, int64_t slices);
+kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, const gemm_splitk *sk);
 
 #endif

@@ -29,15 +29,17 @@ static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_
 	memcpy(at->ints, v, (size_t)n * sizeof *v);
 }
 
-static tbc_value *matmul(model *md, tbc_dtype dt, const char *a, const char *b) {
-	return op2(md, TBC_OP_MatMul, input_sym(md, dt, a, 3, -1, 1), input_sym(md, dt, b, 3, -1, 1));
+/* A symbolic dim of a or b is `batch` in the test's tensors. */
+static tbc_value *matmul_n(model *md, tbc_dtype dt, const char *a, const char *b, int64_t batch) {
+	return op2(md, TBC_OP_MatMul, input_sym(md, dt, a, batch, -1, 1), input_sym(md, dt, b, batch, -1, 1));
 }
+static tbc_value *matmul(model *md, tbc_dtype dt, const char *a, const char *b) { return matmul_n(md, dt, a, b, 3); }
 
-/* Conv of x by w (3 x 3, pads 1) with a bias of `bias` channels (0: none)
- * in `group` groups. */
+/* Conv of x by w (3 x 3, pads 1) with a bias of `bias` channels (NULL:
+ * none) in `group` groups; a symbolic batch is 1 in the test's tensors. */
 static tbc_value *conv3x3(model *md, const char *x, const char *w, const char *bias, int64_t group) {
 	tbc_value *b = bias ? input_sym(md, TBC_DT_F32, bias, 3, -1, 1) : NULL;
-	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, input_sym(md, TBC_DT_F32, x, 3, -1, 1),
+	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, input_sym(md, TBC_DT_F32, x, 1, -1, 1),
 			 input_sym(md, TBC_DT_F32, w, 3, -1, 1), b);
 	set_ints(md, o, "pads", 4, (int64_t[]){1, 1, 1, 1});
 	if (group != 1) attr_int(o, "group", group);
@@ -69,8 +71,10 @@ static void has(const char *text, const char *what) {
 /* ---- When ---------------------------------------------------------------------*/
 /* ResNet-50's last 3 x 3 convolutions at batch 1 on an H100/H200 (sm_90,
  * 132 SMs): 512 channels x 49 pixels make 32 tiles of 32 x 32, K = 4608 is
- * 144 steps of 32: 16 slices of 9 steps, 512 groups.  A 1024^3 MatMul
- * fills the device alone; f64, a symbolic batch and the CPU stay one pass. */
+ * 144 steps of 32: 16 slices of 9 steps, 512 groups.  With the batch known
+ * only while running (the bench model's), the slices are computed while
+ * running.  A 1024^3 MatMul fills the device alone; f64, a symbolic row
+ * count and the CPU stay one pass. */
 static void test_split_k_where_the_tiles_are_few(void **state) {
 	(void)state;
 	static tbc_target_desc dev;
@@ -96,7 +100,14 @@ static void test_split_k_where_the_tiles_are_few(void **state) {
 	assert_null(strstr(text, "_slices"));
 	free(text);
 	md = model_new();
-	text = lowered(&md, matmul(&md, TBC_DT_F32, "N,3,2048", "2048,40"));
+	text = lowered(&md, conv3x3(&md, "N,512,7,7", "512,512,3,3", "512", 1));
+	has(text, "kernel k1_conv_slices($N) group(16, 16)");
+	/* the tile stays 64 x 64 (8 tiles an image) without the batch: batches
+	 * up to 16 split, 16 in 5 slices taking the most partials, 80 x 25088 */
+	has(text, "temp splitk: f32[1, 2007040]");
+	free(text);
+	md = model_new();
+	text = lowered(&md, matmul(&md, TBC_DT_F32, "N,2048", "2048,40"));
 	assert_null(strstr(text, "_slices"));
 	free(text);
 	/* a matrix-vector product on an MI300X (304 CUs): 16 tiles of 256
@@ -144,6 +155,14 @@ static void test_split_k_matches_the_interpreter(void **state) {
 	text = lowered(&md, conv3x3(&md, "2,64,5,5", "32,32,3,3", "32", 2));
 	has(text, "for %batch = 0 .. 16 grid"); /* 4 (batch, group) pairs x 4 slices */
 	free(text);
+	/* a batch known only while running: split at 1 (8 slices of 4 steps),
+	 * at 5 (4 slices: 5 groups of 64 x 4 reach the 1024 items), one pass
+	 * at 16 (16 tiles fill the 16 units) */
+	static const int64_t batches[] = {1, 5, 16};
+	for (int i = 0; i < 3; i++) {
+		md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){matmul_n(&md, TBC_DT_F32, "N,3,256", "256,8", batches[i])}, 1e-4);
+	}
 	dev = tbc_target_desc_cuda(90); /* 256 items of 2 x 2 outputs, TK 32 */
 	md = model_new();
 	check_outputs(&md, 1, (tbc_value *[]){conv3x3(&md, "1,64,7,7", "128,64,3,3", NULL, 1)}, 1e-4);
@@ -151,6 +170,8 @@ static void test_split_k_matches_the_interpreter(void **state) {
 	text = lowered(&md, conv3x3(&md, "1,64,7,7", "128,64,3,3", NULL, 1));
 	has(text, "for %slice = 0 .. 4 grid"); /* 18 steps: 4 slices of 5 */
 	free(text);
+	md = model_new(); /* and with the batch known only while running */
+	check_outputs(&md, 1, (tbc_value *[]){conv3x3(&md, "N,64,7,7", "128,64,3,3", "128", 1)}, 1e-4);
 	g_target = NULL;
 	g_atol = atol;
 }
@@ -241,31 +262,20 @@ static void close_to(const char *what, const float *got, const float *want, int6
 			fail_msg("%s: [%lld] = %.9g, expected %.9g", what, (long long)i, got[i], want[i]);
 }
 
-/* A MatMul of 3 rows and K 2048, and a Conv (K 1152) then Relu, compiled
- * for OpenCL: both split (16 and 15 slices), run on PoCL against the
- * interpreter; compiled again with TBC_GEMM_SPLITK=1 (one pass), within
- * f32 rounding of the split results. */
-static void test_split_k_runs_on_opencl(void **state) {
-	(void)state;
-	tbcrt_context *c = rt_context(2);
-	(void)rt_device_or_skip(c, "opencl:0");
-	uint32_t ocl;
-	RT_OK(tbcrt_device_find(c, "opencl:0", &ocl));
-	model md = model_new();
-	tbc_graph_add_output(md.m->main, matmul(&md, TBC_DT_F32, "3,2048", "2048,40"));
-	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Relu, conv3x3(&md, "1,128,7,7", "64,128,3,3", "64", 1)));
+/* md's outputs on PoCL, split and in one pass (TBC_GEMM_SPLITK=1), against
+ * the interpreter and each other; whether the artifact split. */
+static bool check_on_opencl(tbcrt_context *c, uint32_t ocl, model *md, int n_out) {
 	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {.module = md.m, .diags = d};
-	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_infer cx = {.module = md->m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
 	tbc_tensor *want[2] = {0};
-	assert_int_equal(tbc_interpret(md.m, md.in, (size_t)md.n_in, want, 2, d), TBC_OK);
-	run_out split = run_on_opencl(c, ocl, &md, "splitk.so");
-	assert_true(split.split);
+	assert_int_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, want, (size_t)n_out, d), TBC_OK);
+	run_out split = run_on_opencl(c, ocl, md, "splitk.so");
 	assert_int_equal(setenv("TBC_GEMM_SPLITK", "1", 1), 0);
-	run_out one = run_on_opencl(c, ocl, &md, "onepass.so");
+	run_out one = run_on_opencl(c, ocl, md, "onepass.so");
 	assert_int_equal(unsetenv("TBC_GEMM_SPLITK"), 0);
 	assert_false(one.split);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < n_out; i++) {
 		assert_int_equal(split.n[i], want[i]->numel);
 		close_to("split-K against the interpreter", split.y[i], want[i]->data, split.n[i], 1e-4);
 		close_to("one pass against the interpreter", one.y[i], want[i]->data, one.n[i], 1e-4);
@@ -275,8 +285,31 @@ static void test_split_k_runs_on_opencl(void **state) {
 		tbc_tensor_destroy(want[i]);
 	}
 	tbc_diags_destroy(d);
-	for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
-	tbc_module_destroy(md.m);
+	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
+	tbc_module_destroy(md->m);
+	return split.split;
+}
+
+/* A MatMul of 3 rows and K 2048, and a Conv (K 1152) then Relu, compiled
+ * for OpenCL: both split (16 and 15 slices), run on PoCL; a MatMul whose
+ * batch is known only while running, at batch 1 (8 slices) and 16 (one
+ * slice: the grouped kernel stores y, the sum kernel runs no item). */
+static void test_split_k_runs_on_opencl(void **state) {
+	(void)state;
+	tbcrt_context *c = rt_context(2);
+	(void)rt_device_or_skip(c, "opencl:0");
+	uint32_t ocl;
+	RT_OK(tbcrt_device_find(c, "opencl:0", &ocl));
+	model md = model_new();
+	tbc_graph_add_output(md.m->main, matmul(&md, TBC_DT_F32, "3,2048", "2048,40"));
+	tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Relu, conv3x3(&md, "1,128,7,7", "64,128,3,3", "64", 1)));
+	assert_true(check_on_opencl(c, ocl, &md, 2));
+	static const int64_t batches[] = {1, 16};
+	for (int i = 0; i < 2; i++) {
+		md = model_new();
+		tbc_graph_add_output(md.m->main, matmul_n(&md, TBC_DT_F32, "N,3,256", "256,8", batches[i]));
+		assert_true(check_on_opencl(c, ocl, &md, 1));
+	}
 	tbcrt_context_destroy(c);
 }
 
