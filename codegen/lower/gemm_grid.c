@@ -182,6 +182,11 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
 		g.base[w] = b ? set_local(k, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(k, 0);
 	}
+	/* where the group's partials begin; whether this run splits at all (a
+	 * batch known only while running that fills the device is one slice:
+	 * its sums are y's, the epilogue applied here) */
+	kir_expr *pbase = part ? set_local(k, &body, "pbase", gemm_splitk_base(k, s, g.slice, g.batch)) : NULL;
+	kir_expr *split = part && sk.dynamic ? set_local(k, &body, "split", CMP(k, KIR_GT, sk.slices, I(k, 1))) : NULL;
 	g.i0 = MUL(k, V(k, bi), I(k, g.tm));
 	g.j0 = MUL(k, V(k, bj), I(k, g.tn));
 	kir_var *acc[GG_MAX_W][GG_MAX_W];
@@ -231,15 +236,19 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 			kir_expr *rc = MIN(k, row, SUB(k, s->M, I(k, 1))), *cc = MIN(k, col, SUB(k, s->N, I(k, 1)));
 			kir_expr *v = V(k, acc[r][c]);
 			kir_stmt *st = NULL, *ys = NULL;
-			if (part) st = kir_s_store(k, part, gemm_splitk_index(k, s, &sk, g.slice, g.batch, rc, cc), v);
+			if (part) {
+				kir_expr *pi = ADD(k, pbase, ADD(k, MUL(k, rc, s->N), cc));
+				/* in bounds whenever this run splits; clamped so that
+				 * the verifier sees it too */
+				if (sk.dynamic) pi = MIN(k, pi, I(k, sk.part_elems - 1));
+				st = kir_s_store(k, part, pi, v);
+			}
 			if (!part || sk.dynamic) {
 				v = s->epi ? s->epi(s->ctx, l, v, g.batch, rc, cc) : CAST(k, s->y.buf->dtype, v);
 				kir_expr *yi = ADD(k, ADD(k, g.base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
 				ys = kir_s_store(k, s->y.buf, yi, v);
 			}
-			/* a batch known only while running that fills the device is
-			 * one slice: its sums are y's, the epilogue applied here */
-			if (part && sk.dynamic) st = kir_s_if(k, CMP(k, KIR_GT, sk.slices, I(k, 1)), st, ys);
+			if (split) st = kir_s_if(k, split, st, ys);
 			kir_block_add(k, &body, kir_s_if(k, in, st ? st : ys, NULL));
 		}
 	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));

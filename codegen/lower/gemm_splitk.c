@@ -53,7 +53,9 @@
 #define SPLITK_MAX_BYTES ((int64_t)1 << 30)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static kir_expr *CEIL_DIV(kir_kernel *k, kir_expr *a, kir_expr *b) { return DIV(k, ADD(k, a, SUB(k, b, I(k, 1))), b); }
+/* ceil(a / b) for a >= 1 and b >= 1, naming b once: these expressions nest
+ * and are printed whole wherever they are read (OpenCL C). */
+static kir_expr *CEIL_DIV(kir_kernel *k, int64_t a, kir_expr *b) { return ADD(k, DIV(k, I(k, a - 1), b), I(k, 1)); }
 
 /* TBC_GEMM_SPLITK as a count of slices; 0 when unset or not a count. */
 static int64_t forced_slices(void) {
@@ -120,10 +122,10 @@ bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t
 	} else {
 		/* auto_slices of the run's batch, as index arithmetic */
 		kir_expr *nbx = MAX(k, s->NB, I(k, 1)), *tiles = MUL(k, nbx, I(k, p.tiles1));
-		kir_expr *want = MIN(k, CEIL_DIV(k, I(k, p.fill), MUL(k, tiles, I(k, items))), I(k, p.cap));
+		kir_expr *want = MIN(k, CEIL_DIV(k, p.fill, MUL(k, tiles, I(k, items))), I(k, p.cap));
 		want = SEL(k, CMP(k, KIR_LT, tiles, I(k, p.units)), want, I(k, 1));
-		sk->steps = CEIL_DIV(k, I(k, p.kt), want);
-		sk->slices = CEIL_DIV(k, I(k, p.kt), sk->steps);
+		sk->steps = CEIL_DIV(k, p.kt, want);
+		sk->slices = CEIL_DIV(k, p.kt, sk->steps);
 	}
 	/* One scratch shared by every split GEMM (launches run in order),
 	 * grown to the largest: placed by memory planning with the other
@@ -135,13 +137,8 @@ bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t
 	return sk->part && sk->slices && sk->steps;
 }
 
-kir_expr *gemm_splitk_index(kir_kernel *k, const gemm_spec *s, const gemm_splitk *sk, kir_expr *slice,
-			    kir_expr *batch, kir_expr *row, kir_expr *col) {
-	kir_expr *per = MUL(k, MUL(k, s->NB, s->M), s->N);
-	kir_expr *i = ADD(k, MUL(k, slice, per), ADD(k, MUL(k, ADD(k, MUL(k, batch, s->M), row), s->N), col));
-	/* in bounds whenever the partials are stored (the batch then splits);
-	 * clamped so that the verifier sees it too */
-	return sk->dynamic ? MIN(k, i, I(k, sk->part_elems - 1)) : i;
+kir_expr *gemm_splitk_base(kir_kernel *k, const gemm_spec *s, kir_expr *slice, kir_expr *batch) {
+	return ADD(k, MUL(k, slice, MUL(k, MUL(k, s->NB, s->M), s->N)), MUL(k, MUL(k, batch, s->M), s->N));
 }
 
 kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, const gemm_splitk *sk) {

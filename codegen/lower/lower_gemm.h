@@ -65,9 +65,9 @@ typedef struct gemm_splitk {
 
 /* Fills sk for s; false when out of memory. */
 bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t tk, int64_t items, gemm_splitk *sk);
-/* Where the partial sum of (batch, row, col) of slice `slice` lives. */
-kir_expr *gemm_splitk_index(kir_kernel *k, const gemm_spec *s, const gemm_splitk *sk, kir_expr *slice,
-			    kir_expr *batch, kir_expr *row, kir_expr *col);
+/* Where the partial sums of (batch, 0, 0) of slice `slice` begin; those of
+ * (batch, row, col) are row * N + col further. */
+kir_expr *gemm_splitk_base(kir_kernel *k, const gemm_spec *s, kir_expr *slice, kir_expr *batch);
 /* The kernel summing the partials, slice 0 first, then the epilogue. */
 kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, const gemm_splitk *sk);
 
