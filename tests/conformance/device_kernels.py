@@ -10,7 +10,11 @@ There (the device; numpy, onnx, onnxruntime, torch; no compiler):
                                   same bytes for the memory-bound cases
 
 Cases: fp32 MatMuls (A, B inputs): 1024^3, 4096^3 and 128 x 512 x 2048; a fused elementwise chain over 64 Mi
-floats (256 MiB in, 256 MiB out); ReduceSum of rows and Softmax over 8192 x 8192.
+floats (256 MiB in, 256 MiB out); ReduceSum of rows and Softmax over 8192 x 8192.  GEMMs with few tiles
+(split-K, codegen/lower/gemm_splitk.c): ResNet-50's last 3 x 3 convolution as a MatMul 49 x 4608 x 512 and
+as the Conv itself (batch known only while running, 1 in the data; weights a random initializer), 1 x 4096
+x 4096 and 64 x 4096 x 4096, each beside the same model compiled with TBC_GEMM_SPLITK=1 (one pass:
+<case>_onepass), or =4 (<case>_split4) where the default is one pass.
 """
 import glob
 import os
@@ -20,8 +24,13 @@ import time
 
 import numpy as np
 
-# (M, K, N): square ones, and one with few rows (a transformer's FFN at 128 tokens)
-MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048))
+# (M, K, N): square ones, one with few rows (a transformer's FFN at 128 tokens), and those with few
+# tiles (split-K): ResNet-50's last 3 x 3 convolution as a MatMul, a vector and 64 rows times 4096^2
+MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048), (49, 4608, 512), (1, 4096, 4096),
+           (64, 4096, 4096))
+# The same model again with TBC_GEMM_SPLITK set when compiling: case -> ((suffix, value), ...)
+VARIANTS = {"matmul_49x4608x512": (("_onepass", "1"),), "conv_resnet_last": (("_onepass", "1"),),
+            "matmul_1x4096x4096": (("_onepass", "1"),), "matmul_64x4096x4096": (("_split4", "4"),)}
 ELEMS = 64 << 20
 ROWS = COLS = 8192
 
@@ -52,6 +61,13 @@ def cases():
                 [("X", [ROWS, COLS])], [("Y", [ROWS])], [axes])
     yield graph("softmax_8k", [helper.make_node("Softmax", ["X"], ["Y"], axis=1)], [("X", [ROWS, COLS])],
                 [("Y", [ROWS, COLS])])
+    # ResNet-50's last-stage 3 x 3 convolution with its bias, the batch symbolic as in the bench model
+    rng = np.random.default_rng(1)
+    w = helper.make_tensor("W", TensorProto.FLOAT, [512, 512, 3, 3],
+                           (rng.standard_normal((512, 512, 3, 3)) * 0.02).astype(np.float32).ravel())
+    b = helper.make_tensor("Bias", TensorProto.FLOAT, [512], rng.standard_normal(512).astype(np.float32))
+    yield graph("conv_resnet_last", [helper.make_node("Conv", ["X", "W", "Bias"], ["Y"], pads=[1, 1, 1, 1])],
+                [("X", ["N", 512, 7, 7])], [("Y", ["N", 512, 7, 7])], [w, b])
 
 
 def case_dirs(out):
@@ -66,11 +82,17 @@ def main():
         import onnx
         build, target, out = rest[:3]
         for name, m in cases():
-            case = os.path.join(out, name)
-            os.makedirs(case, exist_ok=True)
-            onnx.save(m, os.path.join(case, "model.onnx"))
-            subprocess.run([os.path.join(build, "tbc"), "compile", os.path.join(case, "model.onnx"), "--target",
-                            target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True)
+            for suffix, splitk in (("", None),) + VARIANTS.get(name, ()):
+                case = os.path.join(out, name + suffix)
+                os.makedirs(case, exist_ok=True)
+                onnx.save(m, os.path.join(case, "model.onnx"))
+                env = dict(os.environ)
+                env.pop("TBC_GEMM_SPLITK", None)
+                if splitk:
+                    env["TBC_GEMM_SPLITK"] = splitk
+                subprocess.run([os.path.join(build, "tbc"), "compile", os.path.join(case, "model.onnx"), "--target",
+                                target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True,
+                               env=env)
     elif mode == "data":
         import onnxruntime as ort
         from onnx import numpy_helper
@@ -79,7 +101,9 @@ def main():
             data = os.path.join(case, "test_data_set_0")
             os.makedirs(data, exist_ok=True)
             sess = ort.InferenceSession(os.path.join(case, "model.onnx"), providers=["CPUExecutionProvider"])
-            feeds = {i.name: rng.standard_normal(i.shape, dtype=np.float32) for i in sess.get_inputs()}
+            # a symbolic dim (a batch) is 1
+            feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape], dtype=np.float32)
+                     for i in sess.get_inputs()}
             for k, (name, v) in enumerate(feeds.items()):
                 open(os.path.join(data, f"input_{k}.pb"), "wb").write(numpy_helper.from_array(v).SerializeToString())
             for k, v in enumerate(sess.run(None, feeds)):
@@ -87,6 +111,7 @@ def main():
     elif mode == "torch":
         import torch
         torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
         def timed(f, runs=20):
             for _ in range(3):
@@ -112,6 +137,10 @@ def main():
             y = torch.empty_like(x)
             k = timed(lambda: y.copy_(x))
             print(f"torch copy of {nbytes >> 20} MiB ({name}): {k:.3f} ms, {2 * nbytes / k / 1e6:.0f} GB/s read+written")
+        x, w, b = (torch.randn(1, 512, 7, 7, device="cuda"), torch.randn(512, 512, 3, 3, device="cuda"),
+                   torch.randn(512, device="cuda"))
+        t = timed(lambda: torch.nn.functional.conv2d(x, w, b, padding=1))
+        print(f"torch conv_resnet_last: {t:.3f} ms (cuDNN, TF32 off)")
         x = torch.randn(ROWS, COLS, device="cuda")
         print(f"torch softmax_8k: {timed(lambda: torch.softmax(x, 1)):.3f} ms; "
               f"sum_8k: {timed(lambda: x.sum(1)):.3f} ms; "
