@@ -48,6 +48,17 @@ typedef struct tbc_target_desc {
 	 * sm_80.  A GEMM on such operands is then made of it (gemm_mma.c);
 	 * a target without it never receives one. */
 	bool mma_f16, mma_bf16;
+
+	/* How much parallel work fills the device: compute_units
+	 * multiprocessors (SMs, CUs) of a typical device of the kind, each
+	 * wanting about items_per_unit work-items in flight to hide its
+	 * memory latency.  Lowering splits work that would leave
+	 * multiprocessors idle where it can (a GEMM with fewer tiles than
+	 * units sums K in slices, as many as make that many items:
+	 * codegen/lower/gemm_splitk.c).  0 on CPUs (their threads are the
+	 * host's). */
+	int compute_units;
+	int items_per_unit;
 } tbc_target_desc;
 
 /* x86-64 with AVX2 (32-byte vectors, 16 registers): the CPU target's
@@ -59,19 +70,23 @@ tbc_target_desc tbc_target_desc_cpu_default(void);
  * groups of 64 items (every GPU and CPU driver takes more; the runtime
  * checks the device's limit when it loads the program), no fp16, and fp64
  * where the device has it: printed kernels that compute in double have a
- * float variant for devices without (docs/opencl.md). */
+ * float variant for devices without (docs/opencl.md).  Filled by 16 groups
+ * of 64 (a small GPU; a CPU driver's cores are fewer). */
 tbc_target_desc tbc_target_desc_opencl_default(void);
 
 /* An NVIDIA GPU of compute capability sm / 10 (75 .. 90; docs/gpu.md):
  * the 48 KiB of shared memory a block may hold without opting in, blocks
  * of up to 256 threads (the lowering's groups are 64; 256 leaves ptxas 255
  * registers a thread on every architecture), warps of 32, fp64; tensor
- * cores (mma m16n8k16 for f16 and bf16) from sm_80. */
+ * cores (mma m16n8k16 for f16 and bf16) from sm_80; the SMs of the
+ * architecture's data-centre part (132 for sm_90: H100 SXM, H200), 1024
+ * threads in flight on each. */
 tbc_target_desc tbc_target_desc_cuda(int sm);
 
 /* An AMD GPU (gfx90a, gfx942, gfx1100, ...): 64 KiB of LDS a group, groups
  * of up to 256 items, wavefronts of 64 (gfx9) or 32 (gfx10 and later,
- * whose default is wave32), fp64. */
+ * whose default is wave32), fp64; the CUs of the architecture's largest
+ * part (304 for gfx942: MI300X), 1024 items in flight on each. */
 tbc_target_desc tbc_target_desc_rocm(const char *gfx);
 
 #endif

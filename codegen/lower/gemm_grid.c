@@ -17,7 +17,16 @@
  * Grid loops: the batch (when there is more than one), the row tiles, the
  * column tiles.  Every output's sum is taken in k order from 0 (the padding
  * adds +0 products to a sum that is never -0), as the CPU's generator does,
- * and the epilogue is the same callback. */
+ * and the epilogue is the same callback.
+ *
+ * Split-K (codegen/lower/gemm_splitk.c), where the tiles are too few to
+ * fill the device: the batch loop runs over (batch, slice) pairs (or the
+ * slices alone), each group summing its slice's TK steps of K in k order
+ * from 0 and storing the sums, without the epilogue, as f32 partials; a
+ * second kernel adds the slices' partials, slice 0 first, and applies the
+ * epilogue.  An output is then (...(p0 + p1) + ...) + p(S-1) with each p a
+ * sum in k order: another rounding than one pass's, within f32 rounding of
+ * it, and the same bits on every run (no atomics). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,7 +45,7 @@ typedef struct gg {
 	kir_kernel *k;
 	const gemm_spec *s;
 	int64_t gx, gy, wm, wn, tk, tm, tn, items;
-	kir_expr *batch, *base[3], *i0, *j0, *lx, *ly, *lid;
+	kir_expr *batch, *slice, *base[3], *i0, *j0, *lx, *ly, *lid;
 	bool spread; /* item (x, y) owns rows y, y + GY, ...: else rows y * WM, y * WM + 1, ... */
 } gg;
 
@@ -145,22 +154,39 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	k->contract = l->cx->target->fma;
 	gg g = {.l = l, .k = k, .s = s};
 	choose(&g, l->cx->target);
+	/* K in slices (codegen/lower/gemm_splitk.c), or one pass (part NULL) */
+	gemm_splitk sk;
+	if (!gemm_splitk_plan(l, s, g.tm, g.tn, g.tk, g.items, &sk)) return NULL;
+	kir_buffer *part = sk.part;
 	int64_t grp[2] = {g.gx, g.gy};
 	kir_kernel_set_group(k, 2, grp);
 	kir_buffer *As = kir_local_new(k, "a_tile", s->ct, 2, (int64_t[]){g.tm, g.tk});
 	kir_buffer *Bs = kir_local_new(k, "b_tile", s->ct, 2, (int64_t[]){g.tk, g.tn});
 	int64_t nb = -1;
 	bool batched = !kir_e_const_index(s->NB, &nb) || nb != 1;
-	kir_var *bv = batched ? kir_var_new(k, "batch", KIR_INDEX) : NULL;
+	kir_var *bv = batched || part ? kir_var_new(k, batched ? "batch" : "slice", KIR_INDEX) : NULL;
 	kir_var *bi = kir_var_new(k, "bi", KIR_INDEX), *bj = kir_var_new(k, "bj", KIR_INDEX);
 	g.lx = kir_e_local_id(k, 0), g.ly = kir_e_local_id(k, 1);
 	g.lid = ADD(k, g.lx, MUL(k, g.ly, I(k, g.gx)));
-	g.batch = bv ? V(k, bv) : I(k, 0);
 	kir_block body = {0};
-	for (int w = 0; w < 3; w++) {
+	g.batch = bv && batched ? V(k, bv) : I(k, 0);
+	if (part) { /* the grid's first loop runs over (batch, slice) pairs */
+		/* an expression of the grid's variable, not a local: the K loop's
+		 * bounds read it, and the verifier knows grid variables (not
+		 * locals) to be the same for every item of a group, as a loop
+		 * holding barriers needs */
+		g.slice = batched ? MOD(k, V(k, bv), sk.slices) : V(k, bv);
+		if (batched) g.batch = set_local(k, &body, "batch", DIV(k, V(k, bv), sk.slices));
+	}
+	for (int w = 0; w < (part && !sk.dynamic ? 2 : 3); w++) {
 		kir_expr *b = s->base ? s->base(s->ctx, l, w, g.batch) : NULL;
 		g.base[w] = b ? set_local(k, &body, w == 0 ? "abase" : w == 1 ? "bbase" : "ybase", b) : I(k, 0);
 	}
+	/* where the group's partials begin; whether this run splits at all (a
+	 * batch known only while running that fills the device is one slice:
+	 * its sums are y's, the epilogue applied here) */
+	kir_expr *pbase = part ? set_local(k, &body, "pbase", gemm_splitk_base(k, s, g.slice, g.batch)) : NULL;
+	kir_expr *split = part && sk.dynamic ? set_local(k, &body, "split", CMP(k, KIR_GT, sk.slices, I(k, 1))) : NULL;
 	g.i0 = MUL(k, V(k, bi), I(k, g.tm));
 	g.j0 = MUL(k, V(k, bj), I(k, g.tn));
 	kir_var *acc[GG_MAX_W][GG_MAX_W];
@@ -192,10 +218,14 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 			kir_block_add(k, &step, kir_s_set(k, acc[r][c], ADD(k, V(k, acc[r][c]), MUL(k, av[r], bw[c]))));
 	kir_block_add(k, &tile, kir_s_for(k, kk, I(k, 0), I(k, g.tk), 1, KIR_LOOP_SEQUENTIAL, step.first));
 	kir_block_add(k, &tile, kir_s_barrier(k));
-	kir_expr *KT = DIV(k, ADD(k, s->K, I(k, g.tk - 1)), I(k, g.tk));
+	kir_expr *KT = DIV(k, ADD(k, s->K, I(k, g.tk - 1)), I(k, g.tk)), *kt0 = I(k, 0);
+	if (part) { /* the slice's steps; the same bounds for every item of a group */
+		kt0 = MUL(k, g.slice, sk.steps);
+		KT = MIN(k, ADD(k, kt0, sk.steps), KT);
+	}
 	int64_t kc;
 	if (!kir_e_const_index(s->K, &kc) || kc > 0) /* no loop over a statically empty range */
-		kir_block_add(k, &body, kir_s_for(k, kt, I(k, 0), KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+		kir_block_add(k, &body, kir_s_for(k, kt, kt0, KT, 1, KIR_LOOP_SEQUENTIAL, tile.first));
 	/* The stores, each where its row and column exist (indices clamped as
 	 * well, so the verifier's interval check sees them in bounds). */
 	for (int r = 0; r < g.wm; r++)
@@ -205,9 +235,21 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 			kir_expr *in = AND(k, CMP(k, KIR_LT, row, s->M), CMP(k, KIR_LT, col, s->N));
 			kir_expr *rc = MIN(k, row, SUB(k, s->M, I(k, 1))), *cc = MIN(k, col, SUB(k, s->N, I(k, 1)));
 			kir_expr *v = V(k, acc[r][c]);
-			v = s->epi ? s->epi(s->ctx, l, v, g.batch, rc, cc) : CAST(k, s->y.buf->dtype, v);
-			kir_expr *yi = ADD(k, ADD(k, g.base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
-			kir_block_add(k, &body, kir_s_if(k, in, kir_s_store(k, s->y.buf, yi, v), NULL));
+			kir_stmt *st = NULL, *ys = NULL;
+			if (part) {
+				kir_expr *pi = ADD(k, pbase, ADD(k, MUL(k, rc, s->N), cc));
+				/* in bounds whenever this run splits; clamped so that
+				 * the verifier sees it too */
+				if (sk.dynamic) pi = MIN(k, pi, I(k, sk.part_elems - 1));
+				st = kir_s_store(k, part, pi, v);
+			}
+			if (!part || sk.dynamic) {
+				v = s->epi ? s->epi(s->ctx, l, v, g.batch, rc, cc) : CAST(k, s->y.buf->dtype, v);
+				kir_expr *yi = ADD(k, ADD(k, g.base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
+				ys = kir_s_store(k, s->y.buf, yi, v);
+			}
+			if (split) st = kir_s_if(k, split, st, ys);
+			kir_block_add(k, &body, kir_s_if(k, in, st ? st : ys, NULL));
 		}
 	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
 	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
@@ -216,6 +258,10 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
 	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body.first);
 	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
-	if (bv) nest = kir_s_for(k, bv, I(k, 0), s->NB, 1, KIR_LOOP_GRID, nest);
-	return nest;
+	if (bv) nest = kir_s_for(k, bv, I(k, 0), part ? MUL(k, s->NB, sk.slices) : s->NB, 1, KIR_LOOP_GRID, nest);
+	if (!part) return nest;
+	/* The partial sums are a kernel of their own, launched first; this one
+	 * goes on as their sum. */
+	if (!lk_split_first(l, nest, "slices")) return NULL;
+	return gemm_splitk_sum(l, s, &sk);
 }

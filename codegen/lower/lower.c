@@ -365,6 +365,33 @@ kir_buffer *lk_value(lk *l, const tbc_value *v) { return lk_buf(l, lower_value_b
 
 static bool append_launch(lk *l, kir_kernel *k);
 
+bool lk_split_first(lk *l, kir_stmt *body, const char *suffix) {
+	kir_kernel *k = l->k;
+	if (l->first || !body || k->failed) return k->failed = true, false;
+	kir_kernel *f = tbc_arena_alloc(k->arena, sizeof *f);
+	char name[160];
+	snprintf(name, sizeof name, "%s_%s", k->name, suffix);
+	if (!f || !(*f = *k, f->name = tbc_arena_strdup(k->arena, name))) return k->failed = true, false;
+	f->body = body;
+	k->group_dims = 0, k->n_locals = 0, k->locals = NULL;
+	l->first = f;
+	return true;
+}
+
+/* Verifies k, one of l's kernels, and appends its launches. */
+static bool end_kernel(lk *l, kir_kernel *k) {
+	lower_cx *cx = l->cx;
+	if (!kir_verify(k, cx->d)) return internal(cx, "a lowered kernel does not verify");
+	if (!kir_fits_target(k, cx->target, cx->d)) return internal(cx, "a lowered kernel does not fit its target");
+	kir_kernel **parts = &k;
+	int n_parts = 1;
+	if (cx->target->parallel == TBC_PAR_GRID && (n_parts = lower_device_form(k, &parts)) < 0)
+		return internal(cx, "out of memory building a kernel");
+	for (int i = 0; i < n_parts; i++)
+		if (!append_launch(l, parts[i])) return false;
+	return true;
+}
+
 bool lk_end(lk *l, kir_stmt *body) {
 	lower_cx *cx = l->cx;
 	kir_program *p = cx->p;
@@ -372,15 +399,17 @@ bool lk_end(lk *l, kir_stmt *body) {
 	l->k->body = body;
 	for (int i = 0; i < l->n_args; i++) /* the symbols known by now: all this kernel can name */
 		if (l->args[i] == p->syms_buf) l->k->buffers[i]->dims[0] = kir_e_index(l->k, p->n_syms);
-	if (!kir_verify(l->k, cx->d)) return internal(cx, "a lowered kernel does not verify");
-	if (!kir_fits_target(l->k, cx->target, cx->d)) return internal(cx, "a lowered kernel does not fit its target");
-	kir_kernel **parts = &l->k;
-	int n_parts = 1;
-	if (cx->target->parallel == TBC_PAR_GRID && (n_parts = lower_device_form(l->k, &parts)) < 0)
-		return internal(cx, "out of memory building a kernel");
-	for (int i = 0; i < n_parts; i++)
-		if (!append_launch(l, parts[i])) return false;
-	return true;
+	if (l->first) {
+		/* What the kernel gained after the split (buffers bound by an
+		 * epilogue, variables, sizes) the first kernel shares. */
+		kir_kernel *f = l->first, *k = l->k;
+		f->n_buffers = k->n_buffers, f->buffers = k->buffers;
+		f->n_sizes = k->n_sizes, f->size_names = k->size_names;
+		f->n_vars = k->n_vars, f->vars = k->vars;
+		f->contract = k->contract;
+		if (!end_kernel(l, f)) return false;
+	}
+	return end_kernel(l, l->k);
 }
 
 /* Appends the launch of kernel k (l's, or a part of it) binding l's buffers. */

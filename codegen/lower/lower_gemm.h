@@ -56,4 +56,26 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
 bool gemm_mma_wanted(const lk *l, const gemm_spec *s);
 kir_stmt *gemm_generate_mma(lk *l, const gemm_spec *s);
 
+/* Split-K for the grouped form (codegen/lower/gemm_splitk.c): whether and
+ * how a GEMM of TM x TN tiles of `items` work-items stepping TK deep sums K
+ * in slices.  part NULL: one pass.  Else slices (the count) and steps (TK
+ * steps of each slice, every one but the last that deep) are expressions of
+ * the sizes: constants for a batch known when compiling; for a batch known
+ * only while running (dynamic), 1 where that batch fills the device, and
+ * then the grouped kernel stores y itself and the sum kernel runs no item. */
+typedef struct gemm_splitk {
+	kir_buffer *part; /* f32 partials [slice][batch][row][col], arena scratch */
+	kir_expr *slices, *steps;
+	bool dynamic;
+	int64_t part_elems;
+} gemm_splitk;
+
+/* Fills sk for s; false when out of memory. */
+bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t tk, int64_t items, gemm_splitk *sk);
+/* Where the partial sums of (batch, 0, 0) of slice `slice` begin; those of
+ * (batch, row, col) are row * N + col further. */
+kir_expr *gemm_splitk_base(kir_kernel *k, const gemm_spec *s, kir_expr *slice, kir_expr *batch);
+/* The kernel summing the partials, slice 0 first, then the epilogue. */
+kir_stmt *gemm_splitk_sum(lk *l, const gemm_spec *s, const gemm_splitk *sk);
+
 #endif

@@ -29,12 +29,14 @@ typedef struct lower_cx {
 	int n_regions;  /* control-flow regions made so far: names their symbols */
 } lower_cx;
 
-/* A kernel being built and the program buffers its buffers bind. */
+/* A kernel being built and the program buffers its buffers bind.  first:
+ * a kernel split off it (lk_split_first), launched before it. */
 typedef struct lk {
 	lower_cx *cx;
 	kir_kernel *k;
 	int n_args, cap_args;
 	int *args;
+	kir_kernel *first;
 } lk;
 
 bool lk_begin(lk *l, lower_cx *cx, const char *what);
@@ -47,8 +49,17 @@ bool lk_bind(lk *l, int pb);
 kir_buffer *lk_value(lk *l, const tbc_value *v);
 kir_expr *lk_dim(lk *l, tbc_dim d);
 /* Verifies the kernel and appends its launch (for a grid target, the
- * launches of its device form: lower_device_form). */
+ * launches of its device form: lower_device_form), after the launch of the
+ * kernel split off it first, if any. */
 bool lk_end(lk *l, kir_stmt *body);
+/* Makes body, with the work-group and local buffers l's kernel has now, a
+ * kernel of its own named after l's with suffix, launched before l's and
+ * binding the same buffers (its sizes, variables and buffers are l's kernel's
+ * at lk_end): a generator whose work needs two launches (split-K's partial
+ * sums, then their sum: codegen/lower/gemm_splitk.c) builds both in one
+ * kernel, sharing its buffers and expressions.  l's kernel goes on without
+ * work-group or local buffers.  Once per kernel; false when out of memory. */
+bool lk_split_first(lk *l, kir_stmt *body, const char *suffix);
 /* The kernels k runs as on a grid target (codegen/lower/device_form.c): k
  * itself, a top-level nest flattened into one parallel loop, or parts of it
  * launched in order; *out an arena array of them.  Their count, -1 when out

@@ -12,7 +12,11 @@ There (the device; numpy, onnx, onnxruntime, torch; no compiler):
 Cases: fp32 MatMuls (A, B inputs): 1024^3, 4096^3 and 128 x 512 x 2048; a fused elementwise chain over 64 Mi
 floats (256 MiB in, 256 MiB out), and over 64 Mi + 7 (a length no launch divides: the tails of the
 grid-stride loop's unrolled trips); a row bias added over 8192 x 8192 (broadcast index arithmetic);
-ReduceSum of rows, Softmax and LogSoftmax over 8192 x 8192.
+ReduceSum of rows, Softmax and LogSoftmax over 8192 x 8192.  GEMMs with few tiles
+(split-K, codegen/lower/gemm_splitk.c): ResNet-50's last 3 x 3 convolution as a MatMul 49 x 4608 x 512 and
+as the Conv itself (batch known only while running, 1 in the data; weights and bias inputs), 1 x 4096
+x 4096 and 64 x 4096 x 4096, each beside the same model compiled with TBC_GEMM_SPLITK=1 (one pass:
+<case>_onepass), or =4 (<case>_split4) where the default is one pass.
 
 The memory-bound cases' goal (issue 12) is 70% of the copy bandwidth: share = torch's copy time of the
 same bytes / tbc's kernel time (--profile), for the elementwise, bias and softmax cases (each reads and
@@ -36,9 +40,15 @@ import time
 
 import numpy as np
 
-# (M, K, N): square ones, and one with few rows (a transformer's FFN at 128 tokens)
-MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048))
-LOW_MATMULS = MATMULS + ((100, 200, 300),)
+# (M, K, N): square ones, one with few rows (a transformer's FFN at 128 tokens), and those with few
+# tiles (split-K): ResNet-50's last 3 x 3 convolution as a MatMul, a vector and 64 rows times 4096^2
+MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048), (49, 4608, 512), (1, 4096, 4096),
+           (64, 4096, 4096))
+# The same model again with TBC_GEMM_SPLITK set when compiling: case -> ((suffix, value), ...)
+VARIANTS = {"matmul_49x4608x512": (("_onepass", "1"),), "conv_resnet_last": (("_onepass", "1"),),
+            "matmul_1x4096x4096": (("_onepass", "1"),), "matmul_64x4096x4096": (("_split4", "4"),)}
+# fp16 and bf16 MatMuls (tensor cores): the square ones, the few-row one, and an odd one
+LOW_MATMULS = ((1024, 1024, 1024), (4096, 4096, 4096), (128, 512, 2048), (100, 200, 300))
 LOW_TYPES = ("fp16", "bf16")
 # tiles of the tensor-core GEMM to measure on 4096^3 fp16 (TBC_GEMM_MMA=MIxNI:TK; the default is 4x4:16)
 MMA_TILES = ("4x4:32", "2x2:16", "2x4:16", "4x2:16")
@@ -89,6 +99,10 @@ def cases():
     for op in ("Softmax", "LogSoftmax"):
         yield graph(op.lower() + "_8k", [helper.make_node(op, ["X"], ["Y"], axis=1)], [("X", [ROWS, COLS])],
                     [("Y", [ROWS, COLS])])
+    # ResNet-50's last-stage 3 x 3 convolution with its bias, the batch symbolic as in the bench model;
+    # the weights are inputs too (made with the data there: the bundle stays small)
+    yield graph("conv_resnet_last", [helper.make_node("Conv", ["X", "W", "Bias"], ["Y"], pads=[1, 1, 1, 1])],
+                [("X", ["N", 512, 7, 7]), ("W", [512, 512, 3, 3]), ("Bias", [512])], [("Y", ["N", 512, 7, 7])])
 
 
 def bf16_bits(x):
@@ -144,12 +158,16 @@ def main():
         for name, m, env in cases():
             if only and not any(name.startswith(o) for o in only):
                 continue
-            case = os.path.join(out, name)
-            os.makedirs(case, exist_ok=True)
-            onnx.save(m, os.path.join(case, "model.onnx"))
-            subprocess.run([os.path.join(build, "tbc"), "compile", os.path.join(case, "model.onnx"), "--target",
-                            target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True,
-                           env=dict(os.environ, **env) if env else None)
+            for suffix, splitk in (("", None),) + VARIANTS.get(name, ()):
+                case = os.path.join(out, name + suffix)
+                os.makedirs(case, exist_ok=True)
+                onnx.save(m, os.path.join(case, "model.onnx"))
+                e = dict(os.environ, **(env or {}))
+                e.pop("TBC_GEMM_SPLITK", None)
+                if splitk:
+                    e["TBC_GEMM_SPLITK"] = splitk
+                subprocess.run([os.path.join(build, "tbc"), "compile", os.path.join(case, "model.onnx"), "--target",
+                                target, "--cpu", "x86-64-v3", "-o", os.path.join(case, "model.so")], check=True, env=e)
     elif mode == "data":
         import onnxruntime as ort
         from onnx import numpy_helper
@@ -167,7 +185,9 @@ def main():
                     open(os.path.join(data, f"output_{k}.pb"), "wb").write(t.SerializeToString())
                 continue
             sess = ort.InferenceSession(os.path.join(case, "model.onnx"), providers=["CPUExecutionProvider"])
-            feeds = {i.name: rng.standard_normal(i.shape, dtype=np.float32) for i in sess.get_inputs()}
+            # a symbolic dim (a batch) is 1
+            feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape], dtype=np.float32)
+                     for i in sess.get_inputs()}
             for k, (name, v) in enumerate(feeds.items()):
                 open(os.path.join(data, f"input_{k}.pb"), "wb").write(numpy_helper.from_array(v).SerializeToString())
             for k, v in enumerate(sess.run(None, feeds)):
@@ -175,6 +195,7 @@ def main():
     elif mode == "torch":
         import torch
         torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
         def timed(f, runs=20):
             for _ in range(3):
@@ -205,6 +226,10 @@ def main():
             y = torch.empty_like(x)
             k = timed(lambda: y.copy_(x))
             print(f"torch copy of {nbytes >> 20} MiB ({name}): {k:.3f} ms, {2 * nbytes / k / 1e6:.0f} GB/s read+written")
+        x, w, b = (torch.randn(1, 512, 7, 7, device="cuda"), torch.randn(512, 512, 3, 3, device="cuda"),
+                   torch.randn(512, device="cuda"))
+        t = timed(lambda: torch.nn.functional.conv2d(x, w, b, padding=1))
+        print(f"torch conv_resnet_last: {t:.3f} ms (cuDNN, TF32 off)")
         x = torch.randn(ROWS, COLS, device="cuda")
         b = torch.randn(COLS, device="cuda")
         print(f"torch softmax_8k: {timed(lambda: torch.softmax(x, 1)):.3f} ms; "
