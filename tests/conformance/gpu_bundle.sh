@@ -33,6 +33,12 @@ models "cuda:sm_80,cuda:$arch" "$work/models" --suffix _w16 --weight-levels 16
 for p in fp16 bf16 fp8; do
 	models "cuda:$arch" "$work/models_lp" transformer --suffix "_${p}_w64" --weight-levels 64 \
 		--compile-args "--precision $p"
+	# LP_BEFORE="NAME=VAR=VALUE ...": the same compiled with that setting, as *_NAME
+	# (TBC_GEMM_MMA=0: the scalar GEMM instead of the tensor cores)
+	for spec in ${LP_BEFORE:-}; do
+		[ "$p" = fp8 ] || env "${spec#*=}" "$py" "$here/device_models.py" "$build" "cuda:$arch" "$work/models_lp" \
+			transformer --suffix "_${p}_w64_${spec%%=*}" --weight-levels 64 --compile-args "--precision $p"
+	done
 done
 WEIGHT_LEVELS=16 "$here/device_training.sh" "$build" "cuda:$arch" "$work/train"
 "$py" "$here/device_kernels.py" compile "$build" "cuda:$arch" "$work/kernels"
