@@ -37,6 +37,14 @@ static LLVMValueRef global_id(llvm_cx *c, const llvm_gpu_arch *a) {
 	return LLVMBuildNUWAdd(c->b, g, wide(c, a->item_id(c, 0)), "gid");
 }
 
+/* Whether a work-item's innermost parallel loops are interleaved as
+ * grid-stride loops are: TBC_GPU_INTERLEAVE_ITEMS=0 when compiling keeps
+ * them one iteration at a time, for measuring (docs/gpu.md). */
+static bool item_loops_interleave(void) {
+	const char *e = getenv("TBC_GPU_INTERLEAVE_ITEMS");
+	return !e || strcmp(e, "0") != 0;
+}
+
 /* A parallel, vector or grid loop not inside a mapped one (llvm_hooks.
  * parallel_loop): strided over the grid as the plan says, or an ordinary
  * loop of the work-item. */
@@ -66,7 +74,8 @@ static void gpu_parallel_loop(llvm_fn *f, const kir_stmt *s) {
 	 * several iterations per trip with their loads first, then this loop
 	 * for the last few (fewer than interleave). */
 	bool grid = dim >= 0 && st->plan->shape == TBC_DEV_GRID;
-	if ((grid || (dim < 0 && innermost)) && c->hooks->interleave > 1 && llvm_can_interleave(s->body))
+	if ((grid || (dim < 0 && innermost && item_loops_interleave())) && c->hooks->interleave > 1 &&
+	    llvm_can_interleave(s->body))
 		llvm_interleaved_loop(f, s->var, hi, stride, c->hooks->interleave, s->body);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(c->ctx, f->fn, dim >= 0 ? "grid" : "loop");
 	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "body");

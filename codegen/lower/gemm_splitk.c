@@ -43,6 +43,7 @@
  * device and for running the conformance cases through the split path
  * (docs/gpu.md). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "codegen/lower/kir_short.h"
 #include "codegen/lower/lower_gemm.h"
@@ -64,6 +65,11 @@ static int64_t forced_slices(void) {
 	char *end;
 	long v = strtol(e, &end, 10);
 	return *end || v < 1 || v > 4096 ? 0 : v;
+}
+
+static bool dynamic_wanted(void) {
+	const char *e = getenv("TBC_GEMM_SPLITK_DYNAMIC");
+	return e && !strcmp(e, "1");
 }
 
 /* What decides the slices: KT steps of K, the tiles of one batch element,
@@ -93,6 +99,12 @@ bool gemm_splitk_plan(lk *l, const gemm_spec *s, int64_t tm, int64_t tn, int64_t
 		return true;
 	bool dynamic = !kir_e_const_index(s->NB, &nb);
 	if (!dynamic && nb <= 0) return true;
+	/* A batch known only while running splits only with
+	 * TBC_GEMM_SPLITK_DYNAMIC=1: on an H200 (docs/gpu.md, run 10) the
+	 * kernel able to split at run time was slower than the one-pass one on
+	 * the transformer block (0.490 against 0.372 ms) and no faster on
+	 * ResNet-50's last convolution, split or not. */
+	if (dynamic && !dynamic_wanted()) return true;
 	plan p = {.kt = ceil_div(kk, tk), .tiles1 = ceil_div(m, tm) * ceil_div(n, tn), .items = items,
 		  .units = t->compute_units, .fill = (int64_t)t->compute_units * t->items_per_unit};
 	p.cap = p.kt / SPLITK_MIN_STEPS < SPLITK_MAX_SLICES ? p.kt / SPLITK_MIN_STEPS : SPLITK_MAX_SLICES;

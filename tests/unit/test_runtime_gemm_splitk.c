@@ -99,6 +99,15 @@ static void test_split_k_where_the_tiles_are_few(void **state) {
 	text = lowered(&md, matmul(&md, TBC_DT_F64, "3,2048", "2048,40"));
 	assert_null(strstr(text, "_slices"));
 	free(text);
+	/* A batch known only while running: one pass unless asked for
+	 * (TBC_GEMM_SPLITK_DYNAMIC=1; measured slower on an H200), then
+	 * slices computed while running. */
+	assert_int_equal(unsetenv("TBC_GEMM_SPLITK_DYNAMIC"), 0);
+	md = model_new();
+	text = lowered(&md, conv3x3(&md, "N,512,7,7", "512,512,3,3", "512", 1));
+	assert_null(strstr(text, "_slices"));
+	free(text);
+	assert_int_equal(setenv("TBC_GEMM_SPLITK_DYNAMIC", "1", 1), 0);
 	md = model_new();
 	text = lowered(&md, conv3x3(&md, "N,512,7,7", "512,512,3,3", "512", 1));
 	has(text, "kernel k1_conv_slices($N) group(16, 16)");
@@ -325,6 +334,8 @@ static int cleanup(void **state) {
 
 int main(void) {
 	tbc_pocl_setup();
+	/* the run-time split is opt-in (gemm_splitk.c); its cases are checked here */
+	setenv("TBC_GEMM_SPLITK_DYNAMIC", "1", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_k_where_the_tiles_are_few),
 		cmocka_unit_test(test_split_k_matches_the_interpreter),
