@@ -234,6 +234,11 @@ static bool run_case(const suite *s, const char *dir, char *msg, size_t size, ch
 	for (int k = 0; ok && k < sets; k++) {
 		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
 		ok = run_set(s, ses, model, path, k == 0, k == sets - 1, msg, size, timing, timing_size);
+		if (!ok && sets > 1) { /* which set (a training step's step k + 1) */
+			char what[1024];
+			snprintf(what, sizeof what, "test_data_set_%d: %s", k, msg);
+			snprintf(msg, size, "%s", what);
+		}
 	}
 	if (ok && !sets) {
 		snprintf(msg, size, "no test_data_set_0");
