@@ -24,7 +24,7 @@ since() { echo "$(($(date +%s) - t0)) s"; }
 } >"$res/machine.txt" 2>&1
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall()" "$bundle" || exit 1
 echo "unpacked $(cat commit.txt 2>/dev/null) in $(since)"
-S=$work/suite/tbc-device-suite
+S=${TBC_DEVICE_SUITE:-$work/suite/tbc-device-suite} # a newer build of it may be given
 export LD_LIBRARY_PATH=$work/suite/lib
 rc=0
 # kernels/ and any kernels_*/ (the same cases compiled another way, for a
