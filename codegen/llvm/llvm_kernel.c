@@ -86,6 +86,21 @@ static bool stores(const kir_stmt *s) {
 	return false;
 }
 
+static bool expr_reads_global(const kir_expr *e) {
+	if (!e) return false;
+	if (e->kind == KIR_E_LOAD && e->buf && e->buf->space == KIR_MEM_GLOBAL) return true;
+	return expr_reads_global(e->a) || expr_reads_global(e->b) || expr_reads_global(e->c);
+}
+
+/* Whether the statements load from global memory (not a work-group's). */
+static bool reads_global(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (expr_reads_global(s->index) || expr_reads_global(s->value) || expr_reads_global(s->cond) ||
+		    reads_global(s->body) || reads_global(s->orelse))
+			return true;
+	return false;
+}
+
 /* for var = lo .. hi step: body, with the bounds evaluated once. */
 static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValueRef hi, int64_t step,
 		      const kir_stmt *body, bool vectorize) {
@@ -113,11 +128,15 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
 	LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, LLVMConstInt(c->i64, (unsigned long long)step, 0), ""), slot);
 	LLVMValueRef br = LLVMBuildBr(b, head);
-	/* A work-item's innermost loop that only loads and accumulates (a
-	 * reduction's pass over its share of a row): unrolled, its loads do not
-	 * wait for each other's sums, so several are in flight (llvm_unroll.c
-	 * says why a GPU needs that).  The sums stay in order. */
-	bool unroll = c->hooks->interleave > 1 && !vectorize && !llvm_has_loop(body) && !stores(body);
+	/* A work-item's innermost loop that only loads from global memory and
+	 * accumulates (a reduction's pass over its share of a row): unrolled,
+	 * its loads do not wait for each other's sums, so several are in
+	 * flight (llvm_unroll.c says why a GPU needs that).  The sums stay in
+	 * order.  Not a loop over a work-group's memory (a GEMM's products of
+	 * staged tiles): its loads are short, and unrolling it cost an H200's
+	 * scalar GEMMs 4 to 37% (docs/gpu.md, run 10). */
+	bool unroll = c->hooks->interleave > 1 && !vectorize && !llvm_has_loop(body) && !stores(body) &&
+		      reads_global(body);
 	mark_loop(f, br, vectorize, unroll ? c->hooks->interleave : 0);
 	LLVMPositionBuilderAtEnd(b, exit);
 }
