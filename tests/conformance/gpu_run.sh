@@ -53,7 +53,9 @@ echo "suite done at $(since)"
 [ -d models_lp ] && { timeout 240 "$S" --device cuda:0 --runs 20 --rtol 5e-2 --atol 5e-2 models_lp/*_fp16* models_lp/*_bf16* >>"$res/models.txt" 2>&1 || rc=1; }
 [ -d models_lp ] && { timeout 120 "$S" --device cuda:0 --runs 20 --rtol 0.2 --atol 0.2 models_lp/*_fp8* >>"$res/models.txt" 2>&1 || rc=1; }
 echo "models done at $(since)"
-[ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-3 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
+# rtol 1e-2: AdamW normalizes each gradient element, so one whose gradient is at rounding
+# level steps lr either way on each target (docs/gpu.md, run 12)
+[ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-2 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
 echo "training done at $(since)"
 if [ -n "$kfolders" ]; then
 	wait "$kd"
