@@ -35,6 +35,18 @@
 
 #define GG_MAX_W 8
 
+kir_stmt *gemm_tile_nest(kir_kernel *k, const gemm_spec *s, int64_t tm, int64_t tn, int64_t nb, kir_var *bi,
+			 kir_var *bj, kir_var *bv, kir_expr *batches, kir_stmt *body) {
+	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, tm - 1)), I(k, tm));
+	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, tn - 1)), I(k, tn));
+	int64_t mc = -1, nc = -1;
+	kir_e_const_index(s->M, &mc), kir_e_const_index(s->N, &nc);
+	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
+	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body);
+	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
+	return bv ? kir_s_for(k, bv, I(k, 0), batches, 1, KIR_LOOP_GRID, nest) : nest;
+}
+
 bool gemm_grid_wanted(const lk *l) {
 	const tbc_target_desc *t = l->cx->target;
 	return t->parallel == TBC_PAR_GRID && t->workgroups && t->max_workgroup_size >= 16 && t->local_mem_bytes >= 4096;
@@ -251,14 +263,8 @@ kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s) {
 			if (split) st = kir_s_if(k, split, st, ys);
 			kir_block_add(k, &body, kir_s_if(k, in, st ? st : ys, NULL));
 		}
-	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
-	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
-	int64_t mc = -1, nc = -1;
-	kir_e_const_index(s->M, &mc), kir_e_const_index(s->N, &nc);
-	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
-	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body.first);
-	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
-	if (bv) nest = kir_s_for(k, bv, I(k, 0), part ? MUL(k, s->NB, sk.slices) : s->NB, 1, KIR_LOOP_GRID, nest);
+	kir_stmt *nest = gemm_tile_nest(k, s, g.tm, g.tn, nb, bi, bj, bv, part ? MUL(k, s->NB, sk.slices) : s->NB,
+					body.first);
 	if (!part) return nest;
 	/* The partial sums are a kernel of their own, launched first; this one
 	 * goes on as their sum. */

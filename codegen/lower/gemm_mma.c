@@ -171,13 +171,5 @@ kir_stmt *gemm_generate_mma(lk *l, const gemm_spec *s) {
 				kir_expr *yi = ADD(k, ADD(k, base[2], MUL(k, rc, s->y.rs)), MUL(k, cc, s->y.cs));
 				kir_block_add(k, &body, kir_s_if(k, in, kir_s_store(k, s->y.buf, yi, v), NULL));
 			}
-	kir_expr *MT = DIV(k, ADD(k, s->M, I(k, g.tm - 1)), I(k, g.tm));
-	kir_expr *NT = DIV(k, ADD(k, s->N, I(k, g.tn - 1)), I(k, g.tn));
-	int64_t mc = -1, nc = -1;
-	kir_e_const_index(s->M, &mc), kir_e_const_index(s->N, &nc);
-	bool empty = mc == 0 || nc == 0 || nb == 0; /* no groups: an empty nest */
-	kir_stmt *nest = kir_s_for(k, bj, I(k, 0), NT, 1, KIR_LOOP_GRID, empty ? NULL : body.first);
-	nest = kir_s_for(k, bi, I(k, 0), MT, 1, KIR_LOOP_GRID, nest);
-	if (bv) nest = kir_s_for(k, bv, I(k, 0), s->NB, 1, KIR_LOOP_GRID, nest);
-	return nest;
+	return gemm_tile_nest(k, s, g.tm, g.tn, nb, bi, bj, bv, s->NB, body.first);
 }

@@ -49,6 +49,13 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s);
 bool gemm_grid_wanted(const lk *l);
 kir_stmt *gemm_generate_grid(lk *l, const gemm_spec *s);
 
+/* The grid loops of a work-group per TM x TN tile (gemm_grid.c): bv (when
+ * batched) over `batches`, bi over M's tiles, bj over N's, body inside; an
+ * empty nest when M, N or the batch nb is 0.  The grouped and tensor-core
+ * forms share it. */
+kir_stmt *gemm_tile_nest(kir_kernel *k, const gemm_spec *s, int64_t tm, int64_t tn, int64_t nb, kir_var *bi,
+			 kir_var *bj, kir_var *bv, kir_expr *batches, kir_stmt *body);
+
 /* The tensor-core form (codegen/lower/gemm_mma.c): f16 or bf16 operands
  * summed in f32 by kernel IR's warp matrix multiply-accumulate, for
  * targets declaring it (tbc_target_desc.mma_f16 / mma_bf16).  gemm_generate

@@ -205,16 +205,6 @@ static void node_suite_cases_run_compiled_through_the_runtime(void **state) {
 	tbcrt_context_destroy(c);
 }
 
-static int cleanup(void **state) {
-	(void)state;
-	if (tbc_test_dir[0]) {
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
-		if (system(cmd) != 0) return -1;
-	}
-	return 0;
-}
-
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(compiled_shared_object_runs_like_the_interpreter),
@@ -222,5 +212,5 @@ int main(void) {
 		cmocka_unit_test(jit_compiled_descriptor_runs_through_the_runtime),
 		cmocka_unit_test(node_suite_cases_run_compiled_through_the_runtime),
 	};
-	return cmocka_run_group_tests(tests, NULL, cleanup);
+	return cmocka_run_group_tests(tests, NULL, tbc_test_remove_dir);
 }

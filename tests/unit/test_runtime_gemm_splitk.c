@@ -322,16 +322,6 @@ static void test_split_k_runs_on_opencl(void **state) {
 	tbcrt_context_destroy(c);
 }
 
-static int cleanup(void **state) {
-	(void)state;
-	if (tbc_test_dir[0]) {
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
-		if (system(cmd) != 0) return -1;
-	}
-	return 0;
-}
-
 int main(void) {
 	tbc_pocl_setup();
 	/* the run-time split is opt-in (gemm_splitk.c); its cases are checked here */
@@ -342,5 +332,5 @@ int main(void) {
 		cmocka_unit_test(test_split_k_forced_and_refused),
 		cmocka_unit_test(test_split_k_runs_on_opencl),
 	};
-	return cmocka_run_group_tests(tests, NULL, cleanup);
+	return cmocka_run_group_tests(tests, NULL, tbc_test_remove_dir);
 }

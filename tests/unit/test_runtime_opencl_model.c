@@ -447,16 +447,6 @@ static void malformed_device_tables_are_refused_at_load(void **state) {
 	tbc_module_destroy(m);
 }
 
-static int cleanup(void **state) {
-	(void)state;
-	if (tbc_test_dir[0]) {
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
-		if (system(cmd) != 0) return -1;
-	}
-	return 0;
-}
-
 int main(void) {
 	tbc_pocl_setup();
 	const struct CMUnitTest tests[] = {
@@ -467,5 +457,5 @@ int main(void) {
 		cmocka_unit_test(failed_check_names_its_kernel),
 		cmocka_unit_test(malformed_device_tables_are_refused_at_load),
 	};
-	return cmocka_run_group_tests(tests, NULL, cleanup);
+	return cmocka_run_group_tests(tests, NULL, tbc_test_remove_dir);
 }

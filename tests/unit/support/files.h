@@ -23,6 +23,17 @@ static inline const char *tmp_path(const char *name) {
 	return buf;
 }
 
+/* A cmocka group teardown: removes the scratch folder, if one was made. */
+static inline int tbc_test_remove_dir(void **state) {
+	(void)state;
+	if (tbc_test_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tbc_test_dir);
+		if (system(cmd) != 0) return -1;
+	}
+	return 0;
+}
+
 static inline void tbc_test_fail_with(const char *what, tbc_diags *d) {
 	char buf[512];
 	tbc_diag_format(tbc_diags_get(d, 0), buf, sizeof buf);
