@@ -434,16 +434,7 @@ static bool model_program(const kir_program *p, void *user, tbc_diags *d) {
 
 /* Under a sanitizer the bench models take minutes for each GPU: one
  * architecture of each vendor there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#include "tests/unit/support/sanitized.h"
 
 /* A model through the passes and lowering for each GPU (sm_75, sm_90,
  * gfx90a, gfx942; all: else sm_90 and gfx942), its code accepted by ptxas /
@@ -494,7 +485,7 @@ static void test_models_compile_for_every_gpu(void **state) {
 	const char *bin = getenv("TBC_BINARY_DIR");
 	/* Under a sanitizer (minutes a model) the transformer alone stands for
 	 * them: the build without one compiles all four for every GPU. */
-	size_t n = SANITIZED ? 1 : sizeof bench / sizeof *bench;
+	size_t n = TBC_TEST_SANITIZED ? 1 : sizeof bench / sizeof *bench;
 	const char *ci = getenv("CI");
 	for (size_t i = 0; i < n; i++) {
 		char path[1024];
@@ -504,7 +495,7 @@ static void test_models_compile_for_every_gpu(void **state) {
 			print_message("skipped %s: the bench models are not built (tests/models)\n", path);
 			continue;
 		}
-		compile_model(path, !SANITIZED);
+		compile_model(path, !TBC_TEST_SANITIZED);
 		if (i == 0) compile_model_low(path); /* the transformer in fp16 and bf16 */
 	}
 }

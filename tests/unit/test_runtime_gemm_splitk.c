@@ -21,15 +21,8 @@
  * (support/pocl.h), which deadlocks with the JIT's registration of its
  * frames (test_runtime_opencl_model.c says so too), and this program JITs
  * the CPU's form of every case: so a sanitized build leaves PoCL out. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
+#include "tests/unit/support/sanitized.h"
+#if !TBC_TEST_SANITIZED
 #include "tests/runtime/rt_device.h"
 #else
 #include "tests/runtime/rt_test.h"
@@ -225,7 +218,7 @@ static void test_split_k_forced_and_refused(void **state) {
 }
 
 /* ---- On PoCL --------------------------------------------------------------------*/
-#if !SANITIZED
+#if !TBC_TEST_SANITIZED
 typedef struct run_out {
 	float *y[2];
 	int64_t n[2];
@@ -347,7 +340,7 @@ static void test_split_k_runs_on_opencl(void **state) {
 #endif
 
 int main(void) {
-#if !SANITIZED
+#if !TBC_TEST_SANITIZED
 	tbc_pocl_setup();
 #endif
 	/* the run-time split is opt-in (gemm_splitk.c); its cases are checked here */
