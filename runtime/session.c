@@ -216,9 +216,9 @@ tbcrt_status tbcrt_session_device(const tbcrt_session *s, uint32_t *out_device) 
 }
 
 /* The state's buffers, each starting from its value in the weights (or
- * zeros).  On a device they are the copies tbcrt_session_state hands out;
- * the state itself is the device's (device_session.c). */
-static tbcrt_status state_create(tbcrt_session *s) {
+ * zeros).  On a device cur is the copy tbcrt_session_state hands out and
+ * there is no next: the state itself is the device's (device_session.c). */
+static tbcrt_status state_create(tbcrt_session *s, bool on_device) {
 	const tbcrt_model *m = s->model;
 	s->state = tbcrt__calloc(s->context, m->n_state, sizeof *s->state);
 	if (!s->state) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state");
@@ -229,8 +229,8 @@ static tbcrt_status state_create(tbcrt_session *s) {
 		state_slot *st = &s->state[k];
 		st->bytes = bytes;
 		st->cur = tbcrt__alloc(s->context, bytes ? bytes : 1, TBCRT_ARENA_ALIGN);
-		st->next = tbcrt__alloc(s->context, bytes ? bytes : 1, TBCRT_ARENA_ALIGN);
-		if (!st->cur || !st->next)
+		st->next = on_device ? NULL : tbcrt__alloc(s->context, bytes ? bytes : 1, TBCRT_ARENA_ALIGN);
+		if (!st->cur || (!on_device && !st->next))
 			return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for the training state '%s' (%zu bytes)", t->name, bytes);
 		if (m->state[k].init_offset == TBC_ABI_STATE_ZEROS) memset(st->cur, 0, bytes);
 		else memcpy(st->cur, (const char *)m->weights + m->state[k].init_offset, bytes);
@@ -292,7 +292,7 @@ tbcrt_status tbcrt_session_create_with(tbcrt_model *m, const tbcrt_session_optio
 		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "tbcrt_session_create: out of memory");
 	}
 	s->device = device;
-	if (m->n_state && (ds = state_create(s)).code != TBCRT_OK) {
+	if (m->n_state && (ds = state_create(s, dev != NULL)).code != TBCRT_OK) {
 		tbcrt_session_destroy(s);
 		return ds;
 	}
@@ -576,7 +576,8 @@ tbcrt_status tbcrt_session_run(tbcrt_session *s) {
 		in->data = s->state[k].cur;
 		in->bytes = s->state[k].bytes;
 		memcpy(in->dims, t->dims, t->rank * sizeof *t->dims);
-		s->out[m->state[k].output].bound = s->state[k].next;
+		/* on a device the state's outputs stay there: the slot is never written */
+		s->out[m->state[k].output].bound = s->dsession ? s->state[k].cur : s->state[k].next;
 		s->out[m->state[k].output].bound_bytes = s->state[k].bytes;
 	}
 	tbcrt_status st = resolve_symbols(s);
