@@ -7,7 +7,7 @@
 #               transformer and BERT for ARCH with --no-cubin (_ptx: the
 #               driver's JIT, for first loads; PTX=0 leaves them out); with
 #               RESNET=1 fp32 ResNet-50
-#   models_lp/  the transformer with --precision fp16, bf16, fp8
+#   models_lp/  the transformer (LP_MODELS) with --precision fp16, bf16, fp8
 # Weights are rounded to 16 levels (64 for models_lp) so that the archive, which
 # must travel in 64 MiB, compresses (coarse_weights.py).
 #   train/      two training steps, five steps each against this CPU
@@ -30,9 +30,13 @@ models "cuda:sm_80,cuda:$arch" "$work/models" --suffix _w16 --weight-levels 16
 [ "${PTX:-1}" = 0 ] || models "cuda:$arch" "$work/models" transformer bert_dynamic --suffix _ptx_w16 \
 	--weight-levels 16 --compile-args=--no-cubin
 [ -z "${RESNET:-}" ] || models "cuda:$arch" "$work/models" resnet50 --suffix _w16 --weight-levels 16
+# LP_MODELS="MODEL:LEVELS ..." (default transformer:64) are lowered, each with LP_SETS data
+# sets (default 1; tests/conformance/lp_cosine.py measures their accuracy there)
 for p in fp16 bf16 fp8; do
-	models "cuda:$arch" "$work/models_lp" transformer --suffix "_${p}_w64" --weight-levels 64 \
-		--compile-args "--precision $p"
+	for spec in ${LP_MODELS:-transformer:64}; do
+		models "cuda:$arch" "$work/models_lp" "${spec%%:*}" --suffix "_${p}_w${spec#*:}" \
+			--weight-levels "${spec#*:}" --sets "${LP_SETS:-1}" --compile-args "--precision $p"
+	done
 	# LP_BEFORE="NAME=VAR=VALUE ...": the same compiled with that setting, as *_NAME
 	# (TBC_GEMM_MMA=0: the scalar GEMM instead of the tensor cores)
 	for spec in ${LP_BEFORE:-}; do

@@ -35,17 +35,22 @@ if [ -n "$kfolders" ]; then
 		>"$res/kdata.txt" 2>&1; echo "kernels data rc $?" >>"$res/kdata.txt") &
 	kd=$!
 fi
-# A sample of the suite under compute-sanitizer, beside the suite's run.
-if command -v compute-sanitizer >/dev/null; then
+# A sample of the suite under compute-sanitizer, beside the suite's run
+# (a bundle may leave the node suite out: then only its tbc-device-suite is there).
+if [ ! -d suite/cases ]; then
+	echo "skipped: the bundle has no node suite" | tee "$res/memcheck.txt" >"$res/suite.txt"
+elif command -v compute-sanitizer >/dev/null; then
 	(timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$S" --device cuda:0 \
 		$(ls -d suite/cases/* | awk 'NR % 30 == 1') >"$res/memcheck.txt" 2>&1
 	 echo "rc $?" >>"$res/memcheck.txt") &
 else
 	echo "skipped: no compute-sanitizer" >"$res/memcheck.txt"
 fi
-TBC_SHARD_SECONDS=150 timeout 300 suite/run.sh cuda:0 "$(nproc)" >"$res/suite.txt" 2>&1 || rc=1
-cp suite/results.txt "$res/" 2>/dev/null
-echo "suite done at $(since)"
+if [ -d suite/cases ]; then
+	TBC_SHARD_SECONDS=150 timeout 300 suite/run.sh cuda:0 "$(nproc)" >"$res/suite.txt" 2>&1 || rc=1
+	cp suite/results.txt "$res/" 2>/dev/null
+	echo "suite done at $(since)"
+fi
 # First loads: the driver's JIT cache off, so that PTX is compiled every time.
 : >"$res/models.txt"
 [ -d models ] && { CUDA_CACHE_DISABLE=1 timeout 240 "$S" --device cuda:0 --atol 1e-4 models/* | sed 's/^/cold: /' >>"$res/models.txt" 2>&1 || rc=1; }
@@ -53,7 +58,13 @@ echo "suite done at $(since)"
 half=$(ls -d models_lp/*_fp16* models_lp/*_bf16* 2>/dev/null)
 fp8=$(ls -d models_lp/*_fp8* 2>/dev/null)
 [ -n "$half" ] && { timeout 240 "$S" --device cuda:0 --runs 20 --rtol 5e-2 --atol 5e-2 $half >>"$res/models.txt" 2>&1 || rc=1; }
-[ -n "$fp8" ] && { timeout 120 "$S" --device cuda:0 --runs 20 --rtol 0.2 --atol 0.2 $fp8 >>"$res/models.txt" 2>&1 || rc=1; }
+# fp8 for its time: single values may miss 0.2 (BERT's after a LayerNorm, on the CPU too);
+# its accuracy is judged by the cosine below
+[ -n "$fp8" ] && timeout 120 "$S" --device cuda:0 --runs 20 --rtol 0.2 --atol 0.2 $fp8 >>"$res/models.txt" 2>&1
+# the lowered models' accuracy against float32 over all their sets: issue 13's measures and goals
+[ -n "$half$fp8" ] && { timeout 120 "$S" --device cuda:0 --record $half $fp8 >/dev/null 2>&1 || rc=1; }
+[ -n "$half" ] && { python3 "$here/lp_cosine.py" --min-cosine 0.999 $half >>"$res/models.txt" 2>&1 || rc=1; }
+[ -n "$fp8" ] && { python3 "$here/lp_cosine.py" --min-cosine 0.99 $fp8 >>"$res/models.txt" 2>&1 || rc=1; }
 echo "models done at $(since)"
 # rtol 1e-2: AdamW normalizes each gradient element, so one whose gradient is at rounding
 # level steps lr either way on each target (docs/gpu.md, run 12)
@@ -76,6 +87,6 @@ wait
 echo "all done at $(since)"
 cat "$res/machine.txt" "$res/suite.txt"
 grep -v '^PASS test_' "$res/results.txt" 2>/dev/null
-grep -hE '^(cold: )?(PASS|FAIL|done)|^torch|^==|profile:' "$res/models.txt" "$res/train.txt" "$res/kernels.txt" 2>/dev/null
+grep -hE '^(cold: )?(PASS|FAIL|done)|^torch|^==|^cosine|profile:' "$res/models.txt" "$res/train.txt" "$res/kernels.txt" 2>/dev/null
 tail -n 3 "$res/kdata.txt" "$res/memcheck.txt" 2>/dev/null
 exit $rc
