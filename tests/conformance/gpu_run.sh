@@ -53,6 +53,7 @@ if [ -d suite/cases ]; then
 fi
 # First loads: the driver's JIT cache off, so that PTX is compiled every time.
 : >"$res/models.txt"
+[ -n "$(ls models 2>/dev/null)" ] || rmdir models 2>/dev/null # an empty folder: no models
 [ -d models ] && { CUDA_CACHE_DISABLE=1 timeout 240 "$S" --device cuda:0 --atol 1e-4 models/* | sed 's/^/cold: /' >>"$res/models.txt" 2>&1 || rc=1; }
 [ -d models ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --atol 1e-4 models/* >>"$res/models.txt" 2>&1 || rc=1; }
 half=$(ls -d models_lp/*_fp16* models_lp/*_bf16* 2>/dev/null)
