@@ -3,8 +3,10 @@
  * (tbc_target_desc.dot_bf16) and the GEMM generator uses for bf16 operands
  * with a constant B (codegen/lower/matmul.c).
  *
- * - Lowering: dot2 appears only where the target declares it, the operands
- *   are bf16 and B is a constant; TBC_GEMM_DOT2=0 keeps the scalar GEMM.
+ * - Lowering (with TBC_GEMM_DOT2=1, which turns the path on): dot2 appears
+ *   only where the target declares it, the operands are bf16 and B is a
+ *   constant (or Conv's im2col, laid out in pairs); without it, the scalar
+ *   GEMM.
  * - Semantics, exactly: the evaluator gives the values the instruction
  *   gives (the odd element of a pair first, subnormal inputs read as zero,
  *   subnormal sums flushed, NaN from inf * 0 and inf - inf), which differ
@@ -119,12 +121,17 @@ static void test_dot2_only_where_declared(void **state) {
 	t = lowered(&md, op2(&md, TBC_OP_MatMul, a, b), &dot);
 	assert_null(strstr(t, "dot2"));
 	free(t);
-	setenv("TBC_GEMM_DOT2", "0", 1);
-	md = model_new();
-	t = lowered(&md, matmul_const_b(&md, TBC_DT_BF16, "40,64", 64, 96), &dot);
-	assert_null(strstr(t, "dot2"));
-	free(t);
-	unsetenv("TBC_GEMM_DOT2");
+	/* off by default, and with any other value */
+	static const char *const off[] = {NULL, "0", "yes"};
+	for (int i = 0; i < 3; i++) {
+		if (off[i]) setenv("TBC_GEMM_DOT2", off[i], 1);
+		else unsetenv("TBC_GEMM_DOT2");
+		md = model_new();
+		t = lowered(&md, matmul_const_b(&md, TBC_DT_BF16, "40,64", 64, 96), &dot);
+		assert_null(strstr(t, "dot2"));
+		free(t);
+	}
+	setenv("TBC_GEMM_DOT2", "1", 1);
 	/* a target that does not declare it refuses a kernel holding one */
 	assert_false(host_dot2() && !dot.dot_bf16);
 }
@@ -307,11 +314,47 @@ static void test_dot2_matches_interpreter(void **state) {
 	tbc_op_add_attr(g, "alpha", TBC_ATTR_FLOAT)->f = 0.5;
 	tbc_op_add_attr(g, "beta", TBC_ATTR_FLOAT)->f = -2;
 	check_outputs(&md, 1, (tbc_value *[]){g->outputs[0]}, 1e-2);
+	/* Conv: im2col in k pairs (a 1x1 convolution too), groups, a bias;
+	 * an odd Kg (3 x 3 x 3 = 27) keeps the scalar GEMM */
+	static const struct {
+		const char *x;
+		int64_t w[4];
+		int group;
+		bool dot2;
+	} convs[] = {{"1,6,9,9", {8, 6, 3, 3}, 1, true},
+		     {"2,16,5,5", {20, 16, 1, 1}, 1, true},
+		     {"1,8,6,6", {12, 4, 3, 3}, 2, true},
+		     {"1,3,8,8", {16, 3, 3, 3}, 1, false}};
+	for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+		for (int pass = 0; pass < 2; pass++) {
+			md = model_new();
+			tbc_value *x = input(&md, TBC_DT_BF16, convs[i].x);
+			int64_t n = convs[i].w[0] * convs[i].w[1] * convs[i].w[2] * convs[i].w[3];
+			uint16_t *bits = malloc((size_t)n * 2);
+			for (int64_t e = 0; e < n; e++) bits[e] = bf16_bits(-1 + 2 * rnd(&md));
+			tbc_tensor *wt = tbc_tensor_create(TBC_DT_BF16, 4, convs[i].w);
+			memcpy(wt->data, bits, (size_t)n * 2);
+			free(bits);
+			tbc_value *w = tbc_graph_add_const(md.m->main, NULL, wt);
+			tbc_tensor_destroy(wt);
+			tbc_value *bias = input(&md, TBC_DT_BF16, convs[i].w[0] == 8 ? "8" : convs[i].w[0] == 20 ? "20" : convs[i].w[0] == 12 ? "12" : "16");
+			tbc_op *cv = node(&md, TBC_OP_Conv, 3, x, w, bias);
+			if (convs[i].group > 1) attr_int(cv, "group", convs[i].group);
+			if (pass == 0) {
+				char *t = lowered(&md, cv->outputs[0], &dot);
+				g_target = &dot;
+				if ((strstr(t, "dot2.bf16") != NULL) != convs[i].dot2) fail_msg("conv %zu:\n%s", i, t);
+				free(t);
+			} else {
+				check_outputs(&md, 1, (tbc_value *[]){cv->outputs[0]}, 1e-2);
+			}
+		}
 	g_atol = atol;
 	g_target = NULL;
 }
 
 int main(void) {
+	setenv("TBC_GEMM_DOT2", "1", 1); /* the path is off by default */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dot2_only_where_declared),
 		cmocka_unit_test(test_dot2_semantics_exact),
