@@ -136,6 +136,38 @@ static void test_dot2_only_where_declared(void **state) {
 	assert_false(host_dot2() && !dot.dot_bf16);
 }
 
+/* Which CPUs declare it: AVX512_BF16 with 512-bit vectors, whether the CPU
+ * is the host or named with --cpu (an artifact for it then lists
+ * avx512bf16, and the runtime refuses it on a CPU without). */
+static void test_dot2_declared_by_cpu(void **state) {
+	(void)state;
+	static const struct {
+		const char *triple, *cpu;
+		bool dot;
+	} cpus[] = {{"x86_64-unknown-linux-gnu", "sapphirerapids", true}, {"x86_64-unknown-linux-gnu", "cooperlake", true},
+		    {"x86_64-unknown-linux-gnu", "skylake-avx512", false}, {"x86_64-unknown-linux-gnu", "x86-64-v3", false},
+		    {"x86_64-unknown-linux-gnu", "znver4", true},          {"aarch64-unknown-linux-gnu", "neoverse-v2", false}};
+	for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+		tbc_compile_options o;
+		memset(&o, 0, sizeof o);
+		o.target_triple = cpus[i].triple, o.cpu = cpus[i].cpu;
+		tbc_diags *d = tbc_diags_create();
+		tbc_target_desc t;
+		assert_int_equal(tbc_target_cpu.describe(&o, &t, d), TBC_OK);
+		if (t.dot_bf16 != cpus[i].dot) fail_msg("--cpu %s: dot_bf16 %d", cpus[i].cpu, t.dot_bf16);
+		tbc_diags_destroy(d);
+	}
+	/* --features takes it away */
+	tbc_compile_options o;
+	memset(&o, 0, sizeof o);
+	o.target_triple = "x86_64-unknown-linux-gnu", o.cpu = "sapphirerapids", o.features = "+avx512f,+avx512bw";
+	tbc_diags *d = tbc_diags_create();
+	tbc_target_desc t;
+	assert_int_equal(tbc_target_cpu.describe(&o, &t, d), TBC_OK);
+	assert_false(t.dot_bf16);
+	tbc_diags_destroy(d);
+}
+
 /* ---- Semantics -------------------------------------------------------------------*/
 /* Runs md (outputs set) through the evaluator lowered for dot2_desc and,
  * when this CPU has AVX512_BF16, through the JIT; *jit NULL otherwise. */
@@ -357,6 +389,7 @@ int main(void) {
 	setenv("TBC_GEMM_DOT2", "1", 1); /* the path is off by default */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dot2_only_where_declared),
+		cmocka_unit_test(test_dot2_declared_by_cpu),
 		cmocka_unit_test(test_dot2_semantics_exact),
 		cmocka_unit_test(test_dot2_compiled_matches_evaluator),
 		cmocka_unit_test(test_dot2_matches_interpreter),
