@@ -2,14 +2,19 @@
  * instructions a bf16 GEMM could use: f32 FMA (vfmadd231ps zmm, what the
  * scalar GEMM becomes), vdpbf16ps zmm and ymm (kernel IR's dot2), and AMX
  * tdpbf16ps (when the CPU and OS have it).  Independent accumulators, no
- * memory traffic: the instruction's own rate.  docs/precision.md has what
+ * memory traffic: the instruction's own rate.  With "amx", also a plain AMX
+ * GEMM (2 x 2 tiles of 16 x 16 sums, B in the k pairs dot2 packs, checked
+ * against a double sum) on the transformer block's three large shapes: what
+ * an AMX path could reach.  docs/precision.md has what
  * it gave on the machine the dot2 path was measured on; run it before
  * turning TBC_GEMM_DOT2=1 on for another CPU.  Not built by CMake (it needs
  * the ISA flags):
  *
- *   gcc -O2 -mavx512f -mavx512vl -mavx512bf16 -mfma -mamx-tile -mamx-bf16 bench/bf16_rate.c -o bf16_rate
+ *   gcc -O2 -mavx512f -mavx512vl -mavx512bf16 -mfma -mamx-tile -mamx-bf16 bench/bf16_rate.c -o bf16_rate -lm
  *   ./bf16_rate          # add "amx" to run the AMX part */
 #include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,10 +29,10 @@ static double now(void) {
 }
 
 #define NA 24
-#define N 20000000L
+#define REPS 20000000L
 
 static void report(const char *what, double seconds, double macs_per_instr) {
-	double ns = seconds / ((double)N * NA) * 1e9;
+	double ns = seconds / ((double)REPS * NA) * 1e9;
 	printf("%-22s %7.3f ns an instruction, %6.1f G multiply-adds/s\n", what, ns, macs_per_instr / ns);
 }
 
@@ -59,7 +64,7 @@ static void amx(void) {
 	_tile_zero(1);
 	_tile_zero(2);
 	_tile_zero(3);
-	long n = N / 8;
+	long n = REPS / 8;
 	double t0 = now();
 	for (long i = 0; i < n; i++) {
 		_tile_dpbf16ps(0, 4, 6);
@@ -69,6 +74,64 @@ static void amx(void) {
 	}
 	double s = now() - t0, ns = s / ((double)n * 4) * 1e9;
 	printf("%-22s %7.3f ns an instruction, %6.1f G multiply-adds/s\n", "tdpbf16ps (AMX)", ns, 16.0 * 16 * 32 / ns);
+	/* y (M x N f32) = A (M x K bf16) * B (K x N bf16 in k pairs: [K/2][N][2]) */
+	static const int shapes[3][3] = {{128, 512, 1536}, {128, 512, 2048}, {128, 2048, 512}};
+	double total = 0;
+	for (int sh = 0; sh < 3; sh++) {
+		int M = shapes[sh][0], K = shapes[sh][1], N = shapes[sh][2];
+		uint16_t *A = aligned_alloc(64, (size_t)M * K * 2), *B = aligned_alloc(64, (size_t)K * N * 2);
+		float *Y = aligned_alloc(64, (size_t)M * N * 4);
+		for (size_t i = 0; i < (size_t)M * K; i++) A[i] = (uint16_t)(0x3c00 + i % 7);
+		for (size_t i = 0; i < (size_t)K * N; i++) B[i] = (uint16_t)(0x3c00 + i % 5);
+		double best = 1e9;
+		for (int r = 0; r < 50; r++) {
+			double t0 = now();
+			for (int i = 0; i < M; i += 32)
+				for (int j = 0; j < N; j += 32) {
+					_tile_zero(0);
+					_tile_zero(1);
+					_tile_zero(2);
+					_tile_zero(3);
+					for (int k = 0; k < K; k += 32) {
+						_tile_loadd(4, A + (size_t)i * K + k, K * 2);
+						_tile_loadd(5, A + (size_t)(i + 16) * K + k, K * 2);
+						_tile_loadd(6, B + (size_t)(k / 2) * N * 2 + j * 2, N * 4);
+						_tile_loadd(7, B + (size_t)(k / 2) * N * 2 + (j + 16) * 2, N * 4);
+						_tile_dpbf16ps(0, 4, 6);
+						_tile_dpbf16ps(1, 4, 7);
+						_tile_dpbf16ps(2, 5, 6);
+						_tile_dpbf16ps(3, 5, 7);
+					}
+					_tile_stored(0, Y + (size_t)i * N + j, N * 4);
+					_tile_stored(1, Y + (size_t)i * N + j + 16, N * 4);
+					_tile_stored(2, Y + (size_t)(i + 16) * N + j, N * 4);
+					_tile_stored(3, Y + (size_t)(i + 16) * N + j + 16, N * 4);
+				}
+			double t = now() - t0;
+			if (t < best) best = t;
+		}
+		double maxerr = 0;
+		for (int i = 0; i < M; i += 37)
+			for (int j = 0; j < N; j += 29) {
+				double ref = 0;
+				for (int k = 0; k < K; k++) {
+					uint32_t a = (uint32_t)A[(size_t)i * K + k] << 16, b = (uint32_t)B[(size_t)(k / 2) * N * 2 + j * 2 + k % 2] << 16;
+					float fa, fb;
+					memcpy(&fa, &a, 4);
+					memcpy(&fb, &b, 4);
+					ref += (double)fa * fb;
+				}
+				double e = fabs((Y[(size_t)i * N + j] - ref) / ref);
+				if (e > maxerr) maxerr = e;
+			}
+		printf("AMX GEMM %dx%dx%d: fastest of 50 %.3f ms, %.0f G multiply-adds/s (max relative error %.1e)\n", M, K, N,
+		       best * 1e3, (double)M * N * K / best / 1e9, maxerr);
+		total += best;
+		free(A);
+		free(B);
+		free(Y);
+	}
+	printf("the three together: %.3f ms\n", total * 1e3);
 	_tile_release();
 }
 
@@ -80,19 +143,19 @@ int main(int argc, char **argv) {
 	__m512bh xb = (__m512bh)_mm512_set1_epi32(0x3c003c00);
 	__m256bh xh = (__m256bh)_mm256_set1_epi32(0x3c003c00);
 	double t0 = now();
-	for (long n = 0; n < N; n++) {
+	for (long n = 0; n < REPS; n++) {
 #pragma GCC unroll 24
 		for (int i = 0; i < NA; i++) acc[i] = _mm512_fmadd_ps(x, x, acc[i]);
 		__asm__ volatile("" : "+v"(x));
 	}
 	double t1 = now();
-	for (long n = 0; n < N; n++) {
+	for (long n = 0; n < REPS; n++) {
 #pragma GCC unroll 24
 		for (int i = 0; i < NA; i++) acc[i] = _mm512_dpbf16_ps(acc[i], xb, xb);
 		__asm__ volatile("" : "+v"(xb));
 	}
 	double t2 = now();
-	for (long n = 0; n < N; n++) {
+	for (long n = 0; n < REPS; n++) {
 #pragma GCC unroll 24
 		for (int i = 0; i < NA; i++) acc8[i] = _mm256_dpbf16_ps(acc8[i], xh, xh);
 		__asm__ volatile("" : "+v"(xh));
