@@ -5,12 +5,13 @@ tbc / onnxruntime (below 1: tbc is faster) for each thread count, and the
 geometric mean of the ratios over the ImageNet CNNs.
 
 usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
-           [--precision fp16|bf16|fp8]
+           [--precision fp32,fp16,bf16,fp8 (one or several)]
 (models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)
 
 --precision: tbc computes the model lowered to that precision (docs/precision.md),
 onnxruntime the float32 model as it is: what a user switching to a lowered
-model gains over the peer they would otherwise run."""
+model gains over the peer they would otherwise run.  Several (--precision fp32,bf16)
+give a row per model and precision, one after the other, in one run."""
 import argparse
 import datetime
 import math
@@ -63,7 +64,7 @@ def ort_ms(path, feeds, threads, runs):
         t = time.perf_counter()
         sess.run(None, feeds)
         times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def main():
@@ -72,8 +73,12 @@ def main():
     ap.add_argument("--threads", default=str(os.cpu_count()), help="comma-separated thread counts")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--models", help="comma-separated labels (default: all)")
-    ap.add_argument("--precision", choices=["fp32", "fp16", "bf16", "fp8"], default="fp32")
+    ap.add_argument("--fastest", action="store_true", help="cells show median / fastest milliseconds")
+    ap.add_argument("--precision", default="fp32", help="fp32, fp16, bf16, fp8 or a comma-separated list of them")
     a = ap.parse_args()
+    precisions = a.precision.split(",")
+    if any(p not in ("fp32", "fp16", "bf16", "fp8") for p in precisions):
+        ap.error(f"--precision {a.precision}: each of fp32, fp16, bf16, fp8")
     chosen = [m for m in MODELS if not a.models or m[0] in a.models.split(",")]
     models = os.path.join(a.build, "models")
     files = [os.path.join(models, m[1] + ".onnx") for m in chosen]
@@ -88,30 +93,34 @@ def main():
                        "amx_tile") if f in flags]
     print(f"Machine: {cpu} ({' '.join(isa)}), {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
           f"{datetime.date.today()}; {a.runs} runs each, medians"
-          + (f"; tbc with --precision {a.precision}, onnxruntime float32" if a.precision != "fp32" else "") + "\n")
+          + (f"; tbc with --precision {a.precision}, onnxruntime float32" if precisions != ["fp32"] else "") + "\n")
     threads = [int(t) for t in a.threads.split(",")]
     print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
     print("|---|" + "---:|---:|---:|" * len(threads))
     cnn_ratios = {t: [] for t in threads}
-    for label, model, inputs, cnn in chosen:
+    for (label, model, inputs, cnn), prec in [(m, p) for m in chosen for p in precisions]:
         path = os.path.join(models, model + ".onnx")
         feeds = {k: np.load(os.path.join(models, v)) for k, v in inputs.items()}
+        cnn = cnn and len(precisions) == 1
         cells = []
         for t in threads:
             args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
             args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
-            args += ["--precision", a.precision]
+            args += ["--precision", prec]
             r = subprocess.run(args, capture_output=True, text=True)
-            theirs = ort_ms(path, feeds, t, a.runs)
+            theirs, their_min = ort_ms(path, feeds, t, a.runs)
+            theirs_cell = f"{theirs:.2f}" + (f" / {their_min:.2f}" if a.fastest else "")
             if r.returncode != 0:
                 why = (r.stderr.strip().splitlines() or ["no message"])[-1]
-                cells.append(f"fails: {why} | {theirs:.2f} | -")
+                cells.append(f"fails: {why} | {theirs_cell} | -")
                 continue
-            ours = float(r.stdout.split()[1])
+            ours, our_min = float(r.stdout.split()[1]), float(r.stdout.split()[3])
             if cnn:
                 cnn_ratios[t].append(ours / theirs)
-            cells.append(f"{ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}")
-        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+            ours_cell = f"{ours:.2f}" + (f" / {our_min:.2f}" if a.fastest else "")
+            cells.append(f"{ours_cell} | {theirs_cell} | {ours / theirs:.2f}")
+        name = label if len(precisions) == 1 else f"{label} ({prec})"
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     for t in threads:
         r = cnn_ratios[t]
         if r:

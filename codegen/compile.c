@@ -98,7 +98,7 @@ static bool shares_descriptor(const kir_program *p, const kir_program *dp, tbc_d
 			const kir_pbuf *cb = p->bufs[c];
 			found = cb->role == KIR_BUF_CONST && cb->constant == db->constant && cb->offset == db->offset &&
 				cb->lay.rows == db->lay.rows && cb->lay.cols == db->lay.cols && cb->lay.pitch == db->lay.pitch &&
-				cb->lay.transpose == db->lay.transpose;
+				cb->lay.transpose == db->lay.transpose && cb->lay.pairs == db->lay.pairs;
 		}
 		ok = found;
 	}
@@ -257,6 +257,9 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	if (rc == TBC_OK) {
 		if (lower_for) desc = *lower_for;
 		else rc = tbc_target_cpu.describe(o, &desc, d);
+		/* Device programs share the CPU program's weights, laid out alike;
+		 * B panels in bf16 pairs are the CPU's dot2 layout alone. */
+		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = false;
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = now();

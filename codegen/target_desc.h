@@ -48,6 +48,11 @@ typedef struct tbc_target_desc {
 	 * sm_80.  A GEMM on such operands is then made of it (gemm_mma.c);
 	 * a target without it never receives one. */
 	bool mma_f16, mma_bf16;
+	/* The CPU micro-tile of bf16 pair dot products with f32 sums (kir_dot2:
+	 * x86's vdpbf16ps, AVX512_BF16 with 512-bit vectors).  A GEMM of bf16
+	 * operands is then made of it (matmul.c); a target without it never
+	 * receives one. */
+	bool dot_bf16;
 
 	/* How much parallel work fills the device: compute_units
 	 * multiprocessors (SMs, CUs) of a typical device of the kind, each

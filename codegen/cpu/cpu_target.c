@@ -135,6 +135,10 @@ static void describe_machine(const char *triple, const char *features, tbc_targe
 	*t = tbc_target_desc_cpu_default();
 	if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) t->vector_bytes = 16, t->vector_regs = 32;
 	else if (has_feature(features, "avx512f")) t->vector_bytes = 64, t->vector_regs = 32;
+	/* vdpbf16ps on zmm registers: the artifact then lists avx512bf16 among
+	 * its features, and the runtime refuses it on a CPU without them, as
+	 * it does any feature the code was compiled for (no SIGILL). */
+	t->dot_bf16 = t->vector_bytes == 64 && has_feature(features, "avx512bf16") && !strstr(features, "-evex512");
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 }
 
@@ -162,6 +166,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	/* t->vector_bytes: the width lowering tiled GEMMs for */
 	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
+	c.dot_bf16 = t->dot_bf16;
 	c.f16_hw = (strncmp(m.triple, "x86_64", 6) == 0 && m.features && strstr(m.features, "+f16c")) ||
 		   strncmp(m.triple, "aarch64", 7) == 0;
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */

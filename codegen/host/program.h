@@ -27,10 +27,13 @@ typedef struct kir_pbuf {
 	/* CONST laid out for a GEMM (lower_const_matrix), when pitch > 0: the
 	 * constant read as a rows x cols matrix, transposed when asked, each
 	 * row of that padded with zeros to pitch elements; type is then
-	 * [rows or cols, pitch]. */
+	 * [rows or cols, pitch].  With pairs (a bf16 GEMM's B for kir_dot2),
+	 * element (i, j) of that matrix (i < K rows) is at (i / 2) * 2 pitch +
+	 * 2 j + i % 2 instead: k pairs side by side, type [ceil(K / 2),
+	 * 2 pitch]. */
 	struct {
 		int64_t rows, cols, pitch;
-		bool transpose;
+		bool transpose, pairs;
 	} lay;
 	/* CONST: byte offset in the weights.  TEMP: byte offset in the arena, or
 	 * -1 when the size is symbolic (placed at run time after the static

@@ -388,6 +388,34 @@ kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m) {
 	return s;
 }
 
+kir_stmt *kir_s_dot2(kir_kernel *k, const kir_dot2 *d) {
+	if (!d || !d->a || !d->b || !d->b_at || !d->ldb || !d->kn || !d->acc || d->mr < 1 || d->mr > 8 || d->nv < 1 ||
+	    d->nv > 4)
+		return k->failed = true, NULL;
+	int n = d->mr * d->nv * 16;
+	for (int i = 0; i < n; i++)
+		if (!d->acc[i]) return k->failed = true, NULL;
+	for (int r = 0; r < d->mr; r++)
+		if (!d->a_at[r]) return k->failed = true, NULL;
+	kir_dot2 *copy = knew(k, sizeof *copy);
+	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
+	kir_stmt *s = snew(k, KIR_S_DOT2);
+	if (!copy || !acc || !s) return NULL;
+	*copy = *d;
+	memcpy(acc, d->acc, (size_t)n * sizeof *acc);
+	copy->acc = acc;
+	s->dot2 = copy;
+	return s;
+}
+
+static bool stmts_have_dot2(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_DOT2 || stmts_have_dot2(s->body) || stmts_have_dot2(s->orelse)) return true;
+	return false;
+}
+
+bool kir_kernel_has_dot2(const kir_kernel *k) { return stmts_have_dot2(k->body); }
+
 static int64_t static_numel(const kir_buffer *b);
 
 int64_t kir_local_bytes(const kir_kernel *k) {
@@ -412,9 +440,10 @@ static bool mma_fits(const kir_stmt *s, const tbc_target_desc *t) {
 }
 
 bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
-	if (!kir_kernel_is_grouped(k)) return true;
 	const char *why = NULL;
-	if (!t->workgroups) why = "the target has no work-groups";
+	if (!t->dot_bf16 && kir_kernel_has_dot2(k)) why = "it holds a bf16 pair dot product (dot2) the target does not declare";
+	else if (!kir_kernel_is_grouped(k)) return true;
+	else if (!t->workgroups) why = "the target has no work-groups";
 	else if (kir_group_items(k) > t->max_workgroup_size) why = "its work-group is larger than the target's";
 	else if (kir_local_bytes(k) > t->local_mem_bytes) why = "its local buffers exceed the target's local memory";
 	else if (!mma_fits(k->body, t)) why = "it holds a matrix multiply-accumulate (mma) the target does not declare";
@@ -677,6 +706,28 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			put(o, "[");
 			print_expr(o, k, m->b_at, 0);
 			put(o, "; %" PRId64 "]\n", m->ldb);
+			break;
+		}
+		case KIR_S_DOT2: {
+			const kir_dot2 *m = s->dot2;
+			put(o, "dot2.bf16 [%d x %d] (", m->mr, 16 * m->nv);
+			for (int i = 0; i < m->mr * m->nv * 16; i++) put(o, "%s%%%s", i ? ", " : "", m->acc[i]->name);
+			put(o, ") += ");
+			put_buf(o, m->a);
+			put(o, "[");
+			for (int r = 0; r < m->mr; r++) {
+				if (r) put(o, ", ");
+				print_expr(o, k, m->a_at[r], 0);
+			}
+			put(o, "] * ");
+			put_buf(o, m->b);
+			put(o, "[");
+			print_expr(o, k, m->b_at, 0);
+			put(o, "; pairs ");
+			print_expr(o, k, m->ldb, 0);
+			put(o, "] over ");
+			print_expr(o, k, m->kn, 0);
+			put(o, "\n");
 			break;
 		}
 		}
@@ -1068,6 +1119,34 @@ static void check_mma_operand(verifier *v, const kir_buffer *b, const kir_expr *
 		     b->name, n);
 }
 
+/* A dot2's operands: bf16 buffers, index expressions; f32 accumulators
+ * defined before it.  (The evaluator checks every element it reads.) */
+static void check_dot2(verifier *v, const kir_dot2 *m) {
+	if (!m || !m->a || !m->b || m->mr < 1 || m->mr > 8 || m->nv < 1 || m->nv > 4) {
+		verr(v, "a malformed dot2");
+		return;
+	}
+	if (m->a->dtype != TBC_DT_BF16 || m->b->dtype != TBC_DT_BF16)
+		verr(v, "dot2 of %s by %s, not bf16", kir_type_name(m->a->dtype), kir_type_name(m->b->dtype));
+	if (m->a->space != KIR_MEM_GLOBAL || m->b->space != KIR_MEM_GLOBAL) verr(v, "dot2 operand in local memory");
+	if (v->in_group) verr(v, "dot2 inside a work-group");
+	const kir_expr *ix[11] = {m->b_at, m->ldb, m->kn};
+	for (int r = 0; r < m->mr; r++) ix[3 + r] = m->a_at[r];
+	for (int i = 0; i < 3 + m->mr; i++) {
+		check_expr(v, ix[i]);
+		if (ix[i]) need_type(v, ix[i], KIR_INDEX, "a dot2 operand's index");
+	}
+	for (int i = 0; i < m->mr * m->nv * 16; i++) {
+		const kir_var *x = m->acc[i];
+		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
+			verr(v, "a dot2 accumulator that is not the kernel's");
+			continue;
+		}
+		if (x->type != TBC_DT_F32) verr(v, "dot2 accumulator %%%s is %s, not f32", x->name, kir_type_name(x->type));
+		if (v->is_loop_var[x->id]) verr(v, "dot2 accumulator %%%s is a loop variable", x->name);
+	}
+}
+
 static void check_mma(verifier *v, const kir_mma *m) {
 	v->has_barrier = true; /* items leaving early would leave their warp short */
 	if (!m || !m->acc || m->mi < 1 || m->ni < 1 || m->mi > 8 || m->ni > 8) {
@@ -1210,6 +1289,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		if (!s->message) verr(v, "error without a message");
 		return;
 	case KIR_S_MMA: check_mma(v, s->mma); return;
+	case KIR_S_DOT2: check_dot2(v, s->dot2); return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);
 }

@@ -143,7 +143,10 @@ typedef enum kir_stmt_kind {
 	/* A warp's matrix multiply-accumulate (kir_mma, below): only in
 	 * grouped kernels for targets that declare it, at group-uniform points
 	 * as a barrier. */
-	KIR_S_MMA
+	KIR_S_MMA,
+	/* A CPU micro-tile of bf16 pair dot products summed in f32 (kir_dot2,
+	 * below): only for targets that declare it. */
+	KIR_S_DOT2
 } kir_stmt_kind;
 
 /* A matrix multiply-accumulate of the subgroups of 32 items (warps) of a
@@ -174,6 +177,32 @@ typedef struct kir_mma {
 	struct kir_var **acc;       /* mi * ni * 4 f32 locals */
 } kir_mma;
 
+/* A micro-tile of bf16 pair dot products with f32 sums -- x86's
+ * vdpbf16ps (AVX512_BF16), which only a target declaring it receives
+ * (tbc_target_desc.dot_bf16).  For r < mr, c < nc (nc = 16 * nv), pairs
+ * p < ceil(kn / 2), in that order of p:
+ *
+ *   a1 = 2p + 1 < kn ? a[a_at[r] + 2p + 1] : +0,  a0 = a[a_at[r] + 2p]
+ *   b0 = b[b_at + p * ldb + 2c],  b1 = b[b_at + p * ldb + 2c + 1]
+ *   acc[r * nc + c] = ftz(fma(daz(a1), daz(b1), daz(acc)))
+ *   acc[r * nc + c] = ftz(fma(daz(a0), daz(b0), acc))
+ *
+ * daz: a subnormal input (bf16 operand or f32 accumulator) read as a zero
+ * of its sign; fma: the exact product plus the accumulator rounded once to
+ * f32, to nearest even; ftz: a subnormal result becomes a zero of its sign;
+ * a NaN result has an unspecified payload.  That is the instruction's
+ * arithmetic, the odd element of a pair first (checked against the CPU by
+ * unit.test_dot2).  a holds each row's k values contiguously; b is laid
+ * out in k pairs (gemm's "pairs" layout): b1 is read even for an odd kn's
+ * last pair (it must be there, zero). */
+typedef struct kir_dot2 {
+	int mr, nv;                 /* rows 1 .. 8, vectors of 16 columns 1 .. 4 */
+	struct kir_buffer *a, *b;   /* bf16 */
+	struct kir_expr *a_at[8];   /* index: element of a(r, 0) */
+	struct kir_expr *b_at, *ldb, *kn; /* index */
+	struct kir_var **acc;       /* mr * nv * 16 f32 locals */
+} kir_dot2;
+
 typedef struct kir_stmt {
 	kir_stmt_kind kind;
 	kir_var *var;
@@ -186,6 +215,7 @@ typedef struct kir_stmt {
 	struct kir_stmt *next;
 	const char *message; /* KIR_S_ERROR */
 	const kir_mma *mma;  /* KIR_S_MMA */
+	const kir_dot2 *dot2; /* KIR_S_DOT2 */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -317,6 +347,12 @@ kir_stmt *kir_s_barrier(kir_kernel *k);
 /* A warp matrix multiply-accumulate (kir_mma); m and its acc array are
  * copied. */
 kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m);
+/* A bf16 pair dot-product micro-tile (kir_dot2); d and its acc array are
+ * copied. */
+kir_stmt *kir_s_dot2(kir_kernel *k, const kir_dot2 *d);
+/* Whether a kernel holds a kir_dot2 (which only targets declaring
+ * dot_bf16 run). */
+bool kir_kernel_has_dot2(const kir_kernel *k);
 /* Bytes of k's local buffers together. */
 int64_t kir_local_bytes(const kir_kernel *k);
 

@@ -335,6 +335,44 @@ static void run_group(evaluator *ev, const kir_stmt *body);
 
 static void run(evaluator *ev, const kir_stmt *s);
 
+/* ---- dot2: vdpbf16ps's arithmetic (kir_dot2 in kir.h) ----------------------*/
+static float f32_of_bits(uint32_t u) {
+	float x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* A subnormal read as a zero of its sign (bf16 and f32 share the exponent). */
+static float daz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+
+/* A bf16 operand of a dot2 (element i of b), subnormals read as zero. */
+static float dot2_operand(evaluator *ev, const kir_buffer *b, int64_t i) {
+	i = checked_index(ev, b, (val){.i = i}, "load");
+	if (ev->failed) return 0;
+	return daz(f32_of_bits((uint32_t)load(ev, b, i).i << 16));
+}
+
+/* One step of the instruction: acc + x * y, the product exact, rounded
+ * once (fmaf), a subnormal result flushed to a zero of its sign. */
+static float dot2_step(float acc, float x, float y) { return daz(fmaf(x, y, daz(acc))); }
+
+static void run_dot2(evaluator *ev, const kir_dot2 *m) {
+	int64_t at[8], b_at = eval(ev, m->b_at).i, ldb = eval(ev, m->ldb).i, kn = eval(ev, m->kn).i;
+	for (int r = 0; r < m->mr; r++) at[r] = eval(ev, m->a_at[r]).i;
+	int nc = 16 * m->nv;
+	for (int64_t p = 0; 2 * p < kn && !ev->failed; p++)
+		for (int r = 0; r < m->mr; r++) {
+			float a0 = dot2_operand(ev, m->a, at[r] + 2 * p);
+			float a1 = 2 * p + 1 < kn ? dot2_operand(ev, m->a, at[r] + 2 * p + 1) : 0.0f;
+			for (int c = 0; c < nc && !ev->failed; c++) {
+				float b0 = dot2_operand(ev, m->b, b_at + p * ldb + 2 * c);
+				float b1 = dot2_operand(ev, m->b, b_at + p * ldb + 2 * c + 1);
+				val *x = &ev->vars[m->acc[r * nc + c]->id];
+				x->f = (double)dot2_step(dot2_step((float)x->f, a1, b1), a0, b0);
+			}
+		}
+}
+
 static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	switch (s->kind) {
 	case KIR_S_FOR: {
@@ -369,6 +407,7 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	case KIR_S_MMA: /* run_phased too: a warp runs it together */
 		eerr(ev, "work-item %d reaches an mma the others may not", ev->item);
 		break;
+	case KIR_S_DOT2: run_dot2(ev, s->dot2); break;
 	}
 }
 

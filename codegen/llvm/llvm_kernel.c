@@ -300,6 +300,14 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		}
 		c->hooks->mma(f, s->mma);
 		break;
+	case KIR_S_DOT2:
+		if (!c->dot_bf16) {
+			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds a bf16 pair dot product (dot2), which this target has not",
+				  f->k->name);
+			return;
+		}
+		llvm_dot2(f, s->dot2);
+		break;
 	}
 	llvm_memo_clear(f);
 }

@@ -85,6 +85,9 @@ typedef struct llvm_cx {
 	 * llvm_narrow.c then converts through LLVM's half type (vcvtph2ps,
 	 * vcvtps2ph), never a libcall; false: with integer code. */
 	bool f16_hw;
+	/* kir_dot2 statements are vdpbf16ps (llvm_dot2.c); the target's
+	 * description declared them (tbc_target_desc.dot_bf16). */
+	bool dot_bf16;
 	void *target;   /* the target's own state, for its hooks */
 	tbc_diags *d;
 	bool failed;
@@ -151,6 +154,9 @@ void llvm_fn_free(llvm_fn *f);
 /* Allocas for every variable of the kernel at the builder's position (the
  * top of the function's entry block). */
 void llvm_var_slots(llvm_fn *f);
+
+/* A kir_dot2 (llvm_dot2.c): vdpbf16ps over zmm registers. */
+void llvm_dot2(llvm_fn *f, const kir_dot2 *m);
 
 /* The value of e at the builder's position; NULL after a diagnostic. */
 LLVMValueRef llvm_expr(llvm_fn *f, const kir_expr *e);

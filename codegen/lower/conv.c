@@ -90,7 +90,8 @@ lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, cons
 	s.M = I(l.k, c->Mg), s.N = I(l.k, c->P), s.K = I(l.k, c->Kg);
 	s.NB = MUL(l.k, lk_dim(&l, batch), I(l.k, c->G));
 	s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
-	s.b.rs = I(l.k, c->P), s.b.cs = I(l.k, 1);
+	s.b.rs = I(l.k, c->pairs ? 2 * c->P : c->P), s.b.cs = I(l.k, 1);
+	s.b.pairs = c->pairs;
 	s.y.rs = I(l.k, c->P), s.y.cs = I(l.k, 1);
 	s.ctx = c;
 	s.base = conv_gemm_base;
@@ -168,7 +169,7 @@ static bool im2col_flat(lk *l, const conv_geom *g, kir_buffer *x, kir_buffer *co
  * stride 1 a contiguous one), the few at the borders select 0 or a clamped
  * load, and a row whose outer tap is in the padding is all zeros. */
 static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, int cb, tbc_dim nd, int64_t C,
-		   int64_t Kg, int64_t P) {
+		   int64_t Kg, int64_t P, bool pairs) {
 	lk l;
 	if (!lk_begin(&l, cx, "im2col")) return false;
 	kir_kernel *k = l.k;
@@ -195,7 +196,10 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	/* One position of the outer dims: its tap, in the input or not. */
 	kir_block pos = {0};
 	kir_var *o[CONV_MAX_SPATIAL];
-	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = MUL(l.k, MUL(l.k, V(l.k, r), I(l.k, KW)), I(l.k, P));
+	/* Row R = r KW + kw of col, position pos: at R P + pos, or in k pairs
+	 * (Kg even, so a pair never spans two matrices) at (R / 2) 2 P +
+	 * 2 pos + R % 2. */
+	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = I(l.k, 0);
 	int64_t istride = inw, ostride = OW;
 	for (int d = w - 1; d >= 0; d--) {
 		o[d] = kir_var_new(k, "o", KIR_INDEX);
@@ -208,12 +212,16 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 		istride *= g->in[d];
 		ostride *= g->out[d];
 	}
-	kir_expr *xrow = LET(l.k, &pos, "xrow", xi), *crow = LET(l.k, &pos, "crow", ci);
+	kir_expr *xrow = LET(l.k, &pos, "xrow", xi), *crow = LET(l.k, &pos, "crow", pairs ? MUL(l.k, ci, I(l.k, 2)) : ci);
+	int64_t pstep = pairs ? 2 : 1; /* elements between positions */
 	kir_expr *zero = x->dtype == TBC_DT_F32 || x->dtype == TBC_DT_F64 ? kir_e_float(k, x->dtype, 0)
 								       : kir_e_cast(k, x->dtype, kir_e_float(k, TBC_DT_F32, 0));
 	kir_block copy = {0}, zeros = {0};
 	for (int64_t kw = 0; kw < KW; kw++) {
-		kir_expr *cr = ADD(l.k, crow, I(l.k, kw * P));
+		kir_expr *R = ADD(l.k, MUL(l.k, V(l.k, r), I(l.k, KW)), I(l.k, kw));
+		kir_expr *rowat = pairs ? ADD(l.k, MUL(l.k, DIV(l.k, R, I(l.k, 2)), I(l.k, 2 * P)), MOD(l.k, R, I(l.k, 2)))
+					: MUL(l.k, R, I(l.k, P));
+		kir_expr *cr = ADD(l.k, crow, rowat);
 		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
 		int64_t off = kw * dw - pw, oa, ob;
 		interior(off, off, sw, inw, OW, &oa, &ob);
@@ -228,13 +236,13 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, inw)));
 				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(l.k, xrow, CLAMP(&l, i, inw))), zero);
 			}
-			kir_stmt *st = kir_s_store(k, col, ADD(l.k, cr, V(l.k, ow)), v);
+			kir_stmt *st = kir_s_store(k, col, ADD(l.k, cr, MUL(l.k, V(l.k, ow), I(l.k, pstep))), v);
 			kir_block_add(k, &copy, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
 		}
 		if (w == 0) continue;
 		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
 		kir_block_add(k, &zeros, kir_s_for(k, ow, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR,
-						  kir_s_store(k, col, ADD(l.k, cr, V(l.k, ow)), zero)));
+						  kir_s_store(k, col, ADD(l.k, cr, MUL(l.k, V(l.k, ow), I(l.k, pstep))), zero)));
 	}
 	kir_block_add(k, &pos, w > 0 ? kir_s_if(k, inside, copy.first, zeros.first) : copy.first);
 	kir_stmt *st = pos.first;
@@ -368,9 +376,12 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	int xb = lower_value_buf(cx, xv);
 	if (xb < 0) return LOWER_FAILED;
 	int matb = xb;
-	if (!direct) {
-		matb = lower_shared_temp(cx, "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
-		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P)) return LOWER_FAILED;
+	/* kir_dot2 where the target has it: col in k pairs, made by im2col
+	 * even for a 1x1 convolution (a copy of X). */
+	c.pairs = c.Kg % 2 == 0 && gemm_dot2_wanted(cx->target, wt->dtype, xt->dtype, true, c.P);
+	if (!direct || c.pairs) {
+		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
+		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, c.pairs)) return LOWER_FAILED;
 	}
 	return conv_gemm_launch(cx, "conv", &c, wv, bv, matb, yb, xt->dims[0]);
 }

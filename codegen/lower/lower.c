@@ -140,25 +140,36 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v) {
 	return b;
 }
 
-int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
+static int const_layout(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch,
+			bool pairs) {
 	kir_program *p = cx->p;
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (b->role == KIR_BUF_CONST && b->constant == v->constant && b->lay.pitch == pitch &&
-		    b->lay.rows == rows && b->lay.cols == cols && b->lay.transpose == transpose)
+		    b->lay.rows == rows && b->lay.cols == cols && b->lay.transpose == transpose && b->lay.pairs == pairs)
 			return i;
 	}
 	tbc_type t = {.dtype = v->type.dtype, .rank = 2};
-	t.dims[0] = (tbc_dim){transpose ? cols : rows, NULL};
-	t.dims[1] = (tbc_dim){pitch, NULL};
+	int64_t k = transpose ? cols : rows;
+	t.dims[0] = (tbc_dim){pairs ? (k + 1) / 2 : k, NULL};
+	t.dims[1] = (tbc_dim){pairs ? 2 * pitch : pitch, NULL};
 	int b = new_pbuf(cx, KIR_BUF_CONST, &t, v->name);
 	if (b < 0) return -1;
 	kir_pbuf *pb = p->bufs[b];
 	pb->constant = v->constant;
 	pb->lay.rows = rows, pb->lay.cols = cols, pb->lay.pitch = pitch, pb->lay.transpose = transpose;
+	pb->lay.pairs = pairs;
 	pb->offset = (int64_t)p->weights_size;
 	p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(p, pb, NULL));
 	return b;
+}
+
+int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
+	return const_layout(cx, v, rows, cols, transpose, pitch, false);
+}
+
+int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
+	return const_layout(cx, v, rows, cols, transpose, pitch, true);
 }
 
 int lower_result_buf(lower_cx *cx, const tbc_value *v) {
@@ -1171,6 +1182,15 @@ void kir_program_weights(const kir_program *p, void *dst) {
 		if (b->lay.pitch > 0) {
 			size_t es = tbc_dtype_size(b->type.dtype), pitch = (size_t)b->lay.pitch * es;
 			size_t rows = (size_t)b->lay.rows, cols = (size_t)b->lay.cols;
+			if (b->lay.pairs) { /* matrix element (i, j) at (i / 2) * 2 pitch + 2 j + i % 2 */
+				for (size_t r = 0; r < rows; r++)
+					for (size_t c = 0; c < cols; c++) {
+						size_t i = b->lay.transpose ? c : r, j = b->lay.transpose ? r : c;
+						memcpy(to + ((i / 2) * 2 * (size_t)b->lay.pitch + 2 * j + i % 2) * es,
+						       from + (r * cols + c) * es, es);
+					}
+				continue;
+			}
 			for (size_t r = 0; r < rows; r++) {
 				if (!b->lay.transpose) memcpy(to + r * pitch, from + r * cols * es, cols * es);
 				else

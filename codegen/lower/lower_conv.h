@@ -17,6 +17,9 @@ typedef struct conv_gemm {
 	int64_t G, Mg, Kg, P, M;
 	kir_buffer *bias;
 	tbc_dtype ct, yt;
+	/* col is laid out in k pairs for kir_dot2 (gemm_operand.pairs): row k,
+	 * column p of a matrix at (k - k % 2) P + 2 p + k % 2 (Kg even). */
+	bool pairs;
 } conv_gemm;
 /* gemm_spec's base (which: 0 W, 1 col, 2 y) and epilogue (+ bias, cast to
  * yt) for a conv_gemm context (codegen/lower/conv.c). */

@@ -13,6 +13,10 @@
 typedef struct gemm_operand {
 	kir_buffer *buf;
 	kir_expr *rs, *cs; /* row and column strides, in elements */
+	/* B only: laid out in k pairs for kir_dot2 -- element (k, c) at
+	 * (k / 2) * rs + 2 c + k % 2 (cs unused); the GEMM is then made of
+	 * dot2 statements (gemm_dot2_wanted). */
+	bool pairs;
 } gemm_operand;
 
 typedef struct gemm_spec {
@@ -37,6 +41,17 @@ typedef struct gemm_spec {
  * or needs no change.  (Padding A's rows, the conv weights, measured no
  * gain on ResNet-50.) */
 bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);
+
+/* Whether a GEMM of a bf16 A (k contiguous: a_k_contiguous) by a bf16 B
+ * with N columns (-1: not known when compiling) is made of kir_dot2 on
+ * target t (tbc_target_desc.dot_bf16) when TBC_GEMM_DOT2=1 asks for it
+ * (off by default: not faster on the CPU measured, docs/precision.md).
+ * Then its B must be laid out in pairs (gemm_const_pairs; Conv's im2col
+ * writes them). */
+bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n);
+/* gemm_const_operand in k pairs (gemm_operand.pairs) for a constant v;
+ * false, o untouched, when v is not a constant. */
+bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);
 
 /* Appends the GEMM's loop nest to the kernel under construction; returns the
  * statement (NULL when out of memory). */

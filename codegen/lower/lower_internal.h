@@ -101,6 +101,9 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v);
  * out for a GEMM: transposed when asked, each row then padded to pitch
  * elements (>= its length).  One buffer per constant and layout. */
 int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch);
+/* The same in k pairs (kir_pbuf.lay.pairs): B of a bf16 GEMM made of
+ * kir_dot2, its K rows (cols when transposed) side by side in pairs. */
+int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch);
 /* The buffer an op writes its output i to: the graph output it is, or a new
  * temporary. */
 int lower_result_buf(lower_cx *cx, const tbc_value *v);

@@ -12,6 +12,7 @@
  * only a symbolic N smaller than NR runs column by column.
  * Sizes are index expressions, so symbolic dims stay symbolic. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/lower/lower_gemm.h"
@@ -83,7 +84,18 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			kir_block_add(k, blk, kir_s_set(k, acc[r][c], init));
 		}
 	int64_t kc;
-	if (!kir_e_const_index(s->K, &kc) || kc > 0) {
+	if (s->b.pairs) {
+		/* vdpbf16ps: mr rows of a by nc / 16 vectors of b's pairs */
+		kir_dot2 d = {.mr = g->mr, .nv = nc / 16, .a = s->a.buf, .b = s->b.buf, .ldb = s->b.rs, .kn = s->K};
+		kir_var *flat[GEMM_MAX_MR * GEMM_MAX_NR];
+		for (int r = 0; r < g->mr; r++) {
+			d.a_at[r] = local(l, blk, "arow", ADD(l->k, g->base[0], MUL(l->k, g->rows[r], s->a.rs)));
+			for (int c = 0; c < nc; c++) flat[r * nc + c] = acc[r][c];
+		}
+		d.b_at = local(l, blk, "bcol", ADD(l->k, g->base[1], MUL(l->k, cols[0], I(l->k, 2))));
+		d.acc = flat;
+		kir_block_add(k, blk, kir_s_dot2(k, &d));
+	} else if (!kir_e_const_index(s->K, &kc) || kc > 0) {
 		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
 		kir_block kb = {0};
 		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
@@ -206,6 +218,31 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 	return true;
 }
 
+bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n) {
+	/* Off unless asked for: on the one AVX512_BF16 CPU measured so far
+	 * vdpbf16ps has half the multiply-adds per cycle of f32 FMAs, and the
+	 * bf16 models ran no faster than with the scalar GEMM
+	 * (docs/precision.md). */
+	const char *e = getenv("TBC_GEMM_DOT2");
+	if (!e || strcmp(e, "1") != 0) return false;
+	return t->dot_bf16 && t->parallel == TBC_PAR_HOST_THREADS && a == TBC_DT_BF16 &&
+	       b == TBC_DT_BF16 && a_k_contiguous && n >= 16;
+}
+
+bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o) {
+	if (v->kind != TBC_VALUE_CONST || !v->constant || rows <= 0 || cols <= 0) return false;
+	/* A pair row of 4 n bytes that is a multiple of 512 gets 16 more
+	 * columns, as gemm_const_operand pads rows. */
+	int64_t n = transpose ? rows : cols, pitch = 4 * n % 512 == 0 ? n + 16 : n;
+	int b = lower_const_pairs(l->cx, v, rows, cols, transpose, pitch);
+	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
+	if (!buf) return false;
+	o->buf = buf;
+	o->rs = I(l->k, 2 * pitch), o->cs = I(l->k, 1);
+	o->pairs = true;
+	return true;
+}
+
 /* B of a GEMM that is a load-time value (lower_cx.load_time): laid out as
  * gemm_const_operand lays out a constant, by a kernel of its own that reads
  * the weights' results alone, so it runs once per session with them
@@ -268,6 +305,8 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	default_tile(l->cx->target, s->ct, &mr, &nr);
 	int64_t mc, nc, nbc;
 	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
+	if (s->b.pairs) /* kir_dot2: 8 rows by 2 zmm of columns (1 below 32) */
+		mr = 8, nr = n_static && nc < 32 ? 16 : 32;
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
 	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
 	g.mr = mr;
@@ -284,7 +323,7 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
 		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
 		rg = (rtc + groups - 1) / groups;
-		kc = k_block(s, tb * nr);
+		kc = s->b.pairs ? 0 : k_block(s, tb * nr);
 	}
 	kir_expr *TB = I(l->k, tb), *RG = I(l->k, rg);
 	kir_expr *CB = MAX(l->k, DIV(l->k, ADD(l->k, NT, I(l->k, tb - 1)), TB), I(l->k, 1));
@@ -429,9 +468,12 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	s.a.rs = K, s.a.cs = I(l.k, 1);
 	s.b.rs = N, s.b.cs = I(l.k, 1);
 	s.y.rs = N, s.y.cs = I(l.k, 1);
-	/* A constant B (weights) laid out for the kernel. */
-	if (rb == 2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
-	if (lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	/* A constant B (weights) laid out for the kernel: in k pairs for
+	 * kir_dot2 where the target has it. */
+	bool dot2 = rb == 2 && gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, true, bt->dims[1].size) &&
+		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	if (rb == 2 && !dot2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	if (!dot2 && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);
@@ -543,8 +585,10 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	s.y.rs = s.N, s.y.cs = one;
 	/* A constant B (weights) laid out for the kernel: transposed, (N, K)
 	 * becomes (K, N), so its rows are the vector direction. */
-	gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
-	if (lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	bool dot2 = gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, !ta, yt->dims[1].sym ? -1 : yt->dims[1].size) &&
+		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	if (!dot2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	if (!dot2 && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);
