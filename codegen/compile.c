@@ -257,6 +257,9 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	if (rc == TBC_OK) {
 		if (lower_for) desc = *lower_for;
 		else rc = tbc_target_cpu.describe(o, &desc, d);
+		/* A device program shares the CPU program's weights (emit), so the
+		 * CPU's int8 GEMMs keep the weights' own layout: no VNNI packing. */
+		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = false;
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = now();

@@ -143,7 +143,10 @@ typedef enum kir_stmt_kind {
 	/* A warp's matrix multiply-accumulate (kir_mma, below): only in
 	 * grouped kernels for targets that declare it, at group-uniform points
 	 * as a barrier. */
-	KIR_S_MMA
+	KIR_S_MMA,
+	/* Byte dot products summed in int32 (kir_dot4, below): only for
+	 * targets that declare it (tbc_target_desc.dot4_u8s8). */
+	KIR_S_DOT4
 } kir_stmt_kind;
 
 /* A matrix multiply-accumulate of the subgroups of 32 items (warps) of a
@@ -174,6 +177,30 @@ typedef struct kir_mma {
 	struct kir_var **acc;       /* mi * ni * 4 f32 locals */
 } kir_mma;
 
+/* A register tile of an integer GEMM summing products of 8-bit operands
+ * four at a time into int32 -- x86's vpdpbusd (AVX-512 VNNI), which only a
+ * target declaring it receives (tbc_target_desc.dot4_u8s8).  For r < mr,
+ * c < nc and g < groups:
+ *
+ *   acc[r * nc + c] += sum over q < 4 of ua(a[a_at[r] + 4 g + q]) * b[b_at + g * ldb + 4 c + q]
+ *
+ * with ua(x) = x for a u8 buffer a and x + 128 for an i8 one (the
+ * instruction multiplies unsigned by signed bytes: a signed a is read with
+ * its sign bit flipped), b i8 (B packed in groups of 4 along k: the 4
+ * bytes of a column's group side by side), the sums wrapping in int32 as
+ * the instruction's do.  Integer sums are exact, so any order gives the
+ * same bits.  Rules: mr 1 .. KIR_DOT4_MAX_MR, nc a multiple of 16 up to
+ * 64, ldb >= 4 nc, acc the kernel's i32 locals. */
+#define KIR_DOT4_MAX_MR 12
+typedef struct kir_dot4 {
+	int mr, nc;
+	struct kir_buffer *a, *b;
+	struct kir_expr *a_at[KIR_DOT4_MAX_MR]; /* element index of row r's k = 0 */
+	struct kir_expr *b_at, *groups;          /* index expressions */
+	int64_t ldb;                             /* elements between groups of b */
+	struct kir_var **acc;                    /* mr * nc i32 locals */
+} kir_dot4;
+
 typedef struct kir_stmt {
 	kir_stmt_kind kind;
 	kir_var *var;
@@ -186,6 +213,7 @@ typedef struct kir_stmt {
 	struct kir_stmt *next;
 	const char *message; /* KIR_S_ERROR */
 	const kir_mma *mma;  /* KIR_S_MMA */
+	const kir_dot4 *dot4; /* KIR_S_DOT4 */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -317,6 +345,8 @@ kir_stmt *kir_s_barrier(kir_kernel *k);
 /* A warp matrix multiply-accumulate (kir_mma); m and its acc array are
  * copied. */
 kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m);
+/* A byte dot-product tile (kir_dot4); d and its acc array are copied. */
+kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d);
 /* Bytes of k's local buffers together. */
 int64_t kir_local_bytes(const kir_kernel *k);
 
