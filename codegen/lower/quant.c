@@ -25,6 +25,7 @@
 
 #include "codegen/lower/lower_gemm.h"
 #include "codegen/lower/kir_short.h"
+#include "codegen/lower/quant_vnni.h"
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
@@ -460,19 +461,22 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	if (at->dtype != TBC_DT_I8 && at->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
 	if (bt->dtype != TBC_DT_I8 && bt->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
 	int ob = lower_result_buf(cx, yv);
-	int apb = lower_value_buf(cx, av), bpb = lower_value_buf(cx, bv);
+	/* With a byte dot product (AVX-512 VNNI), 8-bit operands as they are
+	 * and B packed (quant_vnni.c) in place of its own layout. */
+	bool vnni = rb == 2 && qgemm_vnni_wanted(cx, av, bv);
+	int apb = lower_value_buf(cx, av), bpb = vnni ? 0 : lower_value_buf(cx, bv);
 	if (ob < 0 || apb < 0 || bpb < 0) return LOWER_FAILED;
 	for (int d = 0; d < yt->rank; d++)
 		if (!yt->dims[d].sym && yt->dims[d].size == 0) return LOWER_OK;
-	/* Operands with a zero point: shifted into int16 scratch first. */
-	if (azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
-	if (bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
+	/* Else operands with a zero point shifted into int16 scratch first. */
+	if (!vnni && azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
+	if (!vnni && bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
 
 	lk l;
 	if (!lk_begin(&l, cx, qlinear ? "qlinear_matmul" : "matmul_integer")) return LOWER_FAILED;
-	gemm_spec s = {.ct = exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
+	gemm_spec s = {.ct = vnni ? TBC_DT_I32 : exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
 	s.a.buf = lk_buf(&l, apb);
-	s.b.buf = lk_buf(&l, bpb);
+	s.b.buf = vnni ? NULL : lk_buf(&l, bpb);
 	s.y.buf = lk_buf(&l, ob);
 	qmm_cx m;
 	memset(&m, 0, sizeof m);
@@ -483,7 +487,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		m.as_row = as_row, m.bs_col = bs_col, m.ys_col = ys_col, m.yz_col = yz_col;
 		m.lo = lo, m.hi = hi, m.ydt = yt->dtype;
 	}
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	if (!s.a.buf || (!vnni && !s.b.buf) || !s.y.buf) return LOWER_FAILED;
 	kir_expr *Me = lk_dim(&l, M), *Ne = lk_dim(&l, N), *Ke = lk_dim(&l, K);
 	s.M = Me, s.N = Ne, s.K = Ke;
 	s.a.rs = Ke, s.a.cs = I(l.k, 1);
@@ -508,6 +512,13 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	s.ctx = &m;
 	s.base = qmm_base;
 	s.epi = qlinear ? qmm_epi : NULL;
+	if (vnni) {
+		qgemm_vnni q = {.b = bv, .bzv = bzv, .az_row = az_row, .bz_col = bz_col};
+		q.az = azv ? lk_value(&l, azv) : NULL;
+		q.bz = bzv ? lk_value(&l, bzv) : NULL;
+		if ((azv && !q.az) || (bzv && !q.bz)) return LOWER_FAILED;
+		return done(lk_end(&l, qgemm_vnni_generate(&l, &s, &q)));
+	}
 	return done(lk_end(&l, gemm_generate(&l, &s)));
 }
 
