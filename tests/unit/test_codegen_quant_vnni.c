@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,12 +173,43 @@ static void test_lowering_takes_dot4_where_declared(void **state) {
 		}
 }
 
+/* DynamicQuantizeLinear's range in parallel chunks of 16-lane partials:
+ * sizes below one lane group, not a multiple of the chunks or lanes, and
+ * NaN, -0 and the extremes anywhere: the same scale and zero point as the
+ * interpreter's serial pass. */
+static void test_dynamic_quantize_parallel_range(void **state) {
+	(void)state;
+	static const char *const shapes[] = {"1", "5", "17", "3,300", "N,7", "2,128,33", "4100"};
+	static const double ranges[][2] = {{-3, 5}, {1, 9}, {-9, -1}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (size_t r = 0; r < 3; r++) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, TBC_DT_F32, shapes[i], 37, ranges[r][0], ranges[r][1]);
+			tbc_op *q = tbc_op_new(md.m->main, TBC_OP_DynamicQuantizeLinear, "n", 1, &x, 3);
+			check_outputs(&md, 3, q->outputs, 0);
+		}
+	/* NaN never replaces, -0 never replaces +0: the extremes in any chunk. */
+	for (int where = 0; where < 4; where++) {
+		model md = model_new();
+		int64_t n = 1000, dims[1] = {1000};
+		double v[1000];
+		for (int64_t j = 0; j < n; j++) v[j] = where == 3 ? -0.0 : 0.25 * (double)((j * 37) % 17) - 1.0;
+		v[(where * 331 + 7) % n] = NAN;
+		v[(where * 211 + 500) % n] = where == 3 ? -0.0 : 1e30;
+		v[(where * 97 + 999) % n] = where == 3 ? -0.0 : -7.5;
+		tbc_value *x = constant(&md, TBC_DT_F32, 1, dims, v);
+		tbc_op *q = tbc_op_new(md.m->main, TBC_OP_DynamicQuantizeLinear, "n", 1, &x, 3);
+		check_outputs(&md, 3, q->outputs, 0);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowering_takes_dot4_where_declared),
 		cmocka_unit_test(test_matmul_integer_constant_b_every_edge),
 		cmocka_unit_test(test_matmul_integer_constant_b_extreme_values),
 		cmocka_unit_test(test_qlinear_matmul_constant_b),
+		cmocka_unit_test(test_dynamic_quantize_parallel_range),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
