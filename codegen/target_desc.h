@@ -53,6 +53,11 @@ typedef struct tbc_target_desc {
 	 * operands is then made of it (matmul.c); a target without it never
 	 * receives one. */
 	bool dot_bf16;
+	/* Kernel IR's byte dot product (kir_dot4: u8 x i8 in groups of 4
+	 * summed into int32): x86's vpdpbusd with AVX-512 VNNI.  Integer
+	 * GEMMs are then made of it (codegen/lower/quant_vnni.c); a target
+	 * without it never receives one. */
+	bool dot4_u8s8;
 
 	/* How much parallel work fills the device: compute_units
 	 * multiprocessors (SMs, CUs) of a typical device of the kind, each

@@ -34,6 +34,10 @@ char *cpu_named_features(LLVMTargetRef target, const char *triple, const char *c
  * intrinsics (runtime/cpu_features.def), which tbc's code never uses. */
 char *cpu_listed_features(const char *triple, const char *all);
 
+/* Kernel IR's byte dot-product tile (kir_dot4) as vpdpbusd on 512-bit
+ * vectors (cpu_dot4.c); only where llvm_cx.dot4_512 is set. */
+void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m);
+
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */
 bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
 		      const char *features);

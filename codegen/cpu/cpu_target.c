@@ -129,6 +129,13 @@ static bool has_feature(const char *features, const char *name) {
 	return false;
 }
 
+/* Whether the environment variable name is "0" (a switch turned off, for
+ * measuring one path against another). */
+static bool getenv_off(const char *name) {
+	const char *e = getenv(name);
+	return e && e[0] == '0' && !e[1];
+}
+
 /* The vectors of the machine: AArch64's 16-byte NEON (32 registers),
  * AVX-512's 64 bytes (32 registers), else AVX2's 32 bytes (16). */
 static void describe_machine(const char *triple, const char *features, tbc_target_desc *t) {
@@ -139,6 +146,10 @@ static void describe_machine(const char *triple, const char *features, tbc_targe
 	 * its features, and the runtime refuses it on a CPU without them, as
 	 * it does any feature the code was compiled for (no SIGILL). */
 	t->dot_bf16 = t->vector_bytes == 64 && has_feature(features, "avx512bf16") && !strstr(features, "-evex512");
+	/* vpdpbusd on zmm registers: AVX-512 VNNI (the artifact lists it, so
+	 * the runtime refuses a host without it: runtime/cpu_features.def). */
+	t->dot4_u8s8 = t->vector_bytes == 64 && has_feature(features, "avx512vnni") && has_feature(features, "avx512bw") &&
+		       !getenv_off("TBC_VNNI");
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 }
 
@@ -167,6 +178,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
 	c.dot_bf16 = t->dot_bf16;
+	c.dot4_512 = t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0 && has_feature(m.features, "avx512vnni");
 	c.f16_hw = (strncmp(m.triple, "x86_64", 6) == 0 && m.features && strstr(m.features, "+f16c")) ||
 		   strncmp(m.triple, "aarch64", 7) == 0;
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */

@@ -416,6 +416,26 @@ static bool stmts_have_dot2(const kir_stmt *s) {
 
 bool kir_kernel_has_dot2(const kir_kernel *k) { return stmts_have_dot2(k->body); }
 
+kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d) {
+	if (!d || !d->a || !d->b || !d->b_at || !d->groups || !d->acc || d->mr < 1 || d->mr > KIR_DOT4_MAX_MR ||
+	    d->nc < 16 || d->nc > 64 || d->nc % 16)
+		return k->failed = true, NULL;
+	int n = d->mr * d->nc;
+	for (int i = 0; i < n; i++)
+		if (!d->acc[i]) return k->failed = true, NULL;
+	for (int r = 0; r < d->mr; r++)
+		if (!d->a_at[r]) return k->failed = true, NULL;
+	kir_dot4 *copy = knew(k, sizeof *copy);
+	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
+	kir_stmt *s = snew(k, KIR_S_DOT4);
+	if (!copy || !acc || !s) return NULL;
+	*copy = *d;
+	memcpy(acc, d->acc, (size_t)n * sizeof *acc);
+	copy->acc = acc;
+	s->dot4 = copy;
+	return s;
+}
+
 static int64_t static_numel(const kir_buffer *b);
 
 int64_t kir_local_bytes(const kir_kernel *k) {
@@ -439,7 +459,20 @@ static bool mma_fits(const kir_stmt *s, const tbc_target_desc *t) {
 	return true;
 }
 
+/* Whether s or a statement after it holds a byte dot-product tile. */
+static bool has_dot4(const kir_stmt *s) {
+	for (; s; s = s->next)
+		if (s->kind == KIR_S_DOT4 || has_dot4(s->body) || has_dot4(s->orelse)) return true;
+	return false;
+}
+
 bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
+	if (!t->dot4_u8s8 && has_dot4(k->body)) {
+		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
+			      "kernel %s does not fit target %s: it holds a byte dot product (dot4) the target does not declare",
+			      k->name, t->name);
+		return false;
+	}
 	const char *why = NULL;
 	if (!t->dot_bf16 && kir_kernel_has_dot2(k)) why = "it holds a bf16 pair dot product (dot2) the target does not declare";
 	else if (!kir_kernel_is_grouped(k)) return true;
@@ -727,6 +760,26 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			print_expr(o, k, m->ldb, 0);
 			put(o, "] over ");
 			print_expr(o, k, m->kn, 0);
+			put(o, "\n");
+			break;
+		}
+		case KIR_S_DOT4: {
+			const kir_dot4 *m = s->dot4;
+			put(o, "dot4 [%d x %d] (", m->mr, m->nc);
+			for (int i = 0; i < m->mr * m->nc; i++) put(o, "%s%%%s", i ? ", " : "", m->acc[i]->name);
+			put(o, ") += ");
+			put_buf(o, m->a);
+			put(o, "[");
+			for (int r = 0; r < m->mr; r++) {
+				if (r) put(o, ", ");
+				print_expr(o, k, m->a_at[r], 0);
+			}
+			put(o, "] * ");
+			put_buf(o, m->b);
+			put(o, "[");
+			print_expr(o, k, m->b_at, 0);
+			put(o, "; %" PRId64 "] over ", m->ldb);
+			print_expr(o, k, m->groups, 0);
 			put(o, "\n");
 			break;
 		}
@@ -1121,6 +1174,41 @@ static void check_mma_operand(verifier *v, const kir_buffer *b, const kir_expr *
 
 /* A dot2's operands: bf16 buffers, index expressions; f32 accumulators
  * defined before it.  (The evaluator checks every element it reads.) */
+static void check_dot4(verifier *v, const kir_dot4 *m) {
+	if (!m || !m->acc || !m->a || !m->b || m->mr < 1 || m->mr > KIR_DOT4_MAX_MR || m->nc < 16 || m->nc > 64 || m->nc % 16) {
+		verr(v, "a malformed dot4");
+		return;
+	}
+	if (m->a->dtype != TBC_DT_U8 && m->a->dtype != TBC_DT_I8)
+		verr(v, "dot4 operand a: %s holds %s, not u8 or i8", m->a->name, kir_type_name(m->a->dtype));
+	if (m->b->dtype != TBC_DT_I8) verr(v, "dot4 operand b: %s holds %s, not i8", m->b->name, kir_type_name(m->b->dtype));
+	if (m->ldb < 4 * (int64_t)m->nc) verr(v, "dot4 operand b: %" PRId64 " elements between groups, fewer than 4 x %d", m->ldb, m->nc);
+	for (int r = 0; r < m->mr; r++) {
+		check_expr(v, m->a_at[r]);
+		need_type(v, m->a_at[r], KIR_INDEX, "a dot4 row");
+		check_access(v, m->a, m->a_at[r], "dot4 operand");
+	}
+	check_expr(v, m->b_at);
+	need_type(v, m->b_at, KIR_INDEX, "a dot4 operand");
+	check_access(v, m->b, m->b_at, "dot4 operand");
+	check_expr(v, m->groups);
+	need_type(v, m->groups, KIR_INDEX, "a dot4 depth");
+	for (int i = 0; i < m->mr * m->nc; i++) {
+		const kir_var *x = m->acc[i];
+		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
+			verr(v, "a dot4 accumulator that is not the kernel's");
+			continue;
+		}
+		if (x->type != TBC_DT_I32) verr(v, "dot4 accumulator %%%s is %s, not i32", x->name, kir_type_name(x->type));
+		const vscope *prev = find_scope(v, x);
+		if (!prev) verr(v, "dot4 accumulator %%%s is not defined before it", x->name);
+		else if (v->is_loop_var[x->id]) verr(v, "dot4 accumulator %%%s is a loop variable", x->name);
+		else if (prev->loop_depth < v->par_depth)
+			verr(v, "dot4 accumulator %%%s is defined outside a parallel or vector loop", x->name);
+		else v->scope[prev - v->scope].r.known = false;
+	}
+}
+
 static void check_dot2(verifier *v, const kir_dot2 *m) {
 	if (!m || !m->a || !m->b || m->mr < 1 || m->mr > 8 || m->nv < 1 || m->nv > 4) {
 		verr(v, "a malformed dot2");
@@ -1290,6 +1378,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		return;
 	case KIR_S_MMA: check_mma(v, s->mma); return;
 	case KIR_S_DOT2: check_dot2(v, s->dot2); return;
+	case KIR_S_DOT4: check_dot4(v, s->dot4); return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);
 }

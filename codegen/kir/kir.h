@@ -146,7 +146,10 @@ typedef enum kir_stmt_kind {
 	KIR_S_MMA,
 	/* A CPU micro-tile of bf16 pair dot products summed in f32 (kir_dot2,
 	 * below): only for targets that declare it. */
-	KIR_S_DOT2
+	KIR_S_DOT2,
+	/* Byte dot products summed in int32 (kir_dot4, below): only for
+	 * targets that declare it (tbc_target_desc.dot4_u8s8). */
+	KIR_S_DOT4
 } kir_stmt_kind;
 
 /* A matrix multiply-accumulate of the subgroups of 32 items (warps) of a
@@ -202,6 +205,29 @@ typedef struct kir_dot2 {
 	struct kir_expr *b_at, *ldb, *kn; /* index */
 	struct kir_var **acc;       /* mr * nv * 16 f32 locals */
 } kir_dot2;
+/* A register tile of an integer GEMM summing products of 8-bit operands
+ * four at a time into int32 -- x86's vpdpbusd (AVX-512 VNNI), which only a
+ * target declaring it receives (tbc_target_desc.dot4_u8s8).  For r < mr,
+ * c < nc and g < groups:
+ *
+ *   acc[r * nc + c] += sum over q < 4 of ua(a[a_at[r] + 4 g + q]) * b[b_at + g * ldb + 4 c + q]
+ *
+ * with ua(x) = x for a u8 buffer a and x + 128 for an i8 one (the
+ * instruction multiplies unsigned by signed bytes: a signed a is read with
+ * its sign bit flipped), b i8 (B packed in groups of 4 along k: the 4
+ * bytes of a column's group side by side), the sums wrapping in int32 as
+ * the instruction's do.  Integer sums are exact, so any order gives the
+ * same bits.  Rules: mr 1 .. KIR_DOT4_MAX_MR, nc a multiple of 16 up to
+ * 64, ldb >= 4 nc, acc the kernel's i32 locals. */
+#define KIR_DOT4_MAX_MR 12
+typedef struct kir_dot4 {
+	int mr, nc;
+	struct kir_buffer *a, *b;
+	struct kir_expr *a_at[KIR_DOT4_MAX_MR]; /* element index of row r's k = 0 */
+	struct kir_expr *b_at, *groups;          /* index expressions */
+	int64_t ldb;                             /* elements between groups of b */
+	struct kir_var **acc;                    /* mr * nc i32 locals */
+} kir_dot4;
 
 typedef struct kir_stmt {
 	kir_stmt_kind kind;
@@ -216,6 +242,7 @@ typedef struct kir_stmt {
 	const char *message; /* KIR_S_ERROR */
 	const kir_mma *mma;  /* KIR_S_MMA */
 	const kir_dot2 *dot2; /* KIR_S_DOT2 */
+	const kir_dot4 *dot4; /* KIR_S_DOT4 */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -353,6 +380,8 @@ kir_stmt *kir_s_dot2(kir_kernel *k, const kir_dot2 *d);
 /* Whether a kernel holds a kir_dot2 (which only targets declaring
  * dot_bf16 run). */
 bool kir_kernel_has_dot2(const kir_kernel *k);
+/* A byte dot-product tile (kir_dot4); d and its acc array are copied. */
+kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d);
 /* Bytes of k's local buffers together. */
 int64_t kir_local_bytes(const kir_kernel *k);
 

@@ -373,6 +373,27 @@ static void run_dot2(evaluator *ev, const kir_dot2 *m) {
 		}
 }
 
+/* A byte dot-product tile (kir_dot4 in kir.h): every load checked, the
+ * sums wrapping in int32. */
+static void run_dot4(evaluator *ev, const kir_dot4 *m) {
+	int64_t a_at[KIR_DOT4_MAX_MR];
+	for (int r = 0; r < m->mr; r++) a_at[r] = eval(ev, m->a_at[r]).i;
+	int64_t b_at = eval(ev, m->b_at).i, groups = eval(ev, m->groups).i;
+	int64_t bias = m->a->dtype == TBC_DT_I8 ? 128 : 0;
+	for (int r = 0; r < m->mr && !ev->failed; r++)
+		for (int c = 0; c < m->nc && !ev->failed; c++) {
+			int64_t sum = ev->vars[m->acc[r * m->nc + c]->id].i;
+			for (int64_t g = 0; g < groups && !ev->failed; g++)
+				for (int64_t q = 0; q < 4; q++) {
+					int64_t ai = checked_index(ev, m->a, (val){.i = a_at[r] + 4 * g + q}, "load");
+					int64_t bi = checked_index(ev, m->b, (val){.i = b_at + g * m->ldb + 4 * c + q}, "load");
+					if (ev->failed) return;
+					sum = wrap(TBC_DT_I32, sum + (load(ev, m->a, ai).i + bias) * load(ev, m->b, bi).i);
+				}
+			ev->vars[m->acc[r * m->nc + c]->id].i = sum;
+		}
+}
+
 static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	switch (s->kind) {
 	case KIR_S_FOR: {
@@ -408,6 +429,7 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 		eerr(ev, "work-item %d reaches an mma the others may not", ev->item);
 		break;
 	case KIR_S_DOT2: run_dot2(ev, s->dot2); break;
+	case KIR_S_DOT4: run_dot4(ev, s->dot4); break;
 	}
 }
 

@@ -332,6 +332,23 @@ LLVMValueRef llvm_compare(llvm_fn *f, const kir_expr *e) {
 	return LLVMBuildICmp(b, llvm_is_unsigned(t) ? u[e->op] : s[e->op], x, y, "");
 }
 
+/* Whether float e is NaN-free and within [lo, hi] by its form: a clamp
+ * with NaN made a constant, select(isnan(v), z, min(max(v, lo), hi)) (or
+ * max(min(v, hi), lo)) with z, lo and hi constants inside [lo, hi] -- the
+ * form quantization writes (codegen/lower/quant.c). */
+static bool clamped_within(const kir_expr *e, double lo, double hi) {
+	if (!e || e->kind != KIR_E_SELECT || !e->a || e->a->kind != KIR_E_UNARY || e->a->op != KIR_ISNAN) return false;
+	const kir_expr *z = e->b, *m = e->c;
+	if (!z || z->kind != KIR_E_FLOAT || !(z->f >= lo && z->f <= hi) || !m || m->kind != KIR_E_BINARY) return false;
+	if (m->op != KIR_MIN && m->op != KIR_MAX) return false;
+	const kir_expr *in = m->a, *k1 = m->b;
+	if (!in || !k1 || in->kind != KIR_E_BINARY || k1->kind != KIR_E_FLOAT) return false;
+	int other = m->op == KIR_MIN ? KIR_MAX : KIR_MIN;
+	const kir_expr *k2 = in->b;
+	if (in->op != other || !k2 || k2->kind != KIR_E_FLOAT) return false;
+	return k1->f >= lo && k1->f <= hi && k2->f >= lo && k2->f <= hi;
+}
+
 /* ONNX Cast semantics (docs/kernel-ir.md): floats to integers truncate,
  * NaN is 0, out of range clamps to 64 bits and then wraps to the width. */
 LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e) {
@@ -376,6 +393,13 @@ LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e) {
 		return llvm_is_unsigned(from) ? LLVMBuildZExt(b, x, tty, "") : LLVMBuildSExt(b, x, tty, "");
 	}
 	/* float -> integer */
+	if (llvm_bits_of(to) <= 32 && to != TBC_DT_U32 && clamped_within(e->a, -2147483648.0, 2147483647.0)) {
+		/* NaN-free and within int32 by its form (a quantized value): no
+		 * saturation to pay for, and the conversion vectorizes
+		 * (vcvttps2dq where the saturating one ran lane by lane) */
+		LLVMValueRef r = LLVMBuildFPToSI(b, x, c->i32, "");
+		return tty == c->i32 ? r : LLVMBuildTrunc(b, r, tty, "");
+	}
 	LLVMValueRef d = fty == c->f64 ? x : LLVMBuildFPExt(b, x, c->f64, "");
 	LLVMTypeRef types[2] = {c->i64, c->f64};
 	LLVMValueRef r = call_intrinsic(f, "llvm.fptosi.sat", types, 2, &d, 1);

@@ -66,6 +66,9 @@ typedef struct llvm_hooks {
 	/* A warp matrix multiply-accumulate (kir_mma) of a grouped kernel,
 	 * for targets whose description declares it; NULL: refused. */
 	void (*mma)(llvm_fn *f, const kir_mma *m);
+	/* A byte dot-product tile (kir_dot4), for targets whose machine has
+	 * it (llvm_cx.dot4_512); NULL: refused. */
+	void (*dot4)(llvm_fn *f, const kir_dot4 *m);
 } llvm_hooks;
 
 /* One LLVM module being emitted. */
@@ -88,6 +91,9 @@ typedef struct llvm_cx {
 	/* kir_dot2 statements are vdpbf16ps (llvm_dot2.c); the target's
 	 * description declared them (tbc_target_desc.dot_bf16). */
 	bool dot_bf16;
+	/* The machine has AVX-512 VNNI (vpdpbusd on 512-bit vectors): kernel
+	 * IR's dot4 (cpu_dot4.c).  Set by the CPU target from its features. */
+	bool dot4_512;
 	void *target;   /* the target's own state, for its hooks */
 	tbc_diags *d;
 	bool failed;

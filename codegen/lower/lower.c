@@ -172,6 +172,30 @@ int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t co
 	return const_layout(cx, v, rows, cols, transpose, pitch, true);
 }
 
+int lower_const_new(lower_cx *cx, tbc_dtype dt, int rank, const int64_t *dims, const char *name, void **out_data) {
+	*out_data = NULL;
+	tbc_tensor *t = tbc_arena_alloc(cx->p->arena, sizeof *t);
+	if (!t) return -1;
+	memset(t, 0, sizeof *t);
+	t->dtype = dt, t->rank = rank, t->numel = 1;
+	for (int i = 0; i < rank; i++) t->dims[i] = dims[i], t->numel *= dims[i];
+	size_t bytes = (size_t)t->numel * tbc_dtype_size(dt);
+	t->data = tbc_arena_alloc(cx->p->arena, bytes ? bytes : 1);
+	if (!t->data) return -1;
+	memset(t->data, 0, bytes ? bytes : 1);
+	tbc_type ty;
+	memset(&ty, 0, sizeof ty);
+	tbc_type_set(&ty, dt, rank, dims);
+	int b = new_pbuf(cx, KIR_BUF_CONST, &ty, name);
+	if (b < 0) return -1;
+	kir_pbuf *pb = cx->p->bufs[b];
+	pb->constant = t;
+	pb->offset = (int64_t)cx->p->weights_size;
+	cx->p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(cx->p, pb, NULL));
+	*out_data = t->data;
+	return b;
+}
+
 int lower_result_buf(lower_cx *cx, const tbc_value *v) {
 	if (cx->buf_of[v->id] >= 0) return cx->buf_of[v->id]; /* a graph output */
 	if (!type_is_supported(cx, v)) {

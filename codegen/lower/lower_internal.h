@@ -107,6 +107,11 @@ int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t co
 /* The buffer an op writes its output i to: the graph output it is, or a new
  * temporary. */
 int lower_result_buf(lower_cx *cx, const tbc_value *v);
+/* A new constant of lowering's own (weights laid out for a kernel: int8
+ * GEMMs' packed B, its column sums), dims static, zero-filled; *out_data
+ * (in the program's arena) is for the caller to fill.  -1 when out of
+ * memory. */
+int lower_const_new(lower_cx *cx, tbc_dtype dt, int rank, const int64_t *dims, const char *name, void **out_data);
 /* A fresh temporary holding no graph value (scratch one kernel writes and a
  * later one reads, e.g. im2col): placed apart from every planned value. */
 int lower_temp_buf(lower_cx *cx, const tbc_type *type, const char *name);

@@ -25,6 +25,7 @@
 
 #include "codegen/lower/lower_gemm.h"
 #include "codegen/lower/kir_short.h"
+#include "codegen/lower/quant_vnni.h"
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
@@ -233,9 +234,21 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 }
 
 /* ---- DynamicQuantizeLinear ----------------------------------------------------
- * Two kernels: a sequential pass for the range (extended to include 0), the
- * scale and the zero point, stored in the second and third outputs (or
- * scratch when those are not wanted); then the elementwise quantization. */
+ * Three kernels: the range in parallel chunks (each a partial min and max,
+ * 16 lanes at a time), the partials combined with the scale and the zero
+ * point, stored in the second and third outputs (or scratch when those are
+ * not wanted); then the elementwise quantization.  Every step keeps the
+ * interpreter's rule, x replaces the max when x > max (and the min when x
+ * < min), starting from 0: NaN never replaces, -0 never replaces the +0
+ * every lane starts from, and the max (min) of the partials is the max
+ * (min) of all, so the result does not depend on the split. */
+#define DQ_CHUNKS 16
+#define DQ_LANES 16
+
+static kir_stmt *keep_if(kir_kernel *k, kir_var *v, kir_cmp cmp, kir_expr *x) {
+	return kir_s_set(k, v, kir_e_select(k, kir_e_cmp(k, cmp, x, V(k, v)), x, V(k, v)));
+}
+
 static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0];
 	const tbc_type *x = &xv->type;
@@ -247,30 +260,84 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	int sbuf = ysv ? lower_result_buf(cx, ysv) : lower_temp_buf(cx, &st, "tbc.dq_scale");
 	st.dtype = TBC_DT_U8;
 	int zbuf = yzv ? lower_result_buf(cx, yzv) : lower_temp_buf(cx, &st, "tbc.dq_zero_point");
-	if (sbuf < 0 || zbuf < 0) return LOWER_FAILED;
-
-	/* The range. */
-	lk l;
-	if (!lk_begin(&l, cx, "dynamic_quantize_range")) return LOWER_FAILED;
-	kir_kernel *k = l.k;
-	kir_buffer *xb = lk_value(&l, xv), *sb = lk_buf(&l, sbuf), *zb = lk_buf(&l, zbuf);
-	if (!xb || !sb || !zb) return LOWER_FAILED;
+	tbc_type pt;
+	memset(&pt, 0, sizeof pt);
+	pt.dtype = TBC_DT_F32, pt.rank = 1, pt.dims[0].size = 2 * DQ_CHUNKS;
+	int pbuf = lower_temp_buf(cx, &pt, "tbc.dq_partials");
+	if (sbuf < 0 || zbuf < 0 || pbuf < 0) return LOWER_FAILED;
 	const tbc_dtype f = TBC_DT_F32;
+
+	/* The partial ranges: chunk c of DQ_CHUNKS, its whole groups of
+	 * DQ_LANES in lanes, the rest in lane 0; the lanes combined. */
+	lk l;
+	if (!lk_begin(&l, cx, "dynamic_quantize_minmax")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	/* contract: no float multiply-add here to fuse; it makes the host run
+	 * the chunks one per task (cpu_hooks.c's grain) */
+	k->contract = true;
+	kir_buffer *xb = lk_value(&l, xv), *pb = lk_buf(&l, pbuf);
+	if (!xb || !pb) return LOWER_FAILED;
 	kir_expr *numel = I(l.k, 1);
 	for (int d = 0; d < x->rank; d++) numel = MUL(l.k, numel, lk_dim(&l, x->dims[d]));
-	kir_block blk = {0};
-	kir_var *mx = kir_var_new(k, "maxx", f), *mn = kir_var_new(k, "minx", f), *e = kir_var_new(k, "e", KIR_INDEX);
-	kir_block_add(k, &blk, kir_s_set(k, mx, F(l.k, f, 0.0)));
-	kir_block_add(k, &blk, kir_s_set(k, mn, F(l.k, f, 0.0)));
+	kir_var *c = kir_var_new(k, "c", KIR_INDEX);
+	kir_block cb = {0};
+	kir_expr *len = LET(k, &cb, "len", DIV(k, ADD(k, numel, I(k, DQ_CHUNKS - 1)), I(k, DQ_CHUNKS)));
+	kir_expr *lo = LET(k, &cb, "lo", MIN(k, MUL(k, V(k, c), len), numel));
+	kir_expr *hi = LET(k, &cb, "hi", MIN(k, ADD(k, lo, len), numel));
+	kir_expr *whole = LET(k, &cb, "whole", ADD(k, lo, MUL(k, DIV(k, SUB(k, hi, lo), I(k, DQ_LANES)), I(k, DQ_LANES))));
+	kir_var *mx[DQ_LANES], *mn[DQ_LANES];
+	for (int i = 0; i < DQ_LANES; i++) {
+		mx[i] = kir_var_new(k, "maxx", f), mn[i] = kir_var_new(k, "minx", f);
+		kir_block_add(k, &cb, kir_s_set(k, mx[i], F(k, f, 0.0)));
+		kir_block_add(k, &cb, kir_s_set(k, mn[i], F(k, f, 0.0)));
+	}
+	kir_var *e = kir_var_new(k, "e", KIR_INDEX), *e2 = kir_var_new(k, "e", KIR_INDEX);
 	kir_block lb = {0};
-	kir_expr *xe = LET(l.k, &lb, "x", kir_e_load(k, xb, V(l.k, e)));
-	kir_block_add(k, &lb, kir_s_set(k, mx, kir_e_select(k, kir_e_cmp(k, KIR_GT, xe, V(l.k, mx)), xe, V(l.k, mx))));
-	kir_block_add(k, &lb, kir_s_set(k, mn, kir_e_select(k, kir_e_cmp(k, KIR_LT, xe, V(l.k, mn)), xe, V(l.k, mn))));
-	kir_block_add(k, &blk, kir_s_for(k, e, I(l.k, 0), numel, 1, KIR_LOOP_SEQUENTIAL, lb.first));
-	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(l.k, mx), V(l.k, mn)), F(l.k, f, 1.0),
-				       BIN(l.k, KIR_SUB, V(l.k, mx), V(l.k, mn)));
+	/* e + DQ_LANES <= numel where the loop runs; the min says so to the
+	 * verifier, whose intervals cannot tell (a tensor of fewer elements
+	 * than the lanes has no such loop) */
+	int64_t nstatic = -1;
+	kir_e_const_index(numel, &nstatic);
+	kir_expr *e0 = LET(k, &lb, "e0", MAX(k, MIN(k, V(k, e), SUB(k, numel, I(k, DQ_LANES))), I(k, 0)));
+	for (int i = 0; i < DQ_LANES; i++) {
+		kir_expr *xe = LET(k, &lb, "x", kir_e_load(k, xb, ADD(k, e0, I(k, i))));
+		kir_block_add(k, &lb, keep_if(k, mx[i], KIR_GT, xe));
+		kir_block_add(k, &lb, keep_if(k, mn[i], KIR_LT, xe));
+	}
+	if (nstatic < 0 || nstatic >= DQ_LANES)
+		kir_block_add(k, &cb, kir_s_for(k, e, lo, whole, DQ_LANES, KIR_LOOP_SEQUENTIAL, lb.first));
+	else whole = lo;
+	kir_block tb = {0};
+	kir_expr *xt = LET(k, &tb, "x", kir_e_load(k, xb, MAX(k, MIN(k, V(k, e2), SUB(k, numel, I(k, 1))), I(k, 0))));
+	kir_block_add(k, &tb, keep_if(k, mx[0], KIR_GT, xt));
+	kir_block_add(k, &tb, keep_if(k, mn[0], KIR_LT, xt));
+	kir_block_add(k, &cb, kir_s_for(k, e2, whole, hi, 1, KIR_LOOP_SEQUENTIAL, tb.first));
+	for (int i = 1; i < DQ_LANES; i++) {
+		kir_block_add(k, &cb, keep_if(k, mx[0], KIR_GT, V(k, mx[i])));
+		kir_block_add(k, &cb, keep_if(k, mn[0], KIR_LT, V(k, mn[i])));
+	}
+	kir_block_add(k, &cb, kir_s_store(k, pb, MUL(k, V(k, c), I(k, 2)), V(k, mx[0])));
+	kir_block_add(k, &cb, kir_s_store(k, pb, ADD(k, MUL(k, V(k, c), I(k, 2)), I(k, 1)), V(k, mn[0])));
+	if (!lk_end(&l, kir_s_for(k, c, I(k, 0), I(k, DQ_CHUNKS), 1, KIR_LOOP_PARALLEL, cb.first))) return LOWER_FAILED;
+
+	/* The range, the scale and the zero point. */
+	if (!lk_begin(&l, cx, "dynamic_quantize_range")) return LOWER_FAILED;
+	k = l.k;
+	kir_buffer *sb = lk_buf(&l, sbuf), *zb = lk_buf(&l, zbuf);
+	pb = lk_buf(&l, pbuf);
+	if (!pb || !sb || !zb) return LOWER_FAILED;
+	kir_block blk = {0};
+	kir_var *mxv = kir_var_new(k, "maxx", f), *mnv = kir_var_new(k, "minx", f), *cc = kir_var_new(k, "c", KIR_INDEX);
+	kir_block_add(k, &blk, kir_s_set(k, mxv, F(l.k, f, 0.0)));
+	kir_block_add(k, &blk, kir_s_set(k, mnv, F(l.k, f, 0.0)));
+	kir_block pl = {0};
+	kir_block_add(k, &pl, keep_if(k, mxv, KIR_GT, kir_e_load(k, pb, MUL(k, V(k, cc), I(k, 2)))));
+	kir_block_add(k, &pl, keep_if(k, mnv, KIR_LT, kir_e_load(k, pb, ADD(k, MUL(k, V(k, cc), I(k, 2)), I(k, 1)))));
+	kir_block_add(k, &blk, kir_s_for(k, cc, I(l.k, 0), I(l.k, DQ_CHUNKS), 1, KIR_LOOP_SEQUENTIAL, pl.first));
+	kir_expr *range = kir_e_select(k, kir_e_cmp(k, KIR_EQ, V(l.k, mxv), V(l.k, mnv)), F(l.k, f, 1.0),
+				       BIN(l.k, KIR_SUB, V(l.k, mxv), V(l.k, mnv)));
 	kir_expr *scale = LET(l.k, &blk, "scale", BIN(l.k, KIR_DIV, range, F(l.k, f, 255.0)));
-	kir_expr *zp = LET(l.k, &blk, "zp", BIN(l.k, KIR_SUB, F(l.k, f, 0.0), BIN(l.k, KIR_DIV, V(l.k, mn), scale)));
+	kir_expr *zp = LET(l.k, &blk, "zp", BIN(l.k, KIR_SUB, F(l.k, f, 0.0), BIN(l.k, KIR_DIV, V(l.k, mnv), scale)));
 	zp = kir_e_select(k, kir_e_cmp(k, KIR_LT, zp, F(l.k, f, 0.0)), F(l.k, f, 0.0),
 			  kir_e_select(k, kir_e_cmp(k, KIR_GT, zp, F(l.k, f, 255.0)), F(l.k, f, 255.0), zp));
 	kir_expr *zpi = kir_e_unary(k, KIR_ROUND_EVEN, zp);
@@ -460,19 +527,22 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	if (at->dtype != TBC_DT_I8 && at->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
 	if (bt->dtype != TBC_DT_I8 && bt->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
 	int ob = lower_result_buf(cx, yv);
-	int apb = lower_value_buf(cx, av), bpb = lower_value_buf(cx, bv);
+	/* With a byte dot product (AVX-512 VNNI), 8-bit operands as they are
+	 * and B packed (quant_vnni.c) in place of its own layout. */
+	bool vnni = rb == 2 && qgemm_vnni_wanted(cx, av, bv);
+	int apb = lower_value_buf(cx, av), bpb = vnni ? 0 : lower_value_buf(cx, bv);
 	if (ob < 0 || apb < 0 || bpb < 0) return LOWER_FAILED;
 	for (int d = 0; d < yt->rank; d++)
 		if (!yt->dims[d].sym && yt->dims[d].size == 0) return LOWER_OK;
-	/* Operands with a zero point: shifted into int16 scratch first. */
-	if (azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
-	if (bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
+	/* Else operands with a zero point shifted into int16 scratch first. */
+	if (!vnni && azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
+	if (!vnni && bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
 
 	lk l;
 	if (!lk_begin(&l, cx, qlinear ? "qlinear_matmul" : "matmul_integer")) return LOWER_FAILED;
-	gemm_spec s = {.ct = exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
+	gemm_spec s = {.ct = vnni ? TBC_DT_I32 : exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
 	s.a.buf = lk_buf(&l, apb);
-	s.b.buf = lk_buf(&l, bpb);
+	s.b.buf = vnni ? NULL : lk_buf(&l, bpb);
 	s.y.buf = lk_buf(&l, ob);
 	qmm_cx m;
 	memset(&m, 0, sizeof m);
@@ -483,7 +553,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		m.as_row = as_row, m.bs_col = bs_col, m.ys_col = ys_col, m.yz_col = yz_col;
 		m.lo = lo, m.hi = hi, m.ydt = yt->dtype;
 	}
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	if (!s.a.buf || (!vnni && !s.b.buf) || !s.y.buf) return LOWER_FAILED;
 	kir_expr *Me = lk_dim(&l, M), *Ne = lk_dim(&l, N), *Ke = lk_dim(&l, K);
 	s.M = Me, s.N = Ne, s.K = Ke;
 	s.a.rs = Ke, s.a.cs = I(l.k, 1);
@@ -508,6 +578,13 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	s.ctx = &m;
 	s.base = qmm_base;
 	s.epi = qlinear ? qmm_epi : NULL;
+	if (vnni) {
+		qgemm_vnni q = {.b = bv, .bzv = bzv, .az_row = az_row, .bz_col = bz_col};
+		q.az = azv ? lk_value(&l, azv) : NULL;
+		q.bz = bzv ? lk_value(&l, bzv) : NULL;
+		if ((azv && !q.az) || (bzv && !q.bz)) return LOWER_FAILED;
+		return done(lk_end(&l, qgemm_vnni_generate(&l, &s, &q)));
+	}
 	return done(lk_end(&l, gemm_generate(&l, &s)));
 }
 

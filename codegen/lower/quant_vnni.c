@@ -1,0 +1,262 @@
+/* Integer GEMMs (MatMulInteger, QLinearMatMul) with 8-bit operands made of
+ * kernel IR's byte dot product (kir_dot4), for targets declaring it
+ * (tbc_target_desc.dot4_u8s8: x86 with AVX-512 VNNI, whose vpdpbusd
+ * multiplies 64 unsigned by signed bytes and sums them four at a time into
+ * 16 int32 lanes).
+ *
+ * The instruction multiplies u8 by i8, so both operands are moved into
+ * those ranges and the difference is paid back from sums:
+ *   a_u = a + ca (ca = 128 for an i8 a: its sign bit flipped as it is
+ *         loaded, kir_dot4's rule; 0 for u8),
+ *   b_s = b - cb (cb = 128 for a u8 b, 0 for i8; b is a constant, packed
+ *         when lowering),
+ *   za' = a_zp + ca, zb' = b_zp - cb, and then
+ *   y = sum_k (a - a_zp)(b - b_zp)
+ *     = sum_k a_u b_s - za' colsum(b_s) - zb' rowsum(a_u) + K za' zb',
+ * every term wrapping in int32 like the sum itself, so the result is the
+ * exact int32 sum, bit for bit the interpreter's (onnxruntime's MLAS pays
+ * back the same way).  colsum(b_s) - K zb' is a constant where zb' is
+ * (the common case: i8 weights with zero point 0, or u8 with 128, where
+ * zb' = 0 and the row sums are not needed either).
+ *
+ * B is packed in panels of NC columns (32 by default), each panel's groups
+ * of 4 rows contiguous: byte q of column c of group g of panel p at
+ * ((p * G + g) * NC + c) * 4 + q, G = ceil(K / 4), zeros past K and N.  A
+ * kernel's tile of MR rows x NC columns (8 x 32: 16 zmm accumulators)
+ * walks one panel front to back.  K % 4 trailing products are added by
+ * scalar kernel IR after the dot4; columns past N of the last panel are
+ * computed on zeros and not stored.
+ *
+ * The nest: a parallel loop over (batch, row group, column block), row
+ * tiles inside, panels of the block inside those (the tile's A rows stay
+ * in L1 while the panels stream from L2), as the float GEMM's chunks
+ * (codegen/lower/matmul.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower/kir_short.h"
+#include "codegen/lower/quant_vnni.h"
+
+#define VNNI_CHUNKS 16
+
+bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+	if (!cx->target->dot4_u8s8) return false;
+	const char *e = getenv("TBC_VNNI");
+	if (e && e[0] == '0' && !e[1]) return false;
+	if (a->type.dtype != TBC_DT_U8 && a->type.dtype != TBC_DT_I8) return false;
+	if (b->type.dtype != TBC_DT_U8 && b->type.dtype != TBC_DT_I8) return false;
+	if (b->kind != TBC_VALUE_CONST || !b->constant || b->type.rank != 2) return false;
+	const tbc_type *bt = &b->type;
+	if (bt->dims[0].sym || bt->dims[1].sym || bt->dims[0].size < 4 || bt->dims[1].size < 16) return false;
+	/* the sums' bound: no overflow matters (int32 wraps as the sum does),
+	 * but keep the packed weights' size sane */
+	return bt->dims[0].size <= ((int64_t)1 << 24) && bt->dims[1].size <= ((int64_t)1 << 24);
+}
+
+/* The register tile: TBC_VNNI_TILE=MRxNC (NC 16, 32, 48 or 64; MR x NC / 16
+ * at most 24 accumulators), else 8 x 32. */
+static void choose_tile(int64_t N, int *mr, int *nc) {
+	*mr = 8, *nc = 32;
+	const char *e = getenv("TBC_VNNI_TILE");
+	int m = 0, n = 0;
+	if (e && sscanf(e, "%dx%d", &m, &n) == 2 && m >= 1 && m <= KIR_DOT4_MAX_MR && n >= 16 && n <= 64 && n % 16 == 0 &&
+	    m * n / 16 <= 24)
+		*mr = m, *nc = n;
+	while (*nc > 16 && *nc > N) *nc -= 16;
+}
+
+static kir_expr *i32(kir_kernel *k, int64_t v) { return kir_e_int(k, TBC_DT_I32, v); }
+static kir_expr *isub(kir_kernel *k, kir_expr *a, kir_expr *b) { return BIN(k, KIR_SUB, a, b); }
+static kir_expr *iadd(kir_kernel *k, kir_expr *a, kir_expr *b) { return BIN(k, KIR_ADD, a, b); }
+static kir_expr *imul(kir_kernel *k, kir_expr *a, kir_expr *b) { return BIN(k, KIR_MUL, a, b); }
+
+/* Whether the constant zero point zv (NULL: none) minus cb is the same
+ * for every column; its value in *out. */
+static bool const_zb(const tbc_value *zv, int64_t cb, int64_t *out) {
+	if (!zv) return *out = -cb, true;
+	if (zv->kind != TBC_VALUE_CONST || !zv->constant) return false;
+	const tbc_tensor *t = zv->constant;
+	int64_t first = t->numel ? tbc_load_i64(t->dtype, t->data, 0) : 0;
+	for (int64_t i = 1; i < t->numel; i++)
+		if (tbc_load_i64(t->dtype, t->data, (size_t)i) != first) return false;
+	*out = first - cb;
+	return true;
+}
+
+kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
+	kir_kernel *k = l->k;
+	lower_cx *cx = l->cx;
+	const tbc_tensor *bt = q->b->constant;
+	int64_t K = q->b->type.dims[0].size, N = q->b->type.dims[1].size;
+	int mr, nc;
+	choose_tile(N, &mr, &nc);
+	int64_t mc = 0;
+	bool m_static = kir_e_const_index(s->M, &mc);
+	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	int64_t G = (K + 3) / 4, P = (N + nc - 1) / nc, KG = K / 4, kt = K % 4;
+	int64_t ca = s->a.buf->dtype == TBC_DT_I8 ? 128 : 0, cb = bt->dtype == TBC_DT_U8 ? 128 : 0;
+	int64_t zb_c = 0;
+	bool zb_const = const_zb(q->bzv, cb, &zb_c);
+	bool zb_zero = zb_const && zb_c == 0;
+	bool za_zero = !q->az && ca == 0;
+
+	/* B packed, and its column sums (less K zb' where zb' is a constant). */
+	void *pdata = NULL, *sdata = NULL;
+	int64_t pdims[3] = {P, G, 4 * nc}, sdims[1] = {P * nc};
+	int pb = lower_const_new(cx, TBC_DT_I8, 3, pdims, "b_vnni", &pdata);
+	int sb = pb >= 0 ? lower_const_new(cx, TBC_DT_I32, 1, sdims, "b_vnni_colsum", &sdata) : -1;
+	if (pb < 0 || sb < 0) return k->failed = true, NULL;
+	int8_t *pk = pdata;
+	int32_t *cs = sdata;
+	for (int64_t col = 0; col < N; col++) {
+		int64_t p = col / nc, c = col % nc;
+		uint32_t sum = 0;
+		for (int64_t kk = 0; kk < K; kk++) {
+			int64_t v = tbc_load_i64(bt->dtype, bt->data, (size_t)(kk * N + col)) - cb;
+			pk[((p * G + kk / 4) * nc + c) * 4 + kk % 4] = (int8_t)v;
+			sum += (uint32_t)v;
+		}
+		if (zb_const) sum -= (uint32_t)K * (uint32_t)zb_c;
+		cs[col] = (int32_t)sum;
+	}
+	kir_buffer *pkb = lk_buf(l, pb), *csb = lk_buf(l, sb);
+	if (!pkb || !csb) return k->failed = true, NULL;
+
+	/* Chunks: as the float GEMM's (matmul.c): blocks of 4 panels, as many
+	 * row tiles per chunk as leaves about 16 chunks; a symbolic M: one row
+	 * tile and every panel per chunk. */
+	int64_t tb = P, rg = 1;
+	if (m_static) {
+		int64_t nbc;
+		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
+		int64_t rtc = (mc + mr - 1) / mr;
+		tb = P < 4 ? P : 4;
+		int64_t chunks = nbc * ((P + tb - 1) / tb);
+		int64_t groups = chunks >= VNNI_CHUNKS ? 1 : (VNNI_CHUNKS + chunks - 1) / chunks;
+		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
+		rg = (rtc + groups - 1) / groups;
+	}
+	int64_t CB = (P + tb - 1) / tb;
+	kir_expr *RT = DIV(k, ADD(k, s->M, I(k, mr - 1)), I(k, mr));
+	kir_expr *RGN = DIV(k, ADD(k, RT, I(k, rg - 1)), I(k, rg));
+
+	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *cbi = LET(k, &body, "cb", MOD(k, V(k, t), I(k, CB)));
+	kir_expr *rest = DIV(k, V(k, t), I(k, CB));
+	kir_expr *rgi = LET(k, &body, "rg", MOD(k, rest, RGN));
+	kir_expr *batch = LET(k, &body, "batch", DIV(k, rest, RGN));
+	kir_expr *base[3];
+	for (int w = 0; w < 3; w++) {
+		kir_expr *b = s->base && w != 1 ? s->base(s->ctx, l, w, batch) : NULL;
+		base[w] = b ? LET(k, &body, w == 0 ? "abase" : "ybase", b) : I(k, 0);
+	}
+
+	/* A row tile. */
+	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
+	kir_block rtb = {0};
+	kir_expr *i0 = LET(k, &rtb, "i0", MUL(k, V(k, rt), I(k, mr)));
+	kir_expr *mlast = SUB(k, s->M, I(k, 1));
+	kir_expr *rows[KIR_DOT4_MAX_MR], *a_at[KIR_DOT4_MAX_MR], *zap[KIR_DOT4_MAX_MR], *rsum[KIR_DOT4_MAX_MR];
+	for (int r = 0; r < mr; r++) {
+		rows[r] = LET(k, &rtb, "row", MIN(k, ADD(k, i0, I(k, r)), mlast));
+		a_at[r] = LET(k, &rtb, "arow", ADD(k, base[0], MUL(k, rows[r], s->a.rs)));
+		/* za' = a_zp + ca */
+		kir_expr *za = q->az ? CAST(k, TBC_DT_I32, LOAD(k, q->az, q->az_row ? rows[r] : I(k, 0))) : i32(k, 0);
+		zap[r] = za_zero ? NULL : LET(k, &rtb, "zap", iadd(k, za, i32(k, ca)));
+		rsum[r] = NULL;
+		if (!zb_zero) { /* rowsum(a_u) */
+			kir_var *rs = kir_var_new(k, "rowsum", TBC_DT_I32), *kk = kir_var_new(k, "k", KIR_INDEX);
+			kir_block_add(k, &rtb, kir_s_set(k, rs, i32(k, 0)));
+			kir_expr *av = CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], V(k, kk))));
+			kir_block_add(k, &rtb, kir_s_for(k, kk, I(k, 0), I(k, K), 1, KIR_LOOP_SEQUENTIAL,
+							 kir_s_set(k, rs, iadd(k, V(k, rs), av))));
+			rsum[r] = LET(k, &rtb, "rowsum_u", iadd(k, V(k, rs), i32(k, K * ca)));
+		}
+	}
+
+	/* A tile: panel p of B. */
+	kir_var *p = kir_var_new(k, "p", KIR_INDEX);
+	kir_block tile = {0};
+	kir_expr *j0 = LET(k, &tile, "j0", MUL(k, V(k, p), I(k, nc)));
+	kir_expr *pbase = LET(k, &tile, "pbase", MUL(k, V(k, p), I(k, G * 4 * nc)));
+	kir_var **acc = calloc((size_t)(mr * nc), sizeof *acc);
+	if (!acc) return k->failed = true, NULL;
+	for (int i = 0; i < mr * nc; i++) {
+		acc[i] = kir_var_new(k, "acc", TBC_DT_I32);
+		kir_block_add(k, &tile, kir_s_set(k, acc[i], i32(k, 0)));
+	}
+	kir_dot4 d = {.mr = mr, .nc = nc, .a = s->a.buf, .b = pkb, .b_at = pbase, .groups = I(k, KG), .ldb = 4 * nc, .acc = acc};
+	for (int r = 0; r < mr; r++) d.a_at[r] = a_at[r];
+	kir_block_add(k, &tile, kir_s_dot4(k, &d));
+	/* The K % 4 trailing products. */
+	for (int64_t e = 0; e < kt; e++) {
+		int64_t kk = 4 * KG + e;
+		kir_expr *au[KIR_DOT4_MAX_MR];
+		for (int r = 0; r < mr; r++)
+			au[r] = LET(k, &tile, "au", iadd(k, CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], I(k, kk)))), i32(k, ca)));
+		for (int c = 0; c < nc; c++) {
+			kir_expr *bi = ADD(k, pbase, I(k, (KG * nc + c) * 4 + e));
+			kir_expr *bv = LET(k, &tile, "bt", CAST(k, TBC_DT_I32, LOAD(k, pkb, bi)));
+			for (int r = 0; r < mr; r++) {
+				kir_var *x = acc[r * nc + c];
+				kir_block_add(k, &tile, kir_s_set(k, x, iadd(k, V(k, x), imul(k, au[r], bv))));
+			}
+		}
+	}
+	/* The epilogue: every value first, then the stores (matmul.c's
+	 * micro_tile says why). */
+	kir_expr *nlast = I(k, N - 1);
+	kir_expr **val = calloc((size_t)(mr * nc), sizeof *val);
+	kir_expr *cols[64];
+	if (!val) {
+		free(acc);
+		return k->failed = true, NULL;
+	}
+	for (int c = 0; c < nc; c++) {
+		kir_expr *col = ADD(k, j0, I(k, c));
+		cols[c] = N % nc ? LET(k, &tile, "col", MIN(k, col, nlast)) : col;
+		kir_expr *csum = za_zero ? NULL : LOAD(k, csb, col);
+		kir_expr *zbp = NULL; /* zb', where it is not the constant 0 */
+		if (!zb_zero) {
+			zbp = zb_const ? i32(k, zb_c)
+				       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? cols[c] : I(k, 0))), i32(k, cb));
+			if (!zb_const && csum) csum = isub(k, csum, imul(k, i32(k, K), zbp));
+		}
+		if (csum) csum = LET(k, &tile, "csum", csum);
+		if (zbp && !zb_const) zbp = LET(k, &tile, "zbp", zbp);
+		for (int r = 0; r < mr; r++) {
+			kir_expr *v = V(k, acc[r * nc + c]);
+			if (csum) v = isub(k, v, imul(k, zap[r], csum));
+			if (zbp) v = isub(k, v, imul(k, zbp, rsum[r]));
+			v = s->epi ? s->epi(s->ctx, l, v, batch, rows[r], cols[c]) : CAST(k, s->y.buf->dtype, v);
+			val[r * nc + c] = LET(k, &tile, "v", v);
+		}
+	}
+	for (int c = 0; c < nc; c++) {
+		kir_block st = {0};
+		for (int r = 0; r < mr; r++) {
+			kir_expr *yi = ADD(k, ADD(k, base[2], MUL(k, rows[r], s->y.rs)), MUL(k, cols[c], s->y.cs));
+			kir_block_add(k, &st, kir_s_store(k, s->y.buf, yi, val[r * nc + c]));
+		}
+		if (N % nc) /* the last panel's columns past N: computed on zeros, not stored */
+			kir_block_add(k, &tile, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
+		else
+			for (kir_stmt *x = st.first; x;) {
+				kir_stmt *nx = x->next;
+				x->next = NULL;
+				kir_block_add(k, &tile, x);
+				x = nx;
+			}
+	}
+	free(val);
+	free(acc);
+
+	kir_expr *plo = MUL(k, cbi, I(k, tb)), *phi = MIN(k, ADD(k, plo, I(k, tb)), I(k, P));
+	kir_block_add(k, &rtb, kir_s_for(k, p, plo, phi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	kir_expr *rlo = MUL(k, rgi, I(k, rg)), *rhi = MIN(k, ADD(k, rlo, I(k, rg)), RT);
+	kir_block_add(k, &body, kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, rtb.first));
+	kir_expr *total = MUL(k, MUL(k, s->NB, RGN), I(k, CB));
+	return kir_s_for(k, t, I(k, 0), total, 1, KIR_LOOP_PARALLEL, body.first);
+}

@@ -1,0 +1,216 @@
+/* Integer GEMMs made of kernel IR's byte dot product (kir_dot4,
+ * codegen/lower/quant_vnni.c) against the reference interpreter, bit for
+ * bit: MatMulInteger and QLinearMatMul with a constant B, every
+ * combination of u8 and i8 operands (vpdpbusd multiplies u8 by i8: the
+ * others are shifted by 128 and paid back from column and row sums), zero
+ * points absent, per tensor, per row of A and per column of B, K not a
+ * multiple of 4, N not a multiple of the tile's 32 columns, M below and
+ * past the tile's rows, batches and symbolic rows.  The evaluator lowers
+ * for a description declaring dot4 (so it runs kir_dot4's semantics and
+ * parallel loops backwards); the JIT compiles for the host, which takes
+ * the vpdpbusd path where it has AVX-512 VNNI. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower/lower.h"
+#include "ir/kernels/kernels.h"
+#include "tests/unit/support/codegen_check.h"
+
+static tbc_target_desc g_vnni;
+
+static int setup(void **state) {
+	(void)state;
+	g_vnni = tbc_target_desc_cpu_default();
+	g_vnni.vector_bytes = 64, g_vnni.vector_regs = 32;
+	g_vnni.dot4_u8s8 = true;
+	g_target = &g_vnni;
+	return 0;
+}
+
+static double lo_of(tbc_dtype t) { return t == TBC_DT_U8 ? 0 : -128; }
+static double hi_of(tbc_dtype t) { return t == TBC_DT_U8 ? 255 : 127; }
+
+/* A K x N constant of dt, random with every extreme value present. */
+static tbc_value *weights(model *md, tbc_dtype dt, int64_t K, int64_t N) {
+	int64_t dims[2] = {K, N};
+	double *v = malloc((size_t)(K * N) * sizeof *v);
+	for (int64_t i = 0; i < K * N; i++) v[i] = lo_of(dt) + (double)(int64_t)(rnd(md) * 256);
+	v[0] = lo_of(dt), v[K * N - 1] = hi_of(dt);
+	tbc_value *c = constant(md, dt, 2, dims, v);
+	free(v);
+	return c;
+}
+
+static tbc_value *scalar(model *md, tbc_dtype dt, double x) { return constant(md, dt, 0, NULL, &x); }
+
+static tbc_value *per(model *md, tbc_dtype dt, int64_t n) {
+	double *v = malloc((size_t)n * sizeof *v);
+	for (int64_t i = 0; i < n; i++) v[i] = lo_of(dt) + (double)(int64_t)(rnd(md) * 256);
+	int64_t dims[1] = {n};
+	tbc_value *c = constant(md, dt, 1, dims, v);
+	free(v);
+	return c;
+}
+
+static const tbc_dtype types[2] = {TBC_DT_U8, TBC_DT_I8};
+
+/* y = (a - a_zp)(b - b_zp) for every operand type and zero-point kind on
+ * shapes that hit every edge of the tile (8 x 32) and of K's groups of 4. */
+static void test_matmul_integer_constant_b_every_edge(void **state) {
+	(void)state;
+	static const struct {
+		const char *a;
+		int64_t K, N, M; /* M: rows of a when per-row zero points apply, else 0 */
+	} shapes[] = {
+		/* K % 4 = 0, 1, 2, 3; M below 8, past it, batched, symbolic; N
+		 * of one vector, not a multiple of 16, of 32, several panels */
+		{"5,4", 4, 16, 5}, {"9,5", 5, 17, 9}, {"13,38", 38, 50, 13}, {"2,11,64", 64, 96, 11},
+		{"N,S,39", 39, 40, 0}, {"17,7", 7, 64, 17}, {"8,6", 6, 32, 8},
+	};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (int at = 0; at < 2; at++)
+			for (int bt = 0; bt < 2; bt++) {
+				model md = model_new();
+				tbc_dtype ad = types[at], bd = types[bt];
+				tbc_value *a = input_sym(&md, ad, shapes[i].a, 3, lo_of(ad), hi_of(ad) + 1);
+				tbc_value *b = weights(&md, bd, shapes[i].K, shapes[i].N);
+				tbc_value *outs[4];
+				int n = 0;
+				/* no zero points */
+				outs[n++] = op2(&md, TBC_OP_MatMulInteger, a, b);
+				/* per tensor (b's: the shift's own value too, 128 or 0) */
+				tbc_value *ins[4] = {a, b, scalar(&md, ad, lo_of(ad) + 77), scalar(&md, bd, bd == TBC_DT_U8 ? 128 : 0)};
+				outs[n++] = tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0];
+				ins[3] = scalar(&md, bd, lo_of(bd) + 201);
+				outs[n++] = tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0];
+				/* per row of a (static rows) and per column of b */
+				ins[2] = shapes[i].M ? per(&md, ad, shapes[i].M) : scalar(&md, ad, hi_of(ad));
+				ins[3] = per(&md, bd, shapes[i].N);
+				outs[n++] = tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0];
+				check_outputs(&md, n, outs, 0);
+			}
+}
+
+/* Long sums: K * 255 * 128 near 2^25, every product extreme. */
+static void test_matmul_integer_constant_b_extreme_values(void **state) {
+	(void)state;
+	for (int at = 0; at < 2; at++)
+		for (int bt = 0; bt < 2; bt++) {
+			model md = model_new();
+			tbc_dtype ad = types[at], bd = types[bt];
+			int64_t K = 1027, N = 48;
+			int64_t dims[2] = {K, N};
+			double *v = malloc((size_t)(K * N) * sizeof *v);
+			for (int64_t j = 0; j < K * N; j++) v[j] = (j / N) % 3 ? lo_of(bd) : hi_of(bd);
+			tbc_value *b = constant(&md, bd, 2, dims, v);
+			free(v);
+			tbc_value *a = input_sym(&md, ad, "9,1027", 1, hi_of(ad), hi_of(ad) + 1);
+			tbc_value *a2 = input_sym(&md, ad, "9,1027", 1, lo_of(ad), lo_of(ad) + 1);
+			tbc_value *ins[4] = {a, b, scalar(&md, ad, lo_of(ad)), scalar(&md, bd, hi_of(bd))};
+			tbc_value *outs[3] = {op2(&md, TBC_OP_MatMulInteger, a, b), op2(&md, TBC_OP_MatMulInteger, a2, b),
+					      tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0]};
+			check_outputs(&md, 3, outs, 0);
+		}
+}
+
+/* QLinearMatMul's requantization after the dot products. */
+static void test_qlinear_matmul_constant_b(void **state) {
+	(void)state;
+	for (int at = 0; at < 2; at++)
+		for (int bt = 0; bt < 2; bt++) {
+			model md = model_new();
+			tbc_dtype ad = types[at], bd = types[bt];
+			tbc_value *b = weights(&md, bd, 45, 40);
+			tbc_value *ins[8] = {input_sym(&md, ad, "2,10,45", 1, lo_of(ad), hi_of(ad) + 1),
+					     scalar(&md, TBC_DT_F32, 0.0066),
+					     scalar(&md, ad, lo_of(ad) + 113),
+					     b,
+					     scalar(&md, TBC_DT_F32, 0.00705),
+					     scalar(&md, bd, lo_of(bd) + 114),
+					     scalar(&md, TBC_DT_F32, 0.0107),
+					     scalar(&md, ad, lo_of(ad) + 118)};
+			tbc_value *y0 = tbc_op_new(md.m->main, TBC_OP_QLinearMatMul, "n", 8, ins, 1)->outputs[0];
+			ins[4] = scalar(&md, TBC_DT_F32, 0.003);
+			ins[5] = per(&md, bd, 40);
+			ins[7] = per(&md, ad, 40);
+			tbc_value *y1 = tbc_op_new(md.m->main, TBC_OP_QLinearMatMul, "n", 8, ins, 1)->outputs[0];
+			check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+		}
+}
+
+/* The description with dot4 makes the GEMM of it; without, the float form
+ * (and a B that is not a constant keeps the float form too). */
+static void test_lowering_takes_dot4_where_declared(void **state) {
+	(void)state;
+	for (int with = 0; with < 2; with++)
+		for (int const_b = 0; const_b < 2; const_b++) {
+			model md = model_new();
+			tbc_value *a = input_sym(&md, TBC_DT_U8, "8,64", 1, 0, 256);
+			tbc_value *b = const_b ? weights(&md, TBC_DT_I8, 64, 32) : input_sym(&md, TBC_DT_I8, "64,32", 1, -128, 128);
+			tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_MatMulInteger, a, b));
+			tbc_diags *d = tbc_diags_create();
+			tbc_infer cx = {.module = md.m, .diags = d};
+			assert_true(tbc_infer_graph(&cx, md.m->main));
+			tbc_target_desc t = tbc_target_desc_cpu_default();
+			if (with) t = g_vnni;
+			tbc_arena *arena = tbc_arena_create();
+			kir_program *p = NULL;
+			assert_int_equal(kir_lower(md.m, &t, arena, d, &p), TBC_OK);
+			char *text = kir_program_print(p);
+			assert_non_null(text);
+			assert_int_equal(strstr(text, "dot4 [8 x 32]") != NULL, with && const_b);
+			free(text);
+			tbc_arena_destroy(arena);
+			tbc_diags_destroy(d);
+			for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+			tbc_module_destroy(md.m);
+		}
+}
+
+/* DynamicQuantizeLinear's range in parallel chunks of 16-lane partials:
+ * sizes below one lane group, not a multiple of the chunks or lanes, and
+ * NaN, -0 and the extremes anywhere: the same scale and zero point as the
+ * interpreter's serial pass. */
+static void test_dynamic_quantize_parallel_range(void **state) {
+	(void)state;
+	static const char *const shapes[] = {"1", "5", "17", "3,300", "N,7", "2,128,33", "4100"};
+	static const double ranges[][2] = {{-3, 5}, {1, 9}, {-9, -1}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (size_t r = 0; r < 3; r++) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, TBC_DT_F32, shapes[i], 37, ranges[r][0], ranges[r][1]);
+			tbc_op *q = tbc_op_new(md.m->main, TBC_OP_DynamicQuantizeLinear, "n", 1, &x, 3);
+			check_outputs(&md, 3, q->outputs, 0);
+		}
+	/* NaN never replaces, -0 never replaces +0: the extremes in any chunk. */
+	for (int where = 0; where < 4; where++) {
+		model md = model_new();
+		int64_t n = 1000, dims[1] = {1000};
+		double v[1000];
+		for (int64_t j = 0; j < n; j++) v[j] = where == 3 ? -0.0 : 0.25 * (double)((j * 37) % 17) - 1.0;
+		v[(where * 331 + 7) % n] = NAN;
+		v[(where * 211 + 500) % n] = where == 3 ? -0.0 : 1e30;
+		v[(where * 97 + 999) % n] = where == 3 ? -0.0 : -7.5;
+		tbc_value *x = constant(&md, TBC_DT_F32, 1, dims, v);
+		tbc_op *q = tbc_op_new(md.m->main, TBC_OP_DynamicQuantizeLinear, "n", 1, &x, 3);
+		check_outputs(&md, 3, q->outputs, 0);
+	}
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lowering_takes_dot4_where_declared),
+		cmocka_unit_test(test_matmul_integer_constant_b_every_edge),
+		cmocka_unit_test(test_matmul_integer_constant_b_extreme_values),
+		cmocka_unit_test(test_qlinear_matmul_constant_b),
+		cmocka_unit_test(test_dynamic_quantize_parallel_range),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
