@@ -498,6 +498,8 @@ static tbc_value *swap_last(ad *A, tbc_value *v) {
 	return transpose(A, v, r, perm);
 }
 
+static tbc_value *gemm(ad *A, tbc_value *a, tbc_value *b, int64_t ta, int64_t tb, double alpha);
+
 /* y = a @ b (numpy semantics): da = dy @ b^T, db = a^T @ dy, summed over
  * the batch dims each operand was broadcast along. */
 static bool grad_matmul(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
@@ -511,12 +513,14 @@ static bool grad_matmul(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value
 	/* A weight matrix read by a batch of rows (a [..., M, K], b [K, N]):
 	 * one product over all the rows, a^T [K, B*M] @ dy [B*M, N], rather
 	 * than a product per batch [B, K, N] summed after (B times the memory:
-	 * the largest value of a transformer's backward pass). */
+	 * the largest value of a transformer's backward pass), as a Gemm. */
 	if (need(A, op, 1) && b->type.rank == 2 && a->type.rank > 2 && !a->type.dims[a->type.rank - 1].sym &&
 	    !b->type.dims[1].sym) {
 		tbc_value *rows = op2(A, TBC_OP_Reshape, a, ints(A, 2, (const int64_t[]){-1, a->type.dims[a->type.rank - 1].size}));
 		tbc_value *grows = op2(A, TBC_OP_Reshape, g, ints(A, 2, (const int64_t[]){-1, b->type.dims[1].size}));
-		dx[1] = op2(A, TBC_OP_MatMul, swap_last(A, rows), grows);
+		/* a^T read in place (Gemm's transA), not a transposed copy as
+		 * large as a beside it. */
+		dx[1] = gemm(A, rows, grows, 1, 0, 1.0);
 	} else if (need(A, op, 1)) {
 		dx[1] = reshape_like(A, sum_to(A, op2(A, TBC_OP_MatMul, swap_last(A, a2), g), b2), b);
 	}
