@@ -378,13 +378,26 @@ static bool grad_erf(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **
 	return true;
 }
 
-/* Exact Gelu, x * Phi(x): Phi(x) + x * phi(x). */
+/* Exact Gelu, x * Phi(x): Phi(x) + x * phi(x).  Its tanh form,
+ * 0.5 x (1 + t) with t = tanh(k (x + c x^3)), k = sqrt(2/pi), c = 0.044715:
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). */
 static bool grad_gelu(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
-	if (strcmp(tbc_attr_string(op, "approximate", "none"), "none"))
-		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gelu with approximate='%s'",
-			    tbc_attr_string(op, "approximate", "none"));
+	const char *approx = tbc_attr_string(op, "approximate", "none");
 	tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
+	if (!strcmp(approx, "tanh")) {
+		const double k = sqrt(2.0 / M_PI), c = 0.044715;
+		tbc_value *x2 = op2(A, TBC_OP_Mul, x, x);
+		tbc_value *t = op1(A, TBC_OP_Tanh, mul_s(A, op2(A, TBC_OP_Add, x, mul_s(A, op2(A, TBC_OP_Mul, x2, x), c)), k));
+		tbc_value *half_1pt = mul_s(A, op2(A, TBC_OP_Add, t, scalar(A, dt, 1)), 0.5);
+		tbc_value *sech2 = op2(A, TBC_OP_Sub, scalar(A, dt, 1), op2(A, TBC_OP_Mul, t, t));
+		tbc_value *inner = op2(A, TBC_OP_Add, mul_s(A, x2, 3.0 * c), scalar(A, dt, 1));
+		tbc_value *rest = op2(A, TBC_OP_Mul, mul_s(A, x, 0.5 * k), op2(A, TBC_OP_Mul, sech2, inner));
+		dx[0] = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Add, half_1pt, rest));
+		return true;
+	}
+	if (strcmp(approx, "none"))
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gelu with approximate='%s'", approx);
 	tbc_value *cdf = mul_s(A, op2(A, TBC_OP_Add, op1(A, TBC_OP_Erf, mul_s(A, x, M_SQRT1_2)), scalar(A, dt, 1)), 0.5);
 	tbc_value *pdf = mul_s(A, op1(A, TBC_OP_Exp, mul_s(A, op2(A, TBC_OP_Mul, x, x), -0.5)), 1.0 / sqrt(2.0 * M_PI));
 	dx[0] = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Add, cdf, op2(A, TBC_OP_Mul, x, pdf)));
