@@ -378,13 +378,26 @@ static bool grad_erf(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **
 	return true;
 }
 
-/* Exact Gelu, x * Phi(x): Phi(x) + x * phi(x). */
+/* Exact Gelu, x * Phi(x): Phi(x) + x * phi(x).  Its tanh form,
+ * 0.5 x (1 + t) with t = tanh(k (x + c x^3)), k = sqrt(2/pi), c = 0.044715:
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). */
 static bool grad_gelu(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
-	if (strcmp(tbc_attr_string(op, "approximate", "none"), "none"))
-		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gelu with approximate='%s'",
-			    tbc_attr_string(op, "approximate", "none"));
+	const char *approx = tbc_attr_string(op, "approximate", "none");
 	tbc_value *x = op->inputs[0];
 	tbc_dtype dt = x->type.dtype;
+	if (!strcmp(approx, "tanh")) {
+		const double k = sqrt(2.0 / M_PI), c = 0.044715;
+		tbc_value *x2 = op2(A, TBC_OP_Mul, x, x);
+		tbc_value *t = op1(A, TBC_OP_Tanh, mul_s(A, op2(A, TBC_OP_Add, x, mul_s(A, op2(A, TBC_OP_Mul, x2, x), c)), k));
+		tbc_value *half_1pt = mul_s(A, op2(A, TBC_OP_Add, t, scalar(A, dt, 1)), 0.5);
+		tbc_value *sech2 = op2(A, TBC_OP_Sub, scalar(A, dt, 1), op2(A, TBC_OP_Mul, t, t));
+		tbc_value *inner = op2(A, TBC_OP_Add, mul_s(A, x2, 3.0 * c), scalar(A, dt, 1));
+		tbc_value *rest = op2(A, TBC_OP_Mul, mul_s(A, x, 0.5 * k), op2(A, TBC_OP_Mul, sech2, inner));
+		dx[0] = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Add, half_1pt, rest));
+		return true;
+	}
+	if (strcmp(approx, "none"))
+		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gelu with approximate='%s'", approx);
 	tbc_value *cdf = mul_s(A, op2(A, TBC_OP_Add, op1(A, TBC_OP_Erf, mul_s(A, x, M_SQRT1_2)), scalar(A, dt, 1)), 0.5);
 	tbc_value *pdf = mul_s(A, op1(A, TBC_OP_Exp, mul_s(A, op2(A, TBC_OP_Mul, x, x), -0.5)), 1.0 / sqrt(2.0 * M_PI));
 	dx[0] = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Add, cdf, op2(A, TBC_OP_Mul, x, pdf)));
@@ -498,6 +511,8 @@ static tbc_value *swap_last(ad *A, tbc_value *v) {
 	return transpose(A, v, r, perm);
 }
 
+static tbc_value *gemm(ad *A, tbc_value *a, tbc_value *b, int64_t ta, int64_t tb, double alpha);
+
 /* y = a @ b (numpy semantics): da = dy @ b^T, db = a^T @ dy, summed over
  * the batch dims each operand was broadcast along. */
 static bool grad_matmul(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
@@ -511,12 +526,14 @@ static bool grad_matmul(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value
 	/* A weight matrix read by a batch of rows (a [..., M, K], b [K, N]):
 	 * one product over all the rows, a^T [K, B*M] @ dy [B*M, N], rather
 	 * than a product per batch [B, K, N] summed after (B times the memory:
-	 * the largest value of a transformer's backward pass). */
+	 * the largest value of a transformer's backward pass), as a Gemm. */
 	if (need(A, op, 1) && b->type.rank == 2 && a->type.rank > 2 && !a->type.dims[a->type.rank - 1].sym &&
 	    !b->type.dims[1].sym) {
 		tbc_value *rows = op2(A, TBC_OP_Reshape, a, ints(A, 2, (const int64_t[]){-1, a->type.dims[a->type.rank - 1].size}));
 		tbc_value *grows = op2(A, TBC_OP_Reshape, g, ints(A, 2, (const int64_t[]){-1, b->type.dims[1].size}));
-		dx[1] = op2(A, TBC_OP_MatMul, swap_last(A, rows), grows);
+		/* a^T read in place (Gemm's transA), not a transposed copy as
+		 * large as a beside it. */
+		dx[1] = gemm(A, rows, grows, 1, 0, 1.0);
 	} else if (need(A, op, 1)) {
 		dx[1] = reshape_like(A, sum_to(A, op2(A, TBC_OP_MatMul, swap_last(A, a2), g), b2), b);
 	}

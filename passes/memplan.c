@@ -15,12 +15,17 @@
  *    counts at the op owning the subgraph).  Values inside control-flow
  *    bodies live for the whole of their owner op (a body may run many times).
  *    Nothing inside a Fused body is placed: lowering keeps those in registers.
- *  - In place: an elementwise op (or a Fused op without a reduction) writes
- *    its result over an input that dies at that op when both have the same
- *    shape and element size; the two share one buffer.
- *  - Placement: in each part, buffers by size, largest first; each goes into
- *    the smallest gap between the buffers it overlaps in time (best fit),
- *    else above them.
+ *  - In place: an elementwise op (or a Fused op without a reduction, or a
+ *    result of a fused reduction's prologue) writes its result over an
+ *    input that dies at that op when both have the same shape and element
+ *    size; the two share one buffer.
+ *  - Views: the result of Identity, Reshape, Flatten, Squeeze or Unsqueeze
+ *    shares its input's buffer (lowering aliases it), which then lives as
+ *    long as both.
+ *  - Placement: in each part, buffers in some order; each goes into the
+ *    smallest gap between the buffers it overlaps in time (best fit), else
+ *    above them.  Four orders are tried (largest first, largest bytes x
+ *    ops, longest lived, earliest) and the smallest arena kept.
  * Requires: a verified, inferred module, after the last pass that changes it.
  * Guarantees: tbc_memplan_check holds; model inputs, outputs and constants
  * have mem_offset -1. */
@@ -215,12 +220,37 @@ static bool has_reduction(const tbc_graph *body) {
 	return false;
 }
 
+static bool same_shape(const tbc_value *a, const tbc_value *b) {
+	if (a->type.rank != b->type.rank) return false;
+	for (int i = 0; i < a->type.rank; i++)
+		if (!tbc_dim_eq(a->type.dims[i], b->type.dims[i])) return false;
+	return true;
+}
+
+/* A fused reduction (one Reduce* with elementwise ops before and after it)
+ * whose result out has the shape the reduction reads (and not the shape it
+ * makes): out is a value of
+ * the prologue, stored from the reduction loop, which visits each input
+ * point once and reads the inputs there before storing
+ * (codegen/lower/fused_reduce.c); so it may go over an input of its shape. */
+static bool prologue_output(const tbc_graph *body, const tbc_value *out) {
+	const tbc_op *red = NULL;
+	for (const tbc_op *o = body->first; o; o = o->next) {
+		if (tbc_ops[o->code].category == TBC_CAT_ELEMENTWISE) continue;
+		if (red || tbc_ops[o->code].category != TBC_CAT_REDUCTION || o->n_inputs < 1 || !o->inputs[0]) return false;
+		red = o;
+	}
+	/* Not of the result's shape too (reduced dims of 1): an epilogue value
+	 * could be out then, stored after the loop read the inputs. */
+	return red && red->outputs[0] && same_shape(red->inputs[0], out) && !same_shape(red->outputs[0], out);
+}
+
 /* May op write out over in?  Each element of out is then computed from the
  * element of in at the same index only, read before it is written. */
 static bool in_place_ok(const tbc_op *op, const tbc_value *in, const tbc_value *out) {
 	if (op->code == TBC_OP_Fused) {
 		const tbc_graph *body = tbc_attr_graph(op, "body");
-		if (!body || has_reduction(body)) return false;
+		if (!body || (has_reduction(body) && !prologue_output(body, out))) return false;
 	} else if (tbc_ops[op->code].category != TBC_CAT_ELEMENTWISE || op->code == TBC_OP_Dropout ||
 		   op->n_outputs != 1) {
 		return false;
@@ -243,8 +273,34 @@ static int by_offset(const void *a, const void *b) {
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* Buffers in definition order, in-place results joining their input's
- * (sets each life's buf; bufs has room for n_lives).  Returns how many. */
+/* Ops whose result lowering makes a view of their input's storage
+ * (codegen/lower/lower.c, lower_alias): the same bytes, read in another
+ * shape. */
+bool tbc_memplan_is_view(const tbc_op *op) {
+	switch (op->code) {
+	case TBC_OP_Identity:
+	case TBC_OP_Reshape:
+	case TBC_OP_Flatten:
+	case TBC_OP_Squeeze:
+	case TBC_OP_Unsqueeze: return true;
+	default: return false;
+	}
+}
+
+/* The life whose buffer a view result l shares: its input's, when that is
+ * placed in the same part with the same bytes; else NULL. */
+static const life *view_source(const plan *P, const life *l) {
+	const tbc_op *def = l->v->def;
+	if (def->graph != P->m->main || !tbc_memplan_is_view(def) || def->n_inputs < 1 || !def->inputs[0]) return NULL;
+	int li = P->index[def->inputs[0]->id];
+	if (li < 0) return NULL;
+	const life *src = &P->lives[li];
+	return src->bytes == l->bytes && src->part == l->part ? src : NULL;
+}
+
+/* Buffers in definition order, in-place results joining their input's,
+ * views sharing their input's (sets each life's buf; bufs has room for
+ * n_lives).  Returns how many. */
 static int assign_buffers(plan *P, buffer *bufs) {
 	const tbc_module *m = P->m;
 	int n_bufs = 0;
@@ -252,6 +308,15 @@ static int assign_buffers(plan *P, buffer *bufs) {
 		life *l = &P->lives[i];
 		const tbc_op *def = l->v->def;
 		bool top = def->graph == m->main;
+		/* A view lives in its input's buffer, which lives as long as both
+		 * (lowering aliases it; an in-place writer later sees the buffer
+		 * still read and keeps off it). */
+		const life *vs = view_source(P, l);
+		if (vs && vs->buf >= 0) {
+			l->buf = vs->buf;
+			if (bufs[vs->buf].end < l->end) bufs[vs->buf].end = l->end;
+			continue;
+		}
 		for (int k = 0; top && k < def->n_inputs && l->buf < 0; k++) {
 			const tbc_value *in = def->inputs[k];
 			int li = in ? P->index[in->id] : -1;
@@ -278,27 +343,37 @@ static int assign_buffers(plan *P, buffer *bufs) {
 	return n_bufs;
 }
 
-bool tbc_pass_memplan(tbc_module *m, tbc_diags *d) {
-	plan P;
-	buffer *bufs = NULL;
-	buffer **order = NULL, **near = NULL;
-	bool ok = analyse(&P, m);
-	/* Clear any earlier plan. */
-	for (int i = 0; ok && i < P.n_lives; i++) P.lives[i].v->mem_offset = -1;
-	if (ok) {
-		bufs = calloc((size_t)P.n_lives + 1, sizeof *bufs);
-		order = calloc((size_t)P.n_lives + 1, sizeof *order);
-		near = calloc((size_t)P.n_lives + 1, sizeof *near);
-		ok = bufs && order && near;
-	}
-	int n_bufs = ok ? assign_buffers(&P, bufs) : 0;
-	for (int i = 0; ok && i < n_bufs; i++) order[i] = &bufs[i];
-	if (ok) qsort(order, (size_t)n_bufs, sizeof *order, by_size_desc);
-	int n_placed = 0;
-	for (int i = 0; ok && i < n_bufs; i++) {
+static int64_t span(const buffer *b) { return (int64_t)(b->end - b->start + 1); }
+
+/* Orders tried for placement; the one giving the smallest arena wins. */
+static int by_area_desc(const void *a, const void *b) {
+	const buffer *x = *(buffer *const *)a, *y = *(buffer *const *)b;
+	int64_t ax = x->size * span(x), ay = y->size * span(y);
+	if (ax != ay) return ax > ay ? -1 : 1;
+	return by_size_desc(a, b);
+}
+
+static int by_span_desc(const void *a, const void *b) {
+	const buffer *x = *(buffer *const *)a, *y = *(buffer *const *)b;
+	if (span(x) != span(y)) return span(x) > span(y) ? -1 : 1;
+	return by_size_desc(a, b);
+}
+
+static int by_start(const void *a, const void *b) {
+	const buffer *x = *(buffer *const *)a, *y = *(buffer *const *)b;
+	if (x->start != y->start) return x->start - y->start;
+	return by_size_desc(a, b);
+}
+
+/* Places the buffers in the given order, each into the smallest gap
+ * between the buffers it overlaps in time (best fit), else above them;
+ * returns the arena (the parts' sizes summed).  near has room for n. */
+static int64_t place(buffer **order, int n, buffer **near, int n_parts, int64_t *part_top) {
+	for (int j = 0; j < n_parts; j++) part_top[j] = 0;
+	for (int i = 0; i < n; i++) {
 		buffer *b = order[i];
 		int n_near = 0;
-		for (int k = 0; k < n_placed; k++)
+		for (int k = 0; k < i; k++)
 			if (order[k]->part == b->part && order[k]->start <= b->end && b->start <= order[k]->end &&
 			    order[k]->size > 0)
 				near[n_near++] = order[k];
@@ -313,13 +388,52 @@ bool tbc_pass_memplan(tbc_module *m, tbc_diags *d) {
 			if (near[k]->offset + near[k]->size > top) top = near[k]->offset + near[k]->size;
 		}
 		b->offset = best >= 0 ? best : top;
-		n_placed++;
+		if (b->offset + b->size > part_top[b->part]) part_top[b->part] = b->offset + b->size;
 	}
+	int64_t total = 0;
+	for (int j = 0; j < n_parts; j++) total += part_top[j];
+	return total;
+}
+
+bool tbc_pass_memplan(tbc_module *m, tbc_diags *d) {
+	plan P;
+	buffer *bufs = NULL;
+	buffer **order = NULL, **near = NULL;
+	int64_t *best_offset = NULL, *part_top = NULL;
+	bool ok = analyse(&P, m);
+	/* Clear any earlier plan. */
+	for (int i = 0; ok && i < P.n_lives; i++) P.lives[i].v->mem_offset = -1;
+	if (ok) {
+		bufs = calloc((size_t)P.n_lives + 1, sizeof *bufs);
+		order = calloc((size_t)P.n_lives + 1, sizeof *order);
+		near = calloc((size_t)P.n_lives + 1, sizeof *near);
+		best_offset = calloc((size_t)P.n_lives + 1, sizeof *best_offset);
+		part_top = calloc((size_t)P.n_parts + 1, sizeof *part_top);
+		ok = bufs && order && near && best_offset && part_top;
+	}
+	int n_bufs = ok ? assign_buffers(&P, bufs) : 0;
+	/* Largest first is the classic; a long-lived buffer first, or the
+	 * largest area of bytes times ops, packs some schedules tighter (a
+	 * view keeps its input's buffer alive longer).  Ties keep the first. */
+	int (*const orders[])(const void *, const void *) = {by_size_desc, by_area_desc, by_span_desc, by_start};
+	int64_t best = INT64_MAX;
+	for (size_t o = 0; ok && o < sizeof orders / sizeof *orders; o++) {
+		for (int i = 0; i < n_bufs; i++) order[i] = &bufs[i];
+		qsort(order, (size_t)n_bufs, sizeof *order, orders[o]);
+		int64_t total = place(order, n_bufs, near, P.n_parts, part_top);
+		if (total < best) {
+			best = total;
+			for (int i = 0; i < n_bufs; i++) best_offset[i] = bufs[i].offset;
+		}
+	}
+	for (int i = 0; ok && i < n_bufs; i++) bufs[i].offset = best_offset[i];
 	for (int i = 0; ok && i < P.n_lives; i++) P.lives[i].v->mem_offset = bufs[P.lives[i].buf].offset;
 	if (!ok) tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory planning memory");
 	free(bufs);
 	free(order);
 	free(near);
+	free(best_offset);
+	free(part_top);
 	release(&P);
 	return ok;
 }
@@ -335,6 +449,12 @@ static bool in_place_pair(const plan *P, const life *v, const life *w) {
 	for (int k = 0; k < def->n_inputs; k++)
 		if (def->inputs[k] == v->v) return in_place_ok(def, v->v, w->v);
 	return false;
+}
+
+/* The value whose storage v reads through views (v itself when none). */
+static const life *storage_root(const plan *P, const life *v) {
+	for (const life *s; (s = view_source(P, v)) && s->v->mem_offset == v->v->mem_offset;) v = s;
+	return v;
 }
 
 /* Part sizes from the offsets the module holds. */
@@ -424,6 +544,7 @@ bool tbc_memplan_check(const tbc_module *m, tbc_diags *d) {
 			int64_t ao = a->v->mem_offset, bo = b->v->mem_offset;
 			if (ao >= bo + b->bytes || bo >= ao + a->bytes) continue;
 			if (in_place_pair(&P, a, b) || in_place_pair(&P, b, a)) continue;
+			if (ao == bo && storage_root(&P, a) == storage_root(&P, b)) continue;
 			char buf[32];
 			tbc_diags_add(d, TBC_ERR_INTERNAL, m->path, NULL, NULL, tbc_value_display_name(a->v, buf, sizeof buf),
 				      "memory plan: overlaps value %u (ops %d..%d and %d..%d, bytes %lld+%lld and %lld+%lld)",
@@ -471,7 +592,8 @@ bool tbc_memplan_measure(const tbc_module *m, tbc_memplan_stats *out, tbc_diags 
 		if (l->v->mem_offset < 0) continue;
 		out->n_placed++;
 		out->total_bytes += l->bytes;
-		/* A result written in place over an input is one buffer with it. */
+		/* A result written in place over an input is one buffer with it;
+		 * so is a view with the value it views. */
 		bool shared = false;
 		const tbc_op *def = l->v->def;
 		for (int k = 0; k < def->n_inputs && !shared; k++) {
@@ -479,6 +601,17 @@ bool tbc_memplan_measure(const tbc_module *m, tbc_memplan_stats *out, tbc_diags 
 			if (li >= 0 && in_place_pair(&P, &P.lives[li], l)) shared = true;
 		}
 		if (shared) out->n_in_place++;
+		const life *root = storage_root(&P, l);
+		if (root != l) {
+			/* Counted where it outlives the storage it views, once. */
+			int from = root->end + 1;
+			for (int j = 0; j < i; j++)
+				if (P.lives[j].v->mem_offset == l->v->mem_offset && storage_root(&P, &P.lives[j]) == root &&
+				    P.lives[j].end + 1 > from)
+					from = P.lives[j].end + 1;
+			for (int p = from; p <= l->end; p++) at[p] += l->bytes;
+			continue;
+		}
 		for (int p = shared ? l->start + 1 : l->start; p <= l->end; p++) at[p] += l->bytes;
 	}
 	for (int p = 0; p < P.n_ops; p++)

@@ -128,6 +128,9 @@ typedef struct tbc_memplan_profile {
 	int64_t *bytes;
 } tbc_memplan_profile;
 bool tbc_memplan_profile_make(const tbc_module *m, tbc_memplan_profile *out); /* false: out of memory */
+/* Does memory planning place op's result in its input's buffer (a view:
+ * Identity, Reshape, Flatten, Squeeze, Unsqueeze)? */
+bool tbc_memplan_is_view(const tbc_op *op);
 void tbc_memplan_profile_free(tbc_memplan_profile *p);
 
 /* Estimated floating-point operations of one op (a Fused op: its body)

@@ -117,21 +117,48 @@ static bool is_pre_output(fr *f, int i) {
 	return v->kind == TBC_VALUE_RESULT && !f->post[v->id] && v != f->red->outputs[0];
 }
 
+/* e held in a variable set here: its loads happen before the statements
+ * that follow. */
+static kir_expr *now(rspace *s, kir_expr *e, const char *name) {
+	kir_var *t = kir_var_new(s->k, name, e->type);
+	if (!t) return NULL;
+	kir_block_add(s->k, &s->inner, kir_s_set(s->k, t, e));
+	return kir_e_var(s->k, t);
+}
+
 /* The reduction's input at the current point; in the first pass the region's
- * outputs computed before the reduction are stored too. */
+ * outputs computed before the reduction are stored too.  Every value is
+ * computed before any store: memory planning may write an output over an
+ * input that dies here (passes/memplan.c), which the point reads first. */
 static kir_expr *elem(void *p, rspace *s, bool first) {
 	fr *f = p;
 	memset(f->pre_memo, 0, ((size_t)f->cx->m->n_values + 1) * sizeof *f->pre_memo);
 	kir_expr *x = value(f, f->red->inputs[0], false);
-	for (int i = 0; first && x && i < f->body->n_outputs; i++) {
+	if (!first || !x) return x;
+	int n = 0;
+	for (int i = 0; i < f->body->n_outputs; i++) n += f->out_buf[i] >= 0 && is_pre_output(f, i);
+	if (!n) return x;
+	kir_expr **vals = calloc((size_t)f->body->n_outputs + 1, sizeof *vals);
+	if (!vals) return fail(f, "(out of memory)"), NULL;
+	x = now(s, x, "x");
+	for (int i = 0; x && i < f->body->n_outputs; i++) {
 		if (f->out_buf[i] < 0 || !is_pre_output(f, i)) continue;
 		const tbc_value *ov = f->op->outputs[i];
-		if (!same_dims(&ov->type, &f->red->inputs[0]->type)) return fail(f, "with an output of another shape"), NULL;
+		if (!same_dims(&ov->type, &f->red->inputs[0]->type)) {
+			free(vals);
+			return fail(f, "with an output of another shape"), NULL;
+		}
 		kir_expr *v = value(f, f->body->outputs[i], false);
-		kir_buffer *b = v ? lk_buf(f->l, f->out_buf[i]) : NULL;
-		if (!b) return NULL;
-		kir_block_add(s->k, &s->inner, kir_s_store(s->k, b, rs_linear(s), kir_e_cast(s->k, ov->type.dtype, v)));
+		vals[i] = v ? now(s, kir_e_cast(s->k, ov->type.dtype, v), "o") : NULL;
+		if (!vals[i]) x = NULL;
 	}
+	for (int i = 0; x && i < f->body->n_outputs; i++) {
+		if (!vals[i]) continue;
+		kir_buffer *b = lk_buf(f->l, f->out_buf[i]);
+		if (!b) x = NULL;
+		else kir_block_add(s->k, &s->inner, kir_s_store(s->k, b, rs_linear(s), vals[i]));
+	}
+	free(vals);
 	return x;
 }
 

@@ -88,7 +88,9 @@ for budget in ("95%", str(smallest)):
     st1 = json.load(open(js1))
     check(0 < st1["plan_bytes"] <= st1["memory_budget_bytes"] <= limit,
           f"{budget}: planned arena {st1['plan_bytes']} within the budget {st1['memory_budget_bytes']}")
-    check(st1["recompute_flops"] > 0 and any(p["name"] == "remat" for p in st1["passes"]), f"{budget}: recomputed")
+    # 95% is met by moving ops alone (no FLOPs); the smallest arena needs recomputation.
+    check(any(p["name"] == "remat" for p in st1["passes"]), f"{budget}: remat ran")
+    check(st1["recompute_flops"] > 0 or budget.endswith("%"), f"{budget}: recomputed")
     l0, l1 = train(so0, f"{WORK}/w_free"), train(so1, f"{WORK}/w_budget")
     check(l0 == l1, f"{budget}: the same losses ({l0!r} vs {l1!r})")
     for f in sorted(os.listdir(f"{WORK}/w_free")):

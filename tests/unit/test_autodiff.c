@@ -190,6 +190,7 @@ static void activations(void **state) {
 		check_grads(text);
 	}
 	check_grads(HEAD "graph main(%x: f64[3,4]) {\n  %y = LeakyRelu(%x) {alpha = 0.2}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[3,4]) {\n  %y = Gelu(%x) {approximate = \"tanh\"}\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%px: f64[3,4]) {\n  %y = Log(%px)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%px: f64[3,4]) {\n  %y = Sqrt(%px)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%px: f64[3,4]) {\n  %y = Reciprocal(%px)\n  return %y\n}\n");

@@ -226,6 +226,41 @@ static void memplan_reuses_dead_memory_and_writes_in_place(void **state) {
 	tbc_diags_destroy(d);
 }
 
+/* A Reshape is a view (lowering aliases it): it shares its input's buffer,
+ * which lives as long as either is read; an in-place writer keeps off it
+ * while the view is still read. */
+static void memplan_places_a_view_in_its_input_buffer(void **state) {
+	(void)state;
+	tbc_module *m = parse(
+		"module ir_version 8 opset 17\n"
+		"graph main(%x: f32[4,16]) {\n"
+		"  %s: i64[1] = const [64]\n"
+		"  %a: f32[4,16] = Exp(%x)\n"
+		"  %r: f32[64] = Reshape(%a, %s)\n"
+		"  %b: f32[4,16] = Neg(%a)\n"
+		"  %c: f32[64] = Abs(%r)\n"
+		"  %t: f32[64] = Reshape(%b, %s)\n"
+		"  %y: f32[64] = Add(%c, %t)\n"
+		"  return %y\n"
+		"}\n");
+	tbc_diags *d = tbc_diags_create();
+	assert_true(tbc_pass_memplan(m, d));
+	tbc_value *a = named(m, "a"), *r = named(m, "r"), *b = named(m, "b"), *c = named(m, "c"), *t = named(m, "t");
+	assert_int_equal(r->mem_offset, a->mem_offset);
+	assert_int_equal(t->mem_offset, b->mem_offset);
+	/* %b is not written over %a: %r, the same bytes, is read after it. */
+	assert_int_not_equal(b->mem_offset, a->mem_offset);
+	/* %c may go over %r (the buffer's last read), never over %b. */
+	assert_int_not_equal(c->mem_offset, b->mem_offset);
+	tbc_memplan_stats st;
+	assert_true(tbc_memplan_measure(m, &st, d));
+	assert_int_equal(st.arena_bytes, 2 * 256);
+	assert_int_equal(st.lower_bound, 2 * 256);
+	assert_true(tbc_memplan_check(m, d));
+	tbc_module_destroy(m);
+	tbc_diags_destroy(d);
+}
+
 static void memplan_check_catches_overlap_of_live_values(void **state) {
 	(void)state;
 	tbc_module *m = parse(
@@ -594,6 +629,7 @@ int main(void) {
 		cmocka_unit_test(pipeline_records_time_per_pass_and_arena),
 		cmocka_unit_test(pipeline_O0_runs_only_memory_planning),
 		cmocka_unit_test(memplan_reuses_dead_memory_and_writes_in_place),
+		cmocka_unit_test(memplan_places_a_view_in_its_input_buffer),
 		cmocka_unit_test(memplan_check_catches_overlap_of_live_values),
 		cmocka_unit_test(memplan_check_catches_misalignment_and_missing_places),
 		cmocka_unit_test(memplan_leaves_symbolic_values_and_fused_bodies_unplaced),

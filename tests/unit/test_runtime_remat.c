@@ -253,16 +253,18 @@ static void a_budget_already_met_recomputes_nothing(void **state) {
 }
 
 
-/* Two values live across the peak and read late, of one size: a MatMul's
- * result and a Sigmoid of the input.  A budget one of them meets is met by
- * recomputing the Sigmoid (from x, which is always there); the product is
- * recomputed only when the budget needs both. */
+/* Two values live across the peak and read early and late, of one size: a
+ * MatMul's result and a Sigmoid of the input (read early too, so that
+ * moving them to their readers does not help).  A budget one of them meets
+ * is met by recomputing the Sigmoid (from x, which is always there); the
+ * product is recomputed only when the budget needs both. */
 static const char *two_candidates =
 	"module ir_version 8 opset 17\n"
 	"graph main(%x: f32[64,64], %w: f32[64,64]) {\n"
 	"  %m = MatMul(%x, %w)\n"
 	"  %s = Sigmoid(%x)\n"
-	"  %a = Tanh(%x)\n"
+	"  %e = Add(%m, %s)\n"
+	"  %a = Tanh(%e)\n"
 	"  %b = Exp(%a)\n"
 	"  %c = Add(%a, %b)\n"
 	"  %d = Add(%c, %m)\n"
