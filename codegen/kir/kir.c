@@ -1174,6 +1174,27 @@ static void check_mma_operand(verifier *v, const kir_buffer *b, const kir_expr *
 
 /* A dot2's operands: bf16 buffers, index expressions; f32 accumulators
  * defined before it.  (The evaluator checks every element it reads.) */
+/* The accumulators of a register tile (mma, dot2, dot4): n of the kernel's
+ * locals of one type, defined before the tile within its parallel or vector
+ * loop and not loop variables; the tile leaves their ranges unknown. */
+static void check_tile_acc(verifier *v, struct kir_var *const *acc, int n, tbc_dtype type, const char *what) {
+	for (int i = 0; i < n; i++) {
+		const kir_var *x = acc[i];
+		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
+			verr(v, "%s: an accumulator that is not the kernel's", what);
+			continue;
+		}
+		if (x->type != type)
+			verr(v, "%s accumulator %%%s is %s, not %s", what, x->name, kir_type_name(x->type), kir_type_name(type));
+		const vscope *prev = find_scope(v, x);
+		if (!prev) verr(v, "%s accumulator %%%s is not defined before it", what, x->name);
+		else if (v->is_loop_var[x->id]) verr(v, "%s accumulator %%%s is a loop variable", what, x->name);
+		else if (prev->loop_depth < v->par_depth)
+			verr(v, "%s accumulator %%%s is defined outside a parallel or vector loop", what, x->name);
+		else v->scope[prev - v->scope].r.known = false;
+	}
+}
+
 static void check_dot4(verifier *v, const kir_dot4 *m) {
 	if (!m || !m->acc || !m->a || !m->b || m->mr < 1 || m->mr > KIR_DOT4_MAX_MR || m->nc < 16 || m->nc > 64 || m->nc % 16) {
 		verr(v, "a malformed dot4");
@@ -1193,20 +1214,7 @@ static void check_dot4(verifier *v, const kir_dot4 *m) {
 	check_access(v, m->b, m->b_at, "dot4 operand");
 	check_expr(v, m->groups);
 	need_type(v, m->groups, KIR_INDEX, "a dot4 depth");
-	for (int i = 0; i < m->mr * m->nc; i++) {
-		const kir_var *x = m->acc[i];
-		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
-			verr(v, "a dot4 accumulator that is not the kernel's");
-			continue;
-		}
-		if (x->type != TBC_DT_I32) verr(v, "dot4 accumulator %%%s is %s, not i32", x->name, kir_type_name(x->type));
-		const vscope *prev = find_scope(v, x);
-		if (!prev) verr(v, "dot4 accumulator %%%s is not defined before it", x->name);
-		else if (v->is_loop_var[x->id]) verr(v, "dot4 accumulator %%%s is a loop variable", x->name);
-		else if (prev->loop_depth < v->par_depth)
-			verr(v, "dot4 accumulator %%%s is defined outside a parallel or vector loop", x->name);
-		else v->scope[prev - v->scope].r.known = false;
-	}
+	check_tile_acc(v, m->acc, m->mr * m->nc, TBC_DT_I32, "dot4");
 }
 
 static void check_dot2(verifier *v, const kir_dot2 *m) {
@@ -1224,15 +1232,7 @@ static void check_dot2(verifier *v, const kir_dot2 *m) {
 		check_expr(v, ix[i]);
 		if (ix[i]) need_type(v, ix[i], KIR_INDEX, "a dot2 operand's index");
 	}
-	for (int i = 0; i < m->mr * m->nv * 16; i++) {
-		const kir_var *x = m->acc[i];
-		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
-			verr(v, "a dot2 accumulator that is not the kernel's");
-			continue;
-		}
-		if (x->type != TBC_DT_F32) verr(v, "dot2 accumulator %%%s is %s, not f32", x->name, kir_type_name(x->type));
-		if (v->is_loop_var[x->id]) verr(v, "dot2 accumulator %%%s is a loop variable", x->name);
-	}
+	check_tile_acc(v, m->acc, m->mr * m->nv * 16, TBC_DT_F32, "dot2");
 }
 
 static void check_mma(verifier *v, const kir_mma *m) {
@@ -1249,20 +1249,7 @@ static void check_mma(verifier *v, const kir_mma *m) {
 	check_mma_operand(v, m->b, m->b_at, m->ldb, 16, 8 * (int64_t)m->ni, "b");
 	if (m->a && m->b && m->a->dtype != m->b->dtype)
 		verr(v, "mma of %s by %s", kir_type_name(m->a->dtype), kir_type_name(m->b->dtype));
-	for (int i = 0; i < m->mi * m->ni * 4; i++) {
-		const kir_var *x = m->acc[i];
-		if (!x || x->id < 0 || x->id >= v->k->n_vars || v->k->vars[x->id] != x) {
-			verr(v, "an mma accumulator that is not the kernel's");
-			continue;
-		}
-		if (x->type != TBC_DT_F32) verr(v, "mma accumulator %%%s is %s, not f32", x->name, kir_type_name(x->type));
-		const vscope *prev = find_scope(v, x);
-		if (!prev) verr(v, "mma accumulator %%%s is not defined before it", x->name);
-		else if (v->is_loop_var[x->id]) verr(v, "mma accumulator %%%s is a loop variable", x->name);
-		else if (prev->loop_depth < v->par_depth)
-			verr(v, "mma accumulator %%%s is defined outside a parallel or vector loop", x->name);
-		else v->scope[prev - v->scope].r.known = false;
-	}
+	check_tile_acc(v, m->acc, m->mi * m->ni * 4, TBC_DT_F32, "mma");
 }
 
 static void check_stmt(verifier *v, const kir_stmt *s) {
