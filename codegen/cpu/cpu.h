@@ -35,7 +35,8 @@ char *cpu_named_features(LLVMTargetRef target, const char *triple, const char *c
 char *cpu_listed_features(const char *triple, const char *all);
 
 /* Kernel IR's byte dot-product tile (kir_dot4) as vpdpbusd on 512-bit
- * vectors (cpu_dot4.c); only where llvm_cx.dot4_512 is set. */
+ * (AVX-512 VNNI) or 256-bit (AVX-VNNI) vectors (cpu_dot4.c); only where
+ * llvm_cx.dot4_lanes is set. */
 void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m);
 
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */

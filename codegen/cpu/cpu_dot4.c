@@ -1,37 +1,40 @@
 /* Kernel IR's byte dot-product tile (kir_dot4, codegen/kir/kir.h) as
- * AVX-512 VNNI's vpdpbusd on 512-bit vectors:
+ * vpdpbusd: AVX-512 VNNI's on 512-bit vectors of L = 16 lanes, or
+ * AVX-VNNI's on 256-bit vectors of L = 8 (llvm_cx.dot4_lanes):
  *
- *   the mr x nc sums live in mr * nc / 16 vector registers across a loop
+ *   the mr x nc sums live in mr * nc / L vector registers across a loop
  *   over the groups of 4 along k: per group, each row's 4 bytes of a are
  *   loaded as one i32 (its sign bits flipped for an i8 a) and broadcast,
- *   each 16-column slice of b's group (64 bytes: 16 columns x 4) loaded
+ *   each L-column slice of b's group (4 L bytes: L columns x 4) loaded
  *   once, and every (row, slice) pair updated by one vpdpbusd;
  *   the sums come from and go back to the accumulators' scalar locals
  *   before and after the loop, so the rest of the kernel (the epilogue,
  *   the k tail) is ordinary kernel IR.
  *
  * Only a target whose description declares dot4 receives one
- * (tbc_target_desc.dot4_u8s8, from the machine's avx512vnni), and the
- * artifact then lists avx512vnni among the features the runtime checks
+ * (tbc_target_desc.dot4_u8s8, from the machine's avx512vnni or avxvnni), and the
+ * artifact then lists that feature among the features the runtime checks
  * before it runs any code. */
 #include <string.h>
 
 #include "codegen/cpu/cpu.h"
 
-#define DOT4_MAX_VECS (KIR_DOT4_MAX_MR * 4)
+#define DOT4_MAX_VECS (KIR_DOT4_MAX_MR * 8) /* nc 64 in 8-lane vectors */
 
-static LLVMValueRef splat_i32(llvm_cx *c, LLVMValueRef x) {
-	LLVMTypeRef v16 = LLVMVectorType(c->i32, 16);
-	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(v16), x, LLVMConstInt(c->i32, 0, 0), "");
-	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(v16), LLVMConstNull(v16), "abcast");
+static LLVMValueRef splat_i32(llvm_cx *c, LLVMValueRef x, unsigned lanes) {
+	LLVMTypeRef vt = LLVMVectorType(c->i32, lanes);
+	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), x, LLVMConstInt(c->i32, 0, 0), "");
+	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(vt), "abcast");
 }
 
 void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
-	LLVMTypeRef v16 = LLVMVectorType(c->i32, 16);
-	int nv = m->nc / 16, n = m->mr * nv;
-	const char *iname = "llvm.x86.avx512.vpdpbusd.512";
+	const int L = c->dot4_lanes == 8 ? 8 : 16;
+	LLVMTypeRef v16 = LLVMVectorType(c->i32, (unsigned)L);
+	int nv = m->nc / L, n = m->mr * nv;
+	/* the 256-bit form is AVX-VNNI's VEX encoding where the machine has no AVX-512 */
+	const char *iname = L == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
 	unsigned id = LLVMLookupIntrinsicID(iname, strlen(iname));
 	LLVMValueRef ifn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
 	LLVMTypeRef ity = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
@@ -50,8 +53,8 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	for (int r = 0; r < m->mr; r++)
 		for (int j = 0; j < nv; j++) {
 			LLVMValueRef v = LLVMGetUndef(v16);
-			for (int l = 0; l < 16; l++) {
-				const kir_var *x = m->acc[r * m->nc + 16 * j + l];
+			for (int l = 0; l < L; l++) {
+				const kir_var *x = m->acc[r * m->nc + L * j + l];
 				LLVMValueRef s = LLVMBuildLoad2(b, c->i32, f->vars[x->id], "");
 				v = LLVMBuildInsertElement(b, v, s, LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
 			}
@@ -70,9 +73,9 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	for (int i = 0; i < n; i++) acc[i] = LLVMBuildPhi(b, v16, "acc");
 	LLVMValueRef koff = LLVMBuildShl(b, g, LLVMConstInt(c->i64, 2, 0), "");
 	LLVMValueRef boff = LLVMBuildMul(b, g, LLVMConstInt(c->i64, (unsigned long long)m->ldb, 0), "");
-	LLVMValueRef bvec[4];
+	LLVMValueRef bvec[8];
 	for (int j = 0; j < nv; j++) {
-		LLVMValueRef off = LLVMBuildAdd(b, boff, LLVMConstInt(c->i64, (unsigned long long)(64 * j), 0), "");
+		LLVMValueRef off = LLVMBuildAdd(b, boff, LLVMConstInt(c->i64, (unsigned long long)(4 * L * j), 0), "");
 		LLVMValueRef p = LLVMBuildInBoundsGEP2(b, c->i8, bbase, &off, 1, "");
 		bvec[j] = LLVMBuildLoad2(b, v16, p, "b");
 		LLVMSetAlignment(bvec[j], 1);
@@ -83,7 +86,7 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 		LLVMSetAlignment(a, 1);
 		/* ua(x) = x + 128 for a signed byte: its sign bit flipped */
 		if (m->a->dtype == TBC_DT_I8) a = LLVMBuildXor(b, a, LLVMConstInt(c->i32, 0x80808080u, 0), "");
-		LLVMValueRef ab = splat_i32(c, a);
+		LLVMValueRef ab = splat_i32(c, a, (unsigned)L);
 		for (int j = 0; j < nv; j++) {
 			LLVMValueRef args[3] = {acc[r * nv + j], ab, bvec[j]};
 			next[r * nv + j] = LLVMBuildCall2(b, ity, ifn, args, 3, "");
@@ -109,8 +112,8 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	}
 	for (int i = 0; i < n; i++) {
 		int r = i / nv, j = i % nv;
-		for (int l = 0; l < 16; l++) {
-			const kir_var *x = m->acc[r * m->nc + 16 * j + l];
+		for (int l = 0; l < L; l++) {
+			const kir_var *x = m->acc[r * m->nc + L * j + l];
 			LLVMValueRef s = LLVMBuildExtractElement(b, out[i], LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
 			LLVMBuildStore(b, s, f->vars[x->id]);
 		}

@@ -146,9 +146,12 @@ static void describe_machine(const char *triple, const char *features, tbc_targe
 	 * its features, and the runtime refuses it on a CPU without them, as
 	 * it does any feature the code was compiled for (no SIGILL). */
 	t->dot_bf16 = t->vector_bytes == 64 && has_feature(features, "avx512bf16") && !strstr(features, "-evex512");
-	/* vpdpbusd on zmm registers: AVX-512 VNNI (the artifact lists it, so
-	 * the runtime refuses a host without it: runtime/cpu_features.def). */
-	t->dot4_u8s8 = t->vector_bytes == 64 && has_feature(features, "avx512vnni") && has_feature(features, "avx512bw") &&
+	/* vpdpbusd on zmm registers (AVX-512 VNNI), or on ymm registers where
+	 * the machine has AVX-VNNI and no AVX-512 (the artifact lists the
+	 * feature, so the runtime refuses a host without it:
+	 * runtime/cpu_features.def). */
+	t->dot4_u8s8 = ((t->vector_bytes == 64 && has_feature(features, "avx512vnni") && has_feature(features, "avx512bw")) ||
+			(t->vector_bytes == 32 && has_feature(features, "avxvnni"))) &&
 		       !getenv_off("TBC_VNNI");
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 }
@@ -178,7 +181,10 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
 	c.dot_bf16 = t->dot_bf16;
-	c.dot4_512 = t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0 && has_feature(m.features, "avx512vnni");
+	if (t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0)
+		c.dot4_lanes = t->vector_bytes == 64 && has_feature(m.features, "avx512vnni") ? 16
+			       : has_feature(m.features, "avxvnni")				   ? 8
+												   : 0;
 	c.f16_hw = (strncmp(m.triple, "x86_64", 6) == 0 && m.features && strstr(m.features, "+f16c")) ||
 		   strncmp(m.triple, "aarch64", 7) == 0;
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */

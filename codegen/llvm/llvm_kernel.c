@@ -309,7 +309,7 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		llvm_dot2(f, s->dot2);
 		break;
 	case KIR_S_DOT4:
-		if (!c->hooks->dot4 || !c->dot4_512) {
+		if (!c->hooks->dot4 || !c->dot4_lanes) {
 			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds a byte dot product (dot4), which this target has not",
 				  f->k->name);
 			return;

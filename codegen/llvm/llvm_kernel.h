@@ -67,7 +67,7 @@ typedef struct llvm_hooks {
 	 * for targets whose description declares it; NULL: refused. */
 	void (*mma)(llvm_fn *f, const kir_mma *m);
 	/* A byte dot-product tile (kir_dot4), for targets whose machine has
-	 * it (llvm_cx.dot4_512); NULL: refused. */
+	 * it (llvm_cx.dot4_lanes); NULL: refused. */
 	void (*dot4)(llvm_fn *f, const kir_dot4 *m);
 } llvm_hooks;
 
@@ -92,8 +92,9 @@ typedef struct llvm_cx {
 	 * description declared them (tbc_target_desc.dot_bf16). */
 	bool dot_bf16;
 	/* The machine has AVX-512 VNNI (vpdpbusd on 512-bit vectors): kernel
-	 * IR's dot4 (cpu_dot4.c).  Set by the CPU target from its features. */
-	bool dot4_512;
+	 * IR's dot4 (cpu_dot4.c) on 16 i32 lanes; with AVX-VNNI alone, on 8
+	 * (256-bit vectors); 0: none.  Set by the CPU target from its features. */
+	int dot4_lanes;
 	void *target;   /* the target's own state, for its hooks */
 	tbc_diags *d;
 	bool failed;

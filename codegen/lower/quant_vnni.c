@@ -55,9 +55,11 @@ bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *
 }
 
 /* The register tile: TBC_VNNI_TILE=MRxNC (NC 16, 32, 48 or 64; MR x NC / 16
- * at most 24 accumulators), else 8 x 32. */
-static void choose_tile(int64_t N, int *mr, int *nc) {
-	*mr = 8, *nc = 32;
+ * at most 24 accumulators), else 8 x 32 with 32 vector registers (16 zmm
+ * sums), 4 x 16 with 16 (AVX-VNNI's ymm: 8 sums, 2 of b, a broadcast). */
+static void choose_tile(const tbc_target_desc *t, int64_t N, int *mr, int *nc) {
+	if (t->vector_regs >= 32) *mr = 8, *nc = 32;
+	else *mr = 4, *nc = 16;
 	const char *e = getenv("TBC_VNNI_TILE");
 	int m = 0, n = 0;
 	if (e && sscanf(e, "%dx%d", &m, &n) == 2 && m >= 1 && m <= KIR_DOT4_MAX_MR && n >= 16 && n <= 64 && n % 16 == 0 &&
@@ -90,7 +92,7 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	const tbc_tensor *bt = q->b->constant;
 	int64_t K = q->b->type.dims[0].size, N = q->b->type.dims[1].size;
 	int mr, nc;
-	choose_tile(N, &mr, &nc);
+	choose_tile(cx->target, N, &mr, &nc);
 	int64_t mc = 0;
 	bool m_static = kir_e_const_index(s->M, &mc);
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;

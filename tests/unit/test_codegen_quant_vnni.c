@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "codegen/lower/lower.h"
+#include "codegen/target.h"
 #include "ir/kernels/kernels.h"
 #include "tests/unit/support/codegen_check.h"
 
@@ -204,6 +205,62 @@ static void test_dynamic_quantize_parallel_range(void **state) {
 	}
 }
 
+/* Which CPUs declare dot4, and with how many vector registers (the tile
+ * is chosen by them): AVX-512 VNNI (32 zmm), AVX-VNNI without AVX-512 (16
+ * ymm), neither. */
+static void test_cpus_declaring_dot4(void **state) {
+	(void)state;
+	static const struct {
+		const char *cpu;
+		bool dot4;
+		int regs;
+	} cpus[] = {{"icelake-server", true, 32}, {"sapphirerapids", true, 32}, {"alderlake", true, 16},
+		    {"skylake-avx512", false, 32}, {"x86-64-v3", false, 16}};
+	for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+		tbc_compile_options o;
+		tbc_compile_options_init(&o);
+		o.target_triple = "x86_64-unknown-linux-gnu", o.cpu = cpus[i].cpu;
+		tbc_target_desc t;
+		tbc_diags *d = tbc_diags_create();
+		assert_int_equal(tbc_target_cpu.describe(&o, &t, d), TBC_OK);
+		tbc_diags_destroy(d);
+		if (t.dot4_u8s8 != cpus[i].dot4 || t.vector_regs != cpus[i].regs)
+			fail_msg("%s: dot4 %d with %d registers, expected %d with %d", cpus[i].cpu, t.dot4_u8s8, t.vector_regs,
+				 cpus[i].dot4, cpus[i].regs);
+	}
+}
+
+/* AVX-VNNI's 256-bit vpdpbusd (a CPU with it and no AVX-512: alderlake,
+ * 4 x 16 tiles), run here where the host has AVX-VNNI: the same bits as
+ * the interpreter on the edges of its tile and of K. */
+static void test_matmul_integer_avx_vnni(void **state) {
+	(void)state;
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avxvnni")) {
+		print_message("skipped: this CPU has no AVX-VNNI to run alderlake's code\n");
+		skip();
+	}
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.cpu = "alderlake";
+	static const struct {
+		const char *a;
+		int64_t K, N;
+	} shapes[] = {{"3,4", 4, 16}, {"5,5", 5, 17}, {"9,38", 38, 50}, {"2,7,64", 64, 96}, {"N,S,39", 39, 40}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (int at = 0; at < 2; at++)
+			for (int bt = 0; bt < 2; bt++) {
+				model md = model_new();
+				tbc_dtype ad = types[at], bd = types[bt];
+				tbc_value *a = input_sym(&md, ad, shapes[i].a, 3, lo_of(ad), hi_of(ad) + 1);
+				tbc_value *b = weights(&md, bd, shapes[i].K, shapes[i].N);
+				tbc_value *ins[4] = {a, b, scalar(&md, ad, lo_of(ad) + 77), per(&md, bd, shapes[i].N)};
+				tbc_value *outs[2] = {op2(&md, TBC_OP_MatMulInteger, a, b),
+						      tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0]};
+				check_outputs_with(&md, 2, outs, 0, &o);
+			}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowering_takes_dot4_where_declared),
@@ -211,6 +268,8 @@ int main(void) {
 		cmocka_unit_test(test_matmul_integer_constant_b_extreme_values),
 		cmocka_unit_test(test_qlinear_matmul_constant_b),
 		cmocka_unit_test(test_dynamic_quantize_parallel_range),
+		cmocka_unit_test(test_cpus_declaring_dot4),
+		cmocka_unit_test(test_matmul_integer_avx_vnni),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
