@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "codegen/target_desc.h"
@@ -371,20 +372,27 @@ kir_expr *kir_e_local_id(kir_kernel *k, int dim) {
 
 kir_stmt *kir_s_barrier(kir_kernel *k) { return snew(k, KIR_S_BARRIER); }
 
+/* A register tile's description (mma, dot2, dot4: size bytes at d) copied
+ * into the kernel with its n accumulators, whose array pointer sits at
+ * acc_at in it; NULL (the kernel failed) when an accumulator is missing. */
+static void *tile_copy(kir_kernel *k, const void *d, size_t size, size_t acc_at, kir_var *const *acc, int n) {
+	for (int i = 0; i < n; i++)
+		if (!acc[i]) return k->failed = true, NULL;
+	char *copy = knew(k, size);
+	kir_var **a = knew(k, (size_t)n * sizeof *a);
+	if (!copy || !a) return NULL;
+	memcpy(copy, d, size);
+	memcpy(a, acc, (size_t)n * sizeof *a);
+	memcpy(copy + acc_at, &a, sizeof a);
+	return copy;
+}
+
 kir_stmt *kir_s_mma(kir_kernel *k, const kir_mma *m) {
 	if (!m || !m->a || !m->b || !m->a_at || !m->b_at || !m->acc || m->mi < 1 || m->ni < 1 || m->mi > 8 || m->ni > 8)
 		return k->failed = true, NULL;
-	int n = m->mi * m->ni * 4;
-	for (int i = 0; i < n; i++)
-		if (!m->acc[i]) return k->failed = true, NULL;
-	kir_mma *copy = knew(k, sizeof *copy);
-	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
-	kir_stmt *s = snew(k, KIR_S_MMA);
-	if (!copy || !acc || !s) return NULL;
-	*copy = *m;
-	memcpy(acc, m->acc, (size_t)n * sizeof *acc);
-	copy->acc = acc;
-	s->mma = copy;
+	const kir_mma *copy = tile_copy(k, m, sizeof *m, offsetof(kir_mma, acc), m->acc, m->mi * m->ni * 4);
+	kir_stmt *s = copy ? snew(k, KIR_S_MMA) : NULL;
+	if (s) s->mma = copy;
 	return s;
 }
 
@@ -392,47 +400,32 @@ kir_stmt *kir_s_dot2(kir_kernel *k, const kir_dot2 *d) {
 	if (!d || !d->a || !d->b || !d->b_at || !d->ldb || !d->kn || !d->acc || d->mr < 1 || d->mr > 8 || d->nv < 1 ||
 	    d->nv > 4)
 		return k->failed = true, NULL;
-	int n = d->mr * d->nv * 16;
-	for (int i = 0; i < n; i++)
-		if (!d->acc[i]) return k->failed = true, NULL;
 	for (int r = 0; r < d->mr; r++)
 		if (!d->a_at[r]) return k->failed = true, NULL;
-	kir_dot2 *copy = knew(k, sizeof *copy);
-	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
-	kir_stmt *s = snew(k, KIR_S_DOT2);
-	if (!copy || !acc || !s) return NULL;
-	*copy = *d;
-	memcpy(acc, d->acc, (size_t)n * sizeof *acc);
-	copy->acc = acc;
-	s->dot2 = copy;
+	const kir_dot2 *copy = tile_copy(k, d, sizeof *d, offsetof(kir_dot2, acc), d->acc, d->mr * d->nv * 16);
+	kir_stmt *s = copy ? snew(k, KIR_S_DOT2) : NULL;
+	if (s) s->dot2 = copy;
 	return s;
 }
 
-static bool stmts_have_dot2(const kir_stmt *s) {
+/* Whether s or a statement after it (bodies included) is of that kind. */
+static bool stmts_have(const kir_stmt *s, kir_stmt_kind kind) {
 	for (; s; s = s->next)
-		if (s->kind == KIR_S_DOT2 || stmts_have_dot2(s->body) || stmts_have_dot2(s->orelse)) return true;
+		if (s->kind == kind || stmts_have(s->body, kind) || stmts_have(s->orelse, kind)) return true;
 	return false;
 }
 
-bool kir_kernel_has_dot2(const kir_kernel *k) { return stmts_have_dot2(k->body); }
+bool kir_kernel_has_dot2(const kir_kernel *k) { return stmts_have(k->body, KIR_S_DOT2); }
 
 kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d) {
 	if (!d || !d->a || !d->b || !d->b_at || !d->groups || !d->acc || d->mr < 1 || d->mr > KIR_DOT4_MAX_MR ||
 	    d->nc < 16 || d->nc > 64 || d->nc % 16)
 		return k->failed = true, NULL;
-	int n = d->mr * d->nc;
-	for (int i = 0; i < n; i++)
-		if (!d->acc[i]) return k->failed = true, NULL;
 	for (int r = 0; r < d->mr; r++)
 		if (!d->a_at[r]) return k->failed = true, NULL;
-	kir_dot4 *copy = knew(k, sizeof *copy);
-	kir_var **acc = knew(k, (size_t)n * sizeof *acc);
-	kir_stmt *s = snew(k, KIR_S_DOT4);
-	if (!copy || !acc || !s) return NULL;
-	*copy = *d;
-	memcpy(acc, d->acc, (size_t)n * sizeof *acc);
-	copy->acc = acc;
-	s->dot4 = copy;
+	const kir_dot4 *copy = tile_copy(k, d, sizeof *d, offsetof(kir_dot4, acc), d->acc, d->mr * d->nc);
+	kir_stmt *s = copy ? snew(k, KIR_S_DOT4) : NULL;
+	if (s) s->dot4 = copy;
 	return s;
 }
 
@@ -459,15 +452,8 @@ static bool mma_fits(const kir_stmt *s, const tbc_target_desc *t) {
 	return true;
 }
 
-/* Whether s or a statement after it holds a byte dot-product tile. */
-static bool has_dot4(const kir_stmt *s) {
-	for (; s; s = s->next)
-		if (s->kind == KIR_S_DOT4 || has_dot4(s->body) || has_dot4(s->orelse)) return true;
-	return false;
-}
-
 bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
-	if (!t->dot4_u8s8 && has_dot4(k->body)) {
+	if (!t->dot4_u8s8 && stmts_have(k->body, KIR_S_DOT4)) {
 		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
 			      "kernel %s does not fit target %s: it holds a byte dot product (dot4) the target does not declare",
 			      k->name, t->name);
