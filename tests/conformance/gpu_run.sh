@@ -67,9 +67,9 @@ fp8=$(ls -d models_lp/*_fp8* 2>/dev/null)
 [ -n "$half" ] && { python3 "$here/lp_cosine.py" --min-cosine 0.999 $half >>"$res/models.txt" 2>&1 || rc=1; }
 [ -n "$fp8" ] && { python3 "$here/lp_cosine.py" --min-cosine 0.99 $fp8 >>"$res/models.txt" 2>&1 || rc=1; }
 echo "models done at $(since)"
-# rtol 1e-2: AdamW normalizes each gradient element, so one whose gradient is at rounding
-# level steps lr either way on each target (docs/gpu.md, run 12)
-[ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-2 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
+# rtol 1e-3: device_training.sh compiles the AdamW step without split-K, whose order of sums
+# AdamW turned into steps of lr on near-zero gradients (docs/gpu.md, runs 12, 14 and 18)
+[ -d train ] && { timeout 240 "$S" --device cuda:0 --runs 20 --profile --rtol 1e-3 --atol 1e-4 train/* >"$res/train.txt" 2>&1 || rc=1; }
 echo "training done at $(since)"
 if [ -n "$kfolders" ]; then
 	wait "$kd"
