@@ -664,6 +664,25 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 	put(o, "?");
 }
 
+/* The common part of a CPU register tile's line (dot2, dot4):
+ * NAME [MR x NC] (%acc, ...) += a[row0, ...] * b[b_at */
+static void print_cpu_tile(out *o, const kir_kernel *k, const char *name, int mr, int nc, struct kir_var *const *acc,
+			   const kir_buffer *a, struct kir_expr *const *a_at, const kir_buffer *b, const kir_expr *b_at) {
+	put(o, "%s [%d x %d] (", name, mr, nc);
+	for (int i = 0; i < mr * nc; i++) put(o, "%s%%%s", i ? ", " : "", acc[i]->name);
+	put(o, ") += ");
+	put_buf(o, a);
+	put(o, "[");
+	for (int r = 0; r < mr; r++) {
+		if (r) put(o, ", ");
+		print_expr(o, k, a_at[r], 0);
+	}
+	put(o, "] * ");
+	put_buf(o, b);
+	put(o, "[");
+	print_expr(o, k, b_at, 0);
+}
+
 static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int depth) {
 	for (; s; s = s->next) {
 		for (int i = 0; i < depth; i++) put(o, "  ");
@@ -729,19 +748,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 		}
 		case KIR_S_DOT2: {
 			const kir_dot2 *m = s->dot2;
-			put(o, "dot2.bf16 [%d x %d] (", m->mr, 16 * m->nv);
-			for (int i = 0; i < m->mr * m->nv * 16; i++) put(o, "%s%%%s", i ? ", " : "", m->acc[i]->name);
-			put(o, ") += ");
-			put_buf(o, m->a);
-			put(o, "[");
-			for (int r = 0; r < m->mr; r++) {
-				if (r) put(o, ", ");
-				print_expr(o, k, m->a_at[r], 0);
-			}
-			put(o, "] * ");
-			put_buf(o, m->b);
-			put(o, "[");
-			print_expr(o, k, m->b_at, 0);
+			print_cpu_tile(o, k, "dot2.bf16", m->mr, 16 * m->nv, m->acc, m->a, m->a_at, m->b, m->b_at);
 			put(o, "; pairs ");
 			print_expr(o, k, m->ldb, 0);
 			put(o, "] over ");
@@ -751,19 +758,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 		}
 		case KIR_S_DOT4: {
 			const kir_dot4 *m = s->dot4;
-			put(o, "dot4 [%d x %d] (", m->mr, m->nc);
-			for (int i = 0; i < m->mr * m->nc; i++) put(o, "%s%%%s", i ? ", " : "", m->acc[i]->name);
-			put(o, ") += ");
-			put_buf(o, m->a);
-			put(o, "[");
-			for (int r = 0; r < m->mr; r++) {
-				if (r) put(o, ", ");
-				print_expr(o, k, m->a_at[r], 0);
-			}
-			put(o, "] * ");
-			put_buf(o, m->b);
-			put(o, "[");
-			print_expr(o, k, m->b_at, 0);
+			print_cpu_tile(o, k, "dot4", m->mr, m->nc, m->acc, m->a, m->a_at, m->b, m->b_at);
 			put(o, "; %" PRId64 "] over ", m->ldb);
 			print_expr(o, k, m->groups, 0);
 			put(o, "\n");
