@@ -245,6 +245,13 @@ bool tbc_dim_eq(tbc_dim a, tbc_dim b) {
 	return a.size == b.size;
 }
 
+bool tbc_type_same_dims(const tbc_type *a, const tbc_type *b) {
+	if (a->rank != b->rank || a->rank < 0) return false;
+	for (int i = 0; i < a->rank; i++)
+		if (!tbc_dim_eq(a->dims[i], b->dims[i])) return false;
+	return true;
+}
+
 void tbc_type_set(tbc_type *t, tbc_dtype dt, int rank, const int64_t *dims) {
 	memset(t, 0, sizeof *t);
 	t->dtype = dt;

@@ -86,6 +86,8 @@ bool tbc_type_is_static(const tbc_type *t);
 /* Product of static dims, -1 when any dim is symbolic or the rank unknown. */
 int64_t tbc_type_numel(const tbc_type *t);
 bool tbc_dim_eq(tbc_dim a, tbc_dim b);
+/* Same known rank and every dim equal (tbc_dim_eq); dtypes not compared. */
+bool tbc_type_same_dims(const tbc_type *a, const tbc_type *b);
 
 /* ---- Attributes ----------------------------------------------------------- */
 typedef enum tbc_attr_kind {

@@ -58,12 +58,7 @@ typedef struct fuser {
 } fuser;
 
 /* ---- shapes ---- */
-static bool same_dims(const tbc_type *a, const tbc_type *b) {
-	if (a->rank != b->rank || a->rank < 0) return false;
-	for (int i = 0; i < a->rank; i++)
-		if (!tbc_dim_eq(a->dims[i], b->dims[i])) return false;
-	return true;
-}
+static bool same_dims(const tbc_type *a, const tbc_type *b) { return tbc_type_same_dims(a, b); }
 
 /* v broadcasts into s: lined up on the right, each dim 1 or s's dim. */
 static bool broadcasts_into(const tbc_type *v, const tbc_type *s) {

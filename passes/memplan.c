@@ -220,12 +220,7 @@ static bool has_reduction(const tbc_graph *body) {
 	return false;
 }
 
-static bool same_shape(const tbc_value *a, const tbc_value *b) {
-	if (a->type.rank != b->type.rank) return false;
-	for (int i = 0; i < a->type.rank; i++)
-		if (!tbc_dim_eq(a->type.dims[i], b->type.dims[i])) return false;
-	return true;
-}
+static bool same_shape(const tbc_value *a, const tbc_value *b) { return tbc_type_same_dims(&a->type, &b->type); }
 
 /* A fused reduction (one Reduce* with elementwise ops before and after it)
  * whose result out has the shape the reduction reads (and not the shape it
@@ -255,11 +250,7 @@ static bool in_place_ok(const tbc_op *op, const tbc_value *in, const tbc_value *
 		   op->n_outputs != 1) {
 		return false;
 	}
-	if (tbc_dtype_size(in->type.dtype) != tbc_dtype_size(out->type.dtype)) return false;
-	if (in->type.rank != out->type.rank) return false;
-	for (int i = 0; i < in->type.rank; i++)
-		if (!tbc_dim_eq(in->type.dims[i], out->type.dims[i])) return false;
-	return true;
+	return tbc_dtype_size(in->type.dtype) == tbc_dtype_size(out->type.dtype) && same_shape(in, out);
 }
 
 static int by_size_desc(const void *a, const void *b) {

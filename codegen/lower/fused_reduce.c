@@ -41,12 +41,7 @@ static bool fail(fr *f, const char *why) {
 	return false;
 }
 
-static bool same_dims(const tbc_type *a, const tbc_type *b) {
-	if (a->rank != b->rank) return false;
-	for (int d = 0; d < a->rank; d++)
-		if (!tbc_dim_eq(a->dims[d], b->dims[d])) return false;
-	return true;
-}
+static bool same_dims(const tbc_type *a, const tbc_type *b) { return tbc_type_same_dims(a, b); }
 
 /* A body input or constant read at the current point of frame (n, map). */
 static kir_expr *leaf(fr *f, const tbc_value *v, int n, const int *map) {
