@@ -1,8 +1,13 @@
 /* In-process compilation: the object code the CPU target emits for the host
  * is linked in memory by LLVM ORC's LLJIT; no file is written.  libm and
  * libc resolve from the process. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <llvm-c/Core.h>
 #include <llvm-c/LLJIT.h>
@@ -23,6 +28,19 @@ static tbc_code jit_error(tbc_diags *d, LLVMErrorRef e, const char *what) {
 	tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "jit: %s: %s", what, msg);
 	LLVMDisposeErrorMessage(msg);
 	return TBC_ERR_INTERNAL;
+}
+
+/* Code with AMX tiles (kir_tile2) needs the tile state, which Linux gives a
+ * process only when asked (arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XFEATURE_XTILEDATA, 18; the runtime asks the same before running an
+ * artifact that lists amx-tile: runtime/cpu.c).  0 or the errno. */
+static int amx_request(const char *features) {
+	if (!features || !strstr(features, "+amx-tile")) return 0;
+#if defined(__x86_64__) && defined(__linux__) && defined(SYS_arch_prctl)
+	return syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? 0 : errno;
+#else
+	return ENOSYS;
+#endif
 }
 
 tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_diags *d, tbc_jit **out_jit) {
@@ -76,6 +94,15 @@ tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_
 	tbc_abi_descriptor_fn fn;
 	memcpy(&fn, &(void *){(void *)(uintptr_t)addr}, sizeof fn);
 	j->model = fn();
+	int amx = amx_request(j->model->cpu_features);
+	if (amx) {
+		tbc_jit_destroy(j);
+		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
+			      "jit: the code uses AMX tiles, and the kernel refused this process the tile state (arch_prctl "
+			      "ARCH_REQ_XCOMP_PERM): %s; TBC_AMX=0 compiles without them",
+			      strerror(amx));
+		return TBC_ERR_UNSUPPORTED;
+	}
 	*out_jit = j;
 	return TBC_OK;
 }

@@ -53,6 +53,10 @@ typedef struct tbc_target_desc {
 	 * operands is then made of it (matmul.c); a target without it never
 	 * receives one. */
 	bool dot_bf16;
+	/* Tiles of 16 x 16 f32 sums of bf16 pair dot products (kir_tile2:
+	 * x86's AMX-BF16 tdpbf16ps).  A bf16 GEMM with B in pairs is then made
+	 * of them where M >= 16 and K is even (codegen/lower/matmul.c). */
+	bool tile_bf16;
 	/* Kernel IR's byte dot product (kir_dot4: u8 x i8 in groups of 4
 	 * summed into int32): x86's vpdpbusd with AVX-512 VNNI.  Integer
 	 * GEMMs are then made of it (codegen/lower/quant_vnni.c); a target

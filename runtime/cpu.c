@@ -7,9 +7,14 @@
  * getauxval(AT_HWCAP/AT_HWCAP2).  A "+feature" the runtime cannot detect is
  * refused (running code that needs it could fault); "-feature" and tuning
  * flags (prefer-*, fast-*, slow-*, tuning-*, outline-atomics) require nothing. */
+#include <errno.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
@@ -124,6 +129,25 @@ static const x86_host *x86_detect(void) {
 	return &host;
 }
 
+/* AMX's tile data is state Linux gives a process only when asked
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18): without it
+ * the first tile instruction faults.  Asked once, for the whole process. */
+static int amx_errno = -1;
+static void amx_request_once(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+	amx_errno = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0 ? 0 : errno;
+#else
+	amx_errno = ENOSYS;
+#endif
+}
+
+/* 0 when this process may use AMX tiles, else the errno of the request. */
+static int amx_request(void) {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, amx_request_once);
+	return amx_errno;
+}
+
 int tbcrt__host_has_feature(const char *name) {
 	const x86_host *h = x86_detect();
 	for (size_t i = 0; i < sizeof x86_features / sizeof *x86_features; i++) {
@@ -214,6 +238,14 @@ tbcrt_status tbcrt__check_features(const char *features) {
 				return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
 						  "the artifact needs CPU feature '%s', which this %s CPU lacks", name,
 						  tbcrt__host_description());
+#if defined(__x86_64__)
+			int e = strcmp(name, "amx-tile") == 0 ? amx_request() : 0;
+			if (e)
+				return tbcrt__err(TBCRT_ERR_UNSUPPORTED_TARGET,
+						  "the artifact uses AMX tiles, and the kernel refused this process the tile state "
+						  "(arch_prctl ARCH_REQ_XCOMP_PERM): %s",
+						  strerror(e));
+#endif
 		}
 		p += n;
 		if (*p == ',') {

@@ -38,6 +38,8 @@ char *cpu_listed_features(const char *triple, const char *all);
  * (AVX-512 VNNI) or 256-bit (AVX-VNNI) vectors (cpu_dot4.c); only where
  * llvm_cx.dot4_lanes is set. */
 void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m);
+/* A kir_tile2 as AMX tiles (cpu_tile2.c), for machines with amx-bf16. */
+void cpu_emit_tile2(llvm_fn *f, const kir_tile2 *m);
 
 /* Builds run, arena_bytes and the descriptor of p in c->mod. */
 bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,

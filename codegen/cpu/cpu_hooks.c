@@ -19,9 +19,9 @@
 static int64_t inner_work(const kir_stmt *s) {
 	int64_t w = 1;
 	for (; s; s = s->next) {
-		/* a byte dot-product tile (kir_dot4): a GEMM's, whose generator
-		 * sized the chunks (quant_vnni.c) */
-		if (s->kind == KIR_S_DOT4 && w < PAR_GRAIN_WORK) w = PAR_GRAIN_WORK;
+		/* a byte dot-product tile (kir_dot4) or bf16 tiles (kir_tile2):
+		 * a GEMM's, whose generator sized the chunks */
+		if ((s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2) && w < PAR_GRAIN_WORK) w = PAR_GRAIN_WORK;
 		if (s->kind != KIR_S_FOR) continue;
 		int64_t lo, hi, n = 1;
 		if (kir_e_const_index(s->lo, &lo) && kir_e_const_index(s->hi, &hi) && hi > lo) n = (hi - lo + s->step - 1) / s->step;
@@ -229,4 +229,5 @@ const llvm_hooks cpu_llvm_hooks = {
 	.parallel_loop = emit_parallel,
 	.report_error = report_error,
 	.dot4 = cpu_emit_dot4,
+	.tile2 = cpu_emit_tile2,
 };

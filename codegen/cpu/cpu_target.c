@@ -146,6 +146,11 @@ static void describe_machine(const char *triple, const char *features, tbc_targe
 	 * its features, and the runtime refuses it on a CPU without them, as
 	 * it does any feature the code was compiled for (no SIGILL). */
 	t->dot_bf16 = t->vector_bytes == 64 && has_feature(features, "avx512bf16") && !strstr(features, "-evex512");
+	/* AMX tiles (tdpbf16ps): 16 x 16 x 32 multiply-adds per instruction.
+	 * The artifact lists amx-tile and amx-bf16; the runtime asks Linux for
+	 * the tile state before running it.  TBC_AMX=0: off (for measuring). */
+	t->tile_bf16 = t->dot_bf16 && has_feature(features, "amx-tile") && has_feature(features, "amx-bf16") &&
+		       !getenv_off("TBC_AMX");
 	/* vpdpbusd on zmm registers (AVX-512 VNNI), or on ymm registers where
 	 * the machine has AVX-VNNI and no AVX-512 (the artifact lists the
 	 * feature, so the runtime refuses a host without it:
@@ -181,6 +186,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
 	c.dot_bf16 = t->dot_bf16;
+	c.tile_bf16 = t->tile_bf16;
 	if (t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0)
 		c.dot4_lanes = t->vector_bytes == 64 && has_feature(m.features, "avx512vnni") ? 16
 			       : has_feature(m.features, "avxvnni")				   ? 8

@@ -417,6 +417,16 @@ static bool stmts_have(const kir_stmt *s, kir_stmt_kind kind) {
 
 bool kir_kernel_has_dot2(const kir_kernel *k) { return stmts_have(k->body, KIR_S_DOT2); }
 
+kir_stmt *kir_s_tile2(kir_kernel *k, const kir_tile2 *d) {
+	if (!d || !d->a || !d->b || !d->a_at || !d->lda || !d->b_at || !d->ldb || !d->acc || d->mt < 1 || d->mt > 2 ||
+	    d->nt < 1 || d->nt > 2)
+		return k->failed = true, NULL;
+	const kir_tile2 *copy = tile_copy(k, d, sizeof *d, offsetof(kir_tile2, acc), d->acc, 256 * d->mt * d->nt);
+	kir_stmt *s = copy ? snew(k, KIR_S_TILE2) : NULL;
+	if (s) s->tile2 = copy;
+	return s;
+}
+
 kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d) {
 	if (!d || !d->a || !d->b || !d->b_at || !d->groups || !d->acc || d->mr < 1 || d->mr > KIR_DOT4_MAX_MR ||
 	    d->nc < 16 || d->nc > 64 || d->nc % 16)
@@ -461,6 +471,8 @@ bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d
 	}
 	const char *why = NULL;
 	if (!t->dot_bf16 && kir_kernel_has_dot2(k)) why = "it holds a bf16 pair dot product (dot2) the target does not declare";
+	else if (!t->tile_bf16 && stmts_have(k->body, KIR_S_TILE2))
+		why = "it holds bf16 dot-product tiles (tile2) the target does not declare";
 	else if (!kir_kernel_is_grouped(k)) return true;
 	else if (!t->workgroups) why = "the target has no work-groups";
 	else if (kir_group_items(k) > t->max_workgroup_size) why = "its work-group is larger than the target's";
@@ -754,6 +766,24 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			put(o, "] over ");
 			print_expr(o, k, m->kn, 0);
 			put(o, "\n");
+			break;
+		}
+		case KIR_S_TILE2: {
+			const kir_tile2 *m = s->tile2;
+			put(o, "tile2.bf16 [%d x %d] (%%%s .. %%%s) += ", 16 * m->mt, 16 * m->nt, m->acc[0]->name,
+			    m->acc[256 * m->mt * m->nt - 1]->name);
+			put_buf(o, m->a);
+			put(o, "[");
+			print_expr(o, k, m->a_at, 0);
+			put(o, "; rows ");
+			print_expr(o, k, m->lda, 0);
+			put(o, "] * ");
+			put_buf(o, m->b);
+			put(o, "[");
+			print_expr(o, k, m->b_at, 0);
+			put(o, "; pairs ");
+			print_expr(o, k, m->ldb, 0);
+			put(o, "] over %" PRId64 "\n", m->kn);
 			break;
 		}
 		case KIR_S_DOT4: {
@@ -1216,6 +1246,24 @@ static void check_dot2(verifier *v, const kir_dot2 *m) {
 	check_tile_acc(v, m->acc, m->mr * m->nv * 16, TBC_DT_F32, "dot2");
 }
 
+static void check_tile2(verifier *v, const kir_tile2 *m) {
+	if (!m || !m->a || !m->b || m->mt < 1 || m->mt > 2 || m->nt < 1 || m->nt > 2) {
+		verr(v, "a malformed tile2");
+		return;
+	}
+	if (m->a->dtype != TBC_DT_BF16 || m->b->dtype != TBC_DT_BF16)
+		verr(v, "tile2 of %s by %s, not bf16", kir_type_name(m->a->dtype), kir_type_name(m->b->dtype));
+	if (m->a->space != KIR_MEM_GLOBAL || m->b->space != KIR_MEM_GLOBAL) verr(v, "tile2 operand in local memory");
+	if (v->in_group) verr(v, "tile2 inside a work-group");
+	if (m->kn < 2 || m->kn % 2) verr(v, "tile2 over %" PRId64 " k values, not an even number", m->kn);
+	const kir_expr *ix[4] = {m->a_at, m->lda, m->b_at, m->ldb};
+	for (int i = 0; i < 4; i++) {
+		check_expr(v, ix[i]);
+		if (ix[i]) need_type(v, ix[i], KIR_INDEX, "a tile2 operand's index");
+	}
+	check_tile_acc(v, m->acc, 256 * m->mt * m->nt, TBC_DT_F32, "tile2");
+}
+
 static void check_mma(verifier *v, const kir_mma *m) {
 	v->has_barrier = true; /* items leaving early would leave their warp short */
 	if (!m || !m->acc || m->mi < 1 || m->ni < 1 || m->mi > 8 || m->ni > 8) {
@@ -1346,6 +1394,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 		return;
 	case KIR_S_MMA: check_mma(v, s->mma); return;
 	case KIR_S_DOT2: check_dot2(v, s->dot2); return;
+	case KIR_S_TILE2: check_tile2(v, s->tile2); return;
 	case KIR_S_DOT4: check_dot4(v, s->dot4); return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);

@@ -147,6 +147,9 @@ typedef enum kir_stmt_kind {
 	/* A CPU micro-tile of bf16 pair dot products summed in f32 (kir_dot2,
 	 * below): only for targets that declare it. */
 	KIR_S_DOT2,
+	/* bf16 pair dot products over 16 x 16 f32 tiles (kir_tile2, below):
+	 * only for targets that declare it. */
+	KIR_S_TILE2,
 	/* Byte dot products summed in int32 (kir_dot4, below): only for
 	 * targets that declare it (tbc_target_desc.dot4_u8s8). */
 	KIR_S_DOT4
@@ -205,6 +208,30 @@ typedef struct kir_dot2 {
 	struct kir_expr *b_at, *ldb, *kn; /* index */
 	struct kir_var **acc;       /* mr * nv * 16 f32 locals */
 } kir_dot2;
+/* A block of mt x nt tiles of 16 x 16 f32 sums of bf16 pair dot products
+ * -- x86's AMX tdpbf16ps, which only a target declaring it receives
+ * (tbc_target_desc.tile_bf16).  With a(r, q) = a[a_at + r * lda + q] and
+ * b(q, c) = b[b_at + (q / 2) * ldb + 2 c + q % 2] (b in k pairs, as for
+ * kir_dot2), for each chunk of 32 k values [q0, q0 + w) in order of q0
+ * (w = 32, the last chunk kn - q0), for r < 16 mt, c < 16 nt:
+ *
+ *   e = 0, o = 0
+ *   for p < w / 2:  e = ftz(fma(daz(a(r, q0 + 2p)), daz(b(q0 + 2p, c)), e))
+ *                   o = ftz(fma(daz(a(r, q0 + 2p + 1)), daz(b(q0 + 2p + 1, c)), o))
+ *   acc[r * 16 nt + c] = ftz(daz(acc) + ftz(e + o))
+ *
+ * (daz, fma, ftz as for kir_dot2).  That is the instruction's arithmetic
+ * as Intel's manual states it -- each chunk's even and odd products summed
+ * apart from zero, then added to the accumulator -- and as this CPU
+ * computes it (checked bit for bit by unit.test_tile2).  Rules: kn even
+ * (every row's last pair is in a), a and b global bf16 buffers. */
+typedef struct kir_tile2 {
+	int mt, nt;                 /* tiles of 16 rows, of 16 columns: 1 .. 2 each */
+	struct kir_buffer *a, *b;   /* bf16 */
+	struct kir_expr *a_at, *lda, *b_at, *ldb; /* index */
+	int64_t kn;                 /* k values, even, >= 2 */
+	struct kir_var **acc;       /* 16 mt x 16 nt f32 locals, row-major */
+} kir_tile2;
 /* A register tile of an integer GEMM summing products of 8-bit operands
  * four at a time into int32 -- x86's vpdpbusd (AVX-512 VNNI), which only a
  * target declaring it receives (tbc_target_desc.dot4_u8s8).  For r < mr,
@@ -242,6 +269,7 @@ typedef struct kir_stmt {
 	const char *message; /* KIR_S_ERROR */
 	const kir_mma *mma;  /* KIR_S_MMA */
 	const kir_dot2 *dot2; /* KIR_S_DOT2 */
+	const kir_tile2 *tile2; /* KIR_S_TILE2 */
 	const kir_dot4 *dot4; /* KIR_S_DOT4 */
 } kir_stmt;
 
@@ -380,6 +408,8 @@ kir_stmt *kir_s_dot2(kir_kernel *k, const kir_dot2 *d);
 /* Whether a kernel holds a kir_dot2 (which only targets declaring
  * dot_bf16 run). */
 bool kir_kernel_has_dot2(const kir_kernel *k);
+/* A block of bf16 pair dot-product tiles (kir_tile2), copied as for dot2. */
+kir_stmt *kir_s_tile2(kir_kernel *k, const kir_tile2 *d);
 /* A byte dot-product tile (kir_dot4); d and its acc array are copied. */
 kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d);
 /* Bytes of k's local buffers together. */

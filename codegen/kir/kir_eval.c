@@ -373,6 +373,26 @@ static void run_dot2(evaluator *ev, const kir_dot2 *m) {
 		}
 }
 
+/* ---- tile2: tdpbf16ps's arithmetic (kir_tile2 in kir.h) -------------------*/
+static void run_tile2(evaluator *ev, const kir_tile2 *m) {
+	int64_t a_at = eval(ev, m->a_at).i, lda = eval(ev, m->lda).i, b_at = eval(ev, m->b_at).i, ldb = eval(ev, m->ldb).i;
+	int rows = 16 * m->mt, cols = 16 * m->nt;
+	for (int64_t q0 = 0; q0 < m->kn && !ev->failed; q0 += 32) {
+		int64_t w = m->kn - q0 < 32 ? m->kn - q0 : 32;
+		for (int r = 0; r < rows; r++)
+			for (int c = 0; c < cols && !ev->failed; c++) {
+				float e = 0.0f, o = 0.0f;
+				for (int64_t p = 0; 2 * p < w; p++) {
+					int64_t q = q0 + 2 * p, arow = a_at + r * lda + q, bpair = b_at + (q / 2) * ldb + 2 * c;
+					e = daz(fmaf(dot2_operand(ev, m->a, arow), dot2_operand(ev, m->b, bpair), e));
+					o = daz(fmaf(dot2_operand(ev, m->a, arow + 1), dot2_operand(ev, m->b, bpair + 1), o));
+				}
+				val *x = &ev->vars[m->acc[r * cols + c]->id];
+				x->f = (double)daz(daz((float)x->f) + daz(e + o));
+			}
+	}
+}
+
 /* A byte dot-product tile (kir_dot4 in kir.h): every load checked, the
  * sums wrapping in int32. */
 static void run_dot4(evaluator *ev, const kir_dot4 *m) {
@@ -429,6 +449,7 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 		eerr(ev, "work-item %d reaches an mma the others may not", ev->item);
 		break;
 	case KIR_S_DOT2: run_dot2(ev, s->dot2); break;
+	case KIR_S_TILE2: run_tile2(ev, s->tile2); break;
 	case KIR_S_DOT4: run_dot4(ev, s->dot4); break;
 	}
 }

@@ -42,7 +42,7 @@ static LLVMMetadataRef distinct_node(llvm_cx *c) {
 
 bool llvm_has_loop(const kir_stmt *s) {
 	for (; s; s = s->next) {
-		if (s->kind == KIR_S_FOR || s->kind == KIR_S_DOT4) return true; /* a dot4 is a loop over k */
+		if (s->kind == KIR_S_FOR || s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2) return true; /* loops over k */
 		if (s->kind == KIR_S_IF && (llvm_has_loop(s->body) || llvm_has_loop(s->orelse))) return true;
 	}
 	return false;
@@ -307,6 +307,14 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 			return;
 		}
 		llvm_dot2(f, s->dot2);
+		break;
+	case KIR_S_TILE2:
+		if (!c->hooks->tile2 || !c->tile_bf16) {
+			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds bf16 dot-product tiles (tile2), which this target has not",
+				  f->k->name);
+			return;
+		}
+		c->hooks->tile2(f, s->tile2);
 		break;
 	case KIR_S_DOT4:
 		if (!c->hooks->dot4 || !c->dot4_lanes) {

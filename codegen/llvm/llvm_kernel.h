@@ -69,6 +69,9 @@ typedef struct llvm_hooks {
 	/* A byte dot-product tile (kir_dot4), for targets whose machine has
 	 * it (llvm_cx.dot4_lanes); NULL: refused. */
 	void (*dot4)(llvm_fn *f, const kir_dot4 *m);
+	/* bf16 dot-product tiles (kir_tile2), for targets whose machine has
+	 * them (llvm_cx.tile_bf16); NULL: refused. */
+	void (*tile2)(llvm_fn *f, const kir_tile2 *m);
 } llvm_hooks;
 
 /* One LLVM module being emitted. */
@@ -91,6 +94,9 @@ typedef struct llvm_cx {
 	/* kir_dot2 statements are vdpbf16ps (llvm_dot2.c); the target's
 	 * description declared them (tbc_target_desc.dot_bf16). */
 	bool dot_bf16;
+	/* kir_tile2 statements are AMX tiles (hooks->tile2); the target's
+	 * description declared them (tbc_target_desc.tile_bf16). */
+	bool tile_bf16;
 	/* The machine has AVX-512 VNNI (vpdpbusd on 512-bit vectors): kernel
 	 * IR's dot4 (cpu_dot4.c) on 16 i32 lanes; with AVX-VNNI alone, on 8
 	 * (256-bit vectors); 0: none.  Set by the CPU target from its features. */

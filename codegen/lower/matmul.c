@@ -36,7 +36,7 @@ static kir_expr *zero(lk *l, tbc_dtype t) {
 }
 
 /* ---- The generator ---------------------------------------------------------*/
-#define GEMM_MAX_MR 8
+#define GEMM_MAX_MR 32 /* kir_tile2's two tiles of 16 rows; 8 otherwise */
 #define GEMM_MAX_NR 32
 
 typedef struct gemm_gen {
@@ -52,6 +52,11 @@ typedef struct gemm_gen {
 	 * them). */
 	kir_expr *klo, *khi, *kresume, *klast;
 	int skip;
+	/* Micro-tiles of kir_tile2 (AMX): mr 16 or 32 consecutive rows (the
+	 * last row tile overlaps the one before instead of clamping rows), nc
+	 * 16 or 32, over K values. */
+	bool tile;
+	int64_t K;
 } gemm_gen;
 
 static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
@@ -84,7 +89,17 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			kir_block_add(k, blk, kir_s_set(k, acc[r][c], init));
 		}
 	int64_t kc;
-	if (s->b.pairs) {
+	if (g->tile) {
+		/* tdpbf16ps: mr / 16 tiles of a's rows by nc / 16 tiles of b's pairs */
+		kir_tile2 d = {.mt = g->mr / 16, .nt = nc / 16, .a = s->a.buf, .b = s->b.buf, .lda = s->a.rs, .ldb = s->b.rs, .kn = g->K};
+		kir_var *flat[GEMM_MAX_MR * GEMM_MAX_NR];
+		for (int r = 0; r < g->mr; r++)
+			for (int c = 0; c < nc; c++) flat[r * nc + c] = acc[r][c];
+		d.a_at = local(l, blk, "arow", ADD(l->k, g->base[0], MUL(l->k, g->rows[0], s->a.rs)));
+		d.b_at = local(l, blk, "bcol", ADD(l->k, g->base[1], MUL(l->k, cols[0], I(l->k, 2))));
+		d.acc = flat;
+		kir_block_add(k, blk, kir_s_tile2(k, &d));
+	} else if (s->b.pairs) {
 		/* vdpbf16ps: mr rows of a by nc / 16 vectors of b's pairs */
 		kir_dot2 d = {.mr = g->mr, .nv = nc / 16, .a = s->a.buf, .b = s->b.buf, .ldb = s->b.rs, .kn = s->K};
 		kir_var *flat[GEMM_MAX_MR * GEMM_MAX_NR];
@@ -162,8 +177,10 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	kir_block blk = {0};
 	g->i0 = local(l, &blk, "i0", MUL(l->k, rt, I(l->k, g->mr)));
 	kir_expr *mlast = SUB(l->k, s->M, I(l->k, 1));
+	if (g->tile) g->i0 = local(l, &blk, "i0", MIN(l->k, g->i0, SUB(l->k, s->M, I(l->k, g->mr))));
 	for (int r = 0; r < g->mr; r++)
-		g->rows[r] = local(l, &blk, "row", MIN(l->k, ADD(l->k, g->i0, I(l->k, r)), mlast));
+		g->rows[r] = g->tile ? ADD(l->k, g->i0, I(l->k, r))
+				     : local(l, &blk, "row", MIN(l->k, ADD(l->k, g->i0, I(l->k, r)), mlast));
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l->k, V(l->k, jt), I(l->k, nr)));
@@ -219,12 +236,13 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 }
 
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n) {
-	/* Off unless asked for: on the one AVX512_BF16 CPU measured so far
+	/* With AMX tiles (kir_tile2, dot2 for what tiles do not fit); else
+	 * only when asked for: on the one AVX512_BF16 CPU measured so far
 	 * vdpbf16ps has half the multiply-adds per cycle of f32 FMAs, and the
 	 * bf16 models ran no faster than with the scalar GEMM
 	 * (docs/precision.md). */
 	const char *e = getenv("TBC_GEMM_DOT2");
-	if (!e || strcmp(e, "1") != 0) return false;
+	if (!t->tile_bf16 && (!e || strcmp(e, "1") != 0)) return false;
 	return t->dot_bf16 && t->parallel == TBC_PAR_HOST_THREADS && a == TBC_DT_BF16 &&
 	       b == TBC_DT_BF16 && a_k_contiguous && n >= 16;
 }
@@ -295,18 +313,39 @@ static int load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int6
  * Symbolic M or N: one row tile, 16 NR tiles. */
 #define GEMM_CHUNKS 16
 
+static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile);
+
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	if (gemm_grid_wanted(l)) /* devices: codegen/lower/gemm_mma.c, gemm_grid.c */
 		return gemm_mma_wanted(l, s) ? gemm_generate_mma(l, s) : gemm_generate_grid(l, s);
 	kir_kernel *k = l->k;
 	k->contract = true; /* a += x * w: one rounding instead of two */
-	gemm_gen g = {.l = l, .s = s};
+	/* kir_tile2 where the target has it and the shapes let every tile be
+	 * whole: M and N at least 16, K even (a row's last pair in a).  An M
+	 * known only while running gets both nests, tiles where it is at
+	 * least 16. */
+	int64_t mc, nc, kc;
+	bool tile = s->b.pairs && l->cx->target->tile_bf16 && kir_e_const_index(s->N, &nc) && nc >= 16 &&
+		    kir_e_const_index(s->K, &kc) && kc >= 2 && kc % 2 == 0;
+	if (!tile) return gemm_nest(l, s, false);
+	if (kir_e_const_index(s->M, &mc)) return gemm_nest(l, s, mc >= 16);
+	kir_stmt *tiles = gemm_nest(l, s, true), *rest = gemm_nest(l, s, false);
+	return kir_s_if(k, kir_e_cmp(k, KIR_GE, s->M, I(l->k, 16)), tiles, rest);
+}
+
+static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile) {
+	kir_kernel *k = l->k;
+	gemm_gen g = {.l = l, .s = s, .tile = tile};
 	int mr, nr;
 	default_tile(l->cx->target, s->ct, &mr, &nr);
 	int64_t mc, nc, nbc;
 	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
 	if (s->b.pairs) /* kir_dot2: 8 rows by 2 zmm of columns (1 below 32) */
 		mr = 8, nr = n_static && nc < 32 ? 16 : 32;
+	if (tile) { /* kir_tile2: a row of two tiles (one below 32 columns) */
+		kir_e_const_index(s->K, &g.K);
+		mr = 16, nr = nc >= 32 ? 32 : 16;
+	}
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
 	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
 	g.mr = mr;

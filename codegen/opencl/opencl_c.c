@@ -456,7 +456,8 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 		case KIR_S_BARRIER: fprintf(p->f, "barrier(CLK_LOCAL_MEM_FENCE);\n"); break;
 		case KIR_S_MMA: /* OpenCL's description declares none (kir_fits_target) */
 		case KIR_S_DOT2:
-			fail(p, "a warp matrix multiply-accumulate (mma) or bf16 pair dot product (dot2), which OpenCL C has not");
+		case KIR_S_TILE2:
+			fail(p, "a warp matrix multiply-accumulate (mma) or bf16 pair dot product (dot2, tile2), which OpenCL C has not");
 			break;
 		case KIR_S_DOT4: /* OpenCL's description declares none (kir_fits_target) */
 			fail(p, "a byte dot product (dot4), which OpenCL C has not");

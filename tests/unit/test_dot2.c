@@ -387,6 +387,7 @@ static void test_dot2_matches_interpreter(void **state) {
 
 int main(void) {
 	setenv("TBC_GEMM_DOT2", "1", 1); /* the path is off by default */
+	setenv("TBC_AMX", "0", 1);       /* AMX tiles would take the GEMMs (unit.test_tile2) */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dot2_only_where_declared),
 		cmocka_unit_test(test_dot2_declared_by_cpu),
