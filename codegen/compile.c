@@ -61,6 +61,9 @@ static void print_stats(FILE *f, const tbc_compile_stats *st) {
 		fprintf(f, "tbc: precision: %d ops in the low type, %d casts; weights %" PRId64 " -> %" PRId64 " bytes (%.3fx)\n",
 			st->precision_ops, st->precision_casts, st->weights_bytes_fp32, st->weights_bytes_lowered,
 			st->weights_bytes_fp32 ? (double)st->weights_bytes_lowered / (double)st->weights_bytes_fp32 : 1.0);
+	if (st->precision_e5m2)
+		fprintf(f, "tbc: precision: %d fp8 weights stored as e5m2 (closer to the float32 weight than e4m3)\n",
+			st->precision_e5m2);
 	fprintf(f, "tbc: planned values %" PRId64 " bytes (%" PRId64 " without reuse), scratch %" PRId64
 		   " bytes; weights %" PRIu64 " bytes\n",
 		st->plan_bytes, st->unshared_bytes, st->arena_bytes - st->plan_bytes, st->weights_bytes);
@@ -294,6 +297,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		st.weights_bytes_lowered = const_bytes(work);
 		st.precision_ops = pst.precision.ops_lowered;
 		st.precision_casts = pst.precision.casts_inserted;
+		st.precision_e5m2 = pst.precision.weights_e5m2;
 		st.budget_compiles = budget_st.budget_compiles;
 		st.budget_kept = budget_st.budget_kept;
 		st.budget_seconds = budget_st.budget_seconds;

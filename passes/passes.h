@@ -37,6 +37,7 @@ typedef struct tbc_precision_options {
 typedef struct tbc_precision_stats {
 	int ops_lowered;        /* ops that compute in the low type */
 	int casts_inserted;
+	int weights_e5m2;       /* fp8: weights stored as e5m2 (closer than e4m3), the others e4m3 */
 } tbc_precision_stats;
 bool tbc_pass_precision(tbc_module *m, const tbc_precision_options *o, tbc_precision_stats *st, tbc_diags *d);
 

@@ -301,11 +301,13 @@ oom:
  * folding keeps (TBC_FOLD_SMALL_BYTES: a smaller one would be folded back
  * to float32) reads it through DequantizeLinear(e4m3 weight, one float32
  * scale per output channel): max |w| over the channel maps to 448, e4m3's
- * largest finite value.  Activations, biases and every other op stay
+ * largest finite value (or 57344, e5m2's, for a weight e5m2 holds closer:
+ * quantize_weight).  Activations, biases and every other op stay
  * float32; the dequantized weight depends on constants alone, so the
  * compiled code makes it once per session (codegen/lower/load_time.c) and
  * the artifact stores a quarter of the bytes. */
 #define E4M3_MAX 448.0f
+#define E5M2_MAX 57344.0f
 
 /* The input of op that is its weight (1; Gather's table: 0). */
 static int weight_input(const tbc_op *op) { return op->code == TBC_OP_Gather ? 0 : 1; }
@@ -322,29 +324,55 @@ static int weight_axis(const tbc_op *op, int rank) {
 	}
 }
 
-/* The weight w (float32 constant) as DequantizeLinear(e4m3, scales, axis),
- * inserted before op; NULL when out of memory. */
-static tbc_value *quantize_weight(lowering *L, tbc_value *w, int axis, tbc_op *before) {
-	const tbc_tensor *t = w->constant;
-	int64_t channels = t->dims[axis], inner = 1;
-	for (int k = axis + 1; k < t->rank; k++) inner *= t->dims[k];
-	tbc_tensor *q = tbc_tensor_create(TBC_DT_F8E4M3FN, t->rank, t->dims);
-	int64_t sdims[1] = {channels};
-	tbc_tensor *sc = tbc_tensor_create(TBC_DT_F32, 1, sdims);
-	tbc_value *out = NULL;
-	if (!q || !sc) goto done;
+/* w's elements quantized to fp8 type dt with one scale per channel of axis
+ * (max |w| over the channel maps to the format's largest finite value
+ * fmax; element i's channel is (i / inner) % channels): q and scale
+ * filled; returns the sum of squared errors of the dequantized weight. */
+static double quantize_channels(const tbc_tensor *t, int64_t channels, int64_t inner, tbc_dtype dt, float fmax,
+				uint8_t *q, float *scale) {
 	const float *x = t->data;
-	float *scale = sc->data;
-	uint8_t *qd = q->data;
 	for (int64_t c = 0; c < channels; c++) scale[c] = 0;
-	/* Element i's channel is (i / inner) % channels. */
 	for (int64_t i = 0; i < t->numel; i++) {
 		float a = x[i] < 0 ? -x[i] : x[i];
 		int64_t c = (i / inner) % channels;
 		if (a > scale[c]) scale[c] = a; /* NaN never wins */
 	}
-	for (int64_t c = 0; c < channels; c++) scale[c] = scale[c] > 0 && scale[c] < INFINITY ? scale[c] / E4M3_MAX : 1.0f;
-	for (int64_t i = 0; i < t->numel; i++) qd[i] = tbc_f32_to_f8(TBC_DT_F8E4M3FN, x[i] / scale[(i / inner) % channels], true);
+	for (int64_t c = 0; c < channels; c++) scale[c] = scale[c] > 0 && scale[c] < INFINITY ? scale[c] / fmax : 1.0f;
+	double err = 0;
+	for (int64_t i = 0; i < t->numel; i++) {
+		float sc = scale[(i / inner) % channels];
+		q[i] = tbc_f32_to_f8(dt, x[i] / sc, true);
+		double e = (double)tbc_f8_to_f32(dt, q[i]) * sc - x[i];
+		if (e == e) err += e * e;
+	}
+	return err;
+}
+
+/* The weight w (float32 constant) as DequantizeLinear(fp8, scales, axis),
+ * inserted before op; NULL when out of memory.  The format is the one
+ * whose dequantized weight is closer to w (the smaller sum of squared
+ * errors; e4m3 on a tie): e4m3's extra mantissa bit wins for weights of
+ * ordinary spread, e5m2's range where a channel's values span more than
+ * e4m3 reaches below its largest (an outlier 10^4 and more times the
+ * rest). */
+static tbc_value *quantize_weight(lowering *L, tbc_value *w, int axis, tbc_op *before) {
+	const tbc_tensor *t = w->constant;
+	int64_t channels = t->dims[axis], inner = 1;
+	for (int k = axis + 1; k < t->rank; k++) inner *= t->dims[k];
+	tbc_tensor *q = tbc_tensor_create(TBC_DT_F8E4M3FN, t->rank, t->dims);
+	tbc_tensor *q5 = tbc_tensor_create(TBC_DT_F8E5M2, t->rank, t->dims);
+	int64_t sdims[1] = {channels};
+	tbc_tensor *sc = tbc_tensor_create(TBC_DT_F32, 1, sdims), *sc5 = tbc_tensor_create(TBC_DT_F32, 1, sdims);
+	tbc_value *out = NULL;
+	if (!q || !sc || !q5 || !sc5) goto done;
+	double e4 = quantize_channels(t, channels, inner, TBC_DT_F8E4M3FN, E4M3_MAX, q->data, sc->data);
+	double e5 = quantize_channels(t, channels, inner, TBC_DT_F8E5M2, E5M2_MAX, q5->data, sc5->data);
+	if (e5 < e4) {
+		tbc_tensor *x = q;
+		q = q5, q5 = x;
+		x = sc, sc = sc5, sc5 = x;
+		L->st->weights_e5m2++;
+	}
 	tbc_graph *g = before->graph;
 	tbc_value *qv = tbc_graph_add_const(g, NULL, q), *sv = tbc_graph_add_const(g, NULL, sc);
 	tbc_value *ins[2] = {qv, sv};
@@ -359,6 +387,8 @@ static tbc_value *quantize_weight(lowering *L, tbc_value *w, int axis, tbc_op *b
 done:
 	tbc_tensor_destroy(q);
 	tbc_tensor_destroy(sc);
+	tbc_tensor_destroy(q5);
+	tbc_tensor_destroy(sc5);
 	return out;
 }
 

@@ -294,9 +294,10 @@ typedef struct tbc_compile_stats {
 	int64_t unshared_bytes; /* every intermediate in its own buffer */
 	int lowered;            /* 0: lowering failed; arena_bytes is then memory planning's */
 	/* Precision lowering: the weights' bytes before it and after the passes
-	 * (the graph's constants), ops computing in the low type, Casts made. */
+	 * (the graph's constants), ops computing in the low type, Casts made,
+	 * and with fp8 the weights stored as e5m2 (the others e4m3). */
 	int64_t weights_bytes_fp32, weights_bytes_lowered;
-	int precision_ops, precision_casts;
+	int precision_ops, precision_casts, precision_e5m2;
 	/* The accuracy budget's search: compiles it made (the float32
 	 * reference included, the artifact's own not), its seconds, and the
 	 * lowered nodes it kept in float32. */

@@ -401,6 +401,81 @@ static void fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter(void *
 	tbc_module_destroy(m);
 }
 
+/* e5m2 where it holds a weight closer: every column of w has one entry of
+ * magnitude 1 and the rest near 1e-5 of it -- below e4m3's smallest
+ * subnormal at the channel's scale (2^-9 / 448), inside e5m2's range.
+ * That weight is stored as e5m2, the ordinary one beside it as e4m3, and
+ * compiled code computes what the interpreter computes for the lowered
+ * graph. */
+static void fp8_stores_a_weight_of_wide_range_as_e5m2(void **state) {
+	(void)state;
+	static char text[1 << 22];
+	int n = snprintf(text, sizeof text, "module ir_version 8 opset 19\ngraph main(%%x: f32[2,128]) {\n");
+	for (int k = 0; k < 2; k++) {
+		n += snprintf(text + n, sizeof text - (size_t)n, "  %%w%d: f32[128,160] = const [", k);
+		for (int i = 0; i < 128 * 160; i++) {
+			/* uniform-ish in [-1, 1), no pattern the input shares */
+			double u = (double)((uint32_t)((uint32_t)i * 2654435761u + (uint32_t)k * 97u) % 1000u) / 500.0 - 1.0;
+			double v = u * (k == 0 ? 1.0 : (i / 160 == (i % 160) % 128 ? 1.0 : 1e-5));
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s%.6g", i ? "," : "", v);
+		}
+		n += snprintf(text + n, sizeof text - (size_t)n, "]\n");
+	}
+	snprintf(text + n, sizeof text - (size_t)n,
+		 "  %%a: f32[2,160] = MatMul(%%x, %%w0) @ordinary\n"
+		 "  %%b: f32[2,160] = MatMul(%%x, %%w1) @wide\n"
+		 "  return %%a, %%b\n"
+		 "}\n");
+	tbc_precision_stats st;
+	tbc_module *low = lowered(text, TBC_DT_F8E4M3FN, true, NULL, &st);
+	assert_int_equal(st.ops_lowered, 2);
+	assert_int_equal(st.weights_e5m2, 1);
+	const tbc_op *mm[2] = {NULL, NULL};
+	for (const tbc_op *op = low->main->first; op; op = op->next)
+		if (op->code == TBC_OP_MatMul) mm[strcmp(op->name, "wide") == 0] = op;
+	for (int k = 0; k < 2; k++) {
+		assert_non_null(mm[k]);
+		const tbc_value *w = mm[k]->inputs[1];
+		assert_int_equal(w->kind, TBC_VALUE_RESULT);
+		assert_int_equal(w->def->code, TBC_OP_DequantizeLinear);
+		assert_int_equal(w->def->inputs[0]->type.dtype, k ? TBC_DT_F8E5M2 : TBC_DT_F8E4M3FN);
+	}
+	tbc_module *m = parse(text);
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.precision = TBC_DT_F8E4M3FN;
+	tbc_diags *d = tbc_diags_create();
+	tbc_jit *j = NULL;
+	assert_int_equal(tbc_jit_compile(m, &o, d, &j), TBC_OK);
+	int64_t xd[2] = {2, 128};
+	tbc_tensor *in = tbc_tensor_create(TBC_DT_F32, 2, xd);
+	for (int64_t i = 0; i < in->numel; i++) ((float *)in->data)[i] = (float)sin(0.3 * (double)i);
+	tbc_tensor *got[2], *want[2], *exact[2]; /* the wide one: the outliers' rows of x dominate */
+	assert_int_equal(tbc_abi_run_serial(tbc_jit_descriptor(j), &in, 1, got, 2, d), TBC_OK);
+	assert_int_equal(tbc_interpret(low, &in, 1, want, 2, d), TBC_OK);
+	assert_int_equal(tbc_interpret(m, &in, 1, exact, 2, d), TBC_OK);
+	for (int k = 0; k < 2; k++) {
+		tbc_compare_result r;
+		tbc_tensor_compare(got[k], want[k], 1e-4, 1e-5, &r);
+		if (r.n_mismatched) fail_msg("output %d: %" PRId64 " elements differ (max abs diff %g)", k, r.n_mismatched, r.max_abs_diff);
+		/* and close to float32's */
+		double dot = 0, ng = 0, ne = 0;
+		for (int64_t i = 0; i < exact[k]->numel; i++) {
+			double g = ((float *)got[k]->data)[i], e = ((float *)exact[k]->data)[i];
+			dot += g * e, ng += g * g, ne += e * e;
+		}
+		if (dot / sqrt(ng * ne) < 0.995) fail_msg("output %d against float32: cosine %.6f", k, dot / sqrt(ng * ne));
+		tbc_tensor_destroy(got[k]);
+		tbc_tensor_destroy(want[k]);
+		tbc_tensor_destroy(exact[k]);
+	}
+	tbc_tensor_destroy(in);
+	tbc_jit_destroy(j);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(low);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(matmuls_go_low_softmax_exp_and_div_stay_float32),
@@ -411,6 +486,7 @@ int main(void) {
 		cmocka_unit_test(fp8_stores_large_weights_as_e4m3_with_a_scale_per_output_channel),
 		cmocka_unit_test(fp8_compiled_agrees_with_the_interpreter_and_stores_a_quarter),
 		cmocka_unit_test(fp8_leaves_a_qdq_model_as_it_is),
+		cmocka_unit_test(fp8_stores_a_weight_of_wide_range_as_e5m2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
