@@ -262,7 +262,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		else rc = tbc_target_cpu.describe(o, &desc, d);
 		/* Device programs share the CPU program's weights, laid out alike;
 		 * B panels in bf16 pairs are the CPU's dot2 layout alone. */
-		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.tile_bf16 = false;
+		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = false;
 		/* A device program shares the CPU program's weights (emit), so the
 		 * CPU's int8 GEMMs keep the weights' own layout: no VNNI packing. */
 		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = false;

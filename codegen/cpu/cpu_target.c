@@ -138,7 +138,7 @@ static bool getenv_off(const char *name) {
 
 /* The vectors of the machine: AArch64's 16-byte NEON (32 registers),
  * AVX-512's 64 bytes (32 registers), else AVX2's 32 bytes (16). */
-static void describe_machine(const char *triple, const char *features, tbc_target_desc *t) {
+static void describe_machine(const char *triple, const char *cpu, const char *features, tbc_target_desc *t) {
 	*t = tbc_target_desc_cpu_default();
 	if (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5)) t->vector_bytes = 16, t->vector_regs = 32;
 	else if (has_feature(features, "avx512f")) t->vector_bytes = 64, t->vector_regs = 32;
@@ -146,6 +146,9 @@ static void describe_machine(const char *triple, const char *features, tbc_targe
 	 * its features, and the runtime refuses it on a CPU without them, as
 	 * it does any feature the code was compiled for (no SIGILL). */
 	t->dot_bf16 = t->vector_bytes == 64 && has_feature(features, "avx512bf16") && !strstr(features, "-evex512");
+	/* Where bf16 GEMMs take dot2 without being asked: AMD's cores (Zen 4
+	 * and later), which have AVX512_BF16 and no AMX (docs/decisions.md). */
+	t->dot_bf16_default = t->dot_bf16 && cpu && !strncmp(cpu, "znver", 5);
 	/* AMX tiles (tdpbf16ps): 16 x 16 x 32 multiply-adds per instruction.
 	 * The artifact lists amx-tile and amx-bf16; the runtime asks Linux for
 	 * the tile state before running it.  TBC_AMX=0: off (for measuring). */
@@ -169,7 +172,7 @@ static tbc_code cpu_describe(const tbc_compile_options *o, tbc_target_desc *out,
 	LLVMTargetRef target;
 	tbc_code rc = machine_resolve(o, d, &m, &target);
 	if (rc != TBC_OK) return rc;
-	describe_machine(m.triple, m.features, out);
+	describe_machine(m.triple, m.cpu, m.features, out);
 	machine_free(&m);
 	return TBC_OK;
 }

@@ -43,11 +43,12 @@ typedef struct gemm_spec {
 bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);
 
 /* Whether a GEMM of a bf16 A (k contiguous: a_k_contiguous) by a bf16 B
- * with N columns (-1: not known when compiling) is made of kir_dot2 on
- * target t (tbc_target_desc.dot_bf16) when TBC_GEMM_DOT2=1 asks for it
- * (off by default: not faster on the CPU measured, docs/precision.md).
- * Then its B must be laid out in pairs (gemm_const_pairs; Conv's im2col
- * writes them). */
+ * with N columns (-1: not known when compiling) has B laid out in k pairs
+ * for kir_dot2 / kir_tile2 on target t (tbc_target_desc.dot_bf16): by
+ * default where the target has AMX tiles (tile_bf16) or dot_bf16_default,
+ * elsewhere when TBC_GEMM_DOT2=1 asks (TBC_GEMM_DOT2=0: never).  Then its
+ * B must be laid out in pairs (gemm_const_pairs; Conv's im2col writes
+ * them). */
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n);
 /* gemm_const_operand in k pairs (gemm_operand.pairs) for a constant v;
  * false, o untouched, when v is not a constant. */

@@ -236,15 +236,15 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 }
 
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n) {
-	/* With AMX tiles (kir_tile2, dot2 for what tiles do not fit); else
-	 * only when asked for: on the one AVX512_BF16 CPU measured so far
-	 * vdpbf16ps has half the multiply-adds per cycle of f32 FMAs, and the
-	 * bf16 models ran no faster than with the scalar GEMM
-	 * (docs/precision.md). */
+	/* With AMX tiles (kir_tile2, dot2 for what tiles do not fit) and on
+	 * AMD's cores (dot_bf16_default); elsewhere only when asked for: on
+	 * the Intel CPU measured, vdpbf16ps has half the multiply-adds per
+	 * cycle of f32 FMAs, and the bf16 models ran no faster than with the
+	 * scalar GEMM (docs/precision.md).  TBC_GEMM_DOT2=1 / 0: on / off. */
 	const char *e = getenv("TBC_GEMM_DOT2");
-	if (!t->tile_bf16 && (!e || strcmp(e, "1") != 0)) return false;
-	return t->dot_bf16 && t->parallel == TBC_PAR_HOST_THREADS && a == TBC_DT_BF16 &&
-	       b == TBC_DT_BF16 && a_k_contiguous && n >= 16;
+	bool on = e && !strcmp(e, "1") ? true : e && !strcmp(e, "0") ? false : t->tile_bf16 || t->dot_bf16_default;
+	return on && t->dot_bf16 && t->parallel == TBC_PAR_HOST_THREADS && a == TBC_DT_BF16 && b == TBC_DT_BF16 &&
+	       a_k_contiguous && n >= 16;
 }
 
 bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o) {

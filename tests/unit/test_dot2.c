@@ -3,7 +3,8 @@
  * (tbc_target_desc.dot_bf16) and the GEMM generator uses for bf16 operands
  * with a constant B (codegen/lower/matmul.c).
  *
- * - Lowering (with TBC_GEMM_DOT2=1, which turns the path on): dot2 appears
+ * - Lowering (with TBC_GEMM_DOT2=1, which turns the path on; by default
+ *   only on AMD's cores and, for what AMX tiles do not take, AMX CPUs): dot2 appears
  *   only where the target declares it, the operands are bf16 and B is a
  *   constant (or Conv's im2col, laid out in pairs); without it, the scalar
  *   GEMM.
@@ -121,7 +122,7 @@ static void test_dot2_only_where_declared(void **state) {
 	t = lowered(&md, op2(&md, TBC_OP_MatMul, a, b), &dot);
 	assert_null(strstr(t, "dot2"));
 	free(t);
-	/* off by default, and with any other value */
+	/* off by default, and with any other value than 1 */
 	static const char *const off[] = {NULL, "0", "yes"};
 	for (int i = 0; i < 3; i++) {
 		if (off[i]) setenv("TBC_GEMM_DOT2", off[i], 1);
@@ -129,6 +130,18 @@ static void test_dot2_only_where_declared(void **state) {
 		md = model_new();
 		t = lowered(&md, matmul_const_b(&md, TBC_DT_BF16, "40,64", 64, 96), &dot);
 		assert_null(strstr(t, "dot2"));
+		free(t);
+	}
+	/* on by default where the description says so (AMD's cores), unless
+	 * TBC_GEMM_DOT2=0 */
+	tbc_target_desc amd = dot;
+	amd.dot_bf16_default = true;
+	for (int i = 0; i < 2; i++) {
+		if (i) setenv("TBC_GEMM_DOT2", "0", 1);
+		else unsetenv("TBC_GEMM_DOT2");
+		md = model_new();
+		t = lowered(&md, matmul_const_b(&md, TBC_DT_BF16, "40,64", 64, 96), &amd);
+		assert_true((strstr(t, "dot2.bf16 [8 x 32]") != NULL) == (i == 0));
 		free(t);
 	}
 	setenv("TBC_GEMM_DOT2", "1", 1);
@@ -155,6 +168,9 @@ static void test_dot2_declared_by_cpu(void **state) {
 		tbc_target_desc t;
 		assert_int_equal(tbc_target_cpu.describe(&o, &t, d), TBC_OK);
 		if (t.dot_bf16 != cpus[i].dot) fail_msg("--cpu %s: dot_bf16 %d", cpus[i].cpu, t.dot_bf16);
+		/* dot2 without being asked: AMD's cores alone */
+		bool amd = !strcmp(cpus[i].cpu, "znver4");
+		if (t.dot_bf16_default != amd) fail_msg("--cpu %s: dot_bf16_default %d", cpus[i].cpu, t.dot_bf16_default);
 		tbc_diags_destroy(d);
 	}
 	/* --features takes it away */
