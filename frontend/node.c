@@ -216,8 +216,10 @@ static bool check_arity(tbc_fe *cx, const tbc_op *op, const char *nname, const c
 	const tbc_opinfo *oi = &tbc_ops[op->code];
 	if (op->n_inputs < oi->min_inputs)
 		return NERR(TBC_ERR_INVALID_MODEL, "needs at least %d inputs, has %d", oi->min_inputs, op->n_inputs);
-	if (oi->max_inputs >= 0 && op->n_inputs > oi->max_inputs)
-		return NERR(TBC_ERR_INVALID_MODEL, "takes at most %d inputs, has %d", oi->max_inputs, op->n_inputs);
+	/* Dropout's fourth input is tbc's own (a training step's seed offset). */
+	int max_inputs = op->code == TBC_OP_Dropout ? 3 : oi->max_inputs;
+	if (max_inputs >= 0 && op->n_inputs > max_inputs)
+		return NERR(TBC_ERR_INVALID_MODEL, "takes at most %d inputs, has %d", max_inputs, op->n_inputs);
 	if (op->n_outputs < oi->min_outputs)
 		return NERR(TBC_ERR_INVALID_MODEL, "needs at least %d outputs, has %d", oi->min_outputs, op->n_outputs);
 	if (oi->max_outputs >= 0 && op->n_outputs > oi->max_outputs)

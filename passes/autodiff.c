@@ -591,11 +591,22 @@ static bool grad_concat(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value
 	return true;
 }
 
-/* Dropout in inference mode is the identity; in training mode the mask is
- * needed, which the rule does not have yet. */
+/* Dropout: at inference the identity.  In training mode y = x * m * s
+ * with m the mask the op drew and s its scale, so dx = dy * (m * s): a
+ * second Dropout of the same seed, ratio, seed offset and shape applied to
+ * ones draws the same mask (the stream depends on nothing else) and gives
+ * m * s, rounded to x's type as the forward op rounds it.  The mask is
+ * recomputed, not kept from the forward pass. */
 static bool grad_dropout(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
-	if (pass_has_effects(op)) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Dropout in training mode yet");
-	dx[0] = dy[0];
+	if (!pass_has_effects(op)) {
+		dx[0] = dy[0];
+		return true;
+	}
+	tbc_value *in[4] = {filled_like(A, op->inputs[0], 1), op->inputs[1], op->inputs[2],
+			    op->n_inputs > 3 ? op->inputs[3] : NULL};
+	tbc_op *d = mk(A, TBC_OP_Dropout, op->n_inputs, in, 1);
+	attr_copy(A, d, op, "seed");
+	dx[0] = op2(A, TBC_OP_Mul, dy[0], fin(A, d));
 	return true;
 }
 

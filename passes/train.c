@@ -315,6 +315,57 @@ static char *slot_name(tb *B, const tbc_value *w, const char *slot) {
 	return s;
 }
 
+/* Dropout in training mode draws its mask from its seed (ONNX's reference:
+ * numpy's MT19937), the same mask every run.  In a training step each step
+ * must draw another, as a framework's dropout does: each such Dropout of
+ * the main graph gets tbc's seed offset (its fourth input, added to the
+ * seed) from one more piece of state, tbc.dropout_step (int64, 0 before the
+ * first step, +1 each step): offset = step * 1000003.  A Dropout without a
+ * seed attribute gets its position among them as its seed, so no two draw
+ * the same mask.  The gradient rule recomputes the mask from the same
+ * inputs (passes/autodiff.c).  Run before autodiff. */
+static void dropout_steps(tb *B, state_list *S, tbc_value **keep, int n_keep) {
+	tbc_op *mul = NULL;
+	int n = 0;
+	for (tbc_op *op = B->g->first; op && !B->failed; op = op->next) {
+		if (op->code != TBC_OP_Dropout || op->n_inputs > 3 || !pass_has_effects(op)) continue;
+		if (!mul) {
+			tbc_type t = {.dtype = TBC_DT_I64, .rank = 0};
+			tbc_value *step = state_input(B, S, "tbc.dropout_step", &t, NULL);
+			state_output(B, S, step, op2(B, TBC_OP_Add, step, scalar(B, TBC_DT_I64, 1)));
+			mul = mk(B, TBC_OP_Mul, 2, step, scalar(B, TBC_DT_I64, 1000003), NULL);
+			if (!fin(B, mul)) return;
+			pass_unlink(mul);
+			pass_insert_before(mul, op);
+		}
+		tbc_value *in[4] = {op->inputs[0], op->n_inputs > 1 ? op->inputs[1] : NULL, op->inputs[2], mul->outputs[0]};
+		tbc_op *d = tbc_op_new(B->g, TBC_OP_Dropout, op->name, 4, in, op->n_outputs);
+		if (!d) return (void)err(B, TBC_ERR_NO_MEMORY, NULL, "out of memory");
+		for (int a = 0; a < op->n_attrs; a++) {
+			tbc_attr *at = tbc_op_add_attr(d, op->attrs[a].name, op->attrs[a].kind);
+			if (!at) return (void)err(B, TBC_ERR_NO_MEMORY, NULL, "out of memory");
+			const char *keep = at->name;
+			*at = op->attrs[a]; /* arrays in the same arena, never freed */
+			at->name = keep;
+		}
+		if (!tbc_op_attr(d, "seed")) attr_i(B, d, "seed", n);
+		pass_unlink(d);
+		pass_insert_before(d, op);
+		for (int i = 0; i < op->n_outputs; i++)
+			if (op->outputs[i]) {
+				d->outputs[i]->type = op->outputs[i]->type;
+				d->outputs[i]->name = op->outputs[i]->name;
+				op->outputs[i]->name = NULL;
+				pass_replace_value(B->m, op->outputs[i], d->outputs[i]);
+				for (int k = 0; k < n_keep; k++) /* the loss and the model's outputs */
+					if (keep[k] == op->outputs[i]) keep[k] = d->outputs[i];
+			}
+		pass_remove_op(op);
+		op = d;
+		n++;
+	}
+}
+
 /* The optimizer's update of weight w (now the state input) by gradient gr. */
 static void update(tb *B, const tbc_train_options *o, state_list *S, tbc_value *w, tbc_value *gr, tbc_value *c1,
 		   tbc_value *c2) {
@@ -410,6 +461,11 @@ bool tbc_train_build(tbc_module *m, const tbc_train_options *o, tbc_diags *d) {
 		pass_replace_value(m, c, in);
 		c->name = NULL;
 		w[i] = in;
+	}
+	if (!B.failed) {
+		model_out[n_model_out] = loss; /* the step's values, held while Dropouts are replaced */
+		dropout_steps(&B, S, model_out, n_model_out + 1);
+		loss = model_out[n_model_out];
 	}
 	if (!B.failed && !tbc_autodiff(m, loss, n_w, w, grads, d)) B.failed = true;
 	tbc_value *c1 = NULL, *c2 = NULL;

@@ -132,14 +132,14 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	if (!tbc_dtype_is_float(dt) || !tbc_dtype_supported(dt) || x->type.rank < 0)
 		return lower_error(cx, op, "Dropout in training mode on %s has no lowering yet", tbc_dtype_name(dt)),
 		       LOWER_FAILED;
-	for (int i = 1; i < 3; i++) {
+	for (int i = 1; i < op->n_inputs && i < 4; i++) {
 		const tbc_value *s = op->inputs[i];
 		if (!s) continue;
 		bool one = s->type.rank >= 0;
 		for (int d = 0; d < s->type.rank; d++) one = one && !s->type.dims[d].sym && s->type.dims[d].size == 1;
 		if (!one || (i == 1 && !tbc_dtype_is_float(s->type.dtype)))
 			return lower_error(cx, op, "Dropout in training mode with a %s that is not one element has no lowering yet",
-					   i == 1 ? "float ratio" : "training_mode"), LOWER_FAILED;
+					   i == 1 ? "float ratio" : i == 2 ? "training_mode" : "seed offset"), LOWER_FAILED;
 	}
 	/* The state: scratch of this op only. */
 	tbc_type st_type = {.dtype = U32, .rank = 1};
@@ -156,7 +156,9 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	kir_buffer *xk = lk_value(&l, x), *st = lk_buf(&l, sb);
 	kir_buffer *yk = y ? lk_buf(&l, yb) : NULL, *mk = mask ? lk_buf(&l, mb) : NULL;
 	kir_buffer *rk = ratio ? lk_value(&l, ratio) : NULL, *tk = lk_value(&l, train);
-	if (!xk || !st || (y && !yk) || (mask && !mk) || (ratio && !rk) || !tk) return LOWER_FAILED;
+	const tbc_value *seedv = op->n_inputs > 3 ? op->inputs[3] : NULL;
+	kir_buffer *sk = seedv ? lk_value(&l, seedv) : NULL;
+	if (!xk || !st || (y && !yk) || (mask && !mk) || (ratio && !rk) || !tk || (seedv && !sk)) return LOWER_FAILED;
 	kir_block body = {0};
 	kir_expr *zero = I(k, 0);
 	kir_var *rv = kir_var_new(k, "ratio", F64), *tv = kir_var_new(k, "training", TBC_DT_BOOL);
@@ -180,8 +182,11 @@ static lower_result lower_dropout_training(lower_cx *cx, const tbc_op *op) {
 	}
 	kir_var *sv = kir_var_new(k, "scale", F64);
 	kir_block_add(k, &tr, kir_s_set(k, sv, scale));
-	uint32_t seed = (uint32_t)tbc_attr_int(op, "seed", 0);
-	kir_block_add(k, &tr, kir_s_store(k, st, zero, W(k, seed)));
+	/* the seed attribute, plus the seed offset when given (a training
+	 * step's, changing every step), modulo 2^32 */
+	kir_expr *seed = W(k, (uint32_t)tbc_attr_int(op, "seed", 0));
+	if (sk) seed = BIN(k, KIR_ADD, seed, kir_e_cast(k, U32, kir_e_load(k, sk, zero)));
+	kir_block_add(k, &tr, kir_s_store(k, st, zero, seed));
 	{
 		kir_var *i = kir_var_new(k, "s", KIR_INDEX);
 		kir_expr *prev = kir_e_load(k, st, BIN(k, KIR_SUB, V(k, i), I(k, 1)));

@@ -139,7 +139,11 @@ bool tbc_shape_BitCast(tbc_infer *cx, tbc_op *op) {
  * drawn in row-major order.  Without a seed attribute the seed is 0, so runs
  * are reproducible (docs/decisions.md); a seed outside [0, 2^32) is taken
  * modulo 2^32 (numpy refuses such seeds).  The scale is rounded to the ratio's
- * type, as numpy computes it in that type. */
+ * type, as numpy computes it in that type.
+ * A fourth input is tbc's own, never ONNX's (the frontend refuses it): an
+ * integer scalar added to the seed, modulo 2^32 -- a training step passes
+ * a number that changes every step, so each step draws another mask
+ * (passes/train.c). */
 static double round_to(tbc_dtype dt, double v) {
 	uint64_t buf = 0;
 	tbc_store_f64(dt, &buf, 0, v);
@@ -185,8 +189,13 @@ int tbc_interp_Dropout(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const
 			return -1;
 		}
 	}
+	uint32_t seed = (uint32_t)tbc_attr_int(op, "seed", 0);
+	if (op->n_inputs > 3 && in[3]) {
+		if (in[3]->numel != 1) return tbc_interp_error(ip, op, "the seed offset must be a scalar");
+		seed += (uint32_t)tbc_get_i64(in[3], 0);
+	}
 	tbc_mt19937 mt;
-	tbc_mt19937_seed(&mt, (uint32_t)tbc_attr_int(op, "seed", 0));
+	tbc_mt19937_seed(&mt, seed);
 	for (int64_t i = 0; i < x->numel; i++) {
 		bool keep = tbc_mt19937_next_double(&mt) >= r;
 		/* numpy multiplies by the mask (0 * -x = -0, 0 * inf = NaN), then scales. */
@@ -199,6 +208,10 @@ int tbc_interp_Dropout(tbc_interp *ip, const tbc_op *op, const tbc_tensor *const
 }
 
 bool tbc_shape_Dropout(tbc_infer *cx, tbc_op *op) {
+	if (op->n_inputs > 3 && op->inputs[3] &&
+	    (tbc_dtype_is_float(op->inputs[3]->type.dtype) || op->inputs[3]->type.dtype == TBC_DT_BOOL ||
+	     op->inputs[3]->type.rank > 0))
+		return tbc_infer_error(cx, op, "the seed offset (input 3) must be an integer scalar");
 	const tbc_tensor *ratio = tbc_input_const(op, 1);
 	if (ratio) {
 		if (ratio->numel != 1) return tbc_infer_error(cx, op, "ratio must be a scalar");

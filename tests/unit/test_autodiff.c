@@ -462,9 +462,22 @@ static void only_inputs_and_initializers_are_differentiated_by(void **state) {
 		     "can be differentiated by");
 }
 
+/* Dropout: at inference the identity; in training dy times the mask and the
+ * scale the op drew (its seed, and tbc's seed offset when given: the mask
+ * is fixed for the finite differences, as the seed fixes it). */
+static void dropout_in_both_modes(void **state) {
+	(void)state;
+	check_grads(HEAD "graph main(%x: f64[3,4]) {\n  %y = Dropout(%x)\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[6,5]) {\n  %r: f32[] = const [0.4]\n  %t: bool[] = const [1]\n"
+			 "  %y = Dropout(%x, %r, %t) {seed = 3}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[6,5]) {\n  %r: f64[] = const [0.25]\n  %t: bool[] = const [1]\n"
+			 "  %o: i64[] = const [2000006]\n  %y = Dropout(%x, %r, %t, %o) {seed = 3}\n  return %y\n}\n");
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(add_sub_mul_broadcast_both_ways),
+		cmocka_unit_test(dropout_in_both_modes),
 		cmocka_unit_test(div_and_pow),
 		cmocka_unit_test(activations),
 		cmocka_unit_test(variadic_sum_mean_max_min),
