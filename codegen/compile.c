@@ -101,7 +101,8 @@ static bool shares_descriptor(const kir_program *p, const kir_program *dp, tbc_d
 			const kir_pbuf *cb = p->bufs[c];
 			found = cb->role == KIR_BUF_CONST && cb->constant == db->constant && cb->offset == db->offset &&
 				cb->lay.rows == db->lay.rows && cb->lay.cols == db->lay.cols && cb->lay.pitch == db->lay.pitch &&
-				cb->lay.transpose == db->lay.transpose && cb->lay.pairs == db->lay.pairs;
+				cb->lay.transpose == db->lay.transpose && cb->lay.pairs == db->lay.pairs &&
+				cb->lay.panel == db->lay.panel;
 		}
 		ok = found;
 	}
@@ -261,8 +262,9 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		if (lower_for) desc = *lower_for;
 		else rc = tbc_target_cpu.describe(o, &desc, d);
 		/* Device programs share the CPU program's weights, laid out alike;
-		 * B panels in bf16 pairs are the CPU's dot2 layout alone. */
-		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = false;
+		 * B panels in bf16 pairs (dot2) and column panels (matrix-vector
+		 * products) are the CPU's layouts alone. */
+		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = desc.gemv_panels = false;
 		/* A device program shares the CPU program's weights (emit), so the
 		 * CPU's int8 GEMMs keep the weights' own layout: no VNNI packing. */
 		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = false;

@@ -17,6 +17,7 @@ tbc_target_desc tbc_target_desc_cpu_default(void) {
 		.native_bf16 = false,
 		.native_f64 = true,
 		.fma = true,
+		.gemv_panels = true,
 	};
 }
 

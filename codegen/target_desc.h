@@ -56,6 +56,11 @@ typedef struct tbc_target_desc {
 	/* bf16 GEMMs are made of dot2 without TBC_GEMM_DOT2=1 asking (AMD's
 	 * cores; TBC_GEMM_DOT2=0 still turns it off). */
 	bool dot_bf16_default;
+	/* A GEMM of one row tile (a matrix-vector product) reads its constant
+	 * B from column panels (kir_pbuf.lay.panel): each parallel chunk then
+	 * streams contiguous memory.  The CPU's, when no device program shares
+	 * its weights. */
+	bool gemv_panels;
 	/* Tiles of 16 x 16 f32 sums of bf16 pair dot products (kir_tile2:
 	 * x86's AMX-BF16 tdpbf16ps).  A bf16 GEMM with B in pairs is then made
 	 * of them where M >= 16 and K is even (codegen/lower/matmul.c). */

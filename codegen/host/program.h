@@ -30,9 +30,14 @@ typedef struct kir_pbuf {
 	 * [rows or cols, pitch].  With pairs (a bf16 GEMM's B for kir_dot2),
 	 * element (i, j) of that matrix (i < K rows) is at (i / 2) * 2 pitch +
 	 * 2 j + i % 2 instead: k pairs side by side, type [ceil(K / 2),
-	 * 2 pitch]. */
+	 * 2 pitch].  With panel > 0 (a matrix-vector GEMM's B, streamed once:
+	 * gemm_const_panels) element (i, j) of the K x N matrix is at
+	 * (j / panel) pitch + i panel + j % panel -- columns in panels of
+	 * `panel`, each panel's K rows contiguous, panels pitch >= K panel
+	 * elements apart, the last one padded with zeros -- type
+	 * [ceil(N / panel), pitch]. */
 	struct {
-		int64_t rows, cols, pitch;
+		int64_t rows, cols, pitch, panel;
 		bool transpose, pairs;
 	} lay;
 	/* CONST: byte offset in the weights.  TEMP: byte offset in the arena, or

@@ -141,35 +141,42 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v) {
 }
 
 static int const_layout(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch,
-			bool pairs) {
+			bool pairs, int64_t panel) {
 	kir_program *p = cx->p;
 	for (int i = 0; i < p->n_bufs; i++) {
 		const kir_pbuf *b = p->bufs[i];
 		if (b->role == KIR_BUF_CONST && b->constant == v->constant && b->lay.pitch == pitch &&
-		    b->lay.rows == rows && b->lay.cols == cols && b->lay.transpose == transpose && b->lay.pairs == pairs)
+		    b->lay.rows == rows && b->lay.cols == cols && b->lay.transpose == transpose && b->lay.pairs == pairs &&
+		    b->lay.panel == panel)
 			return i;
 	}
 	tbc_type t = {.dtype = v->type.dtype, .rank = 2};
-	int64_t k = transpose ? cols : rows;
-	t.dims[0] = (tbc_dim){pairs ? (k + 1) / 2 : k, NULL};
-	t.dims[1] = (tbc_dim){pairs ? 2 * pitch : pitch, NULL};
+	int64_t k = transpose ? cols : rows, n = transpose ? rows : cols;
+	t.dims[0] = (tbc_dim){panel ? (n + panel - 1) / panel : pairs ? (k + 1) / 2 : k, NULL};
+	t.dims[1] = (tbc_dim){panel || !pairs ? pitch : 2 * pitch, NULL};
 	int b = new_pbuf(cx, KIR_BUF_CONST, &t, v->name);
 	if (b < 0) return -1;
 	kir_pbuf *pb = p->bufs[b];
 	pb->constant = v->constant;
 	pb->lay.rows = rows, pb->lay.cols = cols, pb->lay.pitch = pitch, pb->lay.transpose = transpose;
 	pb->lay.pairs = pairs;
+	pb->lay.panel = panel;
 	pb->offset = (int64_t)p->weights_size;
 	p->weights_size += (uint64_t)align_up(kir_pbuf_bytes(p, pb, NULL));
 	return b;
 }
 
 int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
-	return const_layout(cx, v, rows, cols, transpose, pitch, false);
+	return const_layout(cx, v, rows, cols, transpose, pitch, false, 0);
 }
 
 int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch) {
-	return const_layout(cx, v, rows, cols, transpose, pitch, true);
+	return const_layout(cx, v, rows, cols, transpose, pitch, true, 0);
+}
+
+int lower_const_panels(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t panel,
+		       int64_t stride) {
+	return const_layout(cx, v, rows, cols, transpose, stride, false, panel);
 }
 
 int lower_const_new(lower_cx *cx, tbc_dtype dt, int rank, const int64_t *dims, const char *name, void **out_data) {
@@ -1203,6 +1210,16 @@ void kir_program_weights(const kir_program *p, void *dst) {
 		if (b->role != KIR_BUF_CONST || b->alias_of >= 0 || !b->constant) continue;
 		char *to = (char *)dst + b->offset;
 		const char *from = b->constant->data;
+		if (b->lay.panel > 0) { /* matrix element (i, j) at (j / panel) pitch + i panel + j % panel */
+			size_t es = tbc_dtype_size(b->type.dtype), panel = (size_t)b->lay.panel, pitch = (size_t)b->lay.pitch;
+			size_t rows = (size_t)b->lay.rows, cols = (size_t)b->lay.cols;
+			for (size_t r = 0; r < rows; r++)
+				for (size_t c = 0; c < cols; c++) {
+					size_t i = b->lay.transpose ? c : r, j = b->lay.transpose ? r : c;
+					memcpy(to + ((j / panel) * pitch + i * panel + j % panel) * es, from + (r * cols + c) * es, es);
+				}
+			continue;
+		}
 		if (b->lay.pitch > 0) {
 			size_t es = tbc_dtype_size(b->type.dtype), pitch = (size_t)b->lay.pitch * es;
 			size_t rows = (size_t)b->lay.rows, cols = (size_t)b->lay.cols;

@@ -17,6 +17,11 @@ typedef struct gemm_operand {
 	 * (k / 2) * rs + 2 c + k % 2 (cs unused); the GEMM is then made of
 	 * dot2 statements (gemm_dot2_wanted). */
 	bool pairs;
+	/* B only, > 0: in column panels of that many columns (gemm_const_panels)
+	 * -- element (k, c) at (c / panel) * panel_stride + k * panel + c %
+	 * panel (rs, cs unused). */
+	int64_t panel;
+	kir_expr *panel_stride;
 } gemm_operand;
 
 typedef struct gemm_spec {
@@ -50,6 +55,14 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
  * B must be laid out in pairs (gemm_const_pairs; Conv's im2col writes
  * them). */
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n);
+/* A constant B (rows x cols, transposed when asked: K x N as the GEMM
+ * reads it) in column panels for a GEMM of M rows on target t, when that
+ * fits: M static and within one row tile (a matrix-vector product, B read
+ * once: each parallel chunk then streams one contiguous panel instead of
+ * a strided block of rows), the target's (tbc_target_desc.gemv_panels).
+ * Sets o; false, o untouched, otherwise. */
+bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
+		       gemm_operand *o);
 /* gemm_const_operand in k pairs (gemm_operand.pairs) for a constant v;
  * false, o untouched, when v is not a constant. */
 bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);

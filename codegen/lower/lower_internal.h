@@ -101,6 +101,11 @@ int lower_value_buf(lower_cx *cx, const tbc_value *v);
  * out for a GEMM: transposed when asked, each row then padded to pitch
  * elements (>= its length).  One buffer per constant and layout. */
 int lower_const_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch);
+/* The same matrix in column panels of `panel`, `stride` elements apart
+ * (kir_pbuf.lay.panel: a matrix-vector product's B, read once, each panel
+ * one stream). */
+int lower_const_panels(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t panel,
+		       int64_t stride);
 /* The same in k pairs (kir_pbuf.lay.pairs): B of a bf16 GEMM made of
  * kir_dot2, its K rows (cols when transposed) side by side in pairs. */
 int lower_const_pairs(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t pitch);

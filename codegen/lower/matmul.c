@@ -57,11 +57,21 @@ typedef struct gemm_gen {
 	 * 16 or 32, over K values. */
 	bool tile;
 	int64_t K;
+	/* B in column panels (gemm_operand.panel) and a whole tile's columns
+	 * one panel: the panel's first element (the tile's columns are then
+	 * bpanel + k * panel + c, an index LLVM sees contiguous; the
+	 * overlapping last tile reads through load_ct's general formula). */
+	kir_expr *bpanel;
 } gemm_gen;
 
 static kir_expr *load_ct(gemm_gen *g, const gemm_operand *o, kir_expr *base, kir_expr *r, kir_expr *c) {
 	lk *l = g->l;
 	kir_expr *idx = ADD(l->k, ADD(l->k, base, MUL(l->k, r, o->rs)), MUL(l->k, c, o->cs));
+	if (o->panel) { /* column panels: (c / panel) * stride + r * panel + c % panel */
+		kir_expr *p = I(l->k, o->panel);
+		idx = ADD(l->k, ADD(l->k, ADD(l->k, base, MUL(l->k, DIV(l->k, c, p), o->panel_stride)), MUL(l->k, r, p)),
+			  MOD(l->k, c, p));
+	}
 	/* An operand of the products: a NaN's payload is the hardware's anyway */
 	return kir_e_cast_any_nan(l->k, g->s->ct, kir_e_load(l->k, o->buf, idx));
 }
@@ -115,7 +125,14 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		kir_block kb = {0};
 		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
 		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l->k, kv)));
-		for (int c = 0; c < nc; c++) bv[c] = local(l, &kb, "b", load_ct(g, &s->b, g->base[1], V(l->k, kv), cols[c]));
+		for (int c = 0; c < nc; c++) {
+			kir_expr *b;
+			if (g->bpanel) /* this tile's panel: contiguous in c */
+				b = kir_e_cast_any_nan(l->k, s->ct, kir_e_load(l->k, s->b.buf, ADD(l->k, ADD(l->k, g->bpanel, MUL(l->k, V(l->k, kv), I(l->k, s->b.panel))), I(l->k, c))));
+			else
+				b = load_ct(g, &s->b, g->base[1], V(l->k, kv), cols[c]);
+			bv[c] = local(l, &kb, "b", b);
+		}
 		for (int r = 0; r < g->mr; r++)
 			for (int c = 0; c < nc; c++)
 				kir_block_add(k, &kb,
@@ -186,7 +203,10 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l->k, V(l->k, jt), I(l->k, nr)));
 	kir_expr *cols[GEMM_MAX_NR] = {0};
 	for (int c = 0; c < nr; c++) cols[c] = ADD(l->k, j0, I(l->k, c));
+	if (s->b.panel == nr)
+		g->bpanel = local(l, &tile, "bpanel", ADD(l->k, g->base[1], MUL(l->k, V(l->k, jt), s->b.panel_stride)));
 	micro_tile(g, &tile, nr, cols);
+	g->bpanel = NULL;
 	kir_block_add(k, &blk, kir_s_for(k, jt, jlo, jhi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
 	if (last) {
 		kir_block tail = {0};
@@ -232,6 +252,32 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 	if (!buf) return false;
 	o->buf = buf;
 	o->rs = I(l->k, pitch), o->cs = I(l->k, 1);
+	return true;
+}
+
+bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
+		       gemm_operand *o) {
+	const tbc_target_desc *t = l->cx->target;
+	int mr, nr;
+	default_tile(t, ct, &mr, &nr);
+	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols;
+	const char *e = getenv("TBC_GEMV_PANELS"); /* 0: off, for measuring one against the other */
+	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || M < 1 || M > mr || N < nr || K < 1 ||
+	    v->kind != TBC_VALUE_CONST || !v->constant)
+		return false;
+	/* Panels whose byte size is a multiple of 512 get 64 bytes more: the
+	 * streams a chunk reads side by side (4 panels) would otherwise fall
+	 * into the same cache sets (4096 x 11008 f32 ran 1.4x slower than
+	 * without panels until padded; docs/performance.md). */
+	int64_t es = (int64_t)tbc_dtype_size(v->type.dtype), stride = K * nr;
+	if (stride * es % 512 == 0) stride += 64 / es;
+	int b = lower_const_panels(l->cx, v, rows, cols, transpose, nr, stride);
+	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
+	if (!buf) return false;
+	o->buf = buf;
+	o->panel = nr;
+	o->panel_stride = I(l->k, stride);
+	o->rs = I(l->k, nr), o->cs = I(l->k, 1); /* within a panel; load_ct uses the panels */
 	return true;
 }
 
@@ -511,8 +557,11 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	 * kir_dot2 where the target has it. */
 	bool dot2 = rb == 2 && gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, true, bt->dims[1].size) &&
 		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
-	if (rb == 2 && !dot2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
-	if (!dot2 && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	int64_t mc = 0;
+	bool panels = rb == 2 && !dot2 && kir_e_const_index(M, &mc) &&
+		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, false, mc, ct, &s.b);
+	if (rb == 2 && !dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
+	if (!dot2 && !panels && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);
@@ -626,8 +675,11 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	 * becomes (K, N), so its rows are the vector direction. */
 	bool dot2 = gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, !ta, yt->dims[1].sym ? -1 : yt->dims[1].size) &&
 		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
-	if (!dot2) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
-	if (!dot2 && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	int64_t mc = 0;
+	bool panels = !dot2 && kir_e_const_index(s.M, &mc) &&
+		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, mc, g.ct, &s.b);
+	if (!dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
+	if (!dot2 && !panels && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);

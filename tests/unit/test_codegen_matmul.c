@@ -290,8 +290,8 @@ static void test_gemm_constant_b_laid_out(void **state) {
 	/* Gemm, B transposed: stored (N, K) = (45, 700), read as [700, 45]; and
 	 * with N = 128 both transposed and padded. */
 	gemm_transposed_b(9, 45, 700, true, "f32[700, 45]");
-	gemm_transposed_b(1, 128, 256, false, "f32[256, 144]");
-	gemm_transposed_b(3, 128, 256, false, "f32[256, 144]");
+	gemm_transposed_b(7, 128, 256, false, "f32[256, 144]");
+	gemm_transposed_b(9, 128, 256, false, "f32[256, 144]");
 	md = model_new(); /* integers, transposed A and B */
 	a = input_sym(&md, TBC_DT_I32, "20,6", 1, -9, 9);
 	check(&md, gemm_op(&md, a, weights(&md, TBC_DT_I32, 128, 20), NULL, 1, 1, 2, 1)->outputs[0]);
@@ -299,6 +299,42 @@ static void test_gemm_constant_b_laid_out(void **state) {
 }
 
 /* ---- Gemm -------------------------------------------------------------------------*/
+/* A GEMM of one row tile (M at most the tile's rows: a matrix-vector
+ * product) reads a constant B from column panels of the tile's width
+ * (gemm_const_panels): [ceil(N / 16), K x 16] for the 256-bit f32 tile,
+ * 64 bytes more a panel where its bytes are a multiple of 512 (K = 256:
+ * 4096 -> 4112 elements); Gemm's transposed B too; the last tile, past
+ * the whole panels, overlaps the one before.  Each against the
+ * interpreter, also with two batches of one row and K blocks. */
+static void test_gemv_constant_b_in_panels(void **state) {
+	(void)state;
+	double atol = g_atol;
+	g_atol = 1e-4;
+	gemm_transposed_b(1, 128, 256, false, "f32[8, 4112]");
+	gemm_transposed_b(3, 100, 37, true, "f32[7, 592]");
+	static const struct {
+		const char *a;
+		int64_t k, n;
+		const char *layout;
+	} cases[] = {{"1,300", 300, 100, "f32[7, 4800]"}, {"2,1,37", 37, 50, "f32[4, 592]"}, {"5,600", 600, 16, "f32[1, 9616]"},
+		     {"1,2000", 2000, 40, "f32[3, 32016]"}, {"6,64", 64, 40, "f32[64, 40]"} /* M past the tile: rows */};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int run = 0; run < 2; run++) {
+			model md = model_new();
+			tbc_value *a = input(&md, TBC_DT_F32, cases[i].a);
+			tbc_value *y = op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, cases[i].k, cases[i].n));
+			if (run == 1) {
+				check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
+				continue;
+			}
+			tbc_graph_add_output(md.m->main, y);
+			char *text = lowered_text(&md);
+			if (!strstr(text, cases[i].layout)) fail_msg("case %zu: no %s in\n%s", i, cases[i].layout, text);
+			free(text);
+		}
+	g_atol = atol;
+}
+
 static void test_gemm_transposes_alpha_beta(void **state) {
 	(void)state;
 	for (int ta = 0; ta < 2; ta++)
@@ -771,6 +807,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_narrow_tile_jit),
 		cmocka_unit_test(test_gemm_k_blocks),
 		cmocka_unit_test(test_gemm_constant_b_laid_out),
+		cmocka_unit_test(test_gemv_constant_b_in_panels),
 		cmocka_unit_test(test_gemm_transposes_alpha_beta),
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
