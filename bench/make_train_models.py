@@ -8,6 +8,9 @@
                           ffn 2048, seq 128) with the batch fixed at 8 (train with mse:y:t)
   encoder4_train.onnx     four such blocks stacked, smaller (d=256, 4 heads, ffn 1024, seq 128),
                           batch 8 (train with mse:y:t): the depth sqrt(n) checkpointing is about
+  dropout_train.onnx      an MLP 256 -> 512 -> 256 with Dropout in training mode after each layer
+                          (ratio 0.2 with a seed, 0.1 without), batch 32 (train with mse:y:t):
+                          every step draws new masks (docs/training.md)
   and for each an input batch: <name>.x.npy and <name>.label.npy or <name>.t.npy
 
 Weights are pseudo-random with a fixed seed.
@@ -112,10 +115,31 @@ def encoder_stack(path, layers=4, d=256, heads=4, ffn=1024, seq=128):
     np.save(os.path.join(dd, "encoder4_train.t.npy"), rng.standard_normal((N, seq, d)).astype(np.float32))
 
 
+def dropout_mlp(path, n=32, d=256, h=512):
+    r = np.random.default_rng(13)  # its own stream: the other models' weights stay as they were
+    W = {"w1": r.standard_normal((d, h)) / np.sqrt(d), "b1": np.zeros(h), "w2": r.standard_normal((h, d)) / np.sqrt(h),
+         "b2": np.zeros(d)}
+    inits = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.astype(np.float32).ravel()) for k, v in W.items()]
+    inits += [helper.make_tensor("r1", TensorProto.FLOAT, [], [0.2]), helper.make_tensor("r2", TensorProto.FLOAT, [], [0.1]),
+              helper.make_tensor("training", TensorProto.BOOL, [], [True])]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"], name="relu"),
+             helper.make_node("Dropout", ["r", "r1", "training"], ["d"], name="drop1", seed=3),
+             helper.make_node("Gemm", ["d", "w2", "b2"], ["o"], name="fc2"),
+             helper.make_node("Dropout", ["o", "r2", "training"], ["y"], name="drop2")]
+    g = helper.make_graph(nodes, "dropout_train", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, d])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, d])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    dd = os.path.dirname(path)
+    np.save(os.path.join(dd, "dropout_train.x.npy"), r.standard_normal((n, d)).astype(np.float32))
+    np.save(os.path.join(dd, "dropout_train.t.npy"), r.standard_normal((n, d)).astype(np.float32))
+
+
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
     os.makedirs(out, exist_ok=True)
     resnet(os.path.join(out, "resnet_train.onnx"))
     transformer(os.path.join(out, "transformer_train.onnx"))
     encoder_stack(os.path.join(out, "encoder4_train.onnx"))
+    dropout_mlp(os.path.join(out, "dropout_train.onnx"))
     print("wrote", out)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # device_training.sh BUILD_DIR TARGET OUT — training steps for tbc-device-suite.
 #
-# bench/make_train_models.py's ResNet-style CNN (AdamW, cross-entropy) and
-# transformer block (momentum SGD, mse), each compiled for cpu and TARGET as
+# bench/make_train_models.py's ResNet-style CNN (AdamW, cross-entropy),
+# transformer block (momentum SGD, mse) and MLP with Dropout in training mode
+# (SGD, mse: new masks each step, the same on the device), each compiled for cpu and TARGET as
 # one training step, with STEPS data sets (a new batch each) that run in order
 # on one session: set K is step K + 1.  The expected outputs (each step's
 # loss and the model's outputs) are this machine's CPU running the same
@@ -23,7 +24,7 @@ mkdir -p "$models"
 # WEIGHT_LEVELS=L: the initial weights rounded to L levels, so that the
 # artifacts compress (coarse_weights.py; for the GPU machine's transfer)
 if [ -n "${WEIGHT_LEVELS:-}" ]; then
-	for m in resnet_train transformer_train; do
+	for m in resnet_train transformer_train dropout_train; do
 		"$py" "$here/coarse_weights.py" "$models/$m.onnx" "$models/$m.onnx" "$WEIGHT_LEVELS"
 	done
 fi
@@ -56,14 +57,15 @@ for k in range(steps):
 PY
 	"$build/tests/conformance/tbc-device-suite" --device cpu --record "$case" | grep -v "^device"
 }
-# MODELS: which of the two (default both)
-for m in ${MODELS:-resnet_train transformer_train}; do
+# MODELS: which of them (default all three)
+for m in ${MODELS:-resnet_train transformer_train dropout_train}; do
 	case $m in
 	# without split-K (TBC_GEMM_SPLITK=1): it sums a convolution's products in another order than
 	# the CPU, and AdamW, dividing each gradient element by its own scale, turns a rounding-level
 	# difference of a near-zero gradient into a step of lr (docs/gpu.md, runs 12 and 14)
 	resnet_train) TBC_GEMM_SPLITK=1 one resnet_train label --loss cross-entropy:logits:label --optimizer adamw --lr 1e-3 ;;
 	transformer_train) one transformer_train t --loss mse:y:t --optimizer momentum --lr 1e-2 ;;
+	dropout_train) one dropout_train t --loss mse:y:t --optimizer sgd --lr 1e-2 ;;
 	*) echo "$0: no training model '$m'" >&2; exit 2 ;;
 	esac
 done
