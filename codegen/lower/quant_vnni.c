@@ -25,7 +25,10 @@
  * kernel's tile of MR rows x NC columns (8 x 32: 16 zmm accumulators)
  * walks one panel front to back.  K % 4 trailing products are added by
  * scalar kernel IR after the dot4; columns past N of the last panel are
- * computed on zeros and not stored.
+ * computed on zeros and not stored.  A convolution's weights
+ * (quant_conv.c: G groups of Mg x Kg, B transposed) are packed the same
+ * way, each group's panels after the previous group's; GEMM batch b takes
+ * group b mod G.
  *
  * The nest: a parallel loop over (batch, row group, column block), row
  * tiles inside, panels of the block inside those (the tile's A rows stay
@@ -40,18 +43,22 @@
 
 #define VNNI_CHUNKS 16
 
-bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+bool qgemm_vnni_fits(const lower_cx *cx, tbc_dtype a, const tbc_value *b, int64_t K, int64_t N) {
 	if (!cx->target->dot4_u8s8) return false;
 	const char *e = getenv("TBC_VNNI");
 	if (e && e[0] == '0' && !e[1]) return false;
-	if (a->type.dtype != TBC_DT_U8 && a->type.dtype != TBC_DT_I8) return false;
+	if (a != TBC_DT_U8 && a != TBC_DT_I8) return false;
 	if (b->type.dtype != TBC_DT_U8 && b->type.dtype != TBC_DT_I8) return false;
-	if (b->kind != TBC_VALUE_CONST || !b->constant || b->type.rank != 2) return false;
-	const tbc_type *bt = &b->type;
-	if (bt->dims[0].sym || bt->dims[1].sym || bt->dims[0].size < 4 || bt->dims[1].size < 16) return false;
+	if (b->kind != TBC_VALUE_CONST || !b->constant || K < 4 || N < 16) return false;
 	/* the sums' bound: no overflow matters (int32 wraps as the sum does),
 	 * but keep the packed weights' size sane */
-	return bt->dims[0].size <= ((int64_t)1 << 24) && bt->dims[1].size <= ((int64_t)1 << 24);
+	return K <= ((int64_t)1 << 24) && N <= ((int64_t)1 << 24);
+}
+
+bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+	const tbc_type *bt = &b->type;
+	if (bt->rank != 2 || bt->dims[0].sym || bt->dims[1].sym) return false;
+	return qgemm_vnni_fits(cx, a->type.dtype, b, bt->dims[0].size, bt->dims[1].size);
 }
 
 /* The register tile: TBC_VNNI_TILE=MRxNC (NC 16, 32, 48 or 64; MR x NC / 16
@@ -90,7 +97,9 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	kir_kernel *k = l->k;
 	lower_cx *cx = l->cx;
 	const tbc_tensor *bt = q->b->constant;
-	int64_t K = q->b->type.dims[0].size, N = q->b->type.dims[1].size;
+	bool conv = q->nk_groups > 0;
+	int64_t K = conv ? q->K : q->b->type.dims[0].size, N = conv ? q->N : q->b->type.dims[1].size;
+	int64_t NG = conv ? q->nk_groups : 1; /* B matrices */
 	int mr, nc;
 	choose_tile(cx->target, N, &mr, &nc);
 	int64_t mc = 0;
@@ -103,25 +112,28 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	bool zb_zero = zb_const && zb_c == 0;
 	bool za_zero = !q->az && ca == 0;
 
-	/* B packed, and its column sums (less K zb' where zb' is a constant). */
+	/* B packed, and its column sums (less K zb' where zb' is a constant);
+	 * the matrices of a convolution's groups one after the other. */
 	void *pdata = NULL, *sdata = NULL;
-	int64_t pdims[3] = {P, G, 4 * nc}, sdims[1] = {P * nc};
+	int64_t pdims[3] = {NG * P, G, 4 * nc}, sdims[1] = {NG * P * nc};
 	int pb = lower_const_new(cx, TBC_DT_I8, 3, pdims, "b_vnni", &pdata);
 	int sb = pb >= 0 ? lower_const_new(cx, TBC_DT_I32, 1, sdims, "b_vnni_colsum", &sdata) : -1;
 	if (pb < 0 || sb < 0) return k->failed = true, NULL;
 	int8_t *pk = pdata;
 	int32_t *cs = sdata;
-	for (int64_t col = 0; col < N; col++) {
-		int64_t p = col / nc, c = col % nc;
-		uint32_t sum = 0;
-		for (int64_t kk = 0; kk < K; kk++) {
-			int64_t v = tbc_load_i64(bt->dtype, bt->data, (size_t)(kk * N + col)) - cb;
-			pk[((p * G + kk / 4) * nc + c) * 4 + kk % 4] = (int8_t)v;
-			sum += (uint32_t)v;
+	for (int64_t mg = 0; mg < NG; mg++)
+		for (int64_t col = 0; col < N; col++) {
+			int64_t p = mg * P + col / nc, c = col % nc;
+			uint32_t sum = 0;
+			for (int64_t kk = 0; kk < K; kk++) {
+				int64_t at = conv ? (mg * N + col) * K + kk : kk * N + col;
+				int64_t v = tbc_load_i64(bt->dtype, bt->data, (size_t)at) - cb;
+				pk[((p * G + kk / 4) * nc + c) * 4 + kk % 4] = (int8_t)v;
+				sum += (uint32_t)v;
+			}
+			if (zb_const) sum -= (uint32_t)K * (uint32_t)zb_c;
+			cs[p * nc + c] = (int32_t)sum;
 		}
-		if (zb_const) sum -= (uint32_t)K * (uint32_t)zb_c;
-		cs[col] = (int32_t)sum;
-	}
 	kir_buffer *pkb = lk_buf(l, pb), *csb = lk_buf(l, sb);
 	if (!pkb || !csb) return k->failed = true, NULL;
 
@@ -154,6 +166,10 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		kir_expr *b = s->base && w != 1 ? s->base(s->ctx, l, w, batch) : NULL;
 		base[w] = b ? LET(k, &body, w == 0 ? "abase" : "ybase", b) : I(k, 0);
 	}
+	/* The batch's B matrix: its first panel and its first zero point. */
+	kir_expr *mgi = NG > 1 ? LET(k, &body, "bmat", MOD(k, batch, I(k, NG))) : I(k, 0);
+	kir_expr *pfirst = NG > 1 ? LET(k, &body, "pfirst", MUL(k, mgi, I(k, P))) : I(k, 0);
+	kir_expr *zfirst = NG > 1 ? LET(k, &body, "zfirst", MUL(k, mgi, I(k, N))) : I(k, 0);
 
 	/* A row tile. */
 	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
@@ -182,7 +198,7 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	kir_var *p = kir_var_new(k, "p", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = LET(k, &tile, "j0", MUL(k, V(k, p), I(k, nc)));
-	kir_expr *pbase = LET(k, &tile, "pbase", MUL(k, V(k, p), I(k, G * 4 * nc)));
+	kir_expr *pbase = LET(k, &tile, "pbase", MUL(k, ADD(k, pfirst, V(k, p)), I(k, G * 4 * nc)));
 	kir_var **acc = calloc((size_t)(mr * nc), sizeof *acc);
 	if (!acc) return k->failed = true, NULL;
 	for (int i = 0; i < mr * nc; i++) {
@@ -219,11 +235,11 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	for (int c = 0; c < nc; c++) {
 		kir_expr *col = ADD(k, j0, I(k, c));
 		cols[c] = N % nc ? LET(k, &tile, "col", MIN(k, col, nlast)) : col;
-		kir_expr *csum = za_zero ? NULL : LOAD(k, csb, col);
+		kir_expr *csum = za_zero ? NULL : LOAD(k, csb, ADD(k, MUL(k, pfirst, I(k, nc)), col));
 		kir_expr *zbp = NULL; /* zb', where it is not the constant 0 */
 		if (!zb_zero) {
 			zbp = zb_const ? i32(k, zb_c)
-				       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? cols[c] : I(k, 0))), i32(k, cb));
+				       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? ADD(k, zfirst, cols[c]) : I(k, 0))), i32(k, cb));
 			if (!zb_const && csum) csum = isub(k, csum, imul(k, i32(k, K), zbp));
 		}
 		if (csum) csum = LET(k, &tile, "csum", csum);

@@ -9,12 +9,17 @@
 
 /* The operands of y = sum_k (a - a_zp)(b - b_zp): b a constant K x N
  * matrix (packed for the kernel when lowering), the zero points NULL
- * (none), per tensor, per row of a (az_row) or per column of b (bz_col). */
+ * (none), per tensor, per row of a (az_row) or per column of b (bz_col).
+ * A convolution's weights [M, Kg] are `groups` matrices stored N x K
+ * (nk_groups > 0: K and N given, batch b of the GEMM takes matrix
+ * b mod groups, and a per-column zero point is indexed by the weight's
+ * row, group * N + column). */
 typedef struct qgemm_vnni {
 	const tbc_value *b;
 	kir_buffer *az, *bz; /* the zero points' buffers in the kernel, or NULL */
 	const tbc_value *bzv; /* b's zero point, to fold when it is a constant */
 	bool az_row, bz_col;
+	int64_t nk_groups, K, N; /* the convolution form; 0: b is K x N */
 } qgemm_vnni;
 
 /* Whether the target, the operand types and shapes take this form: a u8 or
@@ -22,6 +27,9 @@ typedef struct qgemm_vnni {
  * matrices contiguous.  TBC_VNNI=0 in the environment: never (the float
  * form, for measuring one against the other). */
 bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b);
+/* The same rule for operand types a and b and a constant b of K x N
+ * (whatever its own shape): the convolutions' form. */
+bool qgemm_vnni_fits(const lower_cx *cx, tbc_dtype a, const tbc_value *b, int64_t K, int64_t N);
 
 /* The kernel's nest for s (s->ct int32; s->a, s->y, s->base, s->epi as the
  * scalar form has them; s->b unused: b is packed from q->b).  NULL when out
