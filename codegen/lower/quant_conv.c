@@ -187,6 +187,35 @@ static bool im2row(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
+/* y[ng][m][p] = t[ng][p][m] for image-and-group ng (Mg channels, P
+ * positions): the dot product's results, channels contiguous, into NCHW.
+ * Parallel over (ng, block of 16 channels); per position the block's 16
+ * values are one contiguous read. */
+#define NHWC_BLOCK 16
+static bool nhwc_to_nchw(lower_cx *cx, const qconv *q, int tb, int yb, tbc_dim images) {
+	lk l;
+	if (!lk_begin(&l, cx, "qconv_nchw")) return false;
+	kir_kernel *k = l.k;
+	kir_buffer *t = lk_buf(&l, tb), *y = lk_buf(&l, yb);
+	if (!t || !y) return false;
+	int64_t Mg = q->cg.Mg, P = q->cg.P, NBL = (Mg + NHWC_BLOCK - 1) / NHWC_BLOCK;
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *p = kir_var_new(k, "p", KIR_INDEX);
+	kir_block body = {0}, pos = {0};
+	kir_expr *ng = LET(k, &body, "ng", DIV(k, V(k, r), I(k, NBL)));
+	kir_expr *m0 = LET(k, &body, "m0", MUL(k, MOD(k, V(k, r), I(k, NBL)), I(k, NHWC_BLOCK)));
+	kir_expr *trow = LET(k, &pos, "trow", MUL(k, ADD(k, MUL(k, ng, I(k, P)), V(k, p)), I(k, Mg)));
+	kir_expr *yplane = LET(k, &pos, "yplane", ADD(k, MUL(k, MUL(k, ng, I(k, Mg)), I(k, P)), V(k, p)));
+	for (int64_t mm = 0; mm < NHWC_BLOCK && mm < Mg; mm++) {
+		/* the last block's channels past Mg store the last channel again */
+		kir_expr *m = Mg % NHWC_BLOCK ? MIN(k, ADD(k, m0, I(k, mm)), I(k, Mg - 1)) : ADD(k, m0, I(k, mm));
+		m = LET(k, &pos, "m", m);
+		kir_block_add(k, &pos, kir_s_store(k, y, ADD(k, yplane, MUL(k, m, I(k, P))), LOAD(k, t, ADD(k, trow, m))));
+	}
+	kir_block_add(k, &body, kir_s_for(k, p, I(k, 0), I(k, P), 1, KIR_LOOP_SEQUENTIAL, pos.first));
+	kir_expr *blocks = MUL(k, lk_dim(&l, images), I(k, q->cg.G * NBL));
+	return lk_end(&l, kir_s_for(k, r, I(k, 0), blocks, 1, KIR_LOOP_PARALLEL, body.first));
+}
+
 lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[qlinear ? 3 : 1];
 	const tbc_value *xzv = op->n_inputs > 2 ? op->inputs[2] : NULL;
@@ -254,7 +283,10 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 		wb = vnni ? 0 : lower_value_buf(cx, wv);
 	}
 	int mb = qlinear ? const_multiplier(cx, xsv, wsv, ysv, q.cg.M) : -1;
-	if (wb < 0 || mb == -2) return LOWER_FAILED;
+	/* The dot product's vector lanes are channels: its results go to
+	 * scratch channels-last (contiguous stores), then into y. */
+	int tb = vnni ? lower_shared_temp(cx, "qconv_nhwc", yt->dtype, xt->dims[0], G * q.cg.P * q.cg.Mg) : ob;
+	if (wb < 0 || mb == -2 || tb < 0) return LOWER_FAILED;
 
 	lk l;
 	if (!lk_begin(&l, cx, qlinear ? "qlinear_conv" : "conv_integer")) return LOWER_FAILED;
@@ -262,7 +294,7 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	gemm_spec s = {.ct = vnni ? TBC_DT_I32 : quant_exact_ct(xt->dtype, wt->dtype, true, w_shift, Kd)};
 	s.a.buf = lk_buf(&l, ab);
 	s.b.buf = vnni ? NULL : lk_buf(&l, wb);
-	s.y.buf = lk_buf(&l, ob);
+	s.y.buf = lk_buf(&l, tb);
 	if (!s.a.buf || (!vnni && !s.b.buf) || !s.y.buf) return LOWER_FAILED;
 	if (qlinear) {
 		q.mult = mb >= 0 ? lk_buf(&l, mb) : NULL;
@@ -276,7 +308,8 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	s.NB = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, G));
 	s.a.rs = I(l.k, q.cg.Kg), s.a.cs = I(l.k, 1);
 	s.b.rs = I(l.k, 1), s.b.cs = I(l.k, q.cg.Kg);
-	s.y.rs = I(l.k, 1), s.y.cs = I(l.k, q.cg.P);
+	if (vnni) s.y.rs = I(l.k, q.cg.Mg), s.y.cs = I(l.k, 1);
+	else s.y.rs = I(l.k, 1), s.y.cs = I(l.k, q.cg.P);
 	s.ctx = &q;
 	s.base = qconv_base;
 	s.epi = qconv_epi;
@@ -285,5 +318,6 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	v.az = xzv ? lk_value(&l, xzv) : NULL;
 	v.bz = wzv ? lk_value(&l, wzv) : NULL;
 	if ((xzv && !v.az) || (wzv && !v.bz)) return LOWER_FAILED;
-	return conv_failed(lk_end(&l, qgemm_vnni_generate(&l, &s, &v)));
+	if (!lk_end(&l, qgemm_vnni_generate(&l, &s, &v))) return LOWER_FAILED;
+	return conv_failed(nhwc_to_nchw(cx, &q, tb, ob, xt->dims[0]));
 }
