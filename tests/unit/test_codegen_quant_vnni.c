@@ -282,11 +282,14 @@ static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
 	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
 }
 
-/* The shapes: Kg = Cg * taps not a multiple of 4 (27, 5, 15, 18) and one
- * that is (16), Mg below, at and past the 16 and 32 columns of a tile (16,
- * 17, 20, 40, 33), groups, padding (with a nonzero x zero point: a tap in
+/* The shapes: channels per group not a multiple of 4 (3, 5, 2: padded to
+ * 4 in the dot4 form) and ones that are (16, 4), output channels (the
+ * tile's rows) below, at and past its 8 (16, 17, 20, 40, 33, 34),
+ * positions (its columns) not a multiple of 16 (42, 35, 20, 25, 21) and
+ * one that is (32), groups, padding (with a nonzero x zero point: a tap in
  * the padding must add nothing), strides, dilations, 1-D and 3-D, a
- * symbolic batch, positions not a multiple of the tile's 8 rows. */
+ * symbolic batch; and fewer than 16 positions (4: the int16 form, W a
+ * constant). */
 static const struct qconv_case {
 	const char *x;
 	int rank;
@@ -296,9 +299,10 @@ static const struct qconv_case {
 	{"1,3,7,6", 4, {17, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}},
 	{"N,6,9,8", 4, {40, 3, 3, 2}, 2, {2, 0, 1, 1}, {2, 1}, {1, 2}},
 	{"2,5,4,5", 4, {20, 5, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}},
-	{"1,16,5,5", 4, {33, 16, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}},
-	{"1,4,11", 3, {34, 2, 5}, 2, {3, 2}, {2}, {1}},
+	{"1,16,9,9", 4, {33, 16, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}},
+	{"1,4,40", 3, {34, 2, 5}, 2, {3, 2}, {2}, {1}},
 	{"1,2,4,5,3", 5, {16, 2, 3, 1, 3}, 1, {1, 0, 1, 1, 2, 0}, {1, 2, 1}, {1, 1, 1}},
+	{"1,3,4,4", 4, {20, 3, 3, 3}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}},
 };
 
 static tbc_op *qconv_op(model *md, const struct qconv_case *c, tbc_opcode code, int n_in, tbc_value *const *ins) {
@@ -374,7 +378,8 @@ static void test_qlinear_conv_constant_w(void **state) {
 }
 
 /* The description with dot4 makes the integer convolutions of it where W
- * is a constant; without, or with W a graph input, int16 operands. */
+ * is a constant (W the tile's rows, 8, the positions its columns, 16
+ * here); without, or with W a graph input, int16 operands. */
 static void test_conv_lowering_takes_dot4_where_declared(void **state) {
 	(void)state;
 	for (int with = 0; with < 2; with++)
@@ -395,7 +400,7 @@ static void test_conv_lowering_takes_dot4_where_declared(void **state) {
 			assert_int_equal(kir_lower(md.m, &t, arena, d, &p), TBC_OK);
 			char *text = kir_program_print(p);
 			assert_non_null(text);
-			assert_int_equal(strstr(text, "dot4 [8 x 32]") != NULL, with && const_w);
+			assert_int_equal(strstr(text, "dot4 [8 x 16]") != NULL, with && const_w);
 			free(text);
 			tbc_arena_destroy(arena);
 			tbc_diags_destroy(d);
