@@ -110,6 +110,20 @@ static void inside_span(int64_t off, int64_t s, int64_t in, int64_t out, int64_t
 	*first = a, *end = b;
 }
 
+/* Row r of a kernel parallel over (image-and-group, position of the outer
+ * spatial dims, OR of them): its image-and-group (returned), its outer
+ * position *orow and that position's coordinates od[0 .. nsp - 1), in blk. */
+static kir_expr *row_coords(kir_kernel *k, kir_block *blk, const conv_geom *g, kir_expr *r, int64_t OR, kir_expr **orow,
+			    kir_expr **od) {
+	kir_expr *ng = LET(k, blk, "ng", DIV(k, r, I(k, OR)));
+	kir_expr *rest = *orow = LET(k, blk, "orow", MOD(k, r, I(k, OR)));
+	for (int d = g->nsp - 2; d >= 0; d--) {
+		od[d] = LET(k, blk, "o", MOD(k, rest, I(k, g->out[d])));
+		rest = DIV(k, rest, I(k, g->out[d]));
+	}
+	return ng;
+}
+
 /* A[(ng P + p) Kg + c KS + t] = x[ng Cg + c][tap t of position p] - x_zp
  * in int16 for image-and-group ng, 0 where the tap lies in the padding.
  * Parallel over (ng, position of the outer spatial dims); per input
@@ -127,15 +141,10 @@ static bool im2row(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 	tbc_dtype adt = a->dtype;
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *ng = LET(k, &body, "ng", DIV(k, V(k, r), I(k, OR)));
-	kir_expr *orow = LET(k, &body, "orow", MOD(k, V(k, r), I(k, OR)));
+	kir_expr *orow, *od[CONV_MAX_SPATIAL];
+	kir_expr *ng = row_coords(k, &body, g, V(k, r), OR, &orow, od);
 	kir_expr *zx = zb ? LET(k, &body, "zx", CAST(k, adt, LOAD(k, zb, I(k, 0)))) : NULL;
 	kir_expr *pad = kir_e_int(k, adt, 0);
-	kir_expr *od[CONV_MAX_SPATIAL], *rest = orow;
-	for (int d = w - 1; d >= 0; d--) {
-		od[d] = LET(k, &body, "o", MOD(k, rest, I(k, g->out[d])));
-		rest = DIV(k, rest, I(k, g->out[d]));
-	}
 	kir_expr *arow = LET(k, &body, "arow", MUL(k, ADD(k, MUL(k, ng, I(k, q->cg.P)), MUL(k, orow, I(k, OW))), I(k, Kg)));
 	kir_expr *xplane = LET(k, &body, "xplane", MUL(k, ng, I(k, q->Cg * q->in_size)));
 
@@ -217,15 +226,10 @@ static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 	int64_t sw = g->stride[w], inw = g->in[w];
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *ng = LET(k, &body, "ng", DIV(k, V(k, r), I(k, OR)));
-	kir_expr *orow = LET(k, &body, "orow", MOD(k, V(k, r), I(k, OR)));
+	kir_expr *orow, *od[CONV_MAX_SPATIAL];
+	kir_expr *ng = row_coords(k, &body, g, V(k, r), OR, &orow, od);
 	kir_expr *zx = zb ? LET(k, &body, "zx", CAST(k, i32, LOAD(k, zb, I(k, 0)))) : kir_e_int(k, i32, 0);
 	kir_expr *pad = LET(k, &body, "pad", BIN(k, KIR_SUB, zx, kir_e_int(k, i32, cb)));
-	kir_expr *od[CONV_MAX_SPATIAL], *rest = orow;
-	for (int d = w - 1; d >= 0; d--) {
-		od[d] = LET(k, &body, "o", MOD(k, rest, I(k, g->out[d])));
-		rest = DIV(k, rest, I(k, g->out[d]));
-	}
 	kir_expr *prow = LET(k, &body, "prow", MUL(k, orow, I(k, OW)));
 	kir_expr *brow = LET(k, &body, "brow", ADD(k, MUL(k, ng, I(k, G4 * ldb)), MUL(k, prow, I(k, 4))));
 	kir_expr *csrow = LET(k, &body, "csrow", ADD(k, MUL(k, ng, I(k, ncs)), prow));
