@@ -5,13 +5,17 @@ tbc / onnxruntime (below 1: tbc is faster) for each thread count, and the
 geometric mean of the ratios over the ImageNet CNNs.
 
 usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
-           [--precision fp32,fp16,bf16,fp8 (one or several)]
+           [--precision fp32,fp16,bf16,fp8 (one or several)] [--qdq-fusion off,on (one or both)]
 (models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)
 
 --precision: tbc computes the model lowered to that precision (docs/precision.md),
 onnxruntime the float32 model as it is: what a user switching to a lowered
 model gains over the peer they would otherwise run.  Several (--precision fp32,bf16)
-give a row per model and precision, one after the other, in one run."""
+give a row per model and precision, one after the other, in one run.
+
+--qdq-fusion on: tbc compiles with --qdq-fusion (a QDQ model's DequantizeLinear -> Conv ->
+QuantizeLinear as QLinearConv, onnxruntime's own rewrite; docs/lower-quant.md); off,on gives
+a row each, one after the other.  onnxruntime runs as always (its optimizer fuses QDQ)."""
 import argparse
 import datetime
 import math
@@ -75,7 +79,11 @@ def main():
     ap.add_argument("--models", help="comma-separated labels (default: all)")
     ap.add_argument("--fastest", action="store_true", help="cells show median / fastest milliseconds")
     ap.add_argument("--precision", default="fp32", help="fp32, fp16, bf16, fp8 or a comma-separated list of them")
+    ap.add_argument("--qdq-fusion", default="off", help="off, on, or off,on: tbc with --qdq-fusion")
     a = ap.parse_args()
+    fusions = a.qdq_fusion.split(",")
+    if any(f not in ("off", "on") for f in fusions):
+        ap.error(f"--qdq-fusion {a.qdq_fusion}: each of off, on")
     precisions = a.precision.split(",")
     if any(p not in ("fp32", "fp16", "bf16", "fp8") for p in precisions):
         ap.error(f"--precision {a.precision}: each of fp32, fp16, bf16, fp8")
@@ -98,15 +106,15 @@ def main():
     print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
     print("|---|" + "---:|---:|---:|" * len(threads))
     cnn_ratios = {t: [] for t in threads}
-    for (label, model, inputs, cnn), prec in [(m, p) for m in chosen for p in precisions]:
+    for (label, model, inputs, cnn), prec, fusion in [(m, p, f) for m in chosen for p in precisions for f in fusions]:
         path = os.path.join(models, model + ".onnx")
         feeds = {k: np.load(os.path.join(models, v)) for k, v in inputs.items()}
-        cnn = cnn and len(precisions) == 1
+        cnn = cnn and len(precisions) == 1 and len(fusions) == 1
         cells = []
         for t in threads:
             args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
             args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
-            args += ["--precision", prec]
+            args += ["--precision", prec] + (["--qdq-fusion"] if fusion == "on" else [])
             r = subprocess.run(args, capture_output=True, text=True)
             theirs, their_min = ort_ms(path, feeds, t, a.runs)
             theirs_cell = f"{theirs:.2f}" + (f" / {their_min:.2f}" if a.fastest else "")
@@ -120,6 +128,7 @@ def main():
             ours_cell = f"{ours:.2f}" + (f" / {our_min:.2f}" if a.fastest else "")
             cells.append(f"{ours_cell} | {theirs_cell} | {ours / theirs:.2f}")
         name = label if len(precisions) == 1 else f"{label} ({prec})"
+        name += " (--qdq-fusion)" if fusion == "on" else ""
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     for t in threads:
         r = cnn_ratios[t]

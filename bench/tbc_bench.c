@@ -4,7 +4,7 @@
  * onnxruntime.
  *
  *   usage: tbc-bench MODEL.onnx NAME=INPUT.npy ... [--threads N] [--runs N] [-O N]
- *                    [--precision fp32|fp16|bf16|fp8]
+ *                    [--precision fp32|fp16|bf16|fp8] [--qdq-fusion]
  *
  * MODEL may also be a shared object from `tbc compile -o x.so` (perf then
  * names the kernels). */
@@ -33,7 +33,7 @@ static int rt_fail(tbcrt_status st) {
 
 int main(int argc, char **argv) {
 	const char *path = NULL;
-	int runs = 20, threads = 0, opt = 2, n_in = 0, precision = TBC_DT_F32;
+	int runs = 20, threads = 0, opt = 2, n_in = 0, precision = TBC_DT_F32, qdq_fusion = 0;
 	char *names[64];
 	const char *files[64];
 	for (int i = 1; i < argc; i++) {
@@ -52,6 +52,7 @@ int main(int argc, char **argv) {
 				return 2;
 			}
 		}
+		else if (!strcmp(argv[i], "--qdq-fusion")) qdq_fusion = 1;
 		else if (!path) path = argv[i];
 		else if (strchr(argv[i], '=') && n_in < 64) {
 			names[n_in] = argv[i];
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
 			files[n_in++] = eq + 1;
 		} else {
 			fprintf(stderr, "usage: tbc-bench MODEL.onnx NAME=INPUT.npy ... [--threads N] [--runs N] [-O N] "
-					"[--precision P]\n");
+					"[--precision P] [--qdq-fusion]\n");
 			return 2;
 		}
 	}
@@ -72,6 +73,7 @@ int main(int argc, char **argv) {
 	tbc_compile_options_init(&o);
 	o.opt_level = opt;
 	o.precision = precision;
+	o.qdq_fusion = qdq_fusion;
 	/* MODEL.so (tbc compile -o x.so): loaded by the runtime, so profilers
 	 * see the kernels' symbols; anything else is JIT-compiled. */
 	size_t plen = strlen(path);

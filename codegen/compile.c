@@ -246,6 +246,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	po.stats = &pst;
 	tbc_precision_options prec = {.low = (tbc_dtype)o->precision, .keep_io_types = o->keep_io_types != 0, .exclude = o->precision_exclude};
 	po.precision = &prec;
+	po.qdq_fusion = o->qdq_fusion != 0;
 	tbc_remat_options remat = {o->memory_budget_bytes, o->memory_budget_percent};
 	if (o->memory_budget_bytes || o->memory_budget_percent) po.remat = &remat;
 	int64_t fp32_bytes = const_bytes(work);

@@ -20,6 +20,11 @@ bool tbc_pass_cse(tbc_module *m, tbc_diags *d);     /* passes/cse.c */
 bool tbc_pass_dce(tbc_module *m, tbc_diags *d);     /* passes/dce.c */
 bool tbc_pass_fusion(tbc_module *m, tbc_diags *d);  /* passes/fusion.c */
 bool tbc_pass_memplan(tbc_module *m, tbc_diags *d); /* passes/memplan.c */
+/* Opt-in (tbc_pipeline_options.qdq_fusion): DequantizeLinear -> Conv /
+ * MatMul -> QuantizeLinear into QLinearConv / QLinearMatMul, as
+ * onnxruntime's graph optimizer does (not the model's float meaning bit
+ * for bit: passes/qdq_fusion.c). */
+bool tbc_pass_qdq_fusion(tbc_module *m, tbc_diags *d);
 
 /* Precision lowering (passes/precision.c, docs/precision.md): float32
  * computation moved to `low` where the policy allows, with Casts at the
@@ -193,6 +198,7 @@ typedef struct tbc_pipeline_options {
 	tbc_pipeline_stats *stats; /* NULL: not recorded */
 	const tbc_precision_options *precision; /* NULL: the model's own precision */
 	const tbc_remat_options *remat; /* NULL: no memory budget (no recomputation) */
+	bool qdq_fusion;        /* run tbc_pass_qdq_fusion after decompose (any level) */
 } tbc_pipeline_options;
 
 /* Defaults: -O2, verify in debug builds (no NDEBUG), no dump, no stats. */

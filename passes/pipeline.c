@@ -4,6 +4,9 @@
  *
  * Order and why:
  *   decompose composite ops into lowered ops, at every level: lowering needs it;
+ *   qdq_fusion (when asked, passes/qdq_fusion.c) DequantizeLinear -> Conv ->
+ *            QuantizeLinear into QLinearConv, before fold turns the weights'
+ *            DequantizeLinear into float constants;
  *   fold     constants first, so shapes sharpen before anything looks at them;
  *   simplify algebraic rewrites over what folding made constant (a
  *            BatchNormalization into the Conv before it);
@@ -32,6 +35,7 @@ const tbc_pass_info tbc_pass_table[] = {
 	{"dce", tbc_pass_dce, "remove ops and constants nobody reads"},
 	{"fusion", tbc_pass_fusion, "group elementwise chains and reductions into Fused ops"},
 	{"memplan", tbc_pass_memplan, "place intermediates in one arena"},
+	{"qdq_fusion", tbc_pass_qdq_fusion, "(--qdq-fusion) DequantizeLinear -> Conv/MatMul -> QuantizeLinear into QLinearConv/QLinearMatMul"},
 };
 const int tbc_pass_count = (int)(sizeof tbc_pass_table / sizeof *tbc_pass_table);
 
@@ -112,6 +116,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	if (opt->verify && !tbc_verify(m, d)) return false;
 
 	if (!run(&R, "decompose", tbc_pass_decompose)) return false; /* every level: needed to lower */
+	if (opt->qdq_fusion && !run(&R, "qdq_fusion", tbc_pass_qdq_fusion)) return false;
 	if (opt->opt_level >= 1) {
 		if (!run(&R, "fold", tbc_pass_fold)) return false;
 		if (!run(&R, "simplify", tbc_pass_simplify)) return false;

@@ -46,6 +46,10 @@ static const char usage_text[] =
 	"                             stored as float8 e4m3 with a float32 scale per output\n"
 	"                             channel, computing in float32\n"
 	"      --no-keep-io-types     with --precision: float32 inputs and outputs lowered too\n"
+	"      --qdq-fusion           DequantizeLinear -> Conv/MatMul -> QuantizeLinear (a QDQ\n"
+	"                             model) as QLinearConv/QLinearMatMul: integer sums, one\n"
+	"                             requantization, as onnxruntime; results may differ from\n"
+	"                             the float model by one quantization step (off by default)\n"
 	"      --precision-exclude LIST   op types and node names kept in float32\n"
 	"      --accuracy-budget B    with --precision and --calibrate: keep nodes in float32 until\n"
 	"                             the outputs meet B against the float32 model's on every\n"
@@ -750,6 +754,7 @@ static int cmd_compile(int argc, char **argv) {
 		}
 		else if (!strcmp(a, "--cuda-path") && has) o.cuda_path = argv[++i];
 		else if (!strcmp(a, "--no-cubin")) o.no_cubin = 1;
+		else if (!strcmp(a, "--qdq-fusion")) o.qdq_fusion = 1;
 		else if (!strcmp(a, "--dump-after") && has) o.dump_after = argv[++i];
 		else if (!strcmp(a, "--weights") && has) {
 			const char *w = argv[++i];

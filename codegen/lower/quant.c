@@ -25,13 +25,14 @@
 
 #include "codegen/lower/lower_gemm.h"
 #include "codegen/lower/kir_short.h"
+#include "codegen/lower/quant_internal.h"
 #include "codegen/lower/quant_vnni.h"
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
 
 static lower_result done(bool ok) { return ok ? LOWER_OK : LOWER_FAILED; }
-static lower_result refuse(lower_cx *cx, const tbc_op *op, const char *why) {
+lower_result quant_refuse(lower_cx *cx, const tbc_op *op, const char *why) {
 	lower_error(cx, op, "%s: %s has no lowering yet", tbc_ops[op->code].onnx_name, why);
 	return LOWER_FAILED;
 }
@@ -41,7 +42,7 @@ static bool is_float8(tbc_dtype dt) {
 }
 
 /* The integer range of a quantized integer type; false for other types. */
-static bool quant_int_range(tbc_dtype dt, double *lo, double *hi) {
+bool quant_int_range(tbc_dtype dt, double *lo, double *hi) {
 	switch (dt) {
 	case TBC_DT_U8: *lo = 0, *hi = 255; return true;
 	case TBC_DT_I8: *lo = -128, *hi = 127; return true;
@@ -55,7 +56,7 @@ static bool quant_int_range(tbc_dtype dt, double *lo, double *hi) {
 	}
 }
 
-static bool static_type(const tbc_type *t) {
+bool quant_static_type(const tbc_type *t) {
 	if (t->rank < 0) return false;
 	for (int d = 0; d < t->rank; d++)
 		if (t->dims[d].sym) return false;
@@ -76,7 +77,7 @@ static kir_expr *narrow(lk *l, tbc_dtype pdt, kir_expr *e) {
 }
 
 /* select(isnan(v), 0, clamp(v, lo, hi)) in v's float type. */
-static kir_expr *clamp_nan0(lk *l, kir_expr *v, double lo, double hi) {
+kir_expr *quant_clamp_nan0(lk *l, kir_expr *v, double lo, double hi) {
 	if (!v) return NULL;
 	tbc_dtype t = v->type;
 	kir_expr *c = BIN(l->k, KIR_MIN, BIN(l->k, KIR_MAX, v, F(l->k, t, lo)), F(l->k, t, hi));
@@ -95,7 +96,7 @@ typedef struct qmap {
 static bool qmap_make(lower_cx *cx, const tbc_op *op, const tbc_type *x, const tbc_value *p, qmap *m) {
 	memset(m, 0, sizeof *m);
 	const tbc_type *pt = &p->type;
-	if (!static_type(pt)) return refuse(cx, op, "a scale or zero point of symbolic shape"), false;
+	if (!quant_static_type(pt)) return quant_refuse(cx, op, "a scale or zero point of symbolic shape"), false;
 	int64_t block = tbc_attr_int(op, "block_size", 0), pn = static_numel(pt);
 	if (block < 0) return lower_error(cx, op, "block_size must not be negative");
 	if (pt->rank == 0 || (pn == 1 && block == 0 && pt->rank <= 1)) return true;
@@ -156,13 +157,13 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	if (!yv) return LOWER_OK;
 	const tbc_type *x = &xv->type;
 	tbc_dtype dt = yv->type.dtype;
-	if (x->rank < 0) return refuse(cx, op, "x of unknown rank");
+	if (x->rank < 0) return quant_refuse(cx, op, "x of unknown rank");
 	qmap ms, mz = {0};
 	if (!qmap_make(cx, op, x, sv, &ms) || (zv && !qmap_make(cx, op, x, zv, &mz))) return LOWER_FAILED;
 	double lo = 0, hi = 0;
 	bool is_int = quant_int_range(dt, &lo, &hi);
 	if (quantize && !is_int && !is_float8(dt) && dt != TBC_DT_F4E2M1)
-		return refuse(cx, op, "quantizing to this type");
+		return quant_refuse(cx, op, "quantizing to this type");
 
 	int ob = lower_result_buf(cx, yv);
 	char name[64];
@@ -186,7 +187,7 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
 	kir_expr *sidx = qmap_index(&l, &n, x, &ms, &ts[0], &ts[1]);
 	kir_expr *zidx = zv ? qmap_index(&l, &n, x, &mz, &ts[2], &ts[3]) : NULL;
-	if (!sidx || (zv && !zidx)) return refuse(cx, op, "this blocked layout");
+	if (!sidx || (zv && !zidx)) return quant_refuse(cx, op, "this blocked layout");
 	kir_expr *xl = kir_e_load(k, xb, lin), *sl = kir_e_load(k, sb, sidx);
 	kir_expr *zl = zv ? kir_e_load(k, zb, zidx) : NULL;
 	kir_expr *v;
@@ -203,7 +204,7 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 		if (is_int) {
 			q = kir_e_unary(k, KIR_ROUND_EVEN, q);
 			if (zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
-			v = CAST(l.k, dt, clamp_nan0(&l, q, lo, hi));
+			v = CAST(l.k, dt, quant_clamp_nan0(&l, q, lo, hi));
 		} else {
 			double fm = conv_dtype_float_max(dt);
 			if (dt == TBC_DT_F4E2M1 && zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
@@ -252,7 +253,7 @@ static kir_stmt *keep_if(kir_kernel *k, kir_var *v, kir_cmp cmp, kir_expr *x) {
 static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0];
 	const tbc_type *x = &xv->type;
-	if (x->dtype != TBC_DT_F32 || x->rank < 0) return refuse(cx, op, "x other than float32 of known rank");
+	if (x->dtype != TBC_DT_F32 || x->rank < 0) return quant_refuse(cx, op, "x other than float32 of known rank");
 	tbc_type st;
 	memset(&st, 0, sizeof st);
 	st.dtype = TBC_DT_F32;
@@ -359,7 +360,7 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
 	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
 	kir_expr *q = kir_e_unary(k, KIR_ROUND_EVEN, BIN(l.k, KIR_DIV, kir_e_load(k, xb, lin), kir_e_load(k, sb, I(l.k, 0))));
 	q = BIN(l.k, KIR_ADD, q, CAST(l.k, f, kir_e_load(k, zb, I(l.k, 0))));
-	kir_block_add(k, &n.body, kir_s_store(k, out, lin, CAST(l.k, TBC_DT_U8, clamp_nan0(&l, q, 0, 255))));
+	kir_block_add(k, &n.body, kir_s_store(k, out, lin, CAST(l.k, TBC_DT_U8, quant_clamp_nan0(&l, q, 0, 255))));
 	kir_stmt *body = nest_finish(&l, &n);
 	if (!body) body = n.body.first;
 	return done(lk_end(&l, body));
@@ -371,10 +372,10 @@ static lower_result lower_dynamic_quantize(lower_cx *cx, const tbc_op *op) {
  * of b. */
 
 /* Element `at` of a per-tensor or 1-D (size `len`) parameter: the index. */
-static bool vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_t len, const char *what, bool *per) {
+bool quant_vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_t len, const char *what, bool *per) {
 	*per = false;
 	if (!p) return true;
-	if (!static_type(&p->type)) return refuse(cx, op, "a parameter of symbolic shape"), false;
+	if (!quant_static_type(&p->type)) return quant_refuse(cx, op, "a parameter of symbolic shape"), false;
 	int64_t nel = static_numel(&p->type);
 	if (nel == 1) return true;
 	if (p->type.rank == 1 && nel == len) {
@@ -386,22 +387,26 @@ static bool vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_
 }
 
 /* Whether v is a constant of zeros (a zero point that shifts nothing). */
-static bool zero_const(const tbc_value *v) {
+bool quant_zero_const(const tbc_value *v) {
 	if (v->kind != TBC_VALUE_CONST || !v->constant) return false;
 	for (int64_t i = 0; i < v->constant->numel; i++)
 		if (tbc_load_f64(v->constant->dtype, v->constant->data, (size_t)i) != 0.0) return false;
 	return true;
 }
 
-/* v - zp into a new int16 scratch of v's shape (8-bit values: the difference
- * fits); zp per tensor, per row (per && !per_col) or per column.  Returns
- * the scratch's program buffer, -1 on failure (with a diagnostic). */
-static int shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, const tbc_value *zv, bool per, bool per_col) {
-	tbc_type t = v->type;
+/* v - zp into a new int16 scratch of v's shape, or of shape vt when given
+ * (v's elements read as that shape: a convolution's weights as a matrix)
+ * (8-bit values: the difference fits); zp per tensor, per row (per &&
+ * !per_col) or per column.  Returns the scratch's program buffer, -1 on
+ * failure (with a diagnostic). */
+int quant_shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, const tbc_type *vt, const tbc_value *zv, bool per,
+			bool per_col) {
+	const tbc_type *shape = vt ? vt : &v->type;
+	tbc_type t = *shape;
 	t.dtype = TBC_DT_I16;
 	int pb = lower_temp_buf(cx, &t, per_col ? "tbc.qmm_b" : "tbc.qmm_a");
 	if (pb < 0) {
-		refuse(cx, op, "an operand of this shape");
+		quant_refuse(cx, op, "an operand of this shape");
 		return -1;
 	}
 	lk l;
@@ -412,15 +417,15 @@ static int shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, con
 	zt.dtype = zv->type.dtype;
 	if (per && per_col) {
 		zt.rank = 1;
-		zt.dims[0] = v->type.dims[v->type.rank - 1];
+		zt.dims[0] = shape->dims[shape->rank - 1];
 	} else if (per) {
 		zt.rank = 2;
-		zt.dims[0] = v->type.dims[v->type.rank - 2];
+		zt.dims[0] = shape->dims[shape->rank - 2];
 		zt.dims[1] = (tbc_dim){.size = 1};
 	}
-	const tbc_type *ops[2] = {&v->type, &zt};
+	const tbc_type *ops[2] = {shape, &zt};
 	nest n;
-	if (!dst || !src || !zb || !nest_build(&l, &n, &v->type, per ? 2 : 1, ops)) return -1;
+	if (!dst || !src || !zb || !nest_build(&l, &n, shape, per ? 2 : 1, ops)) return -1;
 	kir_expr *lin = n.linear ? n.linear : I(l.k, 0);
 	kir_expr *zi = per ? nest_index(&l, &n, &zt) : I(l.k, 0);
 	kir_expr *val = BIN(l.k, KIR_SUB, CAST(l.k, TBC_DT_I16, kir_e_load(l.k, src, lin)),
@@ -467,7 +472,7 @@ static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_e
 	const tbc_dtype d = TBC_DT_F64;
 	kir_expr *r = BIN(l->k, KIR_MUL, CAST(l->k, d, acc), CAST(l->k, d, mult));
 	if (m->yz) r = BIN(l->k, KIR_ADD, r, CAST(l->k, d, kir_e_load(k, m->yz, m->yz_col ? col : I(l->k, 0))));
-	return CAST(l->k, m->ydt, clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
+	return CAST(l->k, m->ydt, quant_clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), m->lo, m->hi));
 }
 
 /* The type the integer GEMM sums in: the int32 sum of K products of 8-bit
@@ -477,7 +482,7 @@ static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_e
  * fastest (FMAs of 16 lanes, where int32 products are one vpmulld of 16).
  * Any partial sum is bounded the same way, so the order of the sums
  * changes nothing.  int32 when K is symbolic or too large. */
-static tbc_dtype exact_float_ct(tbc_dtype adt, tbc_dtype bdt, bool a_shifted, bool b_shifted, tbc_dim K) {
+tbc_dtype quant_exact_ct(tbc_dtype adt, tbc_dtype bdt, bool a_shifted, bool b_shifted, tbc_dim K) {
 	double amax = a_shifted ? 255 : adt == TBC_DT_U8 ? 255 : 128, bmax = b_shifted ? 255 : bdt == TBC_DT_U8 ? 255 : 128;
 	if (K.sym) return TBC_DT_I32;
 	double bound = (double)K.size * amax * bmax;
@@ -493,7 +498,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	const tbc_value *yv = op->outputs[0];
 	if (!yv) return LOWER_OK;
 	const tbc_type *at = &av->type, *bt = &bv->type, *yt = &yv->type;
-	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return refuse(cx, op, "operands of unknown rank or rank 0");
+	if (at->rank < 1 || bt->rank < 1 || yt->rank < 0) return quant_refuse(cx, op, "operands of unknown rank or rank 0");
 	int ra = at->rank, rb = bt->rank;
 	tbc_dim M = ra > 1 ? at->dims[ra - 2] : (tbc_dim){.size = 1}, K = at->dims[ra - 1];
 	tbc_dim N = rb > 1 ? bt->dims[rb - 1] : (tbc_dim){.size = 1};
@@ -506,7 +511,7 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		for (int d = 0; d < tb; d++) {
 			tbc_dim td = t->dims[d], od = yt->dims[nbatch - tb + d];
 			bool same = td.sym ? od.sym && !strcmp(td.sym, od.sym) : !od.sym && td.size == od.size;
-			if (!same && !(!td.sym && td.size == 1)) return refuse(cx, op, "run-time batch broadcasting");
+			if (!same && !(!td.sym && td.size == 1)) return quant_refuse(cx, op, "run-time batch broadcasting");
 		}
 	}
 	bool az_row, bz_col, as_row = false, bs_col = false, ys_col = false, yz_col = false;
@@ -516,16 +521,16 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	 * per-row or per-column one is refused by vec_param: its length -1
 	 * matches no tensor). */
 	int64_t Ml = M.sym ? -1 : M.size, Nl = N.sym ? -1 : N.size;
-	if (!vec_param(cx, op, azv, Ml, "a_zero_point", &az_row) || !vec_param(cx, op, bzv, Nl, "b_zero_point", &bz_col))
+	if (!quant_vec_param(cx, op, azv, Ml, "a_zero_point", &az_row) || !quant_vec_param(cx, op, bzv, Nl, "b_zero_point", &bz_col))
 		return LOWER_FAILED;
-	if (qlinear && (!vec_param(cx, op, asv, Ml, "a_scale", &as_row) || !vec_param(cx, op, bsv, Nl, "b_scale", &bs_col) ||
-			!vec_param(cx, op, ysv, Nl, "y_scale", &ys_col) || !vec_param(cx, op, yzv, Nl, "y_zero_point", &yz_col)))
+	if (qlinear && (!quant_vec_param(cx, op, asv, Ml, "a_scale", &as_row) || !quant_vec_param(cx, op, bsv, Nl, "b_scale", &bs_col) ||
+			!quant_vec_param(cx, op, ysv, Nl, "y_scale", &ys_col) || !quant_vec_param(cx, op, yzv, Nl, "y_zero_point", &yz_col)))
 		return LOWER_FAILED;
 	double lo = 0, hi = 0;
-	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return refuse(cx, op, "a non-integer output");
+	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return quant_refuse(cx, op, "a non-integer output");
 
-	if (at->dtype != TBC_DT_I8 && at->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
-	if (bt->dtype != TBC_DT_I8 && bt->dtype != TBC_DT_U8) return refuse(cx, op, "an operand other than int8/uint8");
+	if (at->dtype != TBC_DT_I8 && at->dtype != TBC_DT_U8) return quant_refuse(cx, op, "an operand other than int8/uint8");
+	if (bt->dtype != TBC_DT_I8 && bt->dtype != TBC_DT_U8) return quant_refuse(cx, op, "an operand other than int8/uint8");
 	int ob = lower_result_buf(cx, yv);
 	/* With a byte dot product (AVX-512 VNNI), 8-bit operands as they are
 	 * and B packed (quant_vnni.c) in place of its own layout. */
@@ -535,12 +540,12 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 	for (int d = 0; d < yt->rank; d++)
 		if (!yt->dims[d].sym && yt->dims[d].size == 0) return LOWER_OK;
 	/* Else operands with a zero point shifted into int16 scratch first. */
-	if (!vnni && azv && !zero_const(azv) && (apb = shift_operand(cx, op, av, azv, az_row, false)) < 0) return LOWER_FAILED;
-	if (!vnni && bzv && !zero_const(bzv) && (bpb = shift_operand(cx, op, bv, bzv, bz_col, true)) < 0) return LOWER_FAILED;
+	if (!vnni && azv && !quant_zero_const(azv) && (apb = quant_shift_operand(cx, op, av, NULL, azv, az_row, false)) < 0) return LOWER_FAILED;
+	if (!vnni && bzv && !quant_zero_const(bzv) && (bpb = quant_shift_operand(cx, op, bv, NULL, bzv, bz_col, true)) < 0) return LOWER_FAILED;
 
 	lk l;
 	if (!lk_begin(&l, cx, qlinear ? "qlinear_matmul" : "matmul_integer")) return LOWER_FAILED;
-	gemm_spec s = {.ct = vnni ? TBC_DT_I32 : exact_float_ct(at->dtype, bt->dtype, azv && !zero_const(azv), bzv && !zero_const(bzv), K)};
+	gemm_spec s = {.ct = vnni ? TBC_DT_I32 : quant_exact_ct(at->dtype, bt->dtype, azv && !quant_zero_const(azv), bzv && !quant_zero_const(bzv), K)};
 	s.a.buf = lk_buf(&l, apb);
 	s.b.buf = vnni ? NULL : lk_buf(&l, bpb);
 	s.y.buf = lk_buf(&l, ob);
@@ -586,129 +591,6 @@ static lower_result lower_qmatmul(lower_cx *cx, const tbc_op *op, bool qlinear) 
 		return done(lk_end(&l, qgemm_vnni_generate(&l, &s, &q)));
 	}
 	return done(lk_end(&l, gemm_generate(&l, &s)));
-}
-
-/* ---- ConvInteger / QLinearConv -------------------------------------------------
- * A direct convolution: parallel over (image, output channel), sequential
- * over output positions, input channels of the group and taps; a tap in the
- * padding reads a clamped index and contributes 0.  int32 sums of
- * (x - x_zp)(w - w_zp); QLinearConv adds the bias, then requantizes with the
- * multiplier in f32 and the product in f64, as the interpreter does. */
-static lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
-	const tbc_value *xv = op->inputs[0], *wv = op->inputs[qlinear ? 3 : 1];
-	const tbc_value *xzv = op->n_inputs > 2 ? op->inputs[2] : NULL;
-	const tbc_value *wzv = qlinear ? op->inputs[5] : op->n_inputs > 3 ? op->inputs[3] : NULL;
-	const tbc_value *xsv = qlinear ? op->inputs[1] : NULL, *wsv = qlinear ? op->inputs[4] : NULL;
-	const tbc_value *ysv = qlinear ? op->inputs[6] : NULL, *yzv = qlinear ? op->inputs[7] : NULL;
-	const tbc_value *bv = qlinear && op->n_inputs > 8 ? op->inputs[8] : NULL;
-	const tbc_value *yv = op->outputs[0];
-	if (!yv) return LOWER_OK;
-	const tbc_type *xt = &xv->type, *wt = &wv->type, *yt = &yv->type;
-	if (xt->rank < 3 || wt->rank != xt->rank || yt->rank != xt->rank) return refuse(cx, op, "operands of this rank");
-	if (!static_type(wt)) return refuse(cx, op, "a weight of symbolic shape");
-	for (int d = 1; d < xt->rank; d++)
-		if (xt->dims[d].sym) return refuse(cx, op, "symbolic channel or spatial dims");
-	int nsp = xt->rank - 2;
-	conv_geom g;
-	int64_t wk[CONV_MAX_SPATIAL];
-	for (int i = 0; i < nsp; i++) wk[i] = wt->dims[2 + i].size;
-	const char *err = conv_geom_read(&g, op, nsp, wk, true, false);
-	for (int i = 0; !err && i < nsp; i++) g.in[i] = xt->dims[2 + i].size;
-	if (!err) err = conv_geom_resolve(&g);
-	if (err) return lower_error(cx, op, "%s", err), LOWER_FAILED;
-	int64_t C = xt->dims[1].size, M = wt->dims[0].size, group = tbc_attr_int(op, "group", 1);
-	if (group <= 0 || C != wt->dims[1].size * group || M % group)
-		return lower_error(cx, op, "X, W and group do not agree"), LOWER_FAILED;
-	int64_t Cg = C / group, Mg = M / group;
-	int64_t in_size = conv_prod(0, nsp, g.in), out_size = conv_prod(0, nsp, g.out), k_size = conv_prod(0, nsp, g.kernel);
-	bool wz_per = false, ws_per = false, dummy = false;
-	if (!vec_param(cx, op, xzv, -1, "x_zero_point", &dummy) || !vec_param(cx, op, wzv, M, "w_zero_point", &wz_per))
-		return LOWER_FAILED;
-	if (qlinear && (!vec_param(cx, op, xsv, -1, "x_scale", &dummy) || !vec_param(cx, op, wsv, M, "w_scale", &ws_per) ||
-			!vec_param(cx, op, ysv, -1, "y_scale", &dummy) || !vec_param(cx, op, yzv, -1, "y_zero_point", &dummy)))
-		return LOWER_FAILED;
-	double lo = 0, hi = 0;
-	if (qlinear && !quant_int_range(yt->dtype, &lo, &hi)) return refuse(cx, op, "a non-integer output");
-
-	int ob = lower_result_buf(cx, yv);
-	lk l;
-	if (ob < 0 || !lk_begin(&l, cx, qlinear ? "qlinear_conv" : "conv_integer")) return LOWER_FAILED;
-	kir_kernel *k = l.k;
-	kir_buffer *out = lk_buf(&l, ob), *xb = lk_value(&l, xv), *wb = lk_value(&l, wv);
-	kir_buffer *xzb = xzv ? lk_value(&l, xzv) : NULL, *wzb = wzv ? lk_value(&l, wzv) : NULL;
-	kir_buffer *xsb = xsv ? lk_value(&l, xsv) : NULL, *wsb = wsv ? lk_value(&l, wsv) : NULL;
-	kir_buffer *ysb = ysv ? lk_value(&l, ysv) : NULL, *yzb = yzv ? lk_value(&l, yzv) : NULL;
-	kir_buffer *bb = bv ? lk_value(&l, bv) : NULL;
-	if (!out || !xb || !wb) return LOWER_FAILED;
-	const tbc_dtype it = TBC_DT_I32;
-
-	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
-	kir_block body = {0};
-	kir_expr *m = LET(l.k, &body, "m", MOD(l.k, V(l.k, t), I(l.k, M)));
-	kir_expr *n = LET(l.k, &body, "n", DIV(l.k, V(l.k, t), I(l.k, M)));
-	kir_expr *xbase = LET(l.k, &body, "xbase",
-				MUL(l.k, ADD(l.k, MUL(l.k, n, I(l.k, C)), MUL(l.k, DIV(l.k, m, I(l.k, Mg)), I(l.k, Cg))), I(l.k, in_size)));
-	kir_expr *wbase = LET(l.k, &body, "wbase", MUL(l.k, m, I(l.k, Cg * k_size)));
-	kir_expr *ybase = LET(l.k, &body, "ybase", MUL(l.k, V(l.k, t), I(l.k, out_size)));
-	kir_expr *zx = xzb ? LET(l.k, &body, "zx", CAST(l.k, it, kir_e_load(k, xzb, I(l.k, 0)))) : NULL;
-	kir_expr *zw = wzb ? LET(l.k, &body, "zw", CAST(l.k, it, kir_e_load(k, wzb, wz_per ? m : I(l.k, 0)))) : NULL;
-	kir_expr *bias = bb ? LET(l.k, &body, "bias", CAST(l.k, it, kir_e_load(k, bb, m))) : NULL;
-	kir_expr *mult = NULL;
-	if (qlinear) {
-		const tbc_dtype f = TBC_DT_F32;
-		kir_expr *xs = CAST(l.k, f, kir_e_load(k, xsb, I(l.k, 0))), *ws = CAST(l.k, f, kir_e_load(k, wsb, ws_per ? m : I(l.k, 0)));
-		kir_expr *ys = CAST(l.k, f, kir_e_load(k, ysb, I(l.k, 0)));
-		mult = LET(l.k, &body, "mult", CAST(l.k, TBC_DT_F64, BIN(l.k, KIR_DIV, BIN(l.k, KIR_MUL, xs, ws), ys)));
-	}
-	kir_expr *yz = yzb ? LET(l.k, &body, "yz", CAST(l.k, TBC_DT_F64, kir_e_load(k, yzb, I(l.k, 0)))) : NULL;
-
-	/* Output positions: one loop per spatial dim. */
-	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
-	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "kk", KIR_INDEX);
-	kir_var *acc = kir_var_new(k, "acc", it), *c = kir_var_new(k, "c", KIR_INDEX);
-	kir_block ob_ = {0};
-	kir_block_add(k, &ob_, kir_s_set(k, acc, bias ? bias : kir_e_int(k, it, 0)));
-	/* The taps: x index, w index and whether inside. */
-	kir_block tb = {0};
-	kir_expr *xi = I(l.k, 0), *wi = I(l.k, 0), *inside = NULL;
-	for (int d = 0; d < nsp; d++) {
-		kir_expr *ih = ADD(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g.stride[d])),
-				   ADD(l.k, MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d])), I(l.k, -g.pad_begin[d])));
-		ih = LET(l.k, &tb, "ih", ih);
-		kir_expr *in_d = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(l.k, 0)), kir_e_cmp(k, KIR_LT, ih, I(l.k, g.in[d])));
-		inside = inside ? kir_e_binary(k, KIR_AND, inside, in_d) : in_d;
-		kir_expr *ihc = BIN(l.k, KIR_MIN, BIN(l.k, KIR_MAX, ih, I(l.k, 0)), I(l.k, g.in[d] - 1));
-		xi = ADD(l.k, MUL(l.k, xi, I(l.k, g.in[d])), ihc);
-		wi = ADD(l.k, MUL(l.k, wi, I(l.k, g.kernel[d])), V(l.k, kv[d]));
-	}
-	kir_expr *ok = LET(l.k, &tb, "inside", inside);
-	xi = LET(l.k, &tb, "xi", ADD(l.k, xbase, xi));
-	wi = LET(l.k, &tb, "wi", ADD(l.k, wbase, wi));
-	kir_block cb = {0};
-	kir_expr *xe = CAST(l.k, it, kir_e_load(k, xb, ADD(l.k, xi, MUL(l.k, V(l.k, c), I(l.k, in_size)))));
-	kir_expr *we = CAST(l.k, it, kir_e_load(k, wb, ADD(l.k, wi, MUL(l.k, V(l.k, c), I(l.k, k_size)))));
-	if (zx) xe = BIN(l.k, KIR_SUB, xe, zx);
-	if (zw) we = BIN(l.k, KIR_SUB, we, zw);
-	kir_expr *prod = kir_e_select(k, ok, BIN(l.k, KIR_MUL, xe, we), kir_e_int(k, it, 0));
-	kir_block_add(k, &cb, kir_s_set(k, acc, BIN(l.k, KIR_ADD, V(l.k, acc), prod)));
-	kir_block_add(k, &tb, kir_s_for(k, c, I(l.k, 0), I(l.k, Cg), 1, KIR_LOOP_SEQUENTIAL, cb.first));
-	kir_stmt *taps = tb.first;
-	for (int d = nsp - 1; d >= 0; d--) taps = kir_s_for(k, kv[d], I(l.k, 0), I(l.k, g.kernel[d]), 1, KIR_LOOP_SEQUENTIAL, taps);
-	kir_block_add(k, &ob_, taps);
-	kir_expr *yi = I(l.k, 0);
-	for (int d = 0; d < nsp; d++) yi = ADD(l.k, MUL(l.k, yi, I(l.k, g.out[d])), V(l.k, o[d]));
-	kir_expr *v = V(l.k, acc);
-	if (qlinear) {
-		kir_expr *r = BIN(l.k, KIR_MUL, CAST(l.k, TBC_DT_F64, v), mult);
-		if (yz) r = BIN(l.k, KIR_ADD, r, yz);
-		v = CAST(l.k, yt->dtype, clamp_nan0(&l, kir_e_unary(k, KIR_ROUND_EVEN, r), lo, hi));
-	}
-	kir_block_add(k, &ob_, kir_s_store(k, out, ADD(l.k, ybase, yi), v));
-	kir_stmt *outs = ob_.first;
-	for (int d = nsp - 1; d >= 0; d--) outs = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g.out[d]), 1, KIR_LOOP_SEQUENTIAL, outs);
-	kir_block_add(k, &body, outs);
-	kir_expr *NM = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, M));
-	return done(lk_end(&l, kir_s_for(k, t, I(l.k, 0), NM, 1, KIR_LOOP_PARALLEL, body.first)));
 }
 
 /* ---- Entry ------------------------------------------------------------------*/

@@ -25,7 +25,10 @@
  * kernel's tile of MR rows x NC columns (8 x 32: 16 zmm accumulators)
  * walks one panel front to back.  K % 4 trailing products are added by
  * scalar kernel IR after the dot4; columns past N of the last panel are
- * computed on zeros and not stored.
+ * computed on zeros and not stored.  A convolution's B, its
+ * activations, is packed by a kernel of its own (quant_conv.c) with every
+ * column of a group of 4 rows side by side (ldb apart), its column sums
+ * beside it.
  *
  * The nest: a parallel loop over (batch, row group, column block), row
  * tiles inside, panels of the block inside those (the tile's A rows stay
@@ -40,18 +43,20 @@
 
 #define VNNI_CHUNKS 16
 
-bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+bool qgemm_vnni_fits(const lower_cx *cx, tbc_dtype a, tbc_dtype b, int64_t K, int64_t N) {
 	if (!cx->target->dot4_u8s8) return false;
 	const char *e = getenv("TBC_VNNI");
 	if (e && e[0] == '0' && !e[1]) return false;
-	if (a->type.dtype != TBC_DT_U8 && a->type.dtype != TBC_DT_I8) return false;
-	if (b->type.dtype != TBC_DT_U8 && b->type.dtype != TBC_DT_I8) return false;
-	if (b->kind != TBC_VALUE_CONST || !b->constant || b->type.rank != 2) return false;
-	const tbc_type *bt = &b->type;
-	if (bt->dims[0].sym || bt->dims[1].sym || bt->dims[0].size < 4 || bt->dims[1].size < 16) return false;
+	if ((a != TBC_DT_U8 && a != TBC_DT_I8) || (b != TBC_DT_U8 && b != TBC_DT_I8) || K < 4 || N < 16) return false;
 	/* the sums' bound: no overflow matters (int32 wraps as the sum does),
-	 * but keep the packed weights' size sane */
-	return bt->dims[0].size <= ((int64_t)1 << 24) && bt->dims[1].size <= ((int64_t)1 << 24);
+	 * but keep the packed operand's size sane */
+	return K <= ((int64_t)1 << 24) && N <= ((int64_t)1 << 24);
+}
+
+bool qgemm_vnni_wanted(const lower_cx *cx, const tbc_value *a, const tbc_value *b) {
+	const tbc_type *bt = &b->type;
+	if (b->kind != TBC_VALUE_CONST || !b->constant || bt->rank != 2 || bt->dims[0].sym || bt->dims[1].sym) return false;
+	return qgemm_vnni_fits(cx, a->type.dtype, bt->dtype, bt->dims[0].size, bt->dims[1].size);
 }
 
 /* The register tile: TBC_VNNI_TILE=MRxNC (NC 16, 32, 48 or 64; MR x NC / 16
@@ -66,6 +71,12 @@ static void choose_tile(const tbc_target_desc *t, int64_t N, int *mr, int *nc) {
 	    m * n / 16 <= 24)
 		*mr = m, *nc = n;
 	while (*nc > 16 && *nc > N) *nc -= 16;
+}
+
+int qgemm_vnni_tile_cols(const lower_cx *cx, int64_t N) {
+	int mr, nc;
+	choose_tile(cx->target, N, &mr, &nc);
+	return nc;
 }
 
 static kir_expr *i32(kir_kernel *k, int64_t v) { return kir_e_int(k, TBC_DT_I32, v); }
@@ -89,40 +100,47 @@ static bool const_zb(const tbc_value *zv, int64_t cb, int64_t *out) {
 kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	kir_kernel *k = l->k;
 	lower_cx *cx = l->cx;
-	const tbc_tensor *bt = q->b->constant;
-	int64_t K = q->b->type.dims[0].size, N = q->b->type.dims[1].size;
+	bool runtime_b = q->bpk != NULL;
+	const tbc_tensor *bt = runtime_b ? NULL : q->b->constant;
+	int64_t K = runtime_b ? q->K : q->b->type.dims[0].size, N = runtime_b ? q->N : q->b->type.dims[1].size;
 	int mr, nc;
 	choose_tile(cx->target, N, &mr, &nc);
 	int64_t mc = 0;
 	bool m_static = kir_e_const_index(s->M, &mc);
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
 	int64_t G = (K + 3) / 4, P = (N + nc - 1) / nc, KG = K / 4, kt = K % 4;
-	int64_t ca = s->a.buf->dtype == TBC_DT_I8 ? 128 : 0, cb = bt->dtype == TBC_DT_U8 ? 128 : 0;
+	int64_t ca = s->a.buf->dtype == TBC_DT_I8 ? 128 : 0, cb = runtime_b ? q->cb : bt->dtype == TBC_DT_U8 ? 128 : 0;
 	int64_t zb_c = 0;
 	bool zb_const = const_zb(q->bzv, cb, &zb_c);
 	bool zb_zero = zb_const && zb_c == 0;
-	bool za_zero = !q->az && ca == 0;
+	bool za_zero = !q->az && ca + q->za_add == 0;
 
-	/* B packed, and its column sums (less K zb' where zb' is a constant). */
-	void *pdata = NULL, *sdata = NULL;
-	int64_t pdims[3] = {P, G, 4 * nc}, sdims[1] = {P * nc};
-	int pb = lower_const_new(cx, TBC_DT_I8, 3, pdims, "b_vnni", &pdata);
-	int sb = pb >= 0 ? lower_const_new(cx, TBC_DT_I32, 1, sdims, "b_vnni_colsum", &sdata) : -1;
-	if (pb < 0 || sb < 0) return k->failed = true, NULL;
-	int8_t *pk = pdata;
-	int32_t *cs = sdata;
-	for (int64_t col = 0; col < N; col++) {
-		int64_t p = col / nc, c = col % nc;
-		uint32_t sum = 0;
-		for (int64_t kk = 0; kk < K; kk++) {
-			int64_t v = tbc_load_i64(bt->dtype, bt->data, (size_t)(kk * N + col)) - cb;
-			pk[((p * G + kk / 4) * nc + c) * 4 + kk % 4] = (int8_t)v;
-			sum += (uint32_t)v;
+	/* B packed, and its column sums (less K zb' where zb' is a constant;
+	 * a kernel's always). */
+	int pb = -1, sb = -1;
+	if (!runtime_b) {
+		void *pdata = NULL, *sdata = NULL;
+		int64_t pdims[3] = {P, G, 4 * nc}, sdims[1] = {P * nc};
+		pb = lower_const_new(cx, TBC_DT_I8, 3, pdims, "b_vnni", &pdata);
+		sb = pb >= 0 ? lower_const_new(cx, TBC_DT_I32, 1, sdims, "b_vnni_colsum", &sdata) : -1;
+		if (pb < 0 || sb < 0) return k->failed = true, NULL;
+		int8_t *pk = pdata;
+		int32_t *cs = sdata;
+		for (int64_t col = 0; col < N; col++) {
+			int64_t p = col / nc, c = col % nc;
+			uint32_t sum = 0;
+			for (int64_t kk = 0; kk < K; kk++) {
+				int64_t v = tbc_load_i64(bt->dtype, bt->data, (size_t)(kk * N + col)) - cb;
+				pk[((p * G + kk / 4) * nc + c) * 4 + kk % 4] = (int8_t)v;
+				sum += (uint32_t)v;
+			}
+			if (zb_const) sum -= (uint32_t)K * (uint32_t)zb_c;
+			cs[col] = (int32_t)sum;
 		}
-		if (zb_const) sum -= (uint32_t)K * (uint32_t)zb_c;
-		cs[col] = (int32_t)sum;
 	}
-	kir_buffer *pkb = lk_buf(l, pb), *csb = lk_buf(l, sb);
+	bool cs_final = zb_const || runtime_b; /* the column sums hold - K zb' */
+	int64_t ldb = runtime_b ? q->ldb : 4 * nc;
+	kir_buffer *pkb = runtime_b ? q->bpk : lk_buf(l, pb), *csb = runtime_b ? q->bcs : lk_buf(l, sb);
 	if (!pkb || !csb) return k->failed = true, NULL;
 
 	/* Chunks: as the float GEMM's (matmul.c): blocks of 4 panels, as many
@@ -154,6 +172,10 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		kir_expr *b = s->base && w != 1 ? s->base(s->ctx, l, w, batch) : NULL;
 		base[w] = b ? LET(k, &body, w == 0 ? "abase" : "ybase", b) : I(k, 0);
 	}
+	/* A kernel's B: the batch's; a's zero points: the batch's group's. */
+	kir_expr *bfirst = runtime_b ? LET(k, &body, "bfirst", MUL(k, batch, I(k, q->bstride))) : I(k, 0);
+	kir_expr *csfirst = runtime_b ? LET(k, &body, "csfirst", MUL(k, batch, I(k, q->ncs))) : I(k, 0);
+	kir_expr *azfirst = q->a_groups > 1 ? LET(k, &body, "azfirst", MUL(k, MOD(k, batch, I(k, q->a_groups)), s->M)) : NULL;
 
 	/* A row tile. */
 	kir_var *rt = kir_var_new(k, "rt", KIR_INDEX);
@@ -165,8 +187,9 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		rows[r] = LET(k, &rtb, "row", MIN(k, ADD(k, i0, I(k, r)), mlast));
 		a_at[r] = LET(k, &rtb, "arow", ADD(k, base[0], MUL(k, rows[r], s->a.rs)));
 		/* za' = a_zp + ca */
-		kir_expr *za = q->az ? CAST(k, TBC_DT_I32, LOAD(k, q->az, q->az_row ? rows[r] : I(k, 0))) : i32(k, 0);
-		zap[r] = za_zero ? NULL : LET(k, &rtb, "zap", iadd(k, za, i32(k, ca)));
+		kir_expr *zat = !q->az_row ? I(k, 0) : azfirst ? ADD(k, azfirst, rows[r]) : rows[r];
+		kir_expr *za = q->az ? CAST(k, TBC_DT_I32, LOAD(k, q->az, zat)) : i32(k, 0);
+		zap[r] = za_zero ? NULL : LET(k, &rtb, "zap", iadd(k, za, i32(k, ca + q->za_add)));
 		rsum[r] = NULL;
 		if (!zb_zero) { /* rowsum(a_u) */
 			kir_var *rs = kir_var_new(k, "rowsum", TBC_DT_I32), *kk = kir_var_new(k, "k", KIR_INDEX);
@@ -178,85 +201,95 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		}
 	}
 
-	/* A tile: panel p of B. */
-	kir_var *p = kir_var_new(k, "p", KIR_INDEX);
-	kir_block tile = {0};
-	kir_expr *j0 = LET(k, &tile, "j0", MUL(k, V(k, p), I(k, nc)));
-	kir_expr *pbase = LET(k, &tile, "pbase", MUL(k, V(k, p), I(k, G * 4 * nc)));
-	kir_var **acc = calloc((size_t)(mr * nc), sizeof *acc);
-	if (!acc) return k->failed = true, NULL;
-	for (int i = 0; i < mr * nc; i++) {
-		acc[i] = kir_var_new(k, "acc", TBC_DT_I32);
-		kir_block_add(k, &tile, kir_s_set(k, acc[i], i32(k, 0)));
-	}
-	kir_dot4 d = {.mr = mr, .nc = nc, .a = s->a.buf, .b = pkb, .b_at = pbase, .groups = I(k, KG), .ldb = 4 * nc, .acc = acc};
-	for (int r = 0; r < mr; r++) d.a_at[r] = a_at[r];
-	kir_block_add(k, &tile, kir_s_dot4(k, &d));
-	/* The K % 4 trailing products. */
-	for (int64_t e = 0; e < kt; e++) {
-		int64_t kk = 4 * KG + e;
-		kir_expr *au[KIR_DOT4_MAX_MR];
-		for (int r = 0; r < mr; r++)
-			au[r] = LET(k, &tile, "au", iadd(k, CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], I(k, kk)))), i32(k, ca)));
+	/* A tile: panel p of B.  The panels whose columns all lie before N, then (when N is not a
+	 * multiple of nc) the last one, whose columns past N are computed on
+	 * zeros and not stored: apart, so that the others' stores are plain
+	 * rows a vector stores (a test per column keeps the epilogue scalar). */
+	int variants = N % nc ? 2 : 1;
+	int64_t PF = N / nc;
+	for (int part = 0; part < variants; part++) {
+		bool partial = part == 1;
+		kir_var *p = kir_var_new(k, "p", KIR_INDEX);
+		kir_block tile = {0};
+		kir_expr *j0 = LET(k, &tile, "j0", MUL(k, V(k, p), I(k, nc)));
+		kir_expr *pbase = LET(k, &tile, "pbase", runtime_b ? ADD(k, bfirst, MUL(k, j0, I(k, 4))) : MUL(k, V(k, p), I(k, G * 4 * nc)));
+		kir_var **acc = calloc((size_t)(mr * nc), sizeof *acc);
+		if (!acc) return k->failed = true, NULL;
+		for (int i = 0; i < mr * nc; i++) {
+			acc[i] = kir_var_new(k, "acc", TBC_DT_I32);
+			kir_block_add(k, &tile, kir_s_set(k, acc[i], i32(k, 0)));
+		}
+		kir_dot4 d = {.mr = mr, .nc = nc, .a = s->a.buf, .b = pkb, .b_at = pbase, .groups = I(k, KG), .ldb = ldb, .acc = acc};
+		for (int r = 0; r < mr; r++) d.a_at[r] = a_at[r];
+		kir_block_add(k, &tile, kir_s_dot4(k, &d));
+		/* The K % 4 trailing products. */
+		for (int64_t e = 0; e < kt; e++) {
+			int64_t kk = 4 * KG + e;
+			kir_expr *au[KIR_DOT4_MAX_MR];
+			for (int r = 0; r < mr; r++)
+				au[r] = LET(k, &tile, "au", iadd(k, CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], I(k, kk)))), i32(k, ca)));
+			for (int c = 0; c < nc; c++) {
+				kir_expr *bi = ADD(k, pbase, I(k, KG * ldb + 4 * c + e));
+				kir_expr *bv = LET(k, &tile, "bt", CAST(k, TBC_DT_I32, LOAD(k, pkb, bi)));
+				for (int r = 0; r < mr; r++) {
+					kir_var *x = acc[r * nc + c];
+					kir_block_add(k, &tile, kir_s_set(k, x, iadd(k, V(k, x), imul(k, au[r], bv))));
+				}
+			}
+		}
+		/* The epilogue: every value first, then the stores (matmul.c's
+		 * micro_tile says why). */
+		kir_expr *nlast = I(k, N - 1);
+		kir_expr **val = calloc((size_t)(mr * nc), sizeof *val);
+		kir_expr *cols[64];
+		if (!val) {
+			free(acc);
+			return k->failed = true, NULL;
+		}
 		for (int c = 0; c < nc; c++) {
-			kir_expr *bi = ADD(k, pbase, I(k, (KG * nc + c) * 4 + e));
-			kir_expr *bv = LET(k, &tile, "bt", CAST(k, TBC_DT_I32, LOAD(k, pkb, bi)));
+			kir_expr *col = ADD(k, j0, I(k, c));
+			cols[c] = partial ? LET(k, &tile, "col", MIN(k, col, nlast)) : col;
+			kir_expr *csum = za_zero ? NULL : LOAD(k, csb, ADD(k, csfirst, col));
+			kir_expr *zbp = NULL; /* zb', where it is not the constant 0 */
+			if (!zb_zero) {
+				zbp = zb_const ? i32(k, zb_c)
+					       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? cols[c] : I(k, 0))), i32(k, cb));
+				if (!cs_final && csum) csum = isub(k, csum, imul(k, i32(k, K), zbp));
+			}
+			if (csum) csum = LET(k, &tile, "csum", csum);
+			if (zbp && !zb_const) zbp = LET(k, &tile, "zbp", zbp);
 			for (int r = 0; r < mr; r++) {
-				kir_var *x = acc[r * nc + c];
-				kir_block_add(k, &tile, kir_s_set(k, x, iadd(k, V(k, x), imul(k, au[r], bv))));
+				kir_expr *v = V(k, acc[r * nc + c]);
+				if (csum) v = isub(k, v, imul(k, zap[r], csum));
+				if (zbp) v = isub(k, v, imul(k, zbp, rsum[r]));
+				v = s->epi ? s->epi(s->ctx, l, v, batch, rows[r], cols[c]) : CAST(k, s->y.buf->dtype, v);
+				val[r * nc + c] = LET(k, &tile, "v", v);
 			}
 		}
-	}
-	/* The epilogue: every value first, then the stores (matmul.c's
-	 * micro_tile says why). */
-	kir_expr *nlast = I(k, N - 1);
-	kir_expr **val = calloc((size_t)(mr * nc), sizeof *val);
-	kir_expr *cols[64];
-	if (!val) {
+		for (int c = 0; c < nc; c++) {
+			kir_block st = {0};
+			for (int r = 0; r < mr; r++) {
+				kir_expr *yi = ADD(k, ADD(k, base[2], MUL(k, rows[r], s->y.rs)), MUL(k, cols[c], s->y.cs));
+				kir_block_add(k, &st, kir_s_store(k, s->y.buf, yi, val[r * nc + c]));
+			}
+			if (partial) /* the last panel's columns past N: computed on zeros, not stored */
+				kir_block_add(k, &tile, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
+			else
+				for (kir_stmt *x = st.first; x;) {
+					kir_stmt *nx = x->next;
+					x->next = NULL;
+					kir_block_add(k, &tile, x);
+					x = nx;
+				}
+		}
+		free(val);
 		free(acc);
-		return k->failed = true, NULL;
-	}
-	for (int c = 0; c < nc; c++) {
-		kir_expr *col = ADD(k, j0, I(k, c));
-		cols[c] = N % nc ? LET(k, &tile, "col", MIN(k, col, nlast)) : col;
-		kir_expr *csum = za_zero ? NULL : LOAD(k, csb, col);
-		kir_expr *zbp = NULL; /* zb', where it is not the constant 0 */
-		if (!zb_zero) {
-			zbp = zb_const ? i32(k, zb_c)
-				       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? cols[c] : I(k, 0))), i32(k, cb));
-			if (!zb_const && csum) csum = isub(k, csum, imul(k, i32(k, K), zbp));
-		}
-		if (csum) csum = LET(k, &tile, "csum", csum);
-		if (zbp && !zb_const) zbp = LET(k, &tile, "zbp", zbp);
-		for (int r = 0; r < mr; r++) {
-			kir_expr *v = V(k, acc[r * nc + c]);
-			if (csum) v = isub(k, v, imul(k, zap[r], csum));
-			if (zbp) v = isub(k, v, imul(k, zbp, rsum[r]));
-			v = s->epi ? s->epi(s->ctx, l, v, batch, rows[r], cols[c]) : CAST(k, s->y.buf->dtype, v);
-			val[r * nc + c] = LET(k, &tile, "v", v);
-		}
-	}
-	for (int c = 0; c < nc; c++) {
-		kir_block st = {0};
-		for (int r = 0; r < mr; r++) {
-			kir_expr *yi = ADD(k, ADD(k, base[2], MUL(k, rows[r], s->y.rs)), MUL(k, cols[c], s->y.cs));
-			kir_block_add(k, &st, kir_s_store(k, s->y.buf, yi, val[r * nc + c]));
-		}
-		if (N % nc) /* the last panel's columns past N: computed on zeros, not stored */
-			kir_block_add(k, &tile, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
-		else
-			for (kir_stmt *x = st.first; x;) {
-				kir_stmt *nx = x->next;
-				x->next = NULL;
-				kir_block_add(k, &tile, x);
-				x = nx;
-			}
-	}
-	free(val);
-	free(acc);
 
-	kir_expr *plo = MUL(k, cbi, I(k, tb)), *phi = MIN(k, ADD(k, plo, I(k, tb)), I(k, P));
-	kir_block_add(k, &rtb, kir_s_for(k, p, plo, phi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+		kir_expr *plo = MUL(k, cbi, I(k, tb)), *phi = MIN(k, ADD(k, plo, I(k, tb)), I(k, P));
+		if (variants > 1 && !partial) phi = MIN(k, phi, I(k, PF));
+		if (partial) plo = MAX(k, plo, I(k, PF));
+		kir_block_add(k, &rtb, kir_s_for(k, p, plo, phi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+	}
 	kir_expr *rlo = MUL(k, rgi, I(k, rg)), *rhi = MIN(k, ADD(k, rlo, I(k, rg)), RT);
 	kir_block_add(k, &body, kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, rtb.first));
 	kir_expr *total = MUL(k, MUL(k, s->NB, RGN), I(k, CB));

@@ -270,6 +270,13 @@ typedef struct tbc_compile_options {
 	 * PTX alone (a line in the stats says so).  no_cubin nonzero: never. */
 	const char *cuda_path;
 	int no_cubin;
+	/* QDQ fusion (docs/lower-quant.md; added last, as above): nonzero
+	 * rewrites DequantizeLinear -> Conv / MatMul -> QuantizeLinear into
+	 * QLinearConv / QLinearMatMul (integer sums, one requantization), as
+	 * onnxruntime's graph optimizer does.  Results then follow onnxruntime,
+	 * not the model's float meaning: they may differ from the interpreter's
+	 * by one quantization step.  0 (init's default): off. */
+	int qdq_fusion;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u

@@ -46,6 +46,7 @@ static const struct golden_pass {
 	{"cse", tbc_pass_cse, 0, 0},
 	{"dce", tbc_pass_dce, 0, 0},
 	{"fusion", tbc_pass_fusion, 0, 0},
+	{"qdq_fusion", tbc_pass_qdq_fusion, 0, 0},
 };
 
 /* ---- Files ---- */

@@ -261,6 +261,154 @@ static void test_matmul_integer_avx_vnni(void **state) {
 			}
 }
 
+/* ---- ConvInteger, QLinearConv: im2row and the dot4 GEMM ------------------------*/
+
+/* A constant weight [M, Cg, kernel...] of dt, random with both extremes. */
+static tbc_value *conv_weights(model *md, tbc_dtype dt, int rank, const int64_t *dims) {
+	int64_t n = 1;
+	for (int d = 0; d < rank; d++) n *= dims[d];
+	double *v = malloc((size_t)n * sizeof *v);
+	for (int64_t i = 0; i < n; i++) v[i] = lo_of(dt) + (double)(int64_t)(rnd(md) * 256);
+	v[0] = lo_of(dt), v[n - 1] = hi_of(dt);
+	tbc_value *c = constant(md, dt, rank, dims, v);
+	free(v);
+	return c;
+}
+
+static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
+	a->n = n;
+	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof(int64_t));
+	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
+}
+
+/* The shapes: channels per group not a multiple of 4 (3, 5, 2: padded to
+ * 4 in the dot4 form) and ones that are (16, 4), output channels (the
+ * tile's rows) below, at and past its 8 (16, 17, 20, 40, 33, 34),
+ * positions (its columns) not a multiple of 16 (42, 35, 20, 25, 21) and
+ * one that is (32), groups, padding (with a nonzero x zero point: a tap in
+ * the padding must add nothing), strides, dilations, 1-D and 3-D, a
+ * symbolic batch; and fewer than 16 positions (4: the int16 form, W a
+ * constant). */
+static const struct qconv_case {
+	const char *x;
+	int rank;
+	int64_t w[5];
+	int64_t group, pads[6], strides[3], dil[3];
+} qconv_cases[] = {
+	{"1,3,7,6", 4, {17, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+	{"N,6,9,8", 4, {40, 3, 3, 2}, 2, {2, 0, 1, 1}, {2, 1}, {1, 2}},
+	{"2,5,4,5", 4, {20, 5, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+	{"1,16,9,9", 4, {33, 16, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}},
+	{"1,4,40", 3, {34, 2, 5}, 2, {3, 2}, {2}, {1}},
+	{"1,2,4,5,3", 5, {16, 2, 3, 1, 3}, 1, {1, 0, 1, 1, 2, 0}, {1, 2, 1}, {1, 1, 1}},
+	{"1,3,4,4", 4, {20, 3, 3, 3}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+};
+
+static tbc_op *qconv_op(model *md, const struct qconv_case *c, tbc_opcode code, int n_in, tbc_value *const *ins) {
+	tbc_op *op = tbc_op_new(md->m->main, code, "n", n_in, ins, 1);
+	int nsp = c->rank - 2;
+	tbc_op_add_attr(op, "group", TBC_ATTR_INT)->i = c->group;
+	set_ints(op, "pads", 2 * nsp, c->pads);
+	set_ints(op, "strides", nsp, c->strides);
+	set_ints(op, "dilations", nsp, c->dil);
+	return op;
+}
+
+/* ConvInteger with a constant W, every operand type, zero points absent,
+ * per tensor and per output channel: the interpreter's sums bit for bit. */
+static void test_conv_integer_constant_w_every_edge(void **state) {
+	(void)state;
+	for (size_t i = 0; i < sizeof qconv_cases / sizeof qconv_cases[0]; i++)
+		for (int xt = 0; xt < 2; xt++)
+			for (int wt = 0; wt < 2; wt++) {
+				const struct qconv_case *c = &qconv_cases[i];
+				model md = model_new();
+				tbc_dtype xd = types[xt], wd = types[wt];
+				tbc_value *x = input_sym(&md, xd, c->x, 2, lo_of(xd), hi_of(xd) + 1);
+				tbc_value *w = conv_weights(&md, wd, c->rank, c->w);
+				tbc_value *outs[4];
+				outs[0] = qconv_op(&md, c, TBC_OP_ConvInteger, 2, (tbc_value *[]){x, w})->outputs[0];
+				tbc_value *ins[4] = {x, w, scalar(&md, xd, lo_of(xd) + 77), scalar(&md, wd, wd == TBC_DT_U8 ? 128 : 0)};
+				outs[1] = qconv_op(&md, c, TBC_OP_ConvInteger, 4, ins)->outputs[0];
+				ins[3] = scalar(&md, wd, lo_of(wd) + 201);
+				outs[2] = qconv_op(&md, c, TBC_OP_ConvInteger, 4, ins)->outputs[0];
+				ins[2] = scalar(&md, xd, hi_of(xd));
+				ins[3] = per(&md, wd, c->w[0]);
+				outs[3] = qconv_op(&md, c, TBC_OP_ConvInteger, 4, ins)->outputs[0];
+				check_outputs(&md, 4, outs, 0);
+			}
+}
+
+/* QLinearConv with a constant W and bias: the requantization, scales per
+ * tensor and per channel, constant and graph inputs (the multiplier
+ * computed when lowering or in the kernel). */
+static void test_qlinear_conv_constant_w(void **state) {
+	(void)state;
+	for (size_t i = 0; i < sizeof qconv_cases / sizeof qconv_cases[0]; i++)
+		for (int xt = 0; xt < 2; xt++)
+			for (int wt = 0; wt < 2; wt++) {
+				const struct qconv_case *c = &qconv_cases[i];
+				model md = model_new();
+				tbc_dtype xd = types[xt], wd = types[wt];
+				int64_t M = c->w[0];
+				double *bias = malloc((size_t)M * sizeof *bias);
+				for (int64_t m = 0; m < M; m++) bias[m] = (double)(int64_t)(rnd(&md) * 20000) - 10000;
+				int64_t bdims[1] = {M};
+				tbc_value *ins[9] = {input_sym(&md, xd, c->x, 2, lo_of(xd), hi_of(xd) + 1),
+						     scalar(&md, TBC_DT_F32, 0.0066),
+						     scalar(&md, xd, lo_of(xd) + 113),
+						     conv_weights(&md, wd, c->rank, c->w),
+						     scalar(&md, TBC_DT_F32, 0.00705),
+						     scalar(&md, wd, wd == TBC_DT_U8 ? 128 : 0),
+						     scalar(&md, TBC_DT_F32, 0.107),
+						     scalar(&md, xd, lo_of(xd) + 118),
+						     constant(&md, TBC_DT_I32, 1, bdims, bias)};
+				free(bias);
+				tbc_value *y0 = qconv_op(&md, c, TBC_OP_QLinearConv, 9, ins)->outputs[0];
+				double *ws = malloc((size_t)M * sizeof *ws);
+				for (int64_t m = 0; m < M; m++) ws[m] = 0.001 + 0.004 * rnd(&md);
+				ins[4] = constant(&md, TBC_DT_F32, 1, bdims, ws);
+				free(ws);
+				ins[5] = per(&md, wd, M);
+				ins[6] = input_sym(&md, TBC_DT_F32, "", 1, 0.05, 0.2); /* y_scale known only when running */
+				tbc_value *y1 = qconv_op(&md, c, TBC_OP_QLinearConv, 8, ins)->outputs[0];
+				check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+			}
+}
+
+/* The description with dot4 makes the integer convolutions of it where W
+ * is a constant (W the tile's rows, 8, the positions its columns, 16
+ * here); without, or with W a graph input, int16 operands. */
+static void test_conv_lowering_takes_dot4_where_declared(void **state) {
+	(void)state;
+	for (int with = 0; with < 2; with++)
+		for (int const_w = 0; const_w < 2; const_w++) {
+			model md = model_new();
+			int64_t wdims[4] = {32, 8, 3, 3};
+			tbc_value *x = input_sym(&md, TBC_DT_U8, "1,8,6,6", 1, 0, 256);
+			tbc_value *w = const_w ? conv_weights(&md, TBC_DT_I8, 4, wdims) : input_sym(&md, TBC_DT_I8, "32,8,3,3", 1, -128, 128);
+			tbc_value *ins[2] = {x, w};
+			tbc_graph_add_output(md.m->main, tbc_op_new(md.m->main, TBC_OP_ConvInteger, "n", 2, ins, 1)->outputs[0]);
+			tbc_diags *d = tbc_diags_create();
+			tbc_infer cx = {.module = md.m, .diags = d};
+			assert_true(tbc_infer_graph(&cx, md.m->main));
+			tbc_target_desc t = tbc_target_desc_cpu_default();
+			if (with) t = g_vnni;
+			tbc_arena *arena = tbc_arena_create();
+			kir_program *p = NULL;
+			assert_int_equal(kir_lower(md.m, &t, arena, d, &p), TBC_OK);
+			char *text = kir_program_print(p);
+			assert_non_null(text);
+			assert_int_equal(strstr(text, "dot4 [8 x 16]") != NULL, with && const_w);
+			free(text);
+			tbc_arena_destroy(arena);
+			tbc_diags_destroy(d);
+			for (int i = 0; i < md.n_in; i++) tbc_tensor_destroy(md.in[i]);
+			tbc_module_destroy(md.m);
+		}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowering_takes_dot4_where_declared),
@@ -270,6 +418,9 @@ int main(void) {
 		cmocka_unit_test(test_dynamic_quantize_parallel_range),
 		cmocka_unit_test(test_cpus_declaring_dot4),
 		cmocka_unit_test(test_matmul_integer_avx_vnni),
+		cmocka_unit_test(test_conv_lowering_takes_dot4_where_declared),
+		cmocka_unit_test(test_conv_integer_constant_w_every_edge),
+		cmocka_unit_test(test_qlinear_conv_constant_w),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -62,7 +62,7 @@ static const char *const chain =
 /* ---- registry and pipeline ---- */
 static void registry_finds_every_pass_by_name(void **state) {
 	(void)state;
-	const char *names[] = {"decompose", "fold", "simplify", "cse", "dce", "fusion", "memplan"};
+	const char *names[] = {"decompose", "fold", "simplify", "cse", "dce", "fusion", "memplan", "qdq_fusion"};
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
 		const tbc_pass_info *p = tbc_pass_find(names[i]);
 		assert_non_null(p);
@@ -70,7 +70,7 @@ static void registry_finds_every_pass_by_name(void **state) {
 		assert_non_null(p->run);
 	}
 	assert_null(tbc_pass_find("nope"));
-	assert_int_equal(tbc_pass_count, 7);
+	assert_int_equal(tbc_pass_count, 8);
 }
 
 static void pipeline_dump_after_prints_text_that_parses_back(void **state) {
@@ -182,6 +182,43 @@ static void pipeline_O0_runs_only_memory_planning(void **state) {
 	free(text);
 	tbc_module_destroy(m);
 	tbc_diags_destroy(d);
+}
+
+/* The QDQ fusion (onnxruntime's meaning, not the model's float one) runs
+ * only when asked, right after decompose, before fold folds the weights'
+ * DequantizeLinear into float constants. */
+static void pipeline_qdq_fusion_only_when_asked(void **state) {
+	(void)state;
+	static const char qdq_conv[] = "module ir_version 8 opset 21\n"
+				       "graph main(%x: u8[1,2,3,3]) {\n"
+				       "  %xs: f32[] = const [0.5]\n"
+				       "  %xz: u8[] = const [128]\n"
+				       "  %w: i8[2,2,1,1] = const [1, -2, 3, -4]\n"
+				       "  %ws: f32[] = const [0.25]\n"
+				       "  %ys: f32[] = const [0.75]\n"
+				       "  %dx: f32[1,2,3,3] = DequantizeLinear(%x, %xs, %xz)\n"
+				       "  %dw: f32[2,2,1,1] = DequantizeLinear(%w, %ws)\n"
+				       "  %c: f32[1,2,3,3] = Conv(%dx, %dw)\n"
+				       "  %y: u8[1,2,3,3] = QuantizeLinear(%c, %ys)\n"
+				       "  return %y\n"
+				       "}\n";
+	for (int asked = 0; asked < 2; asked++) {
+		tbc_module *m = parse(qdq_conv);
+		tbc_pipeline_stats st;
+		memset(&st, 0, sizeof st);
+		tbc_pipeline_options o = tbc_pipeline_defaults();
+		o.stats = &st;
+		o.qdq_fusion = asked;
+		tbc_diags *d = tbc_diags_create();
+		assert_true(tbc_run_pipeline(m, &o, d));
+		char *text = tbc_print(m);
+		assert_int_equal(strstr(text, "QLinearConv(%x, %xs, %xz, %w, %ws") != NULL, asked);
+		assert_int_equal(strstr(text, "Conv(%dx") != NULL || strstr(text, "= Conv(") != NULL, !asked);
+		assert_string_equal(st.passes[1].name, asked ? "qdq_fusion" : "fold");
+		free(text);
+		tbc_module_destroy(m);
+		tbc_diags_destroy(d);
+	}
 }
 
 /* ---- memory plans ---- */
@@ -628,6 +665,7 @@ int main(void) {
 		cmocka_unit_test(pipeline_refuses_unknown_dump_pass),
 		cmocka_unit_test(pipeline_records_time_per_pass_and_arena),
 		cmocka_unit_test(pipeline_O0_runs_only_memory_planning),
+		cmocka_unit_test(pipeline_qdq_fusion_only_when_asked),
 		cmocka_unit_test(memplan_reuses_dead_memory_and_writes_in_place),
 		cmocka_unit_test(memplan_places_a_view_in_its_input_buffer),
 		cmocka_unit_test(memplan_check_catches_overlap_of_live_values),
