@@ -635,6 +635,33 @@ static int const_ints(const tbc_op *op, int index, int64_t *out) {
 }
 
 /* Slice with steps of 1: the gradient padded with zeros back to x's shape. */
+/* g spread along axis a with stride s: each element followed by s - 1
+ * zeros, cut to `len` (Unsqueeze after a, Pad that axis, Reshape the two
+ * into one: the shape from Shape(g), so other dims may be symbolic). */
+static tbc_value *spread(ad *A, tbc_value *g, int a, int64_t s, int64_t len) {
+	int r = g->type.rank;
+	int64_t ax = a + 1;
+	tbc_value *u = op2(A, TBC_OP_Unsqueeze, g, ints(A, 1, &ax));
+	int64_t pads[2 * (TBC_MAX_RANK + 1)] = {0};
+	pads[a + 1 + r + 1] = s - 1;
+	u = op2(A, TBC_OP_Pad, u, ints(A, 2 * (r + 1), pads));
+	int64_t L = g->type.dims[a].size, zero = 0, lo[1] = {0}, hi[1] = {a}, lo2[1] = {a + 1}, hi2[1] = {r}, m = L * s;
+	tbc_value *sh = shape_of(A, g);
+	tbc_value *parts[3] = {op3(A, TBC_OP_Slice, sh, ints(A, 1, lo), ints(A, 1, hi)), ints(A, 1, &m),
+			       op3(A, TBC_OP_Slice, sh, ints(A, 1, lo2), ints(A, 1, hi2))};
+	tbc_op *cat = mk(A, TBC_OP_Concat, 3, parts, 1);
+	attr_i(A, cat, "axis", 0);
+	u = op2(A, TBC_OP_Reshape, u, fin(A, cat));
+	if (len == m) return u;
+	int64_t axv = a;
+	tbc_value *in[4] = {u, ints(A, 1, &zero), ints(A, 1, &len), ints(A, 1, &axv)};
+	return fin(A, mk(A, TBC_OP_Slice, 4, in, 1));
+}
+
+/* Slice: dy back in place, zeros around.  Per axis, ONNX's clamping gives
+ * the first index b, the step s and the count L; the elements sit at b,
+ * b + s, ...  Steps of 1 are one Pad; another step spreads dy along its
+ * axis first (reversed for a negative step, so the positions ascend). */
 static bool grad_slice(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
 	tbc_value *x = op->inputs[0];
 	int r = x->type.rank;
@@ -646,37 +673,74 @@ static bool grad_slice(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value 
 	if (na == -1 || ns == -1 || (na >= 0 && na != n) || (ns >= 0 && ns != n))
 		return fail(A, TBC_ERR_UNSUPPORTED, "axes or steps are not constants");
 	int64_t pads[2 * TBC_MAX_RANK] = {0};
-	for (int i = 0; i < n; i++) {
-		int64_t a = norm_axis(na >= 0 ? axes[i] : i, r);
+	tbc_value *g = dy[0];
+	for (int i = 0; i < n && g; i++) {
+		int64_t a = norm_axis(na >= 0 ? axes[i] : i, r), s = ns >= 0 ? steps[i] : 1;
 		if (a < 0 || a >= r || !dim_static(x->type.dims[a]))
 			return fail(A, TBC_ERR_UNSUPPORTED, "an axis out of range or of symbolic size");
-		if (ns >= 0 && steps[i] != 1) return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Slice with steps other than 1 yet");
+		if (s == 0) return fail(A, TBC_ERR_UNSUPPORTED, "a step of 0");
 		int64_t d = x->type.dims[a].size, b = starts[i] < 0 ? starts[i] + d : starts[i], e = ends[i] < 0 ? ends[i] + d : ends[i];
-		b = b < 0 ? 0 : b > d ? d : b;
-		e = e < b ? b : e > d ? d : e;
-		pads[a] = b;
-		pads[a + r] = d - e;
+		if (s > 0) {
+			b = b < 0 ? 0 : b > d ? d : b;
+			e = e < 0 ? 0 : e > d ? d : e;
+		} else {
+			b = b < 0 ? 0 : b > d - 1 ? d - 1 : b;
+			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+		}
+		int64_t L = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e - s - 1) / -s : 0);
+		if (L == 0) { /* nothing read: a zero gradient */
+			dx[0] = filled_like(A, x, 0);
+			return true;
+		}
+		int64_t first = s > 0 ? b : b + (L - 1) * s, stride = s > 0 ? s : -s;
+		if (s < 0) { /* reversed: the positions ascend */
+			int64_t st = -1, en = INT64_MIN, axv = a, m1 = -1;
+			tbc_value *in[5] = {g, ints(A, 1, &st), ints(A, 1, &en), ints(A, 1, &axv), ints(A, 1, &m1)};
+			g = fin(A, mk(A, TBC_OP_Slice, 5, in, 1));
+		}
+		int64_t len = (L - 1) * stride + 1;
+		if (stride > 1) g = spread(A, g, (int)a, stride, len);
+		pads[a] = first;
+		pads[a + r] = d - first - len;
 	}
-	dx[0] = op2(A, TBC_OP_Pad, dy[0], ints(A, 2 * r, pads));
+	dx[0] = op2(A, TBC_OP_Pad, g, ints(A, 2 * r, pads));
 	return true;
 }
 
-/* Gather along axis 0: dy added at the rows it read (ScatterND, reduction
- * add, so a row read twice gets both), negative indices counted from the end. */
+/* Gather: dy added at the rows it read (ScatterND, reduction add, so a row
+ * read twice gets both), negative indices counted from the end.  Along an
+ * axis a other than 0, the same on the data with a moved first: dy's dims
+ * reordered to (indices, data before a, data after a), the sum moved back. */
 static bool grad_gather(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
 	tbc_value *data = op->inputs[0], *idx = op->inputs[1];
-	if (norm_axis(tbc_attr_int(op, "axis", 0), data->type.rank) != 0)
-		return fail(A, TBC_ERR_UNSUPPORTED, "no gradient rule for Gather along an axis other than 0 yet");
-	if (!dim_static(data->type.dims[0])) return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic first dim");
+	int r = data->type.rank, q = idx->type.rank;
+	int64_t a = norm_axis(tbc_attr_int(op, "axis", 0), r);
+	if (a < 0 || a >= r || q < 0) return fail(A, TBC_ERR_UNSUPPORTED, "an axis out of range");
+	if (!dim_static(data->type.dims[a])) return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic gathered dim");
 	tbc_dtype it = idx->type.dtype;
 	tbc_value *neg = op2(A, TBC_OP_Less, idx, scalar(A, it, 0));
-	tbc_value *wrapped = op2(A, TBC_OP_Add, idx, scalar(A, it, (double)data->type.dims[0].size));
+	tbc_value *wrapped = op2(A, TBC_OP_Add, idx, scalar(A, it, (double)data->type.dims[a].size));
 	tbc_value *pos = op3(A, TBC_OP_Where, neg, wrapped, idx);
 	int64_t last = -1;
-	tbc_value *in[3] = {filled_like(A, data, 0), op2(A, TBC_OP_Unsqueeze, pos, ints(A, 1, &last)), dy[0]};
+	tbc_value *base = data, *upd = dy[0];
+	int64_t perm[TBC_MAX_RANK], inv[TBC_MAX_RANK], dperm[2 * TBC_MAX_RANK];
+	if (a != 0) {
+		perm[0] = a; /* data: a first */
+		for (int i = 0, j = 1; i < r; i++)
+			if (i != a) perm[j++] = i;
+		for (int i = 0; i < r; i++) inv[perm[i]] = i;
+		base = transpose(A, data, r, perm);
+		int j = 0; /* dy: (data before a, indices, data after a) -> (indices, before, after) */
+		for (int i = 0; i < q; i++) dperm[j++] = a + i;
+		for (int i = 0; i < a; i++) dperm[j++] = i;
+		for (int i = (int)a + q; i < r - 1 + q; i++) dperm[j++] = i;
+		upd = transpose(A, dy[0], r - 1 + q, dperm);
+	}
+	tbc_value *in[3] = {filled_like(A, base, 0), op2(A, TBC_OP_Unsqueeze, pos, ints(A, 1, &last)), upd};
 	tbc_op *sc = mk(A, TBC_OP_ScatterND, 3, in, 1);
 	attr_s(A, sc, "reduction", "add");
 	dx[0] = fin(A, sc);
+	if (a != 0) dx[0] = transpose(A, dx[0], r, inv);
 	return true;
 }
 

@@ -255,6 +255,21 @@ static void split_slice_gather(void **state) {
 			 "  %ax: i64[1] = const [-1]\n  %sp: i64[1] = const [1]\n  %y = Slice(%x, %st, %en, %ax, %sp)\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%e: f64[5,3]) {\n  %i: i64[2,3] = const [0, 4, 2, -1, 0, 0]\n  %y = Gather(%e, %i)\n"
 			 "  return %y\n}\n"); /* rows read twice add up; -1 is row 4 */
+	/* steps other than 1: 2 and 3 forwards, -1 and -2 backwards, on two axes at once */
+	check_grads(HEAD "graph main(%x: f64[7,9]) {\n  %st: i64[2] = const [1, 8]\n  %en: i64[2] = const [100, -100]\n"
+			 "  %ax: i64[2] = const [0, 1]\n  %sp: i64[2] = const [2, -3]\n  %y = Slice(%x, %st, %en, %ax, %sp)\n"
+			 "  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[2,8,3]) {\n  %st: i64[2] = const [-1, 0]\n  %en: i64[2] = const [-9, 3]\n"
+			 "  %ax: i64[2] = const [1, 2]\n  %sp: i64[2] = const [-1, 2]\n  %y = Slice(%x, %st, %en, %ax, %sp)\n"
+			 "  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[6]) {\n  %st: i64[1] = const [0]\n  %en: i64[1] = const [6]\n"
+			 "  %ax: i64[1] = const [0]\n  %sp: i64[1] = const [3]\n  %y = Slice(%x, %st, %en, %ax, %sp)\n"
+			 "  return %y\n}\n");
+	/* Gather along other axes: 1 of 3 with 2-D indices (repeats, a negative), the last */
+	check_grads(HEAD "graph main(%e: f64[2,5,3]) {\n  %i: i64[2,2] = const [0, 4, -1, 0]\n"
+			 "  %y = Gather(%e, %i) {axis = 1}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%e: f64[4,3]) {\n  %i: i64[3] = const [2, 2, -3]\n"
+			 "  %y = Gather(%e, %i) {axis = -1}\n  return %y\n}\n");
 }
 
 static void layer_normalization(void **state) {
