@@ -929,7 +929,7 @@ static bool window_read(ad *A, const tbc_op *op, const int64_t *kernel, window *
 	int nk = tbc_attr_ints(op, "kernel_shape", &ks), ns = tbc_attr_ints(op, "strides", &st);
 	int nd = tbc_attr_ints(op, "dilations", &dl), np = tbc_attr_ints(op, "pads", &pads);
 	const char *ap = tbc_attr_string(op, "auto_pad", "NOTSET");
-	if (tbc_attr_int(op, "ceil_mode", 0)) return fail(A, TBC_ERR_UNSUPPORTED, "ceil_mode=1 is not supported yet");
+	bool ceil = tbc_attr_int(op, "ceil_mode", 0) != 0; /* pools: the last window may overhang the end */
 	for (int i = 0; i < w->nsp; i++) {
 		w->k[i] = kernel ? kernel[i] : nk == w->nsp ? ks[i] : -1;
 		if (w->k[i] < 1) return fail(A, TBC_ERR_UNSUPPORTED, "no kernel_shape");
@@ -949,6 +949,10 @@ static bool window_read(ad *A, const tbc_op *op, const int64_t *kernel, window *
 			w->pb[i] = pads[i];
 			w->pe[i] = pads[i + w->nsp];
 		}
+		/* ceil_mode's overhang past the padded end: more end padding, which
+		 * holds nothing (ConvTranspose then cuts it off) */
+		int64_t over = (w->out[i] - 1) * w->s[i] + span - (w->in[i] + w->pb[i] + w->pe[i]);
+		if (ceil && over > 0) w->pe[i] += over;
 		w->opad[i] = w->in[i] - ((w->out[i] - 1) * w->s[i] + span - w->pb[i] - w->pe[i]);
 		if (w->opad[i] < 0) return fail(A, TBC_ERR_INTERNAL, "window geometry does not add up (bug in tbc)");
 	}
@@ -1186,34 +1190,39 @@ static bool grad_maxpool(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_valu
 	return true;
 }
 
-/* AveragePool: dy divided by each window's count, spread over its window
- * by a ConvTranspose with a kernel of ones, one group per channel. */
+/* AveragePool: y_w = (sum of x over window w) / divisor_w, so dx is dy / divisor
+ * spread over each window by a ConvTranspose with a kernel of ones, one group
+ * per channel.  The divisor is whatever the op divides by (the window's
+ * size, its elements inside the input without count_include_pad, the
+ * ceil_mode overhang left out): the op applied to ones gives n_w /
+ * divisor_w, with n_w the window's elements inside the input -- a Conv of
+ * ones by ones with the same geometry, a constant -- so 1 / divisor_w =
+ * AveragePool(ones)_w / n_w. */
 static bool grad_avgpool(ad *A, const tbc_op *op, tbc_value *const *dy, tbc_value **dx) {
 	tbc_value *x = op->inputs[0];
 	window w;
 	if (!window_read(A, op, NULL, &w)) return false;
 	if (!dim_static(x->type.dims[1])) return fail(A, TBC_ERR_UNSUPPORTED, "a symbolic channel dim");
-	int64_t C = x->type.dims[1].size, K = 1, wdims[TBC_MAX_RANK];
-	bool padded = false;
-	wdims[0] = C, wdims[1] = 1;
-	for (int i = 0; i < w.nsp; i++) {
-		K *= w.k[i];
-		wdims[i + 2] = w.k[i];
-		padded |= w.pb[i] || w.pe[i];
-	}
-	tbc_value *g;
-	if (padded && !tbc_attr_int(op, "count_include_pad", 0)) {
-		/* count = K * AveragePool(ones) counting the pads */
-		tbc_value *ones = filled_like(A, x, 1);
-		tbc_op *ap = mk(A, TBC_OP_AveragePool, 1, &ones, 1);
-		for (int a = 0; ap && a < op->n_attrs; a++)
-			if (strcmp(op->attrs[a].name, "count_include_pad")) attr_copy(A, ap, op, op->attrs[a].name);
-		attr_i(A, ap, "count_include_pad", 1);
-		g = op2(A, TBC_OP_Div, dy[0], mul_s(A, fin(A, ap), (double)K));
-	} else {
-		g = mul_s(A, dy[0], 1.0 / (double)K);
-	}
-	tbc_value *kern = filled_const(A, x->type.dtype, w.nsp + 2, wdims, 1.0);
+	int64_t C = x->type.dims[1].size, wdims[TBC_MAX_RANK], odims[TBC_MAX_RANK];
+	wdims[0] = C, wdims[1] = 1, odims[0] = odims[1] = 1;
+	for (int i = 0; i < w.nsp; i++) wdims[i + 2] = w.k[i], odims[i + 2] = w.in[i];
+	tbc_dtype dt = x->type.dtype;
+	tbc_value *ones = filled_like(A, x, 1);
+	tbc_op *ap = mk(A, TBC_OP_AveragePool, 1, &ones, 1);
+	for (int a = 0; ap && a < op->n_attrs; a++) attr_copy(A, ap, op, op->attrs[a].name);
+	tbc_value *share = fin(A, ap); /* n_w / divisor_w */
+	tbc_value *cin[2] = {filled_const(A, dt, w.nsp + 2, odims, 1.0), NULL};
+	int64_t kd[TBC_MAX_RANK];
+	kd[0] = kd[1] = 1;
+	for (int i = 0; i < w.nsp; i++) kd[i + 2] = w.k[i];
+	cin[1] = filled_const(A, dt, w.nsp + 2, kd, 1.0);
+	tbc_op *cv = mk(A, TBC_OP_Conv, 2, cin, 1);
+	attr_ints(A, cv, "strides", w.nsp, w.s);
+	attr_ints(A, cv, "dilations", w.nsp, w.d);
+	window_pads(A, cv, &w);
+	tbc_value *n = fin(A, cv); /* n_w, [1, 1, out..] */
+	tbc_value *g = op2(A, TBC_OP_Mul, dy[0], op2(A, TBC_OP_Div, share, n));
+	tbc_value *kern = filled_const(A, dt, w.nsp + 2, wdims, 1.0);
 	dx[0] = conv_transpose(A, g, kern, &w, C);
 	return true;
 }

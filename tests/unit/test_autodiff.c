@@ -401,6 +401,11 @@ static void max_average_and_global_average_pool(void **state) {
 	check_grads(HEAD "graph main(%x: f64[1,2,4,4]) {\n  %y = AveragePool(%x) {kernel_shape = [2, 2], strides = [2, 2]}\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%x: f64[1,2,5,5]) {\n  %y = AveragePool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]}\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%x: f64[1,2,5,5]) {\n  %y = AveragePool(%x) {kernel_shape = [3, 2], pads = [1, 0, 1, 1], count_include_pad = 1}\n  return %y\n}\n");
+	/* ceil_mode: the last window overhangs the end (5 and 6 wide, windows of 2 or 3 by 2) */
+	check_grads(HEAD "graph main(%x: f64[1,2,5,6]) {\n  %y = MaxPool(%x) {kernel_shape = [2, 3], strides = [2, 2], ceil_mode = 1}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[1,2,5,6]) {\n  %y = AveragePool(%x) {kernel_shape = [2, 3], strides = [2, 2], ceil_mode = 1}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[1,1,7,5]) {\n  %y = AveragePool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1, count_include_pad = 1}\n  return %y\n}\n");
+	check_grads(HEAD "graph main(%x: f64[1,1,7,5]) {\n  %y = AveragePool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1}\n  return %y\n}\n");
 	check_grads(HEAD "graph main(%x: f64[2,3,4,5]) {\n  %y = GlobalAveragePool(%x)\n  return %y\n}\n");
 }
 
