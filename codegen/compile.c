@@ -268,7 +268,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = desc.gemv_panels = false;
 		/* A device program shares the CPU program's weights (emit), so the
 		 * CPU's int8 GEMMs keep the weights' own layout: no VNNI packing. */
-		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = false;
+		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = desc.tile_i8 = false;
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = now();

@@ -65,6 +65,10 @@ typedef struct tbc_target_desc {
 	 * x86's AMX-BF16 tdpbf16ps).  A bf16 GEMM with B in pairs is then made
 	 * of them where M >= 16 and K is even (codegen/lower/matmul.c). */
 	bool tile_bf16;
+	/* Their 8-bit form (kir_tile2 of u8/i8 by i8: AMX-INT8's tdpbusd and
+	 * tdpbssd): the integer GEMMs of codegen/lower/quant_vnni.c are then
+	 * made of them where M >= 16 (kir_dot4 elsewhere). */
+	bool tile_i8;
 	/* Kernel IR's byte dot product (kir_dot4: u8 x i8 in groups of 4
 	 * summed into int32): x86's vpdpbusd with AVX-512 VNNI.  Integer
 	 * GEMMs are then made of it (codegen/lower/quant_vnni.c); a target

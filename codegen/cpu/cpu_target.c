@@ -161,6 +161,9 @@ static void describe_machine(const char *triple, const char *cpu, const char *fe
 	t->dot4_u8s8 = ((t->vector_bytes == 64 && has_feature(features, "avx512vnni") && has_feature(features, "avx512bw")) ||
 			(t->vector_bytes == 32 && has_feature(features, "avxvnni"))) &&
 		       !getenv_off("TBC_VNNI");
+	/* and AMX-INT8 beside VNNI (dot4, for what tiles do not take) */
+	t->tile_i8 = t->dot4_u8s8 && t->vector_bytes == 64 && has_feature(features, "amx-tile") &&
+		     has_feature(features, "amx-int8") && !getenv_off("TBC_AMX");
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 }
 
@@ -190,6 +193,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	llvm_module_set_machine(c.mod, m.tm, m.triple);
 	c.dot_bf16 = t->dot_bf16;
 	c.tile_bf16 = t->tile_bf16;
+	c.tile_i8 = t->tile_i8;
 	if (t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0)
 		c.dot4_lanes = t->vector_bytes == 64 && has_feature(m.features, "avx512vnni") ? 16
 			       : has_feature(m.features, "avxvnni")				   ? 8

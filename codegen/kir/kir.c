@@ -462,6 +462,15 @@ static bool mma_fits(const kir_stmt *s, const tbc_target_desc *t) {
 	return true;
 }
 
+/* Whether every tile2 in s is of a form the target declares. */
+static bool tiles_fit(const kir_stmt *s, const tbc_target_desc *t) {
+	for (; s; s = s->next) {
+		if (s->kind == KIR_S_TILE2 && !(kir_tile2_is_int8(s->tile2) ? t->tile_i8 : t->tile_bf16)) return false;
+		if (!tiles_fit(s->body, t) || !tiles_fit(s->orelse, t)) return false;
+	}
+	return true;
+}
+
 bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d) {
 	if (!t->dot4_u8s8 && stmts_have(k->body, KIR_S_DOT4)) {
 		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL,
@@ -471,8 +480,7 @@ bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d
 	}
 	const char *why = NULL;
 	if (!t->dot_bf16 && kir_kernel_has_dot2(k)) why = "it holds a bf16 pair dot product (dot2) the target does not declare";
-	else if (!t->tile_bf16 && stmts_have(k->body, KIR_S_TILE2))
-		why = "it holds bf16 dot-product tiles (tile2) the target does not declare";
+	else if (!tiles_fit(k->body, t)) why = "it holds dot-product tiles (tile2) the target does not declare";
 	else if (!kir_kernel_is_grouped(k)) return true;
 	else if (!t->workgroups) why = "the target has no work-groups";
 	else if (kir_group_items(k) > t->max_workgroup_size) why = "its work-group is larger than the target's";
@@ -770,7 +778,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 		}
 		case KIR_S_TILE2: {
 			const kir_tile2 *m = s->tile2;
-			put(o, "tile2.bf16 [%d x %d] (%%%s .. %%%s) += ", 16 * m->mt, 16 * m->nt, m->acc[0]->name,
+			put(o, "tile2.%s [%d x %d] (%%%s .. %%%s) += ", kir_type_name(m->a->dtype), 16 * m->mt, 16 * m->nt, m->acc[0]->name,
 			    m->acc[256 * m->mt * m->nt - 1]->name);
 			put_buf(o, m->a);
 			put(o, "[");
@@ -781,7 +789,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			put_buf(o, m->b);
 			put(o, "[");
 			print_expr(o, k, m->b_at, 0);
-			put(o, "; pairs ");
+			put(o, kir_tile2_is_int8(m) ? "; groups " : "; pairs ");
 			print_expr(o, k, m->ldb, 0);
 			put(o, "] over %" PRId64 "\n", m->kn);
 			break;
@@ -1251,17 +1259,21 @@ static void check_tile2(verifier *v, const kir_tile2 *m) {
 		verr(v, "a malformed tile2");
 		return;
 	}
-	if (m->a->dtype != TBC_DT_BF16 || m->b->dtype != TBC_DT_BF16)
-		verr(v, "tile2 of %s by %s, not bf16", kir_type_name(m->a->dtype), kir_type_name(m->b->dtype));
+	bool int8 = kir_tile2_is_int8(m);
+	if (int8 ? (m->a->dtype != TBC_DT_U8 && m->a->dtype != TBC_DT_I8) || m->b->dtype != TBC_DT_I8
+		 : m->b->dtype != TBC_DT_BF16)
+		verr(v, "tile2 of %s by %s, not bf16 by bf16 or u8/i8 by i8", kir_type_name(m->a->dtype),
+		     kir_type_name(m->b->dtype));
 	if (m->a->space != KIR_MEM_GLOBAL || m->b->space != KIR_MEM_GLOBAL) verr(v, "tile2 operand in local memory");
 	if (v->in_group) verr(v, "tile2 inside a work-group");
-	if (m->kn < 2 || m->kn % 2) verr(v, "tile2 over %" PRId64 " k values, not an even number", m->kn);
+	if (m->kn < 2 || m->kn % (int8 ? 4 : 2))
+		verr(v, "tile2 over %" PRId64 " k values, not a multiple of %d", m->kn, int8 ? 4 : 2);
 	const kir_expr *ix[4] = {m->a_at, m->lda, m->b_at, m->ldb};
 	for (int i = 0; i < 4; i++) {
 		check_expr(v, ix[i]);
 		if (ix[i]) need_type(v, ix[i], KIR_INDEX, "a tile2 operand's index");
 	}
-	check_tile_acc(v, m->acc, 256 * m->mt * m->nt, TBC_DT_F32, "tile2");
+	check_tile_acc(v, m->acc, 256 * m->mt * m->nt, int8 ? TBC_DT_I32 : TBC_DT_F32, "tile2");
 }
 
 static void check_mma(verifier *v, const kir_mma *m) {

@@ -208,30 +208,50 @@ typedef struct kir_dot2 {
 	struct kir_expr *b_at, *ldb, *kn; /* index */
 	struct kir_var **acc;       /* mr * nv * 16 f32 locals */
 } kir_dot2;
-/* A block of mt x nt tiles of 16 x 16 f32 sums of bf16 pair dot products
- * -- x86's AMX tdpbf16ps, which only a target declaring it receives
- * (tbc_target_desc.tile_bf16).  With a(r, q) = a[a_at + r * lda + q] and
- * b(q, c) = b[b_at + (q / 2) * ldb + 2 c + q % 2] (b in k pairs, as for
- * kir_dot2), for each chunk of 32 k values [q0, q0 + w) in order of q0
- * (w = 32, the last chunk kn - q0), for r < 16 mt, c < 16 nt:
+/* A block of mt x nt tiles of 16 x 16 sums of dot products -- x86's AMX,
+ * which only a target declaring it receives (tbc_target_desc.tile_bf16,
+ * tile_i8).  Two forms, by a's dtype:
+ *
+ * bf16 (tdpbf16ps): f32 sums of bf16 pairs.  With a(r, q) = a[a_at + r *
+ * lda + q] and b(q, c) = b[b_at + (q / 2) * ldb + 2 c + q % 2] (b in k
+ * pairs, as for kir_dot2), for r < 16 mt, c < 16 nt: t = +0, then for each
+ * chunk of 32 k values [q0, q0 + w) in order of q0 (w = 32, the last chunk
+ * kn - q0):
  *
  *   e = 0, o = 0
  *   for p < w / 2:  e = ftz(fma(daz(a(r, q0 + 2p)), daz(b(q0 + 2p, c)), e))
  *                   o = ftz(fma(daz(a(r, q0 + 2p + 1)), daz(b(q0 + 2p + 1, c)), o))
- *   acc[r * 16 nt + c] = ftz(daz(acc) + ftz(e + o))
+ *   t = ftz(t + ftz(e + o))
+ *
+ * and last acc[r * 16 nt + c] = acc + t (an f32 add, rounded to nearest:
+ * the tile starts from zero, so an accumulator of +0 -- the GEMMs' -- gets
+ * exactly the instruction's sum over all chunks).
  *
  * (daz, fma, ftz as for kir_dot2).  That is the instruction's arithmetic
  * as Intel's manual states it -- each chunk's even and odd products summed
  * apart from zero, then added to the accumulator -- and as this CPU
- * computes it (checked bit for bit by unit.test_tile2).  Rules: kn even
- * (every row's last pair is in a), a and b global bf16 buffers. */
+ * computes it (checked bit for bit by unit.test_tile2).  kn even (every
+ * row's last pair is in a).
+ *
+ * u8 or i8 a, i8 b (tdpbusd, tdpbssd): int32 sums of byte products, b in
+ * groups of 4 along k (kir_dot4's layout: b(q, c) = b[b_at + (q / 4) *
+ * ldb + 4 c + q % 4]):
+ *
+ *   acc[r * 16 nt + c] += sum over q < kn of a(r, q) * b(q, c)
+ *
+ * wrapping in int32 (exact, so in any order); a read as unsigned (u8) or
+ * signed (i8) as its dtype says.  kn a multiple of 4.
+ *
+ * Rules: a and b global buffers; acc f32 (bf16) or i32 (8-bit) locals. */
 typedef struct kir_tile2 {
 	int mt, nt;                 /* tiles of 16 rows, of 16 columns: 1 .. 2 each */
-	struct kir_buffer *a, *b;   /* bf16 */
+	struct kir_buffer *a, *b;   /* bf16 and bf16, or u8 / i8 and i8 */
 	struct kir_expr *a_at, *lda, *b_at, *ldb; /* index */
-	int64_t kn;                 /* k values, even, >= 2 */
-	struct kir_var **acc;       /* 16 mt x 16 nt f32 locals, row-major */
+	int64_t kn;                 /* k values: bf16 even, 8-bit a multiple of 4, >= 2 */
+	struct kir_var **acc;       /* 16 mt x 16 nt f32 (bf16) or i32 locals, row-major */
 } kir_tile2;
+/* Whether a tile2 is of the 8-bit form (tdpbusd / tdpbssd). */
+static inline bool kir_tile2_is_int8(const kir_tile2 *m) { return m->a->dtype != TBC_DT_BF16; }
 /* A register tile of an integer GEMM summing products of 8-bit operands
  * four at a time into int32 -- x86's vpdpbusd (AVX-512 VNNI), which only a
  * target declaring it receives (tbc_target_desc.dot4_u8s8).  For r < mr,

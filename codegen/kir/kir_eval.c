@@ -373,24 +373,40 @@ static void run_dot2(evaluator *ev, const kir_dot2 *m) {
 		}
 }
 
-/* ---- tile2: tdpbf16ps's arithmetic (kir_tile2 in kir.h) -------------------*/
+/* ---- tile2: tdpbf16ps's arithmetic, tdpbusd's (kir_tile2 in kir.h) --------*/
 static void run_tile2(evaluator *ev, const kir_tile2 *m) {
 	int64_t a_at = eval(ev, m->a_at).i, lda = eval(ev, m->lda).i, b_at = eval(ev, m->b_at).i, ldb = eval(ev, m->ldb).i;
 	int rows = 16 * m->mt, cols = 16 * m->nt;
-	for (int64_t q0 = 0; q0 < m->kn && !ev->failed; q0 += 32) {
-		int64_t w = m->kn - q0 < 32 ? m->kn - q0 : 32;
-		for (int r = 0; r < rows; r++)
+	if (kir_tile2_is_int8(m)) { /* exact int32 sums, wrapping; a signed or not as its dtype */
+		for (int r = 0; r < rows && !ev->failed; r++)
 			for (int c = 0; c < cols && !ev->failed; c++) {
+				int64_t sum = ev->vars[m->acc[r * cols + c]->id].i;
+				for (int64_t q = 0; q < m->kn && !ev->failed; q++) {
+					int64_t ai = checked_index(ev, m->a, (val){.i = a_at + r * lda + q}, "load");
+					int64_t bi = checked_index(ev, m->b, (val){.i = b_at + (q / 4) * ldb + 4 * c + q % 4}, "load");
+					if (ev->failed) return;
+					sum = wrap(TBC_DT_I32, sum + load(ev, m->a, ai).i * load(ev, m->b, bi).i);
+				}
+				ev->vars[m->acc[r * cols + c]->id].i = sum;
+			}
+		return;
+	}
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols && !ev->failed; c++) {
+			float t = 0.0f;
+			for (int64_t q0 = 0; q0 < m->kn && !ev->failed; q0 += 32) {
+				int64_t w = m->kn - q0 < 32 ? m->kn - q0 : 32;
 				float e = 0.0f, o = 0.0f;
 				for (int64_t p = 0; 2 * p < w; p++) {
 					int64_t q = q0 + 2 * p, arow = a_at + r * lda + q, bpair = b_at + (q / 2) * ldb + 2 * c;
 					e = daz(fmaf(dot2_operand(ev, m->a, arow), dot2_operand(ev, m->b, bpair), e));
 					o = daz(fmaf(dot2_operand(ev, m->a, arow + 1), dot2_operand(ev, m->b, bpair + 1), o));
 				}
-				val *x = &ev->vars[m->acc[r * cols + c]->id];
-				x->f = (double)daz(daz((float)x->f) + daz(e + o));
+				t = daz(t + daz(e + o));
 			}
-	}
+			val *x = &ev->vars[m->acc[r * cols + c]->id];
+			x->f = (double)((float)x->f + t);
+		}
 }
 
 /* A byte dot-product tile (kir_dot4 in kir.h): every load checked, the

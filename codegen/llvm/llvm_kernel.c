@@ -309,8 +309,8 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		llvm_dot2(f, s->dot2);
 		break;
 	case KIR_S_TILE2:
-		if (!c->hooks->tile2 || !c->tile_bf16) {
-			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds bf16 dot-product tiles (tile2), which this target has not",
+		if (!c->hooks->tile2 || !(kir_tile2_is_int8(s->tile2) ? c->tile_i8 : c->tile_bf16)) {
+			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds dot-product tiles (tile2), which this target has not",
 				  f->k->name);
 			return;
 		}

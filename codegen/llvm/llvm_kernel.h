@@ -97,6 +97,8 @@ typedef struct llvm_cx {
 	/* kir_tile2 statements are AMX tiles (hooks->tile2); the target's
 	 * description declared them (tbc_target_desc.tile_bf16). */
 	bool tile_bf16;
+	/* ... and their 8-bit form (tbc_target_desc.tile_i8). */
+	bool tile_i8;
 	/* The machine has AVX-512 VNNI (vpdpbusd on 512-bit vectors): kernel
 	 * IR's dot4 (cpu_dot4.c) on 16 i32 lanes; with AVX-VNNI alone, on 8
 	 * (256-bit vectors); 0: none.  Set by the CPU target from its features. */

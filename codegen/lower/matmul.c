@@ -201,6 +201,7 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
 	kir_var *jt = kir_var_new(k, "jt", KIR_INDEX);
 	kir_block tile = {0};
 	kir_expr *j0 = local(l, &tile, "j0", MUL(l->k, V(l->k, jt), I(l->k, nr)));
+	if (g->tile) j0 = local(l, &tile, "j0", MIN(l->k, j0, SUB(l->k, s->N, I(l->k, nr))));
 	kir_expr *cols[GEMM_MAX_NR] = {0};
 	for (int c = 0; c < nr; c++) cols[c] = ADD(l->k, j0, I(l->k, c));
 	if (s->b.panel == nr)
@@ -388,21 +389,25 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile) {
 	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
 	if (s->b.pairs) /* kir_dot2: 8 rows by 2 zmm of columns (1 below 32) */
 		mr = 8, nr = n_static && nc < 32 ? 16 : 32;
-	if (tile) { /* kir_tile2: a row of two tiles (one below 32 columns) */
+	if (tile) { /* kir_tile2: one 16 x 16 tile (two side by side ran no
+		     * faster and doubled LLVM's time on the epilogue) */
 		kir_e_const_index(s->K, &g.K);
-		mr = 16, nr = nc >= 32 ? 32 : 16;
+		mr = 16, nr = 16;
 	}
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
 	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
 	g.mr = mr;
 	kir_expr *RT = DIV(l->k, ADD(l->k, s->M, I(l->k, mr - 1)), I(l->k, mr));
-	kir_expr *NT = DIV(l->k, s->N, I(l->k, nr));
+	/* Tiles: every column tile whole, the last one overlapping the one
+	 * before (one micro-tile in the code, not a second for the columns past
+	 * the whole tiles: a tile's epilogue is 512 values, LLVM's time) */
+	kir_expr *NT = tile ? DIV(l->k, ADD(l->k, s->N, I(l->k, nr - 1)), I(l->k, nr)) : DIV(l->k, s->N, I(l->k, nr));
 	int64_t tb = 16, rg = 1, kc = 0;
 	if (m_static && n_static) {
 		/* A batch known only while running (a dynamic batch) counts as
 		 * one for the chunk shape. */
 		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
-		int64_t rtc = (mc + mr - 1) / mr, ntc = nc / nr;
+		int64_t rtc = (mc + mr - 1) / mr, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
 		tb = 4;
 		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;
 		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
@@ -438,7 +443,7 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile) {
 	kir_expr *jlo = MUL(l->k, cb, TB), *jhi = MIN(l->k, ADD(l->k, jlo, TB), NT);
 	kir_expr *last = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_EQ, cb, SUB(l->k, CB, I(l->k, 1))),
 				      kir_e_cmp(k, KIR_NE, MOD(l->k, s->N, I(l->k, nr)), I(l->k, 0)));
-	if (n_static && nc % nr == 0) last = NULL;
+	if ((n_static && nc % nr == 0) || tile) last = NULL;
 	kir_stmt *tiles;
 	if (kc) {
 		int64_t K = 0;

@@ -97,6 +97,17 @@ static bool const_zb(const tbc_value *zv, int64_t cb, int64_t *out) {
 	return true;
 }
 
+/* What the nest of qgemm_vnni_generate reads: B packed (or a kernel's),
+ * its column sums, and the shapes and zero-point facts. */
+typedef struct vnni_gemm {
+	bool runtime_b, m_static, zb_const, zb_zero, cs_final;
+	int nc;
+	int64_t K, N, G, P, KG, kt, mc, cb, zb_c, ldb;
+	kir_buffer *pkb, *csb;
+} vnni_gemm;
+
+static kir_stmt *vnni_nest(lk *l, const gemm_spec *s, const qgemm_vnni *q, const vnni_gemm *v, bool tile);
+
 kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	kir_kernel *k = l->k;
 	lower_cx *cx = l->cx;
@@ -105,15 +116,24 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	int64_t K = runtime_b ? q->K : q->b->type.dims[0].size, N = runtime_b ? q->N : q->b->type.dims[1].size;
 	int mr, nc;
 	choose_tile(cx->target, N, &mr, &nc);
+	(void)mr;
 	int64_t mc = 0;
 	bool m_static = kir_e_const_index(s->M, &mc);
-	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	/* AMX tiles (kir_tile2's 8-bit form) where the target has them and
+	 * every tile is whole: one 16 x 16 tile (two side by side doubled the
+	 * epilogue's straight-line code, and LLVM's time on it: ResNet-50 QDQ
+	 * compiled in 32 s instead of 12, for 10% more speed), a static M of
+	 * at least 16 (a last row tile overlapping the one before), K at least
+	 * 4.  An M known only while running keeps dot4: its nest (one row
+	 * tile, every panel) with tiles ran 4x slower than dot4's on 128 x 256
+	 * x 1024, its epilogue left scalar by LLVM (docs/performance.md). */
+	bool tile = cx->target->tile_i8 && K >= 4 && N >= 16 && m_static && mc >= 16;
+	if (tile) nc = 16;
 	int64_t G = (K + 3) / 4, P = (N + nc - 1) / nc, KG = K / 4, kt = K % 4;
-	int64_t ca = s->a.buf->dtype == TBC_DT_I8 ? 128 : 0, cb = runtime_b ? q->cb : bt->dtype == TBC_DT_U8 ? 128 : 0;
+	int64_t cb = runtime_b ? q->cb : bt->dtype == TBC_DT_U8 ? 128 : 0;
 	int64_t zb_c = 0;
 	bool zb_const = const_zb(q->bzv, cb, &zb_c);
 	bool zb_zero = zb_const && zb_c == 0;
-	bool za_zero = !q->az && ca + q->za_add == 0;
 
 	/* B packed, and its column sums (less K zb' where zb' is a constant;
 	 * a kernel's always). */
@@ -142,6 +162,30 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	int64_t ldb = runtime_b ? q->ldb : 4 * nc;
 	kir_buffer *pkb = runtime_b ? q->bpk : lk_buf(l, pb), *csb = runtime_b ? q->bcs : lk_buf(l, sb);
 	if (!pkb || !csb) return k->failed = true, NULL;
+
+	vnni_gemm v = {.runtime_b = runtime_b, .m_static = m_static, .zb_const = zb_const, .zb_zero = zb_zero,
+		       .cs_final = cs_final, .nc = nc, .K = K, .N = N, .G = G, .P = P, .KG = KG, .kt = kt, .mc = mc,
+		       .cb = cb, .zb_c = zb_c, .ldb = ldb, .pkb = pkb, .csb = csb};
+	return vnni_nest(l, s, q, &v, tile);
+}
+
+static kir_stmt *vnni_nest(lk *l, const gemm_spec *s, const qgemm_vnni *q, const vnni_gemm *v, bool tile) {
+	kir_kernel *k = l->k;
+	lower_cx *cx = l->cx;
+	bool runtime_b = v->runtime_b, m_static = v->m_static, zb_const = v->zb_const, zb_zero = v->zb_zero;
+	bool cs_final = v->cs_final;
+	int nc = v->nc, mr, nc_unused;
+	choose_tile(cx->target, v->N, &mr, &nc_unused);
+	int64_t K = v->K, N = v->N, G = v->G, P = v->P, KG = v->KG, kt = v->kt, mc = v->mc, cb = v->cb, zb_c = v->zb_c;
+	int64_t ldb = v->ldb;
+	kir_buffer *pkb = v->pkb, *csb = v->csb;
+	(void)G;
+	if (tile) mr = 16;
+	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	/* a's values as the products read them: an i8 a moved up by 128 for
+	 * vpdpbusd (unsigned by signed); tiles multiply signed by signed */
+	int64_t ca = s->a.buf->dtype == TBC_DT_I8 && !tile ? 128 : 0;
+	bool za_zero = !q->az && ca + q->za_add == 0;
 
 	/* Chunks: as the float GEMM's (matmul.c): blocks of 4 panels, as many
 	 * row tiles per chunk as leaves about 16 chunks; a symbolic M: one row
@@ -182,9 +226,12 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	kir_block rtb = {0};
 	kir_expr *i0 = LET(k, &rtb, "i0", MUL(k, V(k, rt), I(k, mr)));
 	kir_expr *mlast = SUB(k, s->M, I(k, 1));
-	kir_expr *rows[KIR_DOT4_MAX_MR], *a_at[KIR_DOT4_MAX_MR], *zap[KIR_DOT4_MAX_MR], *rsum[KIR_DOT4_MAX_MR];
+	/* tiles: 16 consecutive rows, the last row tile overlapping the one
+	 * before (the same sums stored twice) */
+	if (tile) i0 = LET(k, &rtb, "i0", MIN(k, i0, SUB(k, s->M, I(k, mr))));
+	kir_expr *rows[16], *a_at[16], *zap[16], *rsum[16];
 	for (int r = 0; r < mr; r++) {
-		rows[r] = LET(k, &rtb, "row", MIN(k, ADD(k, i0, I(k, r)), mlast));
+		rows[r] = tile ? ADD(k, i0, I(k, r)) : LET(k, &rtb, "row", MIN(k, ADD(k, i0, I(k, r)), mlast));
 		a_at[r] = LET(k, &rtb, "arow", ADD(k, base[0], MUL(k, rows[r], s->a.rs)));
 		/* za' = a_zp + ca */
 		kir_expr *zat = !q->az_row ? I(k, 0) : azfirst ? ADD(k, azfirst, rows[r]) : rows[r];
@@ -210,30 +257,36 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 	for (int part = 0; part < variants; part++) {
 		bool partial = part == 1;
 		kir_var *p = kir_var_new(k, "p", KIR_INDEX);
-		kir_block tile = {0};
-		kir_expr *j0 = LET(k, &tile, "j0", MUL(k, V(k, p), I(k, nc)));
-		kir_expr *pbase = LET(k, &tile, "pbase", runtime_b ? ADD(k, bfirst, MUL(k, j0, I(k, 4))) : MUL(k, V(k, p), I(k, G * 4 * nc)));
+		kir_block tblk = {0};
+		kir_expr *j0 = LET(k, &tblk, "j0", MUL(k, V(k, p), I(k, nc)));
+		kir_expr *pbase = LET(k, &tblk, "pbase", runtime_b ? ADD(k, bfirst, MUL(k, j0, I(k, 4))) : MUL(k, V(k, p), I(k, G * 4 * nc)));
 		kir_var **acc = calloc((size_t)(mr * nc), sizeof *acc);
 		if (!acc) return k->failed = true, NULL;
 		for (int i = 0; i < mr * nc; i++) {
 			acc[i] = kir_var_new(k, "acc", TBC_DT_I32);
-			kir_block_add(k, &tile, kir_s_set(k, acc[i], i32(k, 0)));
+			kir_block_add(k, &tblk, kir_s_set(k, acc[i], i32(k, 0)));
 		}
-		kir_dot4 d = {.mr = mr, .nc = nc, .a = s->a.buf, .b = pkb, .b_at = pbase, .groups = I(k, KG), .ldb = ldb, .acc = acc};
-		for (int r = 0; r < mr; r++) d.a_at[r] = a_at[r];
-		kir_block_add(k, &tile, kir_s_dot4(k, &d));
+		if (tile) {
+			kir_tile2 d = {.mt = 1, .nt = nc / 16, .a = s->a.buf, .b = pkb, .a_at = a_at[0], .lda = s->a.rs,
+				       .b_at = pbase, .ldb = I(k, ldb), .kn = 4 * KG, .acc = acc};
+			kir_block_add(k, &tblk, kir_s_tile2(k, &d));
+		} else {
+			kir_dot4 d = {.mr = mr, .nc = nc, .a = s->a.buf, .b = pkb, .b_at = pbase, .groups = I(k, KG), .ldb = ldb, .acc = acc};
+			for (int r = 0; r < mr; r++) d.a_at[r] = a_at[r];
+			kir_block_add(k, &tblk, kir_s_dot4(k, &d));
+		}
 		/* The K % 4 trailing products. */
 		for (int64_t e = 0; e < kt; e++) {
 			int64_t kk = 4 * KG + e;
-			kir_expr *au[KIR_DOT4_MAX_MR];
+			kir_expr *au[16];
 			for (int r = 0; r < mr; r++)
-				au[r] = LET(k, &tile, "au", iadd(k, CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], I(k, kk)))), i32(k, ca)));
+				au[r] = LET(k, &tblk, "au", iadd(k, CAST(k, TBC_DT_I32, LOAD(k, s->a.buf, ADD(k, a_at[r], I(k, kk)))), i32(k, ca)));
 			for (int c = 0; c < nc; c++) {
 				kir_expr *bi = ADD(k, pbase, I(k, KG * ldb + 4 * c + e));
-				kir_expr *bv = LET(k, &tile, "bt", CAST(k, TBC_DT_I32, LOAD(k, pkb, bi)));
+				kir_expr *bv = LET(k, &tblk, "bt", CAST(k, TBC_DT_I32, LOAD(k, pkb, bi)));
 				for (int r = 0; r < mr; r++) {
 					kir_var *x = acc[r * nc + c];
-					kir_block_add(k, &tile, kir_s_set(k, x, iadd(k, V(k, x), imul(k, au[r], bv))));
+					kir_block_add(k, &tblk, kir_s_set(k, x, iadd(k, V(k, x), imul(k, au[r], bv))));
 				}
 			}
 		}
@@ -248,7 +301,7 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		}
 		for (int c = 0; c < nc; c++) {
 			kir_expr *col = ADD(k, j0, I(k, c));
-			cols[c] = partial ? LET(k, &tile, "col", MIN(k, col, nlast)) : col;
+			cols[c] = partial ? LET(k, &tblk, "col", MIN(k, col, nlast)) : col;
 			kir_expr *csum = za_zero ? NULL : LOAD(k, csb, ADD(k, csfirst, col));
 			kir_expr *zbp = NULL; /* zb', where it is not the constant 0 */
 			if (!zb_zero) {
@@ -256,14 +309,14 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 					       : isub(k, CAST(k, TBC_DT_I32, LOAD(k, q->bz, q->bz_col ? cols[c] : I(k, 0))), i32(k, cb));
 				if (!cs_final && csum) csum = isub(k, csum, imul(k, i32(k, K), zbp));
 			}
-			if (csum) csum = LET(k, &tile, "csum", csum);
-			if (zbp && !zb_const) zbp = LET(k, &tile, "zbp", zbp);
+			if (csum) csum = LET(k, &tblk, "csum", csum);
+			if (zbp && !zb_const) zbp = LET(k, &tblk, "zbp", zbp);
 			for (int r = 0; r < mr; r++) {
 				kir_expr *v = V(k, acc[r * nc + c]);
 				if (csum) v = isub(k, v, imul(k, zap[r], csum));
 				if (zbp) v = isub(k, v, imul(k, zbp, rsum[r]));
 				v = s->epi ? s->epi(s->ctx, l, v, batch, rows[r], cols[c]) : CAST(k, s->y.buf->dtype, v);
-				val[r * nc + c] = LET(k, &tile, "v", v);
+				val[r * nc + c] = LET(k, &tblk, "v", v);
 			}
 		}
 		for (int c = 0; c < nc; c++) {
@@ -273,12 +326,12 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 				kir_block_add(k, &st, kir_s_store(k, s->y.buf, yi, val[r * nc + c]));
 			}
 			if (partial) /* the last panel's columns past N: computed on zeros, not stored */
-				kir_block_add(k, &tile, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
+				kir_block_add(k, &tblk, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
 			else
 				for (kir_stmt *x = st.first; x;) {
 					kir_stmt *nx = x->next;
 					x->next = NULL;
-					kir_block_add(k, &tile, x);
+					kir_block_add(k, &tblk, x);
 					x = nx;
 				}
 		}
@@ -288,7 +341,7 @@ kir_stmt *qgemm_vnni_generate(lk *l, const gemm_spec *s, const qgemm_vnni *q) {
 		kir_expr *plo = MUL(k, cbi, I(k, tb)), *phi = MIN(k, ADD(k, plo, I(k, tb)), I(k, P));
 		if (variants > 1 && !partial) phi = MIN(k, phi, I(k, PF));
 		if (partial) plo = MAX(k, plo, I(k, PF));
-		kir_block_add(k, &rtb, kir_s_for(k, p, plo, phi, 1, KIR_LOOP_SEQUENTIAL, tile.first));
+		kir_block_add(k, &rtb, kir_s_for(k, p, plo, phi, 1, KIR_LOOP_SEQUENTIAL, tblk.first));
 	}
 	kir_expr *rlo = MUL(k, rgi, I(k, rg)), *rhi = MIN(k, ADD(k, rlo, I(k, rg)), RT);
 	kir_block_add(k, &body, kir_s_for(k, rt, rlo, rhi, 1, KIR_LOOP_SEQUENTIAL, rtb.first));

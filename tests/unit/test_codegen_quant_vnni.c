@@ -409,6 +409,64 @@ static void test_conv_lowering_takes_dot4_where_declared(void **state) {
 		}
 }
 
+/* AMX-INT8 tiles (kir_tile2's 8-bit form, tbc_target_desc.tile_i8): where
+ * M is static and at least 16, the integer GEMMs are tiles (tile2.u8 for a
+ * u8 a, tile2.i8 -- tdpbssd -- for an i8 one), dot4 elsewhere; and every
+ * case above again with the target declaring them, the same bits as the
+ * interpreter, in the evaluator and compiled (this CPU's code takes tiles
+ * when it has AMX-INT8). */
+static void test_amx_tiles(void **state) {
+	tbc_target_desc amx = g_vnni;
+	amx.tile_i8 = true;
+	static const struct {
+		tbc_dtype a;
+		const char *dims, *want, *not;
+	} cases[] = {{TBC_DT_U8, "40,64", "tile2.u8 [16 x 16]", "dot4"},
+		     {TBC_DT_I8, "16,64", "tile2.i8 [16 x 16]", "dot4"},
+		     {TBC_DT_U8, "15,64", "dot4 [", "tile2"},
+		     {TBC_DT_U8, "N,64", "dot4 [", "tile2"}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		tbc_value *a = input_sym(&md, cases[i].a, cases[i].dims, 20, lo_of(cases[i].a), hi_of(cases[i].a) + 1);
+		tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_MatMulInteger, a, weights(&md, TBC_DT_I8, 64, 32)));
+		g_target = &amx;
+		char *text = lowered_text(&md);
+		if (!strstr(text, cases[i].want) || strstr(text, cases[i].not)) fail_msg("case %zu:\n%s", i, text);
+		free(text);
+	}
+	/* 16 rows, a last row tile overlapping the one before, K past one
+	 * chunk of 64 with a tail of 2, N past 32; zero points per row of a
+	 * and per column of b (the corrections tiles share with dot4) */
+	g_target = &amx;
+	static const struct {
+		const char *a;
+		int64_t K, N, M;
+	} shapes[] = {{"16,4", 4, 16, 16}, {"40,130", 130, 96, 40}};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		for (int at = 0; at < 2; at++) {
+			model md = model_new();
+			tbc_dtype ad = types[at], bd = TBC_DT_I8;
+			tbc_value *a = input_sym(&md, ad, shapes[i].a, 3, lo_of(ad), hi_of(ad) + 1);
+			tbc_value *b = weights(&md, bd, shapes[i].K, shapes[i].N);
+			tbc_value *ins[4] = {a, b, per(&md, ad, shapes[i].M), per(&md, bd, shapes[i].N)};
+			tbc_value *outs[2] = {op2(&md, TBC_OP_MatMulInteger, a, b),
+					      tbc_op_new(md.m->main, TBC_OP_MatMulInteger, "n", 4, ins, 1)->outputs[0]};
+			check_outputs(&md, 2, outs, 0);
+		}
+	/* a convolution's GEMM: 33 channels (2 row tiles, overlapping), one of
+	 * two groups of 20 */
+	for (size_t i = 1; i <= 3; i += 2) {
+		const struct qconv_case *c = &qconv_cases[i];
+		model md = model_new();
+		tbc_value *x = input_sym(&md, TBC_DT_U8, c->x, 2, 0, 256);
+		tbc_value *w = conv_weights(&md, TBC_DT_I8, c->rank, c->w);
+		tbc_value *ins[4] = {x, w, scalar(&md, TBC_DT_U8, 77), per(&md, TBC_DT_I8, c->w[0])};
+		tbc_value *outs[1] = {qconv_op(&md, c, TBC_OP_ConvInteger, 4, ins)->outputs[0]};
+		check_outputs(&md, 1, outs, 0);
+	}
+	g_target = &g_vnni;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowering_takes_dot4_where_declared),
@@ -421,6 +479,7 @@ int main(void) {
 		cmocka_unit_test(test_conv_lowering_takes_dot4_where_declared),
 		cmocka_unit_test(test_conv_integer_constant_w_every_edge),
 		cmocka_unit_test(test_qlinear_conv_constant_w),
+		cmocka_unit_test(test_amx_tiles),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -92,12 +92,12 @@ static void test_tile2_where_it_fits(void **state) {
 		int64_t k, n;
 		const char *want; /* the statement's line, or NULL: none */
 	} cases[] = {
-		{"40,64", 64, 96, "tile2.bf16 [16 x 32]"},
+		{"40,64", 64, 96, "tile2.bf16 [16 x 16]"},
 		{"20,64", 64, 20, "tile2.bf16 [16 x 16]"},
-		{"3,40,30", 30, 40, "tile2.bf16 [16 x 32]"}, /* batches; K below one chunk */
+		{"3,40,30", 30, 40, "tile2.bf16 [16 x 16]"}, /* batches; K below one chunk */
 		{"15,64", 64, 96, "dot2.bf16"},              /* M < 16 */
 		{"40,63", 63, 96, "dot2.bf16"},              /* K odd */
-		{"N,64", 64, 96, "tile2.bf16 [16 x 32]"},    /* M known while running: tiles where >= 16 ... */
+		{"N,64", 64, 96, "tile2.bf16 [16 x 16]"},    /* M known while running: tiles where >= 16 ... */
 		{"N,64", 64, 96, "dot2.bf16"},               /* ... and dot2 below */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
