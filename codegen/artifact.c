@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen/compile.h"
+#include "codegen/device/device_files.h"
 #include "tbc/abi.h"
 
 extern char **environ;
@@ -29,6 +31,12 @@ static bool write_file(const char *path, const void *data, size_t size, tbc_diag
 		return false;
 	}
 	return true;
+}
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool is_identifier(const char *s) {
@@ -149,25 +157,63 @@ static bool with_program(const kir_program *p, void *user, tbc_diags *d) {
 	return true;
 }
 
-/* cc -shared -o out obj -lm: the system's driver knows its linker and libc. */
-static bool link_shared(const char *obj, const char *out, tbc_diags *d) {
-	const char *cc = getenv("TBC_CC");
-	if (!cc || !*cc) cc = "cc";
-	char *argv[] = {(char *)cc, "-shared", "-o", (char *)out, (char *)obj, "-lm", NULL};
+/* Runs argv (argv[0] found on PATH) and waits for it: the system's C
+ * compiler driver, which knows its linker and libc. */
+static bool spawn_wait(char **argv, const char *out, tbc_diags *d) {
 	pid_t pid;
-	int err = posix_spawnp(&pid, cc, NULL, NULL, argv, environ);
+	int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
 	if (err) {
-		tbc_diags_add(d, TBC_ERR_IO, out, NULL, NULL, NULL, "cannot run %s to link: %s", cc, strerror(err));
+		tbc_diags_add(d, TBC_ERR_IO, out, NULL, NULL, NULL, "cannot run %s to link: %s", argv[0], strerror(err));
 		return false;
 	}
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) break;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		tbc_diags_add(d, TBC_ERR_IO, out, NULL, NULL, NULL, "linking with %s failed", cc);
+		tbc_diags_add(d, TBC_ERR_IO, out, NULL, NULL, NULL, "linking with %s failed", argv[0]);
 		return false;
 	}
 	return true;
+}
+
+/* The objects into out: a shared object (cc -shared -o out objs... -lm, the
+ * system's driver knowing its linker and libc), or with relocatable one
+ * object (ld.lld-19 -r -o out objs..., LLVM's linker, which knows every
+ * architecture tbc compiles for), the kernels' symbols staying hidden.
+ * Each object is written beside out first, as out.tmp.N.o, and removed
+ * after. */
+static bool link_objects(const tbc_objects *objs, const char *out, bool relocatable, tbc_diags *d) {
+	const char *cc = getenv("TBC_CC");
+	if (!cc || !*cc) cc = "cc";
+	char lld[4096];
+	if (relocatable && !tbc_find_lld(lld, sizeof lld)) { /* cannot happen: compile_to_file asked for one object */
+		tbc_diags_add(d, TBC_ERR_IO, out, NULL, NULL, NULL, "ld.lld-19 is needed to link the objects into one");
+		return false;
+	}
+	size_t n = strlen(out) + 24;
+	char *paths[TBC_MAX_OBJECTS] = {0};
+	char *argv[TBC_MAX_OBJECTS + 8];
+	int a = 0;
+	if (relocatable) argv[a++] = lld, argv[a++] = "-r";
+	else argv[a++] = (char *)cc, argv[a++] = "-shared";
+	argv[a++] = "-o";
+	argv[a++] = (char *)out;
+	bool ok = true;
+	for (int i = 0; ok && i < objs->n; i++) {
+		if (!(paths[i] = malloc(n))) {
+			ok = false;
+			break;
+		}
+		snprintf(paths[i], n, "%s.tmp.%d.o", out, i);
+		ok = write_file(paths[i], objs->data[i], objs->size[i], d);
+		argv[a++] = paths[i];
+	}
+	if (!relocatable) argv[a++] = "-lm";
+	argv[a] = NULL;
+	ok = ok && spawn_wait(argv, out, d);
+	for (int i = 0; i < objs->n; i++)
+		if (paths[i]) unlink(paths[i]), free(paths[i]);
+	return ok;
 }
 
 tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, const char *path, tbc_diags *d) {
@@ -202,7 +248,11 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 		      .prefix = prefix,
 		      .header = obj,
 		      .external_weights = o->weights == TBC_WEIGHTS_EXTERNAL && !cl};
-	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll, .device_code_of = code_of};
+	char lld[4096];
+	/* A .o is one object: the parallel modules' objects merged by ld.lld-19,
+	 * or without it, one module compiled on one thread. */
+	tbc_emit_info info = {.prefix = prefix, .export_generic = so, .emit_llvm_ir = ll, .device_code_of = code_of,
+			      .one_object = obj && !tbc_find_lld(lld, sizeof lld)};
 	char *weights_name = NULL;
 	if (a.external_weights) {
 		size_t n = strlen(path);
@@ -214,22 +264,17 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 		info.external_weights = true;
 		info.weights_file = weights_name;
 	}
-	void *data = NULL;
-	size_t size = 0;
-	tbc_code rc = tbc_codegen(m, o, &info, d, with_program, &a, &data, &size);
-	if (rc == TBC_OK && !so && !write_file(path, data, size, d)) rc = TBC_ERR_IO;
-	if (rc == TBC_OK && so) {
-		size_t n = strlen(path);
-		char *tmp = malloc(n + 8);
-		if (!tmp) rc = TBC_ERR_NO_MEMORY;
-		else {
-			snprintf(tmp, n + 8, "%s.tmp.o", path);
-			if (!write_file(tmp, data, size, d) || !link_shared(tmp, path, d)) rc = TBC_ERR_IO;
-			unlink(tmp);
-			free(tmp);
-		}
+	tbc_objects objs;
+	tbc_code rc = tbc_codegen(m, o, &info, d, with_program, &a, &objs);
+	if (rc == TBC_OK) {
+		double t0 = now();
+		bool ok = so || objs.n > 1 ? link_objects(&objs, path, !so, d) : write_file(path, objs.data[0], objs.size[0], d);
+		if (!ok) rc = TBC_ERR_IO;
+		else if (o->stats && (so || objs.n > 1))
+			fprintf(o->stats_file ? o->stats_file : stderr, "tbc: link %8.3f ms (%d objects)\n", (now() - t0) * 1e3,
+				objs.n);
 	}
-	free(data);
+	tbc_objects_free(&objs);
 	free(a.weights_path);
 	return rc;
 }

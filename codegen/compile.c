@@ -44,8 +44,15 @@ static void print_stats(FILE *f, const tbc_compile_stats *st) {
 	for (int i = 0; i < st->n_passes; i++)
 		fprintf(f, "tbc: pass %-8s %8.3f ms\n", st->passes[i].name, st->passes[i].seconds * 1e3);
 	if (st->lowered)
+	{
 		fprintf(f, "tbc: lowering %8.3f ms (%d kernels), LLVM %8.3f ms\n", st->lower_seconds * 1e3, st->n_kernels,
 			st->codegen_seconds * 1e3);
+		if (st->llvm_modules)
+			fprintf(f, "tbc: LLVM: %d modules on %d threads in %.3f ms; the modules' own times %.3f ms, of "
+				   "which building the IR %.3f ms\n",
+				st->llvm_modules, st->llvm_threads, st->llvm_compile_seconds * 1e3, st->llvm_module_seconds * 1e3,
+				st->llvm_ir_seconds * 1e3);
+	}
 	else
 		fprintf(f, "tbc: lowering failed; the arena below is memory planning's\n");
 	double ratio = st->lower_bound > 0 ? (double)st->arena_bytes / (double)st->lower_bound : 1.0;
@@ -80,8 +87,7 @@ static int64_t arena_at_one(const kir_program *p) {
 }
 
 static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *lower_for,
-		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
-		       size_t *out_size);
+		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, tbc_objects *out);
 
 /* Whether the device program dp can share the artifact's descriptor, which
  * p (the CPU's) makes: the same symbols, and every constant at the same
@@ -125,8 +131,7 @@ static const char *kind_name(int kind) {
  * codegen/target_desc.h), into a program of their own that shares the CPU
  * program's symbols and weights. */
 static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_target_desc *desc, tbc_arena *arena,
-		     const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d, void **out_data,
-		     size_t *out_size) {
+		     const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d, tbc_objects *out) {
 	unsigned targets = o->targets ? o->targets : TBC_TARGETS_CPU;
 	tbc_device_choice dev[TBC_MAX_DEVICE_TARGETS];
 	int n_dev = 0;
@@ -139,7 +144,7 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 			      kind_name(info->device_code_of));
 		return TBC_ERR_INVALID_ARGUMENT;
 	}
-	if (!n_dev) return tbc_target_cpu.emit(p, desc, o, info, d, out_data, out_size);
+	if (!n_dev) return tbc_target_cpu.emit(p, desc, o, info, d, out);
 	/* Node names by position in the main graph, for the kernels' names. */
 	int n_ops = 0;
 	for (const tbc_op *op = work->main->first; op; op = op->next) n_ops++;
@@ -166,8 +171,9 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 	}
 	free(names);
 	if (rc == TBC_OK && code_of >= 0) {
-		*out_data = progs[code_of].code;
-		*out_size = progs[code_of].code_size;
+		out->n = 1;
+		out->data[0] = progs[code_of].code;
+		out->size[0] = progs[code_of].code_size;
 		progs[code_of].code = NULL;
 	} else if (rc == TBC_OK) {
 		tbc_emit_info with = *info;
@@ -177,30 +183,32 @@ static tbc_code emit(const tbc_module *work, const kir_program *p, const tbc_tar
 		with.device_code = code;
 		with.device_code_size = size;
 		with.no_cpu_code = !(targets & TBC_TARGETS_CPU);
-		if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, desc, o, &with, d, out_data, out_size);
+		if (rc == TBC_OK) rc = tbc_target_cpu.emit(p, desc, o, &with, d, out);
 		free(code);
 	}
 	for (int j = 0; j < n_dev; j++) tbc_dev_program_free(&progs[j]);
 	return rc;
 }
 
+void tbc_objects_free(tbc_objects *objs) {
+	for (int i = 0; i < objs->n; i++) free(objs->data[i]);
+	memset(objs, 0, sizeof *objs);
+}
+
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
-		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size) {
-	return codegen(m, o, NULL, info, d, with_program, user, out_data, out_size);
+		     tbc_program_fn with_program, void *user, tbc_objects *out) {
+	return codegen(m, o, NULL, info, d, with_program, user, out);
 }
 
 tbc_code tbc_codegen_for(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *t, tbc_diags *d,
 			 tbc_program_fn with_program, void *user) {
-	void *data = NULL;
-	size_t size = 0;
-	return codegen(m, o, t, NULL, d, with_program, user, &data, &size);
+	tbc_objects none;
+	return codegen(m, o, t, NULL, d, with_program, user, &none);
 }
 
 static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_target_desc *lower_for,
-		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, void **out_data,
-		       size_t *out_size) {
-	*out_data = NULL;
-	*out_size = 0;
+		       const tbc_emit_info *info, tbc_diags *d, tbc_program_fn with_program, void *user, tbc_objects *out) {
+	memset(out, 0, sizeof *out);
 	tbc_compile_options dflt;
 	if (!o) {
 		tbc_compile_options_init(&dflt);
@@ -274,7 +282,13 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	double t1 = now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
-	if (rc == TBC_OK && info) rc = emit(work, p, &desc, arena, o, info, d, out_data, out_size);
+	tbc_llvm_times times;
+	memset(&times, 0, sizeof times);
+	if (rc == TBC_OK && info) {
+		tbc_emit_info timed = *info;
+		timed.times = &times;
+		rc = emit(work, p, &desc, arena, o, &timed, d, out);
+	}
 	double t2 = now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */
@@ -288,6 +302,11 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		}
 		st.lower_seconds = t1 - t0;
 		st.codegen_seconds = t2 - t1;
+		st.llvm_ir_seconds = times.ir_seconds;
+		st.llvm_compile_seconds = times.compile_seconds;
+		st.llvm_module_seconds = times.module_seconds;
+		st.llvm_modules = times.modules;
+		st.llvm_threads = times.threads;
 		st.n_kernels = p ? p->n_launches : 0;
 		st.weights_bytes = p ? p->weights_size : 0;
 		st.arena_bytes = p ? arena_at_one(p) : pst.memplan.arena_bytes ? pst.memplan.arena_bytes : pst.remat.arena_after;

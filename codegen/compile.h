@@ -8,12 +8,12 @@
  * writer writes the header and external weights from it); false stops. */
 typedef bool (*tbc_program_fn)(const kir_program *p, void *user, tbc_diags *d);
 
-/* Lowers m and emits it with the CPU target: object code (or LLVM IR text)
- * in malloc'd memory.  o may be NULL (defaults); with_program may be NULL.
+/* Lowers m and emits it with the CPU target: object code (one or more
+ * objects; tbc_objects_free) or LLVM IR text.  o may be NULL (defaults); with_program may be NULL.
  * With info NULL nothing is emitted: with_program is then the only use of
  * the lowered program (running it under another target's kernels). */
 tbc_code tbc_codegen(const tbc_module *m, const tbc_compile_options *o, const tbc_emit_info *info, tbc_diags *d,
-		     tbc_program_fn with_program, void *user, void **out_data, size_t *out_size);
+		     tbc_program_fn with_program, void *user, tbc_objects *out);
 
 /* Lowers m for the target t describes (a device's parallel form, instead of
  * the CPU's description) and hands the program to with_program; nothing is

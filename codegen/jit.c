@@ -2,6 +2,7 @@
  * is linked in memory by LLVM ORC's LLJIT; no file is written.  libm and
  * libc resolve from the process. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__linux__)
@@ -53,19 +54,18 @@ tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_
 	opts.weights = TBC_WEIGHTS_EMBED;
 	const char *prefix = "model";
 	tbc_emit_info info = {.prefix = prefix, .export_generic = false};
-	void *obj = NULL;
-	size_t size = 0;
-	tbc_code rc = tbc_codegen(m, &opts, &info, d, NULL, NULL, &obj, &size);
+	tbc_objects objs;
+	tbc_code rc = tbc_codegen(m, &opts, &info, d, NULL, NULL, &objs);
 	if (rc != TBC_OK) return rc;
 	tbc_cpu_init_llvm();
 	tbc_jit *j = calloc(1, sizeof *j);
 	if (!j) {
-		free(obj);
+		tbc_objects_free(&objs);
 		return TBC_ERR_NO_MEMORY;
 	}
 	LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, NULL);
 	if (e) {
-		free(obj);
+		tbc_objects_free(&objs);
 		free(j);
 		return jit_error(d, e, "creating LLJIT");
 	}
@@ -73,14 +73,20 @@ tbc_code tbc_jit_compile(const tbc_module *m, const tbc_compile_options *o, tbc_
 	LLVMOrcDefinitionGeneratorRef gen = NULL;
 	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
 	if (e) {
-		free(obj);
+		tbc_objects_free(&objs);
 		tbc_jit_destroy(j);
 		return jit_error(d, e, "process symbols");
 	}
 	LLVMOrcJITDylibAddGenerator(jd, gen);
-	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, "tbc-model.o");
-	free(obj);
-	e = LLVMOrcLLJITAddObjectFile(j->jit, jd, buf);
+	/* The objects of the modules compiled in parallel, in one JITDylib: the
+	 * host module's calls find the kernels' (hidden) symbols there. */
+	for (int i = 0; i < objs.n && !e; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "tbc-model.%d.o", i);
+		LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs.data[i], objs.size[i], name);
+		e = LLVMOrcLLJITAddObjectFile(j->jit, jd, buf);
+	}
+	tbc_objects_free(&objs);
 	if (e) {
 		tbc_jit_destroy(j);
 		return jit_error(d, e, "adding the object");

@@ -40,6 +40,8 @@ static const char usage_text[] =
 	"                             cubin the artifact ships beside it, so that GPU loads it\n"
 	"                             without a JIT; without ptxas the PTX alone (--stats says so)\n"
 	"      --no-cubin             ship the PTX alone\n"
+	"      --jobs N               threads for LLVM's work (default: one per CPU); the\n"
+	"                             artifact is the same bytes whatever N is\n"
 	"      --precision fp32|fp16|bf16|fp8   compute float32 models in that type where the\n"
 	"                             policy allows (docs/precision.md; default fp32: unchanged);\n"
 	"                             fp8: MatMul/Gemm/Conv weights and embeddings over 64 KiB\n"
@@ -657,6 +659,8 @@ static bool write_stats_json(const char *path, const tbc_compile_stats *st) {
 	fprintf(f, "  \"plan_bytes_unconstrained\": %" PRId64 ",\n", st->memory_budget_bytes ? st->plan_bytes_unconstrained : st->plan_bytes);
 	fprintf(f, "  \"kernels\": %d,\n", st->n_kernels);
 	fprintf(f, "  \"lower_ms\": %.3f,\n  \"codegen_ms\": %.3f,\n", st->lower_seconds * 1e3, st->codegen_seconds * 1e3);
+	fprintf(f, "  \"llvm_modules\": %d,\n  \"llvm_threads\": %d,\n  \"llvm_ir_ms\": %.3f,\n  \"llvm_module_ms\": %.3f,\n",
+		st->llvm_modules, st->llvm_threads, st->llvm_ir_seconds * 1e3, st->llvm_module_seconds * 1e3);
 	fprintf(f, "  \"passes\": [");
 	for (int i = 0; i < st->n_passes; i++)
 		fprintf(f, "%s\n    {\"name\": \"%s\", \"ms\": %.3f}", i ? "," : "", st->passes[i].name,
@@ -747,6 +751,16 @@ static int cmd_compile(int argc, char **argv) {
 			o.budget_max_compiles = (int)n;
 		}
 		else if (!strcmp(a, "--prefix") && has) o.prefix = argv[++i];
+		else if (!strcmp(a, "--jobs") && has) {
+			char *end;
+			const char *v = argv[++i];
+			long n = strtol(v, &end, 10);
+			if (!*v || *end || n < 1 || n > 64) {
+				fprintf(stderr, "tbc compile: --jobs wants a count of threads from 1 to 64, got '%s'\n", v);
+				return 2;
+			}
+			o.compile_threads = (int)n;
+		}
 		else if (!strcmp(a, "--stats")) o.stats = 1;
 		else if (!strcmp(a, "--stats-json") && has) stats_json = argv[++i];
 		else if (!strcmp(a, "--memory-budget") && has) {

@@ -19,10 +19,6 @@
  * not, a diagnostic listing those it accepts. */
 bool tbc_amdgpu_gfx_check(const char *gfx, tbc_diags *d);
 
-/* The linker code objects need: ld.lld-19 on PATH, else /usr/bin/ld.lld-19
- * (its path in out); false when neither is there (tbc doctor says so). */
-bool tbc_amdgpu_find_linker(char *out, size_t size);
-
 /* Every kernel of p as one code object for gfx (NULL: the default), named
  * as tbc_dev_program_make names them, and the table around it.  The
  * object is linked by ld.lld-19 (on PATH, else /usr/bin/ld.lld-19): a

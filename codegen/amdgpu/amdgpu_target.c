@@ -142,24 +142,9 @@ static const llvm_gpu_arch amdgpu_arch = {
 };
 
 /* ---- Linking: ld.lld-19 -shared ---------------------------------------------*/
-static bool executable(const char *path) { return access(path, X_OK) == 0; }
-
-/* ld.lld-19 on PATH, else /usr/bin/ld.lld-19; false if neither. */
-bool tbc_amdgpu_find_linker(char *out, size_t size) {
-	const char *path = getenv("PATH");
-	while (path && *path) {
-		const char *colon = strchr(path, ':');
-		size_t len = colon ? (size_t)(colon - path) : strlen(path);
-		if (len && (size_t)snprintf(out, size, "%.*s/ld.lld-19", (int)len, path) < size && executable(out)) return true;
-		path = colon ? colon + 1 : NULL;
-	}
-	snprintf(out, size, "/usr/bin/ld.lld-19");
-	return executable(out);
-}
-
 static bool link_code_object(const void *obj, size_t obj_size, void **code, size_t *size, tbc_diags *d) {
 	char lld[4096];
-	if (!tbc_amdgpu_find_linker(lld, sizeof lld)) {
+	if (!tbc_find_lld(lld, sizeof lld)) {
 		tbc_diags_add(d, TBC_ERR_UNSUPPORTED, NULL, NULL, NULL, NULL,
 			      "amdgpu backend: ld.lld-19 is neither on PATH nor at /usr/bin/ld.lld-19; it links the code object "
 			      "(Debian/Ubuntu: apt-get install lld-19)");

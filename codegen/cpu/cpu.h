@@ -41,8 +41,43 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m);
 /* A kir_tile2 as AMX tiles (cpu_tile2.c), for machines with amx-bf16. */
 void cpu_emit_tile2(llvm_fn *f, const kir_tile2 *m);
 
-/* Builds run, arena_bytes and the descriptor of p in c->mod. */
-bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
-		      const char *features);
+/* Which LLVM module each kernel goes in (cpu_module.c).  The kernels are
+ * split over up to CPU_MAX_KERNEL_MODULES modules of their own, one per
+ * CPU_MODULE_MIN_COST of their canonical text, compiled in parallel beside
+ * the host module (cpu_target.c); below that (a small program) every
+ * kernel stays in the host module. */
+enum { CPU_MAX_KERNEL_MODULES = 8, CPU_MODULE_MIN_COST = 40000 };
+typedef struct cpu_kernel_plan {
+	int n_modules; /* kernel modules: 0 when every kernel is in the host module */
+	int *same_as;  /* per launch: the earlier launch whose function it calls, or -1 */
+	int *module;   /* per launch with its own function: its kernel module, or -1 (the host's) */
+} cpu_kernel_plan;
+bool cpu_plan_kernels(const kir_program *p, cpu_kernel_plan *plan);
+void cpu_kernel_plan_free(cpu_kernel_plan *plan);
+
+/* Builds run, arena_bytes and the descriptor of p in c->mod (the host
+ * module), with the kernels plan puts there; the others declared.  With
+ * data_obj non-NULL and an ELF triple, the weights and the device code go
+ * into an object of their own there (cpu_data_object; NULL when there are
+ * none), else into c->mod. */
+bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program *p, const tbc_emit_info *info,
+		      const char *triple, const char *features, void **data_obj, size_t *data_obj_size);
+
+/* Constant data as an ELF relocatable object written without LLVM
+ * (cpu_data_object.c): each blob a read-only section with a hidden global
+ * symbol at its start. */
+typedef struct cpu_data_blob {
+	const char *symbol;
+	const void *data;
+	size_t size, align;
+} cpu_data_blob;
+/* The ELF machine (EM_X86_64, EM_AARCH64) of an ELF triple; 0 for others
+ * (Mach-O, COFF), whose data stays in LLVM's module. */
+uint16_t cpu_elf_machine(const char *triple);
+/* The object in malloc'd memory; false when out of memory. */
+bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void **out, size_t *out_size);
+/* The kernels plan puts in kernel module `module`, into c->mod. */
+bool cpu_emit_kernel_module(llvm_cx *c, const cpu_kernel_plan *plan, int module, const kir_program *p,
+			    const char *prefix);
 
 #endif

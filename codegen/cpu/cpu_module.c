@@ -474,47 +474,160 @@ static void emit_descriptor_fn(llvm_cx *c, const char *name, LLVMValueRef model)
 	LLVMBuildRet(c->b, model);
 }
 
-/* Every launch's kernel as an LLVM function; launches whose kernels print
- * the same canonical text (kir_print_canonical: the same code over the
- * buffers they are given, as the convolutions of one shape in a DenseNet
- * block) share one function, which LLVM then compiles once.  False when
- * emitting failed (the message in c). */
-static bool emit_kernels(llvm_cx *c, const kir_program *p, LLVMValueRef *kernels) {
-	char **texts = calloc((size_t)p->n_launches + 1, sizeof *texts);
-	uint64_t *hashes = calloc((size_t)p->n_launches + 1, sizeof *hashes);
-	bool ok = texts && hashes;
-	if (!ok) llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	for (int l = 0; ok && l < p->n_launches; l++) {
+/* FNV-1a 64 of a string. */
+static uint64_t text_hash(const char *t) {
+	uint64_t h = 1469598103934665603u;
+	for (; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211u;
+	return h;
+}
+
+void cpu_kernel_plan_free(cpu_kernel_plan *plan) {
+	free(plan->same_as);
+	free(plan->module);
+	memset(plan, 0, sizeof *plan);
+}
+
+/* Launches whose kernels print the same canonical text (kir_print_canonical:
+ * the same code over the buffers they are given, as the convolutions of one
+ * shape in a DenseNet block) share one function, which LLVM then compiles
+ * once.  The distinct kernels are spread over the modules by the length of
+ * that text (a measure of their LLVM work), the longest first, each to the
+ * module with the least so far; the split depends on the program alone. */
+bool cpu_plan_kernels(const kir_program *p, cpu_kernel_plan *plan) {
+	memset(plan, 0, sizeof *plan);
+	int n = p->n_launches;
+	char **texts = calloc((size_t)n + 1, sizeof *texts);
+	uint64_t *hashes = calloc((size_t)n + 1, sizeof *hashes);
+	size_t *cost = calloc((size_t)n + 1, sizeof *cost);
+	int *order = calloc((size_t)n + 1, sizeof *order);
+	plan->same_as = calloc((size_t)n + 1, sizeof *plan->same_as);
+	plan->module = calloc((size_t)n + 1, sizeof *plan->module);
+	bool ok = texts && hashes && cost && order && plan->same_as && plan->module;
+	int n_distinct = 0;
+	size_t total = 0;
+	for (int l = 0; ok && l < n; l++) {
+		plan->same_as[l] = -1;
+		plan->module[l] = -1;
 		const kir_kernel *k = p->launches[l].kernel;
 		if (!k) continue;
-		texts[l] = kir_print_canonical(k);
-		if (!texts[l]) {
-			ok = llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		if (!(texts[l] = kir_print_canonical(k))) {
+			ok = false;
 			break;
 		}
-		uint64_t h = 1469598103934665603u; /* FNV-1a */
-		for (const char *t = texts[l]; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211u;
-		hashes[l] = h;
-		for (int e = 0; e < l && !kernels[l]; e++)
-			if (kernels[e] && hashes[e] == h && !strcmp(texts[e], texts[l])) kernels[l] = kernels[e];
-		if (!kernels[l]) kernels[l] = llvm_emit_kernel(c, k, l);
-		ok = !c->failed;
+		hashes[l] = text_hash(texts[l]);
+		for (int e = 0; e < l && plan->same_as[l] < 0; e++)
+			if (texts[e] && plan->same_as[e] < 0 && hashes[e] == hashes[l] && !strcmp(texts[e], texts[l]))
+				plan->same_as[l] = e;
+		if (plan->same_as[l] >= 0) continue;
+		cost[l] = strlen(texts[l]);
+		total += cost[l];
+		order[n_distinct++] = l;
 	}
-	for (int l = 0; texts && l < p->n_launches; l++) free(texts[l]);
+	if (ok && total >= CPU_MODULE_MIN_COST) {
+		size_t m = total / CPU_MODULE_MIN_COST;
+		plan->n_modules = (int)(m < CPU_MAX_KERNEL_MODULES ? m : CPU_MAX_KERNEL_MODULES);
+		if (plan->n_modules > n_distinct) plan->n_modules = n_distinct;
+		/* longest first (insertion sort: stable, so ties keep launch order) */
+		for (int i = 1; i < n_distinct; i++)
+			for (int j = i; j > 0 && cost[order[j]] > cost[order[j - 1]]; j--) {
+				int t = order[j];
+				order[j] = order[j - 1];
+				order[j - 1] = t;
+			}
+		size_t load[CPU_MAX_KERNEL_MODULES] = {0};
+		for (int i = 0; i < n_distinct; i++) {
+			int best = 0;
+			for (int q = 1; q < plan->n_modules; q++)
+				if (load[q] < load[best]) best = q;
+			plan->module[order[i]] = best;
+			load[best] += cost[order[i]];
+		}
+	}
+	for (int l = 0; texts && l < n; l++) free(texts[l]);
 	free(texts);
 	free(hashes);
+	free(cost);
+	free(order);
+	if (!ok) cpu_kernel_plan_free(plan);
 	return ok;
 }
 
-bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *info, const char *triple,
-		      const char *features) {
+/* The name of launch l's kernel in a kernel module (external there and
+ * hidden, so that no two artifacts' kernels meet in a program). */
+static void module_kernel_name(char *name, size_t size, const char *prefix, int l, const kir_kernel *k) {
+	snprintf(name, size, "%s.k%d.%s", prefix, l, k->name);
+}
+
+bool cpu_emit_kernel_module(llvm_cx *c, const cpu_kernel_plan *plan, int module, const kir_program *p,
+			    const char *prefix) {
+	for (int l = 0; l < p->n_launches && !c->failed; l++) {
+		const kir_kernel *k = p->launches[l].kernel;
+		if (!k || plan->same_as[l] >= 0 || plan->module[l] != module) continue;
+		LLVMValueRef fn = llvm_emit_kernel(c, k, l);
+		if (!fn) break;
+		char name[200];
+		module_kernel_name(name, sizeof name, prefix, l, k);
+		LLVMSetValueName2(fn, name, strlen(name));
+		LLVMSetLinkage(fn, LLVMExternalLinkage);
+		LLVMSetVisibility(fn, LLVMHiddenVisibility);
+	}
+	return !c->failed;
+}
+
+/* Every launch's kernel as an LLVM function of c->mod: those plan puts in
+ * the host module emitted here, the others declared (cpu_emit_kernel_module
+ * defines them).  False when emitting failed (the message in c). */
+static bool emit_kernels(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program *p, const char *prefix,
+			 LLVMValueRef *kernels) {
+	for (int l = 0; l < p->n_launches && !c->failed; l++) {
+		const kir_kernel *k = p->launches[l].kernel;
+		if (!k) continue;
+		if (plan->same_as[l] >= 0) {
+			kernels[l] = kernels[plan->same_as[l]];
+		} else if (plan->module[l] < 0) {
+			kernels[l] = llvm_emit_kernel(c, k, l);
+		} else {
+			char name[200];
+			module_kernel_name(name, sizeof name, prefix, l, k);
+			LLVMTypeRef t = llvm_kernel_type(c, k);
+			if (!t) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+			kernels[l] = LLVMAddFunction(c->mod, name, t);
+			LLVMSetVisibility(kernels[l], LLVMHiddenVisibility);
+		}
+	}
+	return !c->failed;
+}
+
+/* A large constant (the weights, the device code) at align: with blobs,
+ * declared here (hidden, external) and added to blobs for the data object;
+ * else a private global of c->mod. */
+static LLVMValueRef big_constant(llvm_cx *c, const char *name, const void *data, size_t size, size_t align,
+				 cpu_data_blob *blobs, int *n_blobs) {
+	LLVMValueRef g;
+	if (blobs) {
+		g = LLVMAddGlobal(c->mod, LLVMArrayType2(c->i8, size), name);
+		LLVMSetVisibility(g, LLVMHiddenVisibility);
+		blobs[(*n_blobs)++] = (cpu_data_blob){.symbol = name, .data = data, .size = size, .align = align};
+	} else {
+		LLVMValueRef init = LLVMConstStringInContext2(c->ctx, data, size, 1);
+		g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+		LLVMSetInitializer(g, init);
+		LLVMSetLinkage(g, LLVMPrivateLinkage);
+	}
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetAlignment(g, (unsigned)align);
+	return g;
+}
+
+bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program *p, const tbc_emit_info *info,
+		      const char *triple, const char *features, void **data_obj, size_t *data_obj_size) {
 	char name[160];
 	LLVMValueRef run = LLVMConstNull(c->ptr), arena_bytes = LLVMConstNull(c->ptr), init = LLVMConstNull(c->ptr);
 	uint64_t init_begin = 0, init_end = 0;
 	if (!info->no_cpu_code) { /* a device-only artifact: the descriptor alone */
 		LLVMValueRef *kernels = calloc((size_t)p->n_launches + 1, sizeof *kernels);
 		if (!kernels) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-		if (!emit_kernels(c, p, kernels)) {
+		if (!emit_kernels(c, plan, p, info->prefix, kernels)) {
 			free(kernels);
 			return false;
 		}
@@ -539,22 +652,20 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 
 	data_cx dc = {c, info->prefix, 0};
 	/* Weights: one 64-byte aligned blob. */
+	cpu_data_blob blobs[2];
+	int n_blobs = 0;
+	bool own_object = data_obj && cpu_elf_machine(triple);
 	LLVMValueRef weights = LLVMConstNull(c->ptr);
 	uint64_t hash = 0;
 	void *blob = malloc((size_t)p->weights_size + 1);
 	if (!blob) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 	kir_program_weights(p, blob);
 	hash = tbc_fnv1a64(blob, (size_t)p->weights_size);
-	if (!info->external_weights && p->weights_size) {
-		LLVMValueRef init = LLVMConstStringInContext2(c->ctx, blob, (size_t)p->weights_size, 1);
-		snprintf(name, sizeof name, "%s.weights", info->prefix);
-		weights = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
-		LLVMSetInitializer(weights, init);
-		LLVMSetGlobalConstant(weights, 1);
-		LLVMSetLinkage(weights, LLVMPrivateLinkage);
-		LLVMSetAlignment(weights, KIR_ALIGN);
-	}
-	free(blob);
+	char weights_name[160];
+	snprintf(weights_name, sizeof weights_name, "%s.weights", info->prefix);
+	if (!info->external_weights && p->weights_size)
+		weights = big_constant(c, weights_name, blob, (size_t)p->weights_size, KIR_ALIGN, own_object ? blobs : NULL,
+				       &n_blobs);
 
 	LLVMTypeRef tensor_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_tensor");
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
@@ -589,16 +700,14 @@ bool cpu_emit_program(llvm_cx *c, const kir_program *p, const tbc_emit_info *inf
 
 	/* Device code: the table as 8-byte aligned constant bytes. */
 	LLVMValueRef device_code = LLVMConstNull(c->ptr);
-	if (info->device_code && info->device_code_size) {
-		LLVMValueRef init =
-			LLVMConstStringInContext2(c->ctx, info->device_code, info->device_code_size, 1);
-		snprintf(name, sizeof name, "%s.device_code", info->prefix);
-		device_code = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
-		LLVMSetInitializer(device_code, init);
-		LLVMSetGlobalConstant(device_code, 1);
-		LLVMSetLinkage(device_code, LLVMPrivateLinkage);
-		LLVMSetAlignment(device_code, 8);
-	}
+	char device_name[160];
+	snprintf(device_name, sizeof device_name, "%s.device_code", info->prefix);
+	if (info->device_code && info->device_code_size)
+		device_code = big_constant(c, device_name, info->device_code, info->device_code_size, 8,
+					   own_object ? blobs : NULL, &n_blobs);
+	if (n_blobs && !cpu_data_object(cpu_elf_machine(triple), blobs, n_blobs, data_obj, data_obj_size))
+		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	free(blob);
 
 	/* Derived symbols: their polynomials as a table the runtime checks and
 	 * evaluates before the run (tbc_abi_derive_syms). */

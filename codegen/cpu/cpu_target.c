@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Core.h>
 
@@ -180,37 +182,144 @@ static tbc_code cpu_describe(const tbc_compile_options *o, tbc_target_desc *out,
 	return TBC_OK;
 }
 
+/* Threads for LLVM's work: o's, else one per CPU of this machine. */
+static int compile_threads(const tbc_compile_options *o) {
+	if (o->compile_threads > 0) return o->compile_threads;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+static double seconds_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* An LLVM module for m, in a context of its own, with what t declares. */
+static void module_cx(llvm_cx *c, const char *name, const tbc_target_desc *t, const machine *m, tbc_diags *d) {
+	/* t->vector_bytes: the width lowering tiled GEMMs for */
+	llvm_cx_init(c, name, &cpu_llvm_hooks, t->vector_bytes, d);
+	llvm_module_set_machine(c->mod, m->tm, m->triple);
+	c->dot_bf16 = t->dot_bf16;
+	c->tile_bf16 = t->tile_bf16;
+	c->tile_i8 = t->tile_i8;
+	if (t->dot4_u8s8 && strncmp(m->triple, "x86_64", 6) == 0)
+		c->dot4_lanes = t->vector_bytes == 64 && has_feature(m->features, "avx512vnni") ? 16
+				: has_feature(m->features, "avxvnni")				    ? 8
+												    : 0;
+	c->f16_hw = (strncmp(m->triple, "x86_64", 6) == 0 && m->features && strstr(m->features, "+f16c")) ||
+		    strncmp(m->triple, "aarch64", 7) == 0;
+}
+
+/* One module's part of the program, built on its job's thread. */
+typedef struct module_job {
+	llvm_cx cx;
+	int module; /* the kernel module, or -1: the host module */
+	const kir_program *p;
+	const cpu_kernel_plan *plan;
+	const tbc_emit_info *info;
+	const char *triple, *features;
+	void *data_obj; /* the host's: its weights and device code, as an object */
+	size_t data_obj_size;
+} module_job;
+
+static bool build_module(llvm_job *j) {
+	module_job *m = j->user;
+	if (m->module < 0)
+		return cpu_emit_program(&m->cx, m->plan, m->p, m->info, m->triple, m->features,
+					m->info->emit_llvm_ir || m->info->one_object ? NULL : &m->data_obj,
+					&m->data_obj_size);
+	return cpu_emit_kernel_module(&m->cx, m->plan, m->module, m->p, m->info->prefix);
+}
+
+/* The program as LLVM modules -- the host program (run, init, the
+ * descriptor, the weights) and, for a program of some size, its kernels
+ * split over modules of their own (cpu_plan_kernels) -- each built,
+ * verified, optimized and emitted as an object on a thread of its own
+ * (llvm_jobs_run): LLVM's passes are most of a compile's time, and one
+ * module keeps one core busy.  Text IR is one module. */
 static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const tbc_compile_options *o,
-			 const tbc_emit_info *info, tbc_diags *d, void **out_data, size_t *out_size) {
-	*out_data = NULL;
-	*out_size = 0;
+			 const tbc_emit_info *info, tbc_diags *d, tbc_objects *out) {
+	memset(out, 0, sizeof *out);
 	machine m;
 	tbc_code rc = machine_new(o, d, &m);
 	if (rc != TBC_OK) return rc;
-	llvm_cx c;
-	/* t->vector_bytes: the width lowering tiled GEMMs for */
-	llvm_cx_init(&c, info->prefix, &cpu_llvm_hooks, t->vector_bytes, d);
-	llvm_module_set_machine(c.mod, m.tm, m.triple);
-	c.dot_bf16 = t->dot_bf16;
-	c.tile_bf16 = t->tile_bf16;
-	c.tile_i8 = t->tile_i8;
-	if (t->dot4_u8s8 && strncmp(m.triple, "x86_64", 6) == 0)
-		c.dot4_lanes = t->vector_bytes == 64 && has_feature(m.features, "avx512vnni") ? 16
-			       : has_feature(m.features, "avxvnni")				   ? 8
-												   : 0;
-	c.f16_hw = (strncmp(m.triple, "x86_64", 6) == 0 && m.features && strstr(m.features, "+f16c")) ||
-		   strncmp(m.triple, "aarch64", 7) == 0;
+	double t0 = seconds_now();
+	cpu_kernel_plan plan;
+	if (!cpu_plan_kernels(p, &plan)) {
+		machine_free(&m);
+		tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
+		return TBC_ERR_NO_MEMORY;
+	}
+	if (info->emit_llvm_ir || info->no_cpu_code || info->one_object) { /* one module */
+		plan.n_modules = 0;
+		for (int l = 0; l < p->n_launches; l++) plan.module[l] = -1;
+	}
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */
 	char *features = info->no_cpu_code ? calloc(1, 1) : cpu_listed_features(m.triple, m.features);
-	bool ok = features && cpu_emit_program(&c, p, info, m.triple, features);
+	int n = 1 + plan.n_modules;
+	module_job mj[1 + CPU_MAX_KERNEL_MODULES];
+	memset(mj, 0, sizeof mj);
+	llvm_job jobs[1 + CPU_MAX_KERNEL_MODULES];
+	memset(jobs, 0, sizeof jobs);
+	bool ok = features != NULL;
+	for (int i = 0; i < n; i++) {
+		char name[160];
+		if (i) snprintf(name, sizeof name, "%s.kernels.%d", info->prefix, i - 1);
+		jobs[i] = (llvm_job){.build = build_module, .user = &mj[i], .tm = i ? NULL : m.tm,
+				     .opt_level = o->opt_level, .what = info->emit_llvm_ir ? LLVM_OUT_IR : LLVM_OUT_OBJECT,
+				     .backend = "cpu", .d = tbc_diags_create()};
+		mj[i] = (module_job){.module = i - 1, .p = p, .plan = &plan, .info = info, .triple = m.triple,
+				     .features = features};
+		module_cx(&mj[i].cx, i ? name : info->prefix, t, &m, jobs[i].d);
+		jobs[i].mod = mj[i].cx.mod;
+		if (i) { /* a target machine of its own: one is not used by two threads */
+			LLVMTargetRef target;
+			char *err = NULL;
+			if (!LLVMGetTargetFromTriple(m.triple, &target, &err))
+				jobs[i].tm = LLVMCreateTargetMachine(target, m.triple, m.cpu, m.features,
+								     llvm_codegen_level(o->opt_level), LLVMRelocPIC,
+								     LLVMCodeModelDefault);
+			LLVMDisposeMessage(err);
+		}
+		ok &= jobs[i].tm != NULL && jobs[i].d != NULL;
+	}
+	if (!ok) tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "no target machine, or out of memory");
+	int threads = compile_threads(o);
+	double t1 = seconds_now();
+	ok = ok && llvm_jobs_run(jobs, n, threads);
+	double t2 = seconds_now();
+	if (info->times) {
+		info->times->ir_seconds = t1 - t0;
+		info->times->compile_seconds = t2 - t1;
+		info->times->modules = n;
+		info->times->threads = threads < n ? threads : n;
+		for (int i = 0; i < n; i++) {
+			info->times->module_seconds += jobs[i].seconds;
+			info->times->ir_seconds += jobs[i].build_seconds;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		for (size_t k = 0; jobs[i].d && k < tbc_diags_count(jobs[i].d); k++) {
+			const tbc_diag *g = tbc_diags_get(jobs[i].d, k);
+			tbc_diags_add(d, g->code, g->file, g->node, g->op_type, g->tensor, "%s", g->message);
+		}
+		tbc_diags_destroy(jobs[i].d);
+		out->data[i] = jobs[i].data;
+		out->size[i] = jobs[i].size;
+		if (i && jobs[i].tm) LLVMDisposeTargetMachine(jobs[i].tm);
+		llvm_cx_dispose(&mj[i].cx);
+	}
+	out->n = n;
+	if (mj[0].data_obj) { /* the data object after the code */
+		out->data[out->n] = mj[0].data_obj;
+		out->size[out->n++] = mj[0].data_obj_size;
+	}
 	free(features);
-	ok = ok && llvm_module_verify(c.mod, "cpu", d);
-	ok = ok && llvm_module_optimize(c.mod, m.tm, o->opt_level, "cpu", d);
-	ok = ok && llvm_module_emit(c.mod, m.tm, info->emit_llvm_ir ? LLVM_OUT_IR : LLVM_OUT_OBJECT, "cpu", d, out_data,
-				    out_size);
-	llvm_cx_dispose(&c);
+	cpu_kernel_plan_free(&plan);
 	machine_free(&m);
 	if (ok) return TBC_OK;
+	tbc_objects_free(out);
 	tbc_code first = tbc_diags_first_code(d);
 	return first != TBC_OK ? first : TBC_ERR_NO_MEMORY;
 }

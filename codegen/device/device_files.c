@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,4 +72,18 @@ bool tbc_dev_run_tool(const char *path, char *const argv[], const char *log_path
 	*spawn_error = rc;
 	*wait_status = status;
 	return rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool executable(const char *path) { return access(path, X_OK) == 0; }
+
+bool tbc_find_lld(char *out, size_t size) {
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		const char *colon = strchr(path, ':');
+		size_t len = colon ? (size_t)(colon - path) : strlen(path);
+		if (len && (size_t)snprintf(out, size, "%.*s/ld.lld-19", (int)len, path) < size && executable(out)) return true;
+		path = colon ? colon + 1 : NULL;
+	}
+	snprintf(out, size, "/usr/bin/ld.lld-19");
+	return executable(out);
 }

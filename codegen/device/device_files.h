@@ -19,4 +19,10 @@ bool tbc_dev_read_file(const char *path, void **data, size_t *size, size_t limit
  * program ran) and *wait_status waitpid's status. */
 bool tbc_dev_run_tool(const char *path, char *const argv[], const char *log_path, int *spawn_error, int *wait_status);
 
+/* LLVM's linker, which links objects of any architecture it targets:
+ * ld.lld-19 on PATH, else /usr/bin/ld.lld-19 (its path in out); false when
+ * neither is there (tbc doctor says so).  AMDGPU code objects need it; a
+ * CPU .o of several objects is merged by it (codegen/artifact.c). */
+bool tbc_find_lld(char *out, size_t size);
+
 #endif

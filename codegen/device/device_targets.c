@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/amdgpu/amdgpu.h"
+#include "codegen/device/device_files.h"
 #include "codegen/nvptx/nvptx.h"
 #include "codegen/opencl/opencl_program.h"
 #include "tbc/abi.h"
@@ -157,7 +158,7 @@ void *tbc_device_code_pack(const tbc_dev_program *progs, int n, size_t *out_size
 int tbc_target_can_compile(const char *target, char *why, size_t why_size) {
 	if (why_size) why[0] = 0;
 	if (!strcmp(target, "rocm")) {
-		if (tbc_amdgpu_find_linker(why, why_size)) return 1;
+		if (tbc_find_lld(why, why_size)) return 1;
 		snprintf(why, why_size, "ld.lld-19 not found (apt install lld-19)");
 		return 0;
 	}

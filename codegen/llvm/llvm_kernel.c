@@ -332,10 +332,34 @@ void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 	for (; s && !f->c->failed; s = s->next) llvm_stmt(f, s);
 }
 
+/* The parameters of kernel k's function: the hooks' environment (the
+ * host table) when they have one, a pointer per buffer, an i64 per size, and
+ * the status pointer of a kernel that can fail.  params holds n_params(k). */
+static int kernel_params(llvm_cx *c, const kir_kernel *k, LLVMTypeRef *params) {
+	int first = c->hooks->env_param ? 1 : 0;
+	int n = first + k->n_buffers + k->n_sizes + (kir_kernel_can_fail(k) ? 1 : 0);
+	if (!params) return n;
+	if (first) params[0] = c->ptr;
+	for (int i = 0; i < k->n_buffers; i++) params[first + i] = c->buf_ptr;
+	for (int i = 0; i < k->n_sizes; i++) params[first + k->n_buffers + i] = c->i64;
+	if (kir_kernel_can_fail(k)) params[n - 1] = c->buf_ptr;
+	return n;
+}
+
+LLVMTypeRef llvm_kernel_type(llvm_cx *c, const kir_kernel *k) {
+	int n = kernel_params(c, k, NULL);
+	LLVMTypeRef *params = calloc((size_t)n + 1, sizeof *params);
+	if (!params) return NULL;
+	kernel_params(c, k, params);
+	LLVMTypeRef t = LLVMFunctionType(c->void_t, params, (unsigned)n, 0);
+	free(params);
+	return t;
+}
+
 LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
 	bool can_fail = kir_kernel_can_fail(k);
 	int first = c->hooks->env_param ? 1 : 0; /* the first buffer's parameter */
-	int n_params = first + k->n_buffers + k->n_sizes + (can_fail ? 1 : 0);
+	int n_params = kernel_params(c, k, NULL);
 	LLVMTypeRef *params = calloc((size_t)n_params + 1, sizeof *params);
 	llvm_fn f = {.c = c, .k = k, .index = index};
 	f.bufs = calloc((size_t)k->n_buffers + 1, sizeof *f.bufs);
@@ -355,10 +379,7 @@ LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
 		llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s has work-groups, which this target does not run", k->name);
 		goto done;
 	}
-	if (first) params[0] = c->ptr;
-	for (int i = 0; i < k->n_buffers; i++) params[first + i] = c->buf_ptr;
-	for (int i = 0; i < k->n_sizes; i++) params[first + k->n_buffers + i] = c->i64;
-	if (can_fail) params[n_params - 1] = c->buf_ptr;
+	kernel_params(c, k, params);
 	char name[128];
 	snprintf(name, sizeof name, "tbc.k%d.%s", index, k->name);
 	fn = llvm_new_function(c, name, LLVMFunctionType(c->void_t, params, (unsigned)n_params, 0));

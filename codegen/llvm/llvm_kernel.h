@@ -128,6 +128,9 @@ LLVMValueRef llvm_message(llvm_cx *c, const char *text);
  * status word only when the kernel can fail (kir_kernel_can_fail).  NULL
  * after a diagnostic. */
 LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index);
+/* That function's type in c's context (to declare it in another module);
+ * NULL when out of memory. */
+LLVMTypeRef llvm_kernel_type(llvm_cx *c, const kir_kernel *k);
 
 /* ---- For the hooks ---------------------------------------------------------
  * The state of one function being emitted for a kernel: the kernel's own,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -99,5 +100,62 @@ bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output wh
 	}
 	bool ok = copy_out(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), out_data, out_size);
 	LLVMDisposeMemoryBuffer(buf);
+	return ok;
+}
+
+static double seconds_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct job_queue {
+	llvm_job *jobs;
+	int n;
+	int next; /* the next job to take, under lock */
+	pthread_mutex_t lock;
+} job_queue;
+
+static void run_job(llvm_job *j) {
+	double t0 = seconds_now();
+	if (j->build && !j->build(j)) {
+		j->ok = false;
+		j->build_seconds = j->seconds = seconds_now() - t0;
+		return;
+	}
+	j->build_seconds = seconds_now() - t0;
+	j->ok = llvm_module_verify(j->mod, j->backend, j->d) &&
+		llvm_module_optimize(j->mod, j->tm, j->opt_level, j->backend, j->d) &&
+		llvm_module_emit(j->mod, j->tm, j->what, j->backend, j->d, &j->data, &j->size);
+	j->seconds = seconds_now() - t0;
+}
+
+static void *job_worker(void *arg) {
+	job_queue *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		int i = q->next < q->n ? q->next++ : -1;
+		pthread_mutex_unlock(&q->lock);
+		if (i < 0) return NULL;
+		run_job(&q->jobs[i]);
+	}
+}
+
+bool llvm_jobs_run(llvm_job *jobs, int n, int threads) {
+	job_queue q = {.jobs = jobs, .n = n, .next = 0};
+	pthread_mutex_init(&q.lock, NULL);
+	if (threads > n) threads = n;
+	if (threads > 64) threads = 64;
+	pthread_t tid[64];
+	int started = 0;
+	/* The calling thread is one of them; a thread that cannot be started
+	 * leaves its share to the ones that could. */
+	for (int t = 1; t < threads; t++)
+		if (pthread_create(&tid[started], NULL, job_worker, &q) == 0) started++;
+	job_worker(&q);
+	for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&q.lock);
+	bool ok = true;
+	for (int i = 0; i < n; i++) ok &= jobs[i].ok;
 	return ok;
 }

@@ -41,4 +41,32 @@ typedef enum llvm_output {
 bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, const char *backend,
 		      tbc_diags *d, void **out_data, size_t *out_size);
 
+/* One module's way to code on a thread of its own (llvm_jobs_run): the
+ * module (in a context no other job uses, built by `build` there or
+ * before) and a target machine of its own;
+ * verified, optimized at opt_level and emitted as what into data/size,
+ * diagnostics into d (a tbc_diags of its own).  ok, data, size and seconds
+ * (the job's own time) are the results. */
+typedef struct llvm_job {
+	/* Non-NULL: builds the module first, on the job's thread (false: it
+	 * failed, with a diagnostic in d). */
+	bool (*build)(struct llvm_job *j);
+	void *user;
+	LLVMModuleRef mod;
+	LLVMTargetMachineRef tm;
+	int opt_level;
+	llvm_output what;
+	const char *backend;
+	tbc_diags *d;
+	void *data;
+	size_t size;
+	bool ok;
+	double seconds, build_seconds; /* the job's, and of them building the module */
+} llvm_job;
+
+/* Runs the n jobs on min(threads, n) threads (the calling one among them),
+ * each thread taking the next job not yet taken, in order.  Returns whether
+ * every job succeeded. */
+bool llvm_jobs_run(llvm_job *jobs, int n, int threads);
+
 #endif

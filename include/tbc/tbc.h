@@ -277,6 +277,11 @@ typedef struct tbc_compile_options {
 	 * not the model's float meaning: they may differ from the interpreter's
 	 * by one quantization step.  0 (init's default): off. */
 	int qdq_fusion;
+	/* Threads for LLVM's work (added last, as above): the CPU code is
+	 * split into several LLVM modules, compiled in parallel and linked
+	 * together; the split does not depend on this, so the artifact's bytes
+	 * do not either.  0 (init's default): one per CPU of this machine. */
+	int compile_threads;
 } tbc_compile_options;
 
 #define TBC_TARGETS_CPU 1u
@@ -320,6 +325,11 @@ typedef struct tbc_compile_stats {
 	 * the budget in bytes, the ops cloned; 0 without one. */
 	int64_t plan_bytes_unconstrained, memory_budget_bytes;
 	int recompute_ops;
+	/* LLVM's share (codegen_seconds) in parts: building the IR, then the
+	 * modules' passes and code generation (wall time on llvm_threads
+	 * threads; llvm_module_seconds is the sum of the modules' own times). */
+	double llvm_ir_seconds, llvm_compile_seconds, llvm_module_seconds;
+	int llvm_modules, llvm_threads;
 } tbc_compile_stats;
 
 void tbc_compile_options_init(tbc_compile_options *o);

@@ -1079,6 +1079,122 @@ static void test_external_weights_file(void **state) {
 	free_model(&md);
 }
 
+/* A program big enough to be split over LLVM modules compiled in parallel
+ * (docs/compile-time.md): four MatMuls with constant weights of other
+ * shapes, each with its activation. */
+static model split_model(void) {
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,64", 5, -1, 1);
+	static const int64_t widths[] = {96, 48, 80, 40};
+	int64_t k = 64;
+	for (int i = 0; i < 4; i++) {
+		int64_t dims[2] = {k, widths[i]};
+		double *w = malloc((size_t)(k * widths[i]) * sizeof *w);
+		assert_non_null(w);
+		for (int64_t j = 0; j < k * widths[i]; j++) w[j] = rnd(&md) - 0.5;
+		x = op2(&md, TBC_OP_MatMul, x, constant(&md, TBC_DT_F32, 2, dims, w));
+		x = op1(&md, i % 2 ? TBC_OP_Sigmoid : TBC_OP_Tanh, x);
+		free(w);
+		k = widths[i];
+	}
+	tbc_graph_add_output(md.m->main, x);
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md.m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_diags_destroy(d);
+	return md;
+}
+
+/* The split program's shared object is the same bytes on 1, 2 or 3
+ * threads (the split depends on the program alone) and runs as the
+ * interpreter; its .o is one relocatable object with the descriptor, the
+ * kernels' symbols hidden; the JIT, which adds the objects one by one, runs
+ * it too. */
+static void test_parallel_modules(void **state) {
+	(void)state;
+	model md = split_model();
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	tbc_compile_stats st;
+	o.stats_out = &st;
+	char *first = NULL;
+	size_t first_n = 0;
+	for (int threads = 1; threads <= 3; threads++) {
+		o.compile_threads = threads;
+		const char *so = tmp_path("split.so");
+		tbc_code rc = tbc_compile_to_file(md.m, &o, so, d);
+		if (rc) print_diags(d);
+		assert_int_equal(rc, TBC_OK);
+		assert_true(st.llvm_modules >= 3); /* the host and two kernel modules at least */
+		assert_int_equal(st.llvm_threads, threads);
+		size_t n;
+		char *bytes = read_all(so, &n);
+		assert_non_null(bytes);
+		if (!first) {
+			first = bytes, first_n = n;
+			continue;
+		}
+		assert_int_equal(n, first_n);
+		assert_memory_equal(bytes, first, n);
+		free(bytes);
+	}
+	free(first);
+	void *h = dlopen(tmp_path("split.so"), RTLD_NOW | RTLD_LOCAL);
+	if (!h) fprintf(stderr, "%s\n", dlerror());
+	assert_non_null(h);
+	void *sym = dlsym(h, "tbc_model_descriptor");
+	assert_non_null(sym);
+	tbc_abi_descriptor_fn fn;
+	memcpy(&fn, &sym, sizeof fn);
+	tbc_tensor *got = NULL, *want = interpret(&md);
+	assert_int_equal(tbc_abi_run_serial(fn(), md.in, 1, &got, 1, d), TBC_OK);
+	compare("split shared object", want, got, 1e-5);
+	tbc_tensor_destroy(got);
+	tbc_tensor_destroy(want);
+	dlclose(h);
+	o.stats_out = NULL;
+	o.compile_threads = 2;
+	o.prefix = "split";
+	char obj[512];
+	snprintf(obj, sizeof obj, "%s", tmp_path("split.o"));
+	assert_int_equal(tbc_compile_to_file(md.m, &o, obj, d), TBC_OK);
+	size_t n;
+	unsigned char *e = (unsigned char *)read_all(obj, &n);
+	assert_non_null(e);
+	assert_true(n > 20 && e[0] == 0x7f && e[1] == 'E' && e[16] == 1); /* ELF, ET_REL */
+	free(e);
+	if (access("/usr/bin/llvm-nm-19", X_OK) == 0) {
+		char cmd[2048], out[600], so[512];
+		snprintf(so, sizeof so, "%s", tmp_path("split.so"));
+		snprintf(out, sizeof out, "%s", tmp_path("split.nm"));
+		/* The shared object's kernels are local symbols there, not exported. */
+		snprintf(cmd, sizeof cmd, "llvm-nm-19 %s > %s", so, out);
+		assert_int_equal(system(cmd), 0);
+		char *syms = read_all(out, &n);
+		assert_non_null(syms);
+		assert_non_null(strstr(syms, " t model.k"));
+		free(syms);
+		snprintf(cmd, sizeof cmd, "llvm-nm-19 -D %s > %s", so, out);
+		assert_int_equal(system(cmd), 0);
+		syms = read_all(out, &n);
+		assert_non_null(syms);
+		assert_non_null(strstr(syms, " T tbc_model_descriptor"));
+		assert_null(strstr(syms, "model.k"));
+		free(syms);
+		snprintf(cmd, sizeof cmd, "llvm-nm-19 %s > %s", obj, out);
+		assert_int_equal(system(cmd), 0);
+		syms = read_all(out, &n);
+		assert_non_null(syms);
+		assert_non_null(strstr(syms, " T split_descriptor"));
+		assert_non_null(strstr(syms, " split.weights")); /* the data object's */
+		assert_non_null(strstr(syms, " T split.k")); /* kernels from the kernel modules */
+		free(syms);
+	}
+	tbc_diags_destroy(d);
+	check_outputs(&md, -1, NULL, 1e-5); /* JIT: several objects in one JITDylib */
+}
+
 static void test_aarch64_cross_object(void **state) {
 	(void)state;
 	model md = weighted_model();
@@ -1248,6 +1364,7 @@ int main(void) {
 		cmocka_unit_test(test_vector_math_accuracy),
 		cmocka_unit_test(test_vector_math_vectorizes),
 		cmocka_unit_test(test_object_is_deterministic_with_header),
+		cmocka_unit_test(test_parallel_modules),
 		cmocka_unit_test(test_opencl_artifacts_are_deterministic),
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
 		cmocka_unit_test(test_external_weights_file),
