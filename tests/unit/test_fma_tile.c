@@ -138,35 +138,6 @@ static void test_fma_tile_declared_by_cpu(void **state) {
 }
 
 /* ---- Semantics -------------------------------------------------------------------*/
-/* Runs md (outputs set) through the evaluator lowered for t and, when this
- * CPU has the tile, through the JIT (*jit_out NULL otherwise). */
-static void run_both(model *md, const tbc_target_desc *t, tbc_tensor **eval_out, tbc_tensor **jit_out) {
-	tbc_diags *d = tbc_diags_create();
-	tbc_infer cx = {.module = md->m, .diags = d};
-	assert_true(tbc_infer_graph(&cx, md->m->main));
-	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	tbc_code rc = kir_lower(md->m, t, arena, d, &p);
-	if (rc) print_diags(d);
-	assert_int_equal(rc, TBC_OK);
-	rc = kir_program_eval(p, md->in, (size_t)md->n_in, eval_out, 1, d);
-	if (rc) print_diags(d);
-	assert_int_equal(rc, TBC_OK);
-	*jit_out = NULL;
-	if (host_fma_tile()) {
-		tbc_jit *j = NULL;
-		rc = tbc_jit_compile(md->m, NULL, d, &j);
-		if (rc) print_diags(d);
-		assert_int_equal(rc, TBC_OK);
-		rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit_out, 1, d);
-		if (rc) print_diags(d);
-		assert_int_equal(rc, TBC_OK);
-		tbc_jit_destroy(j);
-	}
-	tbc_arena_destroy(arena);
-	tbc_diags_destroy(d);
-}
-
 static void free_model(model *md) {
 	for (int i = 0; i < md->n_in; i++) tbc_tensor_destroy(md->in[i]);
 	tbc_module_destroy(md->m);
@@ -211,7 +182,7 @@ static void test_fma_tile_semantics_exact(void **state) {
 	tbc_graph_add_output(md.m->main, op2(&md, TBC_OP_MatMul, a, b));
 	tbc_target_desc t = fma_desc();
 	tbc_tensor *ev = NULL, *jit = NULL;
-	run_both(&md, &t, &ev, &jit);
+	eval_and_jit(&md, &t, host_fma_tile(), &ev, &jit);
 	const float *y = ev->data;
 	assert_true(y[0 * N + 0] == 0x1p-11f + 0x1p-24f); /* rounded product first: 2^-11 */
 	assert_true(isnan(y[1 * N + 1]));
@@ -253,7 +224,7 @@ static void test_fma_tile_compiled_matches_evaluator(void **state) {
 				}
 			tbc_graph_add_output(md.m->main, y);
 			tbc_tensor *ev = NULL, *jit = NULL;
-			run_both(&md, &t, &ev, &jit);
+			eval_and_jit(&md, &t, host_fma_tile(), &ev, &jit);
 			if (jit) same_bits(cases[s].a, ev, jit);
 			tbc_tensor_destroy(ev);
 			tbc_tensor_destroy(jit);
