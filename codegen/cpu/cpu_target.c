@@ -167,8 +167,8 @@ static void describe_machine(const char *triple, const char *cpu, const char *fe
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
 	/* GEMM register tiles as kir_fma_tile: vector fused multiply-adds the
 	 * emitter writes itself, not scalar sums for LLVM's SLP vectorizer to
-	 * pack (most of LLVM's time on ResNet-50).  TBC_FMA_TILE=0: off (for
-	 * measuring). */
+	 * pack (LLVM's time, and -O1's code: docs/performance.md).
+	 * TBC_FMA_TILE=0: off (for measuring). */
 	t->fma_tile = t->fma && !getenv_off("TBC_FMA_TILE");
 }
 
