@@ -74,6 +74,13 @@ typedef struct tbc_target_desc {
 	 * GEMMs are then made of it (codegen/lower/quant_vnni.c); a target
 	 * without it never receives one. */
 	bool dot4_u8s8;
+	/* Kernel IR's float multiply-add tile (kir_fma_tile: a GEMM's register
+	 * tile of f32 or f64 sums held in vectors, one fused multiply-add per
+	 * product): a CPU with FMA.  Float GEMMs whose operands are of the
+	 * compute type are then made of it (codegen/lower/matmul.c) instead of
+	 * scalar sums LLVM's SLP vectorizer packs; a target without it (every
+	 * device) never receives one. */
+	bool fma_tile;
 
 	/* How much parallel work fills the device: compute_units
 	 * multiprocessors (SMs, CUs) of a typical device of the kind, each

@@ -51,15 +51,7 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	/* The sums in, as vectors. */
 	LLVMValueRef init[DOT4_MAX_VECS];
 	for (int r = 0; r < m->mr; r++)
-		for (int j = 0; j < nv; j++) {
-			LLVMValueRef v = LLVMGetUndef(v16);
-			for (int l = 0; l < L; l++) {
-				const kir_var *x = m->acc[r * m->nc + L * j + l];
-				LLVMValueRef s = LLVMBuildLoad2(b, c->i32, f->vars[x->id], "");
-				v = LLVMBuildInsertElement(b, v, s, LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
-			}
-			init[r * nv + j] = v;
-		}
+		for (int j = 0; j < nv; j++) init[r * nv + j] = llvm_vars_vector(f, &m->acc[r * m->nc + L * j], L, c->i32);
 
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
 	LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "dot4.loop");
@@ -110,12 +102,5 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 		LLVMAddIncoming(out[i], &init[i], &pre, 1);
 		LLVMAddIncoming(out[i], &next[i], &latch, 1);
 	}
-	for (int i = 0; i < n; i++) {
-		int r = i / nv, j = i % nv;
-		for (int l = 0; l < L; l++) {
-			const kir_var *x = m->acc[r * m->nc + L * j + l];
-			LLVMValueRef s = LLVMBuildExtractElement(b, out[i], LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
-			LLVMBuildStore(b, s, f->vars[x->id]);
-		}
-	}
+	for (int i = 0; i < n; i++) llvm_vector_vars(f, out[i], &m->acc[(i / nv) * m->nc + L * (i % nv)], L);
 }

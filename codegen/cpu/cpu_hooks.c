@@ -19,9 +19,11 @@
 static int64_t inner_work(const kir_stmt *s) {
 	int64_t w = 1;
 	for (; s; s = s->next) {
-		/* a byte dot-product tile (kir_dot4) or bf16 tiles (kir_tile2):
-		 * a GEMM's, whose generator sized the chunks */
-		if ((s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2) && w < PAR_GRAIN_WORK) w = PAR_GRAIN_WORK;
+		/* a byte dot-product tile (kir_dot4), bf16 tiles (kir_tile2) or
+		 * a multiply-add tile (kir_fma_tile): a GEMM's, whose generator
+		 * sized the chunks */
+		if ((s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2 || s->kind == KIR_S_FMA_TILE) && w < PAR_GRAIN_WORK)
+			w = PAR_GRAIN_WORK;
 		if (s->kind != KIR_S_FOR) continue;
 		int64_t lo, hi, n = 1;
 		if (kir_e_const_index(s->lo, &lo) && kir_e_const_index(s->hi, &hi) && hi > lo) n = (hi - lo + s->step - 1) / s->step;
@@ -230,4 +232,5 @@ const llvm_hooks cpu_llvm_hooks = {
 	.report_error = report_error,
 	.dot4 = cpu_emit_dot4,
 	.tile2 = cpu_emit_tile2,
+	.fma_tile = true,
 };

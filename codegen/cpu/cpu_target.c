@@ -167,6 +167,11 @@ static void describe_machine(const char *triple, const char *cpu, const char *fe
 	t->tile_i8 = t->dot4_u8s8 && t->vector_bytes == 64 && has_feature(features, "amx-tile") &&
 		     has_feature(features, "amx-int8") && !getenv_off("TBC_AMX");
 	t->fma = !strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5) || has_feature(features, "fma");
+	/* GEMM register tiles as kir_fma_tile: vector fused multiply-adds the
+	 * emitter writes itself, not scalar sums for LLVM's SLP vectorizer to
+	 * pack (LLVM's time, and -O1's code: docs/performance.md).
+	 * TBC_FMA_TILE=0: off (for measuring). */
+	t->fma_tile = t->fma && !getenv_off("TBC_FMA_TILE");
 }
 
 /* The machine o compiles for: the host unless o->target_triple / o->cpu

@@ -439,6 +439,18 @@ kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d) {
 	return s;
 }
 
+kir_stmt *kir_s_fma_tile(kir_kernel *k, const kir_fma_tile *d) {
+	if (!d || !d->a || !d->b || !d->a_ks || !d->b_at || !d->ldb || !d->klo || !d->khi || !d->acc || d->mr < 1 ||
+	    d->mr > KIR_FMA_TILE_MAX_MR || d->nc < 1 || d->nc > KIR_FMA_TILE_MAX_NC)
+		return k->failed = true, NULL;
+	for (int r = 0; r < d->mr; r++)
+		if (!d->a_at[r]) return k->failed = true, NULL;
+	const kir_fma_tile *copy = tile_copy(k, d, sizeof *d, offsetof(kir_fma_tile, acc), d->acc, d->mr * d->nc);
+	kir_stmt *s = copy ? snew(k, KIR_S_FMA_TILE) : NULL;
+	if (s) s->fma_tile = copy;
+	return s;
+}
+
 static int64_t static_numel(const kir_buffer *b);
 
 int64_t kir_local_bytes(const kir_kernel *k) {
@@ -480,6 +492,8 @@ bool kir_fits_target(const kir_kernel *k, const tbc_target_desc *t, tbc_diags *d
 	}
 	const char *why = NULL;
 	if (!t->dot_bf16 && kir_kernel_has_dot2(k)) why = "it holds a bf16 pair dot product (dot2) the target does not declare";
+	else if (!t->fma_tile && stmts_have(k->body, KIR_S_FMA_TILE))
+		why = "it holds a multiply-add tile (fma) the target does not declare";
 	else if (!tiles_fit(k->body, t)) why = "it holds dot-product tiles (tile2) the target does not declare";
 	else if (!kir_kernel_is_grouped(k)) return true;
 	else if (!t->workgroups) why = "the target has no work-groups";
@@ -687,7 +701,8 @@ static void print_expr(out *o, const kir_kernel *k, const kir_expr *e, int prec)
 /* The common part of a CPU register tile's line (dot2, dot4):
  * NAME [MR x NC] (%acc, ...) += a[row0, ...] * b[b_at */
 static void print_cpu_tile(out *o, const kir_kernel *k, const char *name, int mr, int nc, struct kir_var *const *acc,
-			   const kir_buffer *a, struct kir_expr *const *a_at, const kir_buffer *b, const kir_expr *b_at) {
+			   const kir_buffer *a, struct kir_expr *const *a_at, const kir_expr *a_step, const kir_buffer *b,
+			   const kir_expr *b_at) {
 	put(o, "%s [%d x %d] (", name, mr, nc);
 	for (int i = 0; i < mr * nc; i++) put(o, "%s%%%s", i ? ", " : "", acc[i]->name);
 	put(o, ") += ");
@@ -696,6 +711,10 @@ static void print_cpu_tile(out *o, const kir_kernel *k, const char *name, int mr
 	for (int r = 0; r < mr; r++) {
 		if (r) put(o, ", ");
 		print_expr(o, k, a_at[r], 0);
+	}
+	if (a_step) {
+		put(o, "; step ");
+		print_expr(o, k, a_step, 0);
 	}
 	put(o, "] * ");
 	put_buf(o, b);
@@ -768,7 +787,7 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 		}
 		case KIR_S_DOT2: {
 			const kir_dot2 *m = s->dot2;
-			print_cpu_tile(o, k, "dot2.bf16", m->mr, 16 * m->nv, m->acc, m->a, m->a_at, m->b, m->b_at);
+			print_cpu_tile(o, k, "dot2.bf16", m->mr, 16 * m->nv, m->acc, m->a, m->a_at, NULL, m->b, m->b_at);
 			put(o, "; pairs ");
 			print_expr(o, k, m->ldb, 0);
 			put(o, "] over ");
@@ -796,9 +815,23 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 		}
 		case KIR_S_DOT4: {
 			const kir_dot4 *m = s->dot4;
-			print_cpu_tile(o, k, "dot4", m->mr, m->nc, m->acc, m->a, m->a_at, m->b, m->b_at);
+			print_cpu_tile(o, k, "dot4", m->mr, m->nc, m->acc, m->a, m->a_at, NULL, m->b, m->b_at);
 			put(o, "; %" PRId64 "] over ", m->ldb);
 			print_expr(o, k, m->groups, 0);
+			put(o, "\n");
+			break;
+		}
+		case KIR_S_FMA_TILE: {
+			const kir_fma_tile *m = s->fma_tile;
+			char name[16];
+			snprintf(name, sizeof name, "fma.%s", kir_type_name(m->a->dtype));
+			print_cpu_tile(o, k, name, m->mr, m->nc, m->acc, m->a, m->a_at, m->a_ks, m->b, m->b_at);
+			put(o, "; ");
+			print_expr(o, k, m->ldb, 0);
+			put(o, "] over ");
+			print_expr(o, k, m->klo, 0);
+			put(o, " .. ");
+			print_expr(o, k, m->khi, 0);
 			put(o, "\n");
 			break;
 		}
@@ -1254,6 +1287,30 @@ static void check_dot2(verifier *v, const kir_dot2 *m) {
 	check_tile_acc(v, m->acc, m->mr * m->nv * 16, TBC_DT_F32, "dot2");
 }
 
+static void check_fma_tile(verifier *v, const kir_fma_tile *m) {
+	if (!m || !m->acc || !m->a || !m->b || m->mr < 1 || m->mr > KIR_FMA_TILE_MAX_MR || m->nc < 1 ||
+	    m->nc > KIR_FMA_TILE_MAX_NC) {
+		verr(v, "a malformed fma tile");
+		return;
+	}
+	tbc_dtype t = m->a->dtype;
+	if ((t != TBC_DT_F32 && t != TBC_DT_F64) || m->b->dtype != t)
+		verr(v, "fma tile of %s by %s, not f32 or f64 alike", kir_type_name(t), kir_type_name(m->b->dtype));
+	if (m->a->space != KIR_MEM_GLOBAL || m->b->space != KIR_MEM_GLOBAL) verr(v, "fma tile operand in local memory");
+	if (v->in_group) verr(v, "fma tile inside a work-group");
+	if (!v->k->contract) verr(v, "fma tile in a kernel not marked contract (its products add with one rounding)");
+	const kir_expr *ix[5 + KIR_FMA_TILE_MAX_MR] = {m->a_ks, m->ldb, m->klo, m->khi, m->b_at};
+	for (int r = 0; r < m->mr; r++) ix[5 + r] = m->a_at[r];
+	for (int i = 0; i < 5 + m->mr; i++) {
+		check_expr(v, ix[i]);
+		if (ix[i]) need_type(v, ix[i], KIR_INDEX, "an fma tile operand's index");
+	}
+	/* the elements of k = 0 (the evaluator checks every element it reads) */
+	for (int r = 0; r < m->mr; r++) check_access(v, m->a, m->a_at[r], "fma tile operand");
+	check_access(v, m->b, m->b_at, "fma tile operand");
+	check_tile_acc(v, m->acc, m->mr * m->nc, t, "fma tile");
+}
+
 static void check_tile2(verifier *v, const kir_tile2 *m) {
 	if (!m || !m->a || !m->b || m->mt < 1 || m->mt > 2 || m->nt < 1 || m->nt > 2) {
 		verr(v, "a malformed tile2");
@@ -1408,6 +1465,7 @@ static void check_stmt(verifier *v, const kir_stmt *s) {
 	case KIR_S_DOT2: check_dot2(v, s->dot2); return;
 	case KIR_S_TILE2: check_tile2(v, s->tile2); return;
 	case KIR_S_DOT4: check_dot4(v, s->dot4); return;
+	case KIR_S_FMA_TILE: check_fma_tile(v, s->fma_tile); return;
 	}
 	verr(v, "unknown statement kind %d", (int)s->kind);
 }

@@ -152,7 +152,10 @@ typedef enum kir_stmt_kind {
 	KIR_S_TILE2,
 	/* Byte dot products summed in int32 (kir_dot4, below): only for
 	 * targets that declare it (tbc_target_desc.dot4_u8s8). */
-	KIR_S_DOT4
+	KIR_S_DOT4,
+	/* A float micro-tile of fused multiply-adds (kir_fma_tile, below):
+	 * only for targets that declare it (tbc_target_desc.fma_tile). */
+	KIR_S_FMA_TILE
 } kir_stmt_kind;
 
 /* A matrix multiply-accumulate of the subgroups of 32 items (warps) of a
@@ -276,6 +279,33 @@ typedef struct kir_dot4 {
 	struct kir_var **acc;                    /* mr * nc i32 locals */
 } kir_dot4;
 
+/* A register tile of a float GEMM with fused multiply-adds -- a CPU's FMA
+ * unit on vector accumulators, which only a target declaring it receives
+ * (tbc_target_desc.fma_tile).  For k in [klo, khi) in order, r < mr and
+ * c < nc:
+ *
+ *   acc[r * nc + c] = fma(a[a_at[r] + k * a_ks], b[b_at + k * ldb + c], acc[r * nc + c])
+ *
+ * fma: the exact product plus the accumulator rounded once to the
+ * accumulators' type, to nearest even (C's fmaf / fma); a NaN result has
+ * an unspecified payload.  Each accumulator is its own chain in k order,
+ * so the order of r and c within a step does not matter.  b's nc columns
+ * of a k are contiguous (the vector direction).  Rules: a, b and the
+ * accumulators one type, f32 or f64; mr 1 .. KIR_FMA_TILE_MAX_MR, nc 1 ..
+ * KIR_FMA_TILE_MAX_NC; only in kernels marked contract (a product added
+ * with one rounding, where the interpreter rounds twice). */
+#define KIR_FMA_TILE_MAX_MR 8
+#define KIR_FMA_TILE_MAX_NC 64
+typedef struct kir_fma_tile {
+	int mr, nc;
+	struct kir_buffer *a, *b;                   /* f32 or f64, the accumulators' type */
+	struct kir_expr *a_at[KIR_FMA_TILE_MAX_MR]; /* index: element of a(r, 0) */
+	struct kir_expr *a_ks;                      /* index: elements between a's k values */
+	struct kir_expr *b_at, *ldb;                /* index: element of b(0, 0); between b's rows */
+	struct kir_expr *klo, *khi;                 /* index: the k range */
+	struct kir_var **acc;                       /* mr * nc locals, row-major */
+} kir_fma_tile;
+
 typedef struct kir_stmt {
 	kir_stmt_kind kind;
 	kir_var *var;
@@ -291,6 +321,7 @@ typedef struct kir_stmt {
 	const kir_dot2 *dot2; /* KIR_S_DOT2 */
 	const kir_tile2 *tile2; /* KIR_S_TILE2 */
 	const kir_dot4 *dot4; /* KIR_S_DOT4 */
+	const kir_fma_tile *fma_tile; /* KIR_S_FMA_TILE */
 } kir_stmt;
 
 typedef struct kir_kernel {
@@ -432,6 +463,8 @@ bool kir_kernel_has_dot2(const kir_kernel *k);
 kir_stmt *kir_s_tile2(kir_kernel *k, const kir_tile2 *d);
 /* A byte dot-product tile (kir_dot4); d and its acc array are copied. */
 kir_stmt *kir_s_dot4(kir_kernel *k, const kir_dot4 *d);
+/* A float multiply-add tile (kir_fma_tile); d and its acc array are copied. */
+kir_stmt *kir_s_fma_tile(kir_kernel *k, const kir_fma_tile *d);
 /* Bytes of k's local buffers together. */
 int64_t kir_local_bytes(const kir_kernel *k);
 

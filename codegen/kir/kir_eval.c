@@ -430,6 +430,29 @@ static void run_dot4(evaluator *ev, const kir_dot4 *m) {
 		}
 }
 
+/* A float multiply-add tile (kir_fma_tile in kir.h): each step one fma,
+ * rounded once to the accumulators' type; every load checked. */
+static void run_fma_tile(evaluator *ev, const kir_fma_tile *m) {
+	int64_t a_at[KIR_FMA_TILE_MAX_MR];
+	for (int r = 0; r < m->mr; r++) a_at[r] = eval(ev, m->a_at[r]).i;
+	int64_t a_ks = eval(ev, m->a_ks).i, b_at = eval(ev, m->b_at).i, ldb = eval(ev, m->ldb).i;
+	int64_t klo = eval(ev, m->klo).i, khi = eval(ev, m->khi).i;
+	bool f32 = m->a->dtype == TBC_DT_F32;
+	for (int64_t k = klo; k < khi && !ev->failed; k++)
+		for (int r = 0; r < m->mr && !ev->failed; r++) {
+			int64_t ai = checked_index(ev, m->a, (val){.i = a_at[r] + k * a_ks}, "load");
+			if (ev->failed) return;
+			double a = load(ev, m->a, ai).f;
+			for (int c = 0; c < m->nc; c++) {
+				int64_t bi = checked_index(ev, m->b, (val){.i = b_at + k * ldb + c}, "load");
+				if (ev->failed) return;
+				double b = load(ev, m->b, bi).f;
+				val *x = &ev->vars[m->acc[r * m->nc + c]->id];
+				x->f = f32 ? (double)fmaf((float)a, (float)b, (float)x->f) : fma(a, b, x->f);
+			}
+		}
+}
+
 static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	switch (s->kind) {
 	case KIR_S_FOR: {
@@ -467,6 +490,7 @@ static void run_stmt(evaluator *ev, const kir_stmt *s) {
 	case KIR_S_DOT2: run_dot2(ev, s->dot2); break;
 	case KIR_S_TILE2: run_tile2(ev, s->tile2); break;
 	case KIR_S_DOT4: run_dot4(ev, s->dot4); break;
+	case KIR_S_FMA_TILE: run_fma_tile(ev, s->fma_tile); break;
 	}
 }
 

@@ -44,15 +44,7 @@ void llvm_dot2(llvm_fn *f, const kir_dot2 *m) {
 	/* The sums into vectors. */
 	LLVMValueRef acc0[MAX_ACC];
 	for (int r = 0; r < m->mr; r++)
-		for (int v = 0; v < m->nv; v++) {
-			LLVMValueRef vec = LLVMGetUndef(v16f);
-			for (int l = 0; l < 16; l++) {
-				const kir_var *x = m->acc[r * nc + v * 16 + l];
-				LLVMValueRef s = LLVMBuildLoad2(b, c->f32, f->vars[x->id], "");
-				vec = LLVMBuildInsertElement(b, vec, s, LLVMConstInt(c->i32, (unsigned)l, 0), "");
-			}
-			acc0[r * m->nv + v] = vec;
-		}
+		for (int v = 0; v < m->nv; v++) acc0[r * m->nv + v] = llvm_vars_vector(f, &m->acc[r * nc + v * 16], 16, c->f32);
 	LLVMValueRef one = LLVMConstInt(c->i64, 1, 0);
 	LLVMValueRef pairs = LLVMBuildAShr(b, kn, one, "pairs");
 	LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, kn, one, ""), LLVMConstInt(c->i64, 0, 0), "odd");
@@ -129,10 +121,5 @@ void llvm_dot2(llvm_fn *f, const kir_dot2 *m) {
 		LLVMAddIncoming(sums[k], vals, in, 2);
 	}
 	for (int r = 0; r < m->mr; r++)
-		for (int v = 0; v < m->nv; v++)
-			for (int l = 0; l < 16; l++) {
-				const kir_var *x = m->acc[r * nc + v * 16 + l];
-				LLVMValueRef s = LLVMBuildExtractElement(b, sums[r * m->nv + v], LLVMConstInt(c->i32, (unsigned)l, 0), "");
-				LLVMBuildStore(b, s, f->vars[x->id]);
-			}
+		for (int v = 0; v < m->nv; v++) llvm_vector_vars(f, sums[r * m->nv + v], &m->acc[r * nc + v * 16], 16);
 }

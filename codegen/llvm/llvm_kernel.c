@@ -42,7 +42,8 @@ static LLVMMetadataRef distinct_node(llvm_cx *c) {
 
 bool llvm_has_loop(const kir_stmt *s) {
 	for (; s; s = s->next) {
-		if (s->kind == KIR_S_FOR || s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2) return true; /* loops over k */
+		if (s->kind == KIR_S_FOR || s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2 || s->kind == KIR_S_FMA_TILE)
+			return true; /* loops over k */
 		if (s->kind == KIR_S_IF && (llvm_has_loop(s->body) || llvm_has_loop(s->orelse))) return true;
 	}
 	return false;
@@ -156,6 +157,23 @@ void llvm_prefer_tiled_width(const llvm_fn *f, LLVMValueRef fn) {
 	snprintf(v, sizeof v, "%d", c->vector_bytes * 8);
 	LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
 				LLVMCreateStringAttribute(c->ctx, "prefer-vector-width", 19, v, (unsigned)strlen(v)));
+}
+
+LLVMValueRef llvm_vars_vector(llvm_fn *f, struct kir_var *const *vars, int n, LLVMTypeRef elt) {
+	llvm_cx *c = f->c;
+	LLVMValueRef v = LLVMGetUndef(LLVMVectorType(elt, (unsigned)n));
+	for (int l = 0; l < n; l++) {
+		LLVMValueRef s = LLVMBuildLoad2(c->b, elt, f->vars[vars[l]->id], "");
+		v = LLVMBuildInsertElement(c->b, v, s, LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
+	}
+	return v;
+}
+
+void llvm_vector_vars(llvm_fn *f, LLVMValueRef v, struct kir_var *const *vars, int n) {
+	llvm_cx *c = f->c;
+	for (int l = 0; l < n; l++)
+		LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, LLVMConstInt(c->i32, (unsigned long long)l, 0), ""),
+			       f->vars[vars[l]->id]);
 }
 
 void llvm_var_slots(llvm_fn *f) {
@@ -323,6 +341,14 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 			return;
 		}
 		c->hooks->dot4(f, s->dot4);
+		break;
+	case KIR_S_FMA_TILE:
+		if (!c->hooks->fma_tile) {
+			llvm_fail(c, TBC_ERR_UNSUPPORTED, "kernel %s holds a multiply-add tile (fma), which this target has not",
+				  f->k->name);
+			return;
+		}
+		llvm_fma_tile(f, s->fma_tile);
 		break;
 	}
 	llvm_memo_clear(f);

@@ -72,6 +72,10 @@ typedef struct llvm_hooks {
 	/* bf16 dot-product tiles (kir_tile2), for targets whose machine has
 	 * them (llvm_cx.tile_bf16); NULL: refused. */
 	void (*tile2)(llvm_fn *f, const kir_tile2 *m);
+	/* Whether kernel IR's float multiply-add tiles (kir_fma_tile,
+	 * llvm_fma_tile.c) are emitted: a CPU's (its description declares
+	 * them where the machine has FMA); devices never receive them. */
+	bool fma_tile;
 } llvm_hooks;
 
 /* One LLVM module being emitted. */
@@ -173,8 +177,17 @@ void llvm_fn_free(llvm_fn *f);
  * top of the function's entry block). */
 void llvm_var_slots(llvm_fn *f);
 
+/* A register tile's sums (dot2, dot4, fma tiles) between the kernel's
+ * scalar locals and vector registers: the n locals vars (of LLVM type elt)
+ * as one <n x elt> vector, and a vector's n lanes stored back to them. */
+LLVMValueRef llvm_vars_vector(llvm_fn *f, struct kir_var *const *vars, int n, LLVMTypeRef elt);
+void llvm_vector_vars(llvm_fn *f, LLVMValueRef v, struct kir_var *const *vars, int n);
+
 /* A kir_dot2 (llvm_dot2.c): vdpbf16ps over zmm registers. */
 void llvm_dot2(llvm_fn *f, const kir_dot2 *m);
+/* A kir_fma_tile (llvm_fma_tile.c): llvm.fma on vectors of the
+ * description's width (llvm_cx.vector_bytes). */
+void llvm_fma_tile(llvm_fn *f, const kir_fma_tile *m);
 
 /* The value of e at the builder's position; NULL after a diagnostic. */
 LLVMValueRef llvm_expr(llvm_fn *f, const kir_expr *e);

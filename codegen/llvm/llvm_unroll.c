@@ -37,7 +37,7 @@ static int straight_nodes(const kir_stmt *s) {
 	int n = 0;
 	for (; s; s = s->next) {
 		if (s->kind == KIR_S_FOR || s->kind == KIR_S_BARRIER || s->kind == KIR_S_MMA || s->kind == KIR_S_DOT2 ||
-		    s->kind == KIR_S_TILE2 || s->kind == KIR_S_DOT4)
+		    s->kind == KIR_S_TILE2 || s->kind == KIR_S_DOT4 || s->kind == KIR_S_FMA_TILE)
 			return -1;
 		int inner = 0;
 		if (s->kind == KIR_S_IF) {

@@ -81,6 +81,20 @@ static kir_expr *y_index(gemm_gen *g, kir_expr *row, kir_expr *col) {
 	return ADD(l->k, ADD(l->k, g->base[2], MUL(l->k, row, g->s->y.rs)), MUL(l->k, col, g->s->y.cs));
 }
 
+/* Whether a float micro-tile of nc columns is one kir_fma_tile: a target
+ * declaring it, operands of the compute type (f16 storage keeps the
+ * scalar code, which converts as it loads), and the tile's columns of b
+ * contiguous -- a stride of 1, or this tile's own panel (g->bpanel; the
+ * overlapping last tile of a panel layout straddles two). */
+static bool fma_tile_wanted(const gemm_gen *g, int nc) {
+	const gemm_spec *s = g->s;
+	int64_t cs;
+	bool contiguous = g->bpanel || nc == 1 || (!s->b.panel && kir_e_const_index(s->b.cs, &cs) && cs == 1);
+	return g->l->cx->target->fma_tile && (s->ct == TBC_DT_F32 || s->ct == TBC_DT_F64) && s->a.buf->dtype == s->ct &&
+	       s->b.buf->dtype == s->ct && !s->b.pairs && contiguous && g->mr <= KIR_FMA_TILE_MAX_MR &&
+	       nc <= KIR_FMA_TILE_MAX_NC;
+}
+
 /* One micro-tile of mr x nc sums at columns cols[0..nc): the k loop, then
  * the stores.  Statements go to blk. */
 static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *cols) {
@@ -120,6 +134,22 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		d.b_at = local(l, blk, "bcol", ADD(l->k, g->base[1], MUL(l->k, cols[0], I(l->k, 2))));
 		d.acc = flat;
 		kir_block_add(k, blk, kir_s_dot2(k, &d));
+	} else if ((!kir_e_const_index(s->K, &kc) || kc > 0) && fma_tile_wanted(g, nc)) {
+		/* vector fused multiply-adds, mr rows by nc contiguous columns */
+		kir_fma_tile d = {.mr = g->mr, .nc = nc, .a = s->a.buf, .b = s->b.buf, .a_ks = s->a.cs, .klo = g->klo, .khi = g->khi};
+		kir_var *flat[GEMM_MAX_MR * GEMM_MAX_NR];
+		for (int r = 0; r < g->mr; r++) {
+			d.a_at[r] = local(l, blk, "arow", ADD(l->k, g->base[0], MUL(l->k, g->rows[r], s->a.rs)));
+			for (int c = 0; c < nc; c++) flat[r * nc + c] = acc[r][c];
+		}
+		if (g->bpanel) {
+			d.b_at = g->bpanel, d.ldb = I(l->k, s->b.panel);
+		} else {
+			d.b_at = local(l, blk, "bcol", ADD(l->k, g->base[1], MUL(l->k, cols[0], s->b.cs)));
+			d.ldb = s->b.rs;
+		}
+		d.acc = flat;
+		kir_block_add(k, blk, kir_s_fma_tile(k, &d));
 	} else if (!kir_e_const_index(s->K, &kc) || kc > 0) {
 		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
 		kir_block kb = {0};

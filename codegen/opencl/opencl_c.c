@@ -462,6 +462,9 @@ static void stmts(printer *p, const kir_stmt *s, int depth) {
 		case KIR_S_DOT4: /* OpenCL's description declares none (kir_fits_target) */
 			fail(p, "a byte dot product (dot4), which OpenCL C has not");
 			break;
+		case KIR_S_FMA_TILE: /* nor this: devices' lowering keeps the scalar GEMM */
+			fail(p, "a multiply-add tile (fma), which OpenCL C has not");
+			break;
 		}
 	}
 }

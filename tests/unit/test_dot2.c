@@ -192,28 +192,9 @@ static void run_both(model *md, tbc_tensor **eval_out, tbc_tensor **jit_out, tbc
 	tbc_infer cx = {.module = md->m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md->m->main));
 	assert_int_equal(tbc_interpret(md->m, md->in, (size_t)md->n_in, interp_out, 1, d), TBC_OK);
-	tbc_target_desc t = dot2_desc();
-	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	tbc_code rc = kir_lower(md->m, &t, arena, d, &p);
-	if (rc) print_diags(d);
-	assert_int_equal(rc, TBC_OK);
-	rc = kir_program_eval(p, md->in, (size_t)md->n_in, eval_out, 1, d);
-	if (rc) print_diags(d);
-	assert_int_equal(rc, TBC_OK);
-	*jit_out = NULL;
-	if (host_dot2()) {
-		tbc_jit *j = NULL;
-		rc = tbc_jit_compile(md->m, NULL, d, &j);
-		if (rc) print_diags(d);
-		assert_int_equal(rc, TBC_OK);
-		rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit_out, 1, d);
-		if (rc) print_diags(d);
-		assert_int_equal(rc, TBC_OK);
-		tbc_jit_destroy(j);
-	}
-	tbc_arena_destroy(arena);
 	tbc_diags_destroy(d);
+	tbc_target_desc t = dot2_desc();
+	eval_and_jit(md, &t, host_dot2(), eval_out, jit_out);
 }
 
 static uint16_t at(const tbc_tensor *t, int64_t i) { return ((const uint16_t *)t->data)[i]; }

@@ -285,6 +285,33 @@ void check_run_fails_as(model *md, tbc_value *out, const char *interp_text, cons
 
 void check_compiled_run_fails(model *md, const char *text) { runs_fail(md, false, NULL, text); }
 
+void eval_and_jit(model *md, const tbc_target_desc *t, bool jit, tbc_tensor **eval_out, tbc_tensor **jit_out) {
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md->m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md->m->main));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	tbc_code rc = kir_lower(md->m, t, arena, d, &p);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	rc = kir_program_eval(p, md->in, (size_t)md->n_in, eval_out, 1, d);
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	*jit_out = NULL;
+	if (jit) {
+		tbc_jit *j = NULL;
+		rc = tbc_jit_compile(md->m, NULL, d, &j);
+		if (rc) print_diags(d);
+		assert_int_equal(rc, TBC_OK);
+		rc = tbc_abi_run_serial(tbc_jit_descriptor(j), md->in, (size_t)md->n_in, jit_out, 1, d);
+		if (rc) print_diags(d);
+		assert_int_equal(rc, TBC_OK);
+		tbc_jit_destroy(j);
+	}
+	tbc_arena_destroy(arena);
+	tbc_diags_destroy(d);
+}
+
 char *lowered_text(model *md) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_infer cx = {.module = md->m, .diags = d};

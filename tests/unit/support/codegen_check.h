@@ -87,6 +87,11 @@ void check_run_fails(model *md, tbc_value *out);
  * evaluator and the JIT fail the run with a message holding text (a check
  * compiled code makes where the interpreter needs none); frees the model. */
 void check_compiled_run_fails(model *md, const char *text);
+/* Infers md (its outputs set) and runs it through the evaluator lowered
+ * for t (*eval_out) and, when jit holds, JIT-compiled for the host
+ * (*jit_out; NULL otherwise): for tests that compare compiled code with
+ * the evaluator bit for bit.  The model stays the caller's. */
+void eval_and_jit(model *md, const tbc_target_desc *t, bool jit, tbc_tensor **eval_out, tbc_tensor **jit_out);
 /* The program's text (kir_program_print) of the graph with the outputs it
  * has, after inference and lowering; malloc'd.  Frees the model. */
 char *lowered_text(model *md);
