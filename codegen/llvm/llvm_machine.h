@@ -24,8 +24,9 @@ void llvm_module_set_machine(LLVMModuleRef mod, LLVMTargetMachineRef tm, const c
 /* LLVM's verifier: invalid IR is a bug of ours, an internal error. */
 bool llvm_module_verify(LLVMModuleRef mod, const char *backend, tbc_diags *d);
 
-/* LLVM's new pass manager: default<O0..O3> for tm, with the loop and SLP
- * vectorizers and loop unrolling from -O2. */
+/* LLVM's new pass manager for tm: default<O0>, <O2>, <O3> (the loop and
+ * SLP vectorizers and loop unrolling from -O2), and at -O1 tbc's own short
+ * pipeline, a fast compile that keeps what the kernels need. */
 bool llvm_module_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, int opt_level, const char *backend,
 			  tbc_diags *d);
 

@@ -1195,6 +1195,44 @@ static void test_parallel_modules(void **state) {
 	check_outputs(&md, -1, NULL, 1e-5); /* JIT: several objects in one JITDylib */
 }
 
+/* -O1's short pipeline (codegen/llvm/llvm_machine.c) keeps what the
+ * kernels need: the GEMM tiles and an elementwise loop are vector code for
+ * haswell, and the split program runs as the interpreter. */
+static void test_o1_pipeline_vectorizes(void **state) {
+	(void)state;
+	for (int which = 0; which < 2; which++) {
+		model md = which ? model_new() : split_model();
+		if (which) {
+			tbc_value *x = input(&md, TBC_DT_F32, "64,1024");
+			tbc_graph_add_output(md.m->main, op1(&md, TBC_OP_Exp, op2(&md, TBC_OP_Add, x, x)));
+			tbc_diags *d = tbc_diags_create();
+			tbc_infer cx = {.module = md.m, .diags = d};
+			assert_true(tbc_infer_graph(&cx, md.m->main));
+			tbc_diags_destroy(d);
+		}
+		tbc_diags *d = tbc_diags_create();
+		tbc_compile_options o = opts_at(1);
+		o.target_triple = "x86_64-unknown-linux-gnu";
+		o.cpu = "haswell";
+		const char *path = tmp_path("o1.ll");
+		tbc_code rc = tbc_compile_to_file(md.m, &o, path, d);
+		if (rc) print_diags(d);
+		assert_int_equal(rc, TBC_OK);
+		size_t n;
+		char *ir = read_all(path, &n);
+		assert_non_null(ir);
+		assert_non_null(strstr(ir, "<8 x float>"));
+		if (!which) assert_non_null(strstr(ir, "@llvm.fma.v8f32"));
+		else assert_null(strstr(ir, "@expf"));
+		free(ir);
+		tbc_diags_destroy(d);
+		free_model(&md);
+	}
+	model md = split_model();
+	tbc_compile_options o = opts_at(1);
+	check_outputs_with(&md, -1, NULL, 1e-5, &o);
+}
+
 static void test_aarch64_cross_object(void **state) {
 	(void)state;
 	model md = weighted_model();
@@ -1365,6 +1403,7 @@ int main(void) {
 		cmocka_unit_test(test_vector_math_vectorizes),
 		cmocka_unit_test(test_object_is_deterministic_with_header),
 		cmocka_unit_test(test_parallel_modules),
+		cmocka_unit_test(test_o1_pipeline_vectorizes),
 		cmocka_unit_test(test_opencl_artifacts_are_deterministic),
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
 		cmocka_unit_test(test_external_weights_file),
