@@ -6,6 +6,7 @@ geometric mean of the ratios over the ImageNet CNNs.
 
 usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
            [--precision fp32,fp16,bf16,fp8 (one or several)] [--qdq-fusion off,on (one or both)]
+           [--opt 2 | 1,2 (tbc's -O levels, a row each)]
 (models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)
 
 --precision: tbc computes the model lowered to that precision (docs/precision.md),
@@ -80,7 +81,11 @@ def main():
     ap.add_argument("--fastest", action="store_true", help="cells show median / fastest milliseconds")
     ap.add_argument("--precision", default="fp32", help="fp32, fp16, bf16, fp8 or a comma-separated list of them")
     ap.add_argument("--qdq-fusion", default="off", help="off, on, or off,on: tbc with --qdq-fusion")
+    ap.add_argument("--opt", default="2", help="tbc's optimization level, or several (1,2): a row each")
     a = ap.parse_args()
+    levels = a.opt.split(",")
+    if any(l not in ("0", "1", "2", "3") for l in levels):
+        ap.error(f"--opt {a.opt}: each of 0, 1, 2, 3")
     fusions = a.qdq_fusion.split(",")
     if any(f not in ("off", "on") for f in fusions):
         ap.error(f"--qdq-fusion {a.qdq_fusion}: each of off, on")
@@ -106,15 +111,16 @@ def main():
     print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
     print("|---|" + "---:|---:|---:|" * len(threads))
     cnn_ratios = {t: [] for t in threads}
-    for (label, model, inputs, cnn), prec, fusion in [(m, p, f) for m in chosen for p in precisions for f in fusions]:
+    for (label, model, inputs, cnn), prec, fusion, level in [(m, p, f, o) for m in chosen for p in precisions
+                                                              for f in fusions for o in levels]:
         path = os.path.join(models, model + ".onnx")
         feeds = {k: np.load(os.path.join(models, v)) for k, v in inputs.items()}
-        cnn = cnn and len(precisions) == 1 and len(fusions) == 1
+        cnn = cnn and len(precisions) == 1 and len(fusions) == 1 and len(levels) == 1
         cells = []
         for t in threads:
             args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
             args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
-            args += ["--precision", prec] + (["--qdq-fusion"] if fusion == "on" else [])
+            args += ["--precision", prec, "-O", level] + (["--qdq-fusion"] if fusion == "on" else [])
             r = subprocess.run(args, capture_output=True, text=True)
             theirs, their_min = ort_ms(path, feeds, t, a.runs)
             theirs_cell = f"{theirs:.2f}" + (f" / {their_min:.2f}" if a.fastest else "")
@@ -129,6 +135,7 @@ def main():
             cells.append(f"{ours_cell} | {theirs_cell} | {ours / theirs:.2f}")
         name = label if len(precisions) == 1 else f"{label} ({prec})"
         name += " (--qdq-fusion)" if fusion == "on" else ""
+        name += f" (-O{level})" if len(levels) > 1 else ""
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     for t in threads:
         r = cnn_ratios[t]

@@ -30,7 +30,7 @@ static const char usage_text[] =
 	"                             (the kernels as OpenCL C; --target opencl), .ptx (PTX;\n"
 	"                             --target cuda[:sm_XX]) or .hsaco (--target rocm[:gfxNNN])\n"
 	"      -O0 .. -O3             optimization level (default -O2); -O1 is a fast compile\n"
-	"                             (a short LLVM pipeline, code within a few percent of -O2's)\n"
+	"                             (a short LLVM pipeline; its code runs up to ~10% slower)\n"
 	"      --target LIST          what the artifact holds code for (default cpu): a list of\n"
 	"                             cpu, opencl, cuda[:sm_XX] (default sm_80) and rocm[:gfxNNN]\n"
 	"                             (default gfx90a), e.g. cpu,opencl,cuda:sm_80,rocm:gfx942;\n"

@@ -55,7 +55,8 @@ bool llvm_module_verify(LLVMModuleRef mod, const char *backend, tbc_diags *d) {
  * so that the loop vectorizer takes the elementwise loops, unrolling, and
  * the SLP vectorizer for the GEMM tiles' straight-line epilogues; no GVN,
  * DSE or module-wide passes.  Measured against default<O2> on the bench
- * set: the same run times within 0-5%, 1.6-2x less LLVM time. */
+ * set (docs/performance.md): 1.6-2x less LLVM time, code 0-11% slower on
+ * the CNNs and the encoders. */
 static const char o1_pipeline[] =
 	"cgscc(inline),function(sroa,early-cse,instcombine,simplifycfg,loop-mssa(loop-rotate,licm),indvars,"
 	"loop-vectorize,loop-unroll,slp-vectorizer,instcombine,simplifycfg)";
