@@ -81,6 +81,9 @@ typedef struct tbc_target_desc {
 	 * scalar sums LLVM's SLP vectorizer packs; a target without it (every
 	 * device) never receives one. */
 	bool fma_tile;
+	/* The fma tile's y operand (a K block's resume from y, vector loads)
+	 * in use; false: the GEMM's scalar loads and selects (for measuring). */
+	bool fma_tile_y;
 
 	/* How much parallel work fills the device: compute_units
 	 * multiprocessors (SMs, CUs) of a typical device of the kind, each
