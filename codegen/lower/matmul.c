@@ -107,8 +107,13 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	bool fma = !g->tile && !s->b.pairs && has_k && fma_tile_wanted(g, nc);
 	/* An fma tile resumes from y itself where y's columns are contiguous:
 	 * vector loads, not a load and a select per sum. */
-	bool fma_resume = fma && g->kresume && g->l->cx->target->fma_tile_y && s->y.buf->dtype == s->ct &&
-			  kir_e_const_index(s->y.cs, &ycs) && ycs == 1;
+	bool y_rows = kir_e_const_index(s->y.cs, &ycs) && ycs == 1;
+	bool fma_resume = fma && g->kresume && g->l->cx->target->fma_tile_y && s->y.buf->dtype == s->ct && y_rows;
+	/* y(row, cols[0]) per row, where the resume or the stores use it */
+	kir_expr *y_at[GEMM_MAX_MR] = {0};
+	bool row_stores = y_rows && g->l->cx->target->gemm_row_stores;
+	if (fma_resume || row_stores)
+		for (int r = 0; r < g->mr; r++) y_at[r] = local(l, blk, "yrow", y_index(g, g->rows[r], cols[0]));
 	/* Straight-line code, selects rather than branches: LLVM's SLP
 	 * vectorizer packs the accumulators only when no branch splits them. */
 	for (int r = 0; r < g->mr; r++)
@@ -157,7 +162,7 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		d.acc = flat;
 		if (fma_resume) {
 			d.y = s->y.buf, d.resume = g->kresume;
-			for (int r = 0; r < g->mr; r++) d.y_at[r] = local(l, blk, "yrow", y_index(g, g->rows[r], cols[0]));
+			for (int r = 0; r < g->mr; r++) d.y_at[r] = y_at[r];
 		}
 		kir_block_add(k, blk, kir_s_fma_tile(k, &d));
 	} else if (has_k) {
@@ -196,9 +201,13 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			if (g->klast) v = kir_e_select(k, g->klast, v, V(l->k, acc[r][c]));
 			val[r][c] = local(l, blk, "v", v);
 		}
+	/* A row's stores as y(row, cols[0]) + c where y's columns are
+	 * contiguous: the CPU's emitter stores them as vectors. */
 	for (int r = 0; r < g->mr; r++)
-		for (int c = g->skip; c < nc; c++)
-			kir_block_add(k, blk, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), val[r][c]));
+		for (int c = g->skip; c < nc; c++) {
+			kir_expr *at = row_stores ? ADD(l->k, y_at[r], I(l->k, c)) : y_index(g, g->rows[r], cols[c]);
+			kir_block_add(k, blk, kir_s_store(k, s->y.buf, at, val[r][c]));
+		}
 }
 
 /* The register tile: MR x NR sums, NR of them contiguous (the vector

@@ -33,7 +33,7 @@
 static tbc_target_desc fma_desc(void) {
 	tbc_target_desc t = tbc_target_desc_cpu_default();
 	t.vector_bytes = 64, t.vector_regs = 32;
-	t.fma_tile = true, t.fma_tile_y = true;
+	t.fma_tile = true, t.fma_tile_y = true, t.gemm_row_stores = true;
 	return t;
 }
 
@@ -209,12 +209,13 @@ static void test_fma_tile_semantics_exact(void **state) {
 
 /* One MatMul of random operands (special values sprinkled in when asked),
  * evaluated and compiled for this host; y_off: without the tile's resume
- * from y (fma_tile_y false, TBC_FMA_TILE_Y=0 for the host's description). */
+ * from y and the row stores (fma_tile_y and gemm_row_stores false,
+ * TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0 for the host's description). */
 static void random_matmul(tbc_dtype dt, const char *as, const char *bs, bool with_special, bool y_off, tbc_tensor **ev,
 			  tbc_tensor **jit) {
 	static const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 0x1p-140f, 0x1p100f};
 	tbc_target_desc t = fma_desc();
-	t.fma_tile_y = !y_off;
+	t.fma_tile_y = t.gemm_row_stores = !y_off;
 	model md = model_new();
 	tbc_value *y = matmul(&md, dt, as, bs);
 	for (int w = 0; w < 2 && with_special; w++)
@@ -225,9 +226,9 @@ static void random_matmul(tbc_dtype dt, const char *as, const char *bs, bool wit
 			else ((float *)md.in[w]->data)[i] = (float)v;
 		}
 	tbc_graph_add_output(md.m->main, y);
-	if (y_off) setenv("TBC_FMA_TILE_Y", "0", 1);
+	if (y_off) setenv("TBC_FMA_TILE_Y", "0", 1), setenv("TBC_ROW_STORES", "0", 1);
 	eval_and_jit(&md, &t, host_fma_tile(), ev, jit);
-	unsetenv("TBC_FMA_TILE_Y");
+	unsetenv("TBC_FMA_TILE_Y"), unsetenv("TBC_ROW_STORES");
 	if (*jit) same_bits(as, *ev, *jit);
 	free_model(&md);
 }
@@ -236,10 +237,10 @@ static void random_matmul(tbc_dtype dt, const char *as, const char *bs, bool wit
  * multiples of the tile, K blocks (K 300: blocks of 64, each resuming from
  * the sums stored in y), the overlapping last column tile, a symbolic N
  * below the tile (column by column), f64: compiled code agrees with the
- * evaluator bit for bit.  And the tile resuming from y itself (K blocks
- * from klo > 0, the overlapping last tile's skipped columns, rows' last
- * partial vectors) gives the bits of the scalar resume, evaluated and
- * compiled. */
+ * evaluator bit for bit.  And the tile resuming from y itself and the
+ * rows stored as vectors (K blocks from klo > 0, the overlapping last
+ * tile's skipped columns, rows' last partial vectors) give the bits of
+ * the scalar resume and stores, evaluated and compiled. */
 static void test_fma_tile_compiled_matches_evaluator(void **state) {
 	(void)state;
 	static const struct {
