@@ -8,11 +8,11 @@
  * step loads nv vectors of b (a row's nc contiguous columns), broadcasts
  * each row's element of a, and issues mr x nv llvm.fma calls -- one
  * rounding per product, the statement's semantics (kir.h) exactly.  The
- * sums come from and go back to the scalar locals before and after the
- * loop, where the GEMM's epilogue reads them; a resume from y (K blocks)
- * loads vectors.  Written so, LLVM
- * has no scalar sums to pack (its SLP vectorizer, with the stores to and
- * loads from 256 locals, took most of its time on a convolution). */
+ * sums come from the scalar locals (or, resuming a K block, from vector
+ * loads of y) and go back to them after the loop, where the GEMM's
+ * epilogue reads them.  Written so, LLVM has no scalar sums to pack (its
+ * SLP vectorizer, with the stores to and loads from 256 locals, took most
+ * of its time on a convolution). */
 #include "codegen/llvm/llvm_emit.h"
 
 enum { MAX_VECS = KIR_FMA_TILE_MAX_MR * KIR_FMA_TILE_MAX_NC };
