@@ -14,6 +14,9 @@
  *   bit for bit on partial tiles, odd sizes, K blocks (k ranges from klo >
  *   0, sums resumed from y), the overlapping last column tile, f64, and
  *   special values.
+ * - The resume from y (K blocks) and a row's stores are vector loads,
+ *   selects and stores in the IR the emitter writes; with
+ *   TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0 the bits are the same.
  * - Against the interpreter, at a tolerance: MatMul, Gemm (transposed A
  *   and B, C), Conv, batches, a symbolic N. */
 #include <setjmp.h>
@@ -28,6 +31,7 @@
 
 #include "codegen/target.h"
 #include "tests/unit/support/codegen_check.h"
+#include "tests/unit/support/files.h"
 
 /* An AVX-512 machine with FMA, as describe reports this host's. */
 static tbc_target_desc fma_desc(void) {
@@ -263,6 +267,63 @@ static void test_fma_tile_compiled_matches_evaluator(void **state) {
 		}
 }
 
+/* The LLVM IR of a K-blocked MatMul (20 x 300 by 300 x 70) for
+ * skylake-avx512 at -O0 (what the emitter writes, before LLVM's passes);
+ * off: TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0. */
+static char *blocked_matmul_ir(bool off) {
+	model md = model_new();
+	tbc_graph_add_output(md.m->main, matmul(&md, TBC_DT_F32, "20,300", "300,70"));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md.m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.target_triple = "x86_64-unknown-linux-gnu", o.cpu = "skylake-avx512", o.opt_level = 0;
+	if (off) setenv("TBC_FMA_TILE_Y", "0", 1), setenv("TBC_ROW_STORES", "0", 1);
+	const char *path = tmp_path("blocked.ll");
+	tbc_code rc = tbc_compile_to_file(md.m, &o, path, d);
+	unsetenv("TBC_FMA_TILE_Y"), unsetenv("TBC_ROW_STORES");
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *ir = malloc((size_t)n + 1);
+	assert_non_null(ir);
+	assert_int_equal(fread(ir, 1, (size_t)n, f), (size_t)n);
+	ir[n] = 0;
+	fclose(f);
+	tbc_diags_destroy(d);
+	free_model(&md);
+	return ir;
+}
+
+static int count(const char *text, const char *what) {
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, what)); p++) n++;
+	return n;
+}
+
+/* The tile's resume loads y as vectors and selects per vector (8 rows of
+ * 2 vectors in each of the two micro-tiles: 32 selects), and a row's
+ * stores are vector stores (the 64 columns of the whole tiles: 8 rows of
+ * 2 vectors of 16; the overlapping last tile stores the 6 columns past
+ * them: 8 of 6 lanes), already in the IR the emitter writes; with the
+ * switches off, neither. */
+static void test_fma_tile_resume_and_stores_are_vectors(void **state) {
+	(void)state;
+	char *on = blocked_matmul_ir(false), *off = blocked_matmul_ir(true);
+	assert_int_equal(count(on, ", <16 x float> %y"), 32);
+	assert_int_equal(count(on, "store <16 x float>"), 16);
+	assert_int_equal(count(on, "store <6 x float>"), 8);
+	assert_int_equal(count(off, ", <16 x float> %y"), 0);
+	assert_int_equal(count(off, "store <"), 0);
+	free(on);
+	free(off);
+}
+
 /* ---- Against the interpreter -------------------------------------------------------*/
 static void test_fma_tile_matches_interpreter(void **state) {
 	(void)state;
@@ -314,7 +375,8 @@ int main(void) {
 		cmocka_unit_test(test_fma_tile_declared_by_cpu),
 		cmocka_unit_test(test_fma_tile_semantics_exact),
 		cmocka_unit_test(test_fma_tile_compiled_matches_evaluator),
+		cmocka_unit_test(test_fma_tile_resume_and_stores_are_vectors),
 		cmocka_unit_test(test_fma_tile_matches_interpreter),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, tbc_test_remove_dir);
 }
