@@ -81,6 +81,13 @@ typedef struct tbc_target_desc {
 	 * scalar sums LLVM's SLP vectorizer packs; a target without it (every
 	 * device) never receives one. */
 	bool fma_tile;
+	/* The fma tile's y operand (a K block's resume from y, vector loads)
+	 * in use; false: the GEMM's scalar loads and selects (for measuring). */
+	bool fma_tile_y;
+	/* A GEMM's stores of a tile row as y(row, col0) + c: index forms the
+	 * CPU's LLVM emitter stores as vectors (llvm_hooks.row_stores); false:
+	 * y's general index per element (for measuring). */
+	bool gemm_row_stores;
 
 	/* How much parallel work fills the device: compute_units
 	 * multiprocessors (SMs, CUs) of a typical device of the kind, each

@@ -233,4 +233,5 @@ const llvm_hooks cpu_llvm_hooks = {
 	.dot4 = cpu_emit_dot4,
 	.tile2 = cpu_emit_tile2,
 	.fma_tile = true,
+	.row_stores = true,
 };

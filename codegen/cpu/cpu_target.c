@@ -172,6 +172,10 @@ static void describe_machine(const char *triple, const char *cpu, const char *fe
 	 * pack (LLVM's time, and -O1's code: docs/performance.md).
 	 * TBC_FMA_TILE=0: off (for measuring). */
 	t->fma_tile = t->fma && !getenv_off("TBC_FMA_TILE");
+	/* the tile resuming from y itself (K blocks); TBC_FMA_TILE_Y=0: off */
+	t->fma_tile_y = t->fma_tile && !getenv_off("TBC_FMA_TILE_Y");
+	/* a GEMM tile's rows stored as vectors; TBC_ROW_STORES=0: off */
+	t->gemm_row_stores = !getenv_off("TBC_ROW_STORES");
 }
 
 /* The machine o compiles for: the host unless o->target_triple / o->cpu

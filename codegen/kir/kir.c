@@ -444,7 +444,8 @@ kir_stmt *kir_s_fma_tile(kir_kernel *k, const kir_fma_tile *d) {
 	    d->mr > KIR_FMA_TILE_MAX_MR || d->nc < 1 || d->nc > KIR_FMA_TILE_MAX_NC)
 		return k->failed = true, NULL;
 	for (int r = 0; r < d->mr; r++)
-		if (!d->a_at[r]) return k->failed = true, NULL;
+		if (!d->a_at[r] || (d->y && !d->y_at[r])) return k->failed = true, NULL;
+	if (d->y && !d->resume) return k->failed = true, NULL;
 	const kir_fma_tile *copy = tile_copy(k, d, sizeof *d, offsetof(kir_fma_tile, acc), d->acc, d->mr * d->nc);
 	kir_stmt *s = copy ? snew(k, KIR_S_FMA_TILE) : NULL;
 	if (s) s->fma_tile = copy;
@@ -832,6 +833,17 @@ static void print_stmts(out *o, const kir_kernel *k, const kir_stmt *s, int dept
 			print_expr(o, k, m->klo, 0);
 			put(o, " .. ");
 			print_expr(o, k, m->khi, 0);
+			if (m->y) {
+				put(o, " from ");
+				put_buf(o, m->y);
+				put(o, "[");
+				for (int r = 0; r < m->mr; r++) {
+					if (r) put(o, ", ");
+					print_expr(o, k, m->y_at[r], 0);
+				}
+				put(o, "] if ");
+				print_expr(o, k, m->resume, 0);
+			}
 			put(o, "\n");
 			break;
 		}
@@ -1308,6 +1320,16 @@ static void check_fma_tile(verifier *v, const kir_fma_tile *m) {
 	/* the elements of k = 0 (the evaluator checks every element it reads) */
 	for (int r = 0; r < m->mr; r++) check_access(v, m->a, m->a_at[r], "fma tile operand");
 	check_access(v, m->b, m->b_at, "fma tile operand");
+	if (m->y) {
+		if (m->y->dtype != t) verr(v, "fma tile resuming from %s sums of %s", kir_type_name(m->y->dtype), kir_type_name(t));
+		if (m->y->space != KIR_MEM_GLOBAL) verr(v, "fma tile resuming from local memory");
+		check_expr(v, m->resume);
+		if (m->resume) need_type(v, m->resume, TBC_DT_BOOL, "an fma tile's resume condition");
+		for (int r = 0; r < m->mr; r++) {
+			check_expr(v, m->y_at[r]);
+			check_access(v, m->y, m->y_at[r], "fma tile resume");
+		}
+	}
 	check_tile_acc(v, m->acc, m->mr * m->nc, t, "fma tile");
 }
 

@@ -293,7 +293,15 @@ typedef struct kir_dot4 {
  * of a k are contiguous (the vector direction).  Rules: a, b and the
  * accumulators one type, f32 or f64; mr 1 .. KIR_FMA_TILE_MAX_MR, nc 1 ..
  * KIR_FMA_TILE_MAX_NC; only in kernels marked contract (a product added
- * with one rounding, where the interpreter rounds twice). */
+ * with one rounding, where the interpreter rounds twice).
+ *
+ * Resuming (y non-NULL; a GEMM's K blocks, whose partial sums go through
+ * y): before the first step, where `resume` holds,
+ *
+ *   acc[r * nc + c] = y[y_at[r] + c]
+ *
+ * (y of the accumulators' type, its nc columns contiguous); elsewhere the
+ * sums start from acc as without y.  A target loads a row's vectors. */
 #define KIR_FMA_TILE_MAX_MR 8
 #define KIR_FMA_TILE_MAX_NC 64
 typedef struct kir_fma_tile {
@@ -304,6 +312,9 @@ typedef struct kir_fma_tile {
 	struct kir_expr *b_at, *ldb;                /* index: element of b(0, 0); between b's rows */
 	struct kir_expr *klo, *khi;                 /* index: the k range */
 	struct kir_var **acc;                       /* mr * nc locals, row-major */
+	struct kir_buffer *y;                       /* NULL, or where the sums resume from */
+	struct kir_expr *y_at[KIR_FMA_TILE_MAX_MR]; /* index: element of y(r, 0) */
+	struct kir_expr *resume;                    /* bool: start from y */
 } kir_fma_tile;
 
 typedef struct kir_stmt {

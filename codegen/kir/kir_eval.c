@@ -438,6 +438,15 @@ static void run_fma_tile(evaluator *ev, const kir_fma_tile *m) {
 	int64_t a_ks = eval(ev, m->a_ks).i, b_at = eval(ev, m->b_at).i, ldb = eval(ev, m->ldb).i;
 	int64_t klo = eval(ev, m->klo).i, khi = eval(ev, m->khi).i;
 	bool f32 = m->a->dtype == TBC_DT_F32;
+	if (m->y && eval(ev, m->resume).i)
+		for (int r = 0; r < m->mr && !ev->failed; r++) {
+			int64_t y_at = eval(ev, m->y_at[r]).i;
+			for (int c = 0; c < m->nc; c++) {
+				int64_t yi = checked_index(ev, m->y, (val){.i = y_at + c}, "load");
+				if (ev->failed) return;
+				ev->vars[m->acc[r * m->nc + c]->id].f = load(ev, m->y, yi).f;
+			}
+		}
 	for (int64_t k = klo; k < khi && !ev->failed; k++)
 		for (int r = 0; r < m->mr && !ev->failed; r++) {
 			int64_t ai = checked_index(ev, m->a, (val){.i = a_at[r] + k * a_ks}, "load");

@@ -8,10 +8,11 @@
  * step loads nv vectors of b (a row's nc contiguous columns), broadcasts
  * each row's element of a, and issues mr x nv llvm.fma calls -- one
  * rounding per product, the statement's semantics (kir.h) exactly.  The
- * sums come from and go back to the scalar locals before and after the
- * loop, where the GEMM's resume and epilogue read them.  Written so, LLVM
- * has no scalar sums to pack (its SLP vectorizer, with the stores to and
- * loads from 256 locals, took most of its time on a convolution). */
+ * sums come from the scalar locals (or, resuming a K block, from vector
+ * loads of y) and go back to them after the loop, where the GEMM's
+ * epilogue reads them.  Written so, LLVM has no scalar sums to pack (its
+ * SLP vectorizer, with the stores to and loads from 256 locals, took most
+ * of its time on a convolution). */
 #include "codegen/llvm/llvm_emit.h"
 
 enum { MAX_VECS = KIR_FMA_TILE_MAX_MR * KIR_FMA_TILE_MAX_NC };
@@ -54,11 +55,25 @@ void llvm_fma_tile(llvm_fn *f, const kir_fma_tile *m) {
 	if (!a_ks || !b_at || !ldb || !klo || !khi) return;
 	LLVMValueRef abuf = f->bufs[m->a->id], bbuf = f->bufs[m->b->id];
 
-	/* The sums in, as vectors. */
+	/* The sums in, as vectors: from the locals, or from y where the tile
+	 * resumes -- a vector load of each row's contiguous columns and one
+	 * select per vector, not a load and a select per sum. */
 	LLVMValueRef init[MAX_VECS];
+	LLVMValueRef resume = m->y ? llvm_expr(f, m->resume) : NULL, y_at[KIR_FMA_TILE_MAX_MR];
+	if (m->y) {
+		if (!resume) return;
+		for (int r = 0; r < m->mr; r++)
+			if (!(y_at[r] = llvm_expr(f, m->y_at[r]))) return;
+	}
 	for (int i = 0; i < n; i++) {
 		int r = i / nv, j = i % nv;
 		init[i] = llvm_vars_vector(f, &m->acc[r * m->nc + j * L], j == nv - 1 ? w : L, et);
+		if (m->y) {
+			LLVMValueRef at = LLVMBuildAdd(b, y_at[r], LLVMConstInt(c->i64, (unsigned long long)(j * L), 0), "");
+			LLVMValueRef y = LLVMBuildLoad2(b, j == nv - 1 ? wt : vt, LLVMBuildInBoundsGEP2(b, et, f->bufs[m->y->id], &at, 1, ""), "y");
+			LLVMSetAlignment(y, (unsigned)es);
+			init[i] = LLVMBuildSelect(b, resume, y, init[i], "");
+		}
 	}
 
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);

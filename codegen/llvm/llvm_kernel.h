@@ -76,6 +76,10 @@ typedef struct llvm_hooks {
 	 * llvm_fma_tile.c) are emitted: a CPU's (its description declares
 	 * them where the machine has FMA); devices never receive them. */
 	bool fma_tile;
+	/* Whether a run of stores of locals to consecutive elements
+	 * (buf[v + c], buf[v + c + 1], ...: a GEMM tile's row) is emitted as
+	 * vector stores of the description's width (llvm_kernel.c). */
+	bool row_stores;
 } llvm_hooks;
 
 /* One LLVM module being emitted. */

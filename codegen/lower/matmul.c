@@ -102,17 +102,28 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	kir_kernel *k = l->k;
 	const gemm_spec *s = g->s;
 	kir_var *acc[GEMM_MAX_MR][GEMM_MAX_NR];
+	int64_t kc, ycs;
+	bool has_k = !kir_e_const_index(s->K, &kc) || kc > 0;
+	bool fma = !g->tile && !s->b.pairs && has_k && fma_tile_wanted(g, nc);
+	/* An fma tile resumes from y itself where y's columns are contiguous:
+	 * vector loads, not a load and a select per sum. */
+	bool y_rows = kir_e_const_index(s->y.cs, &ycs) && ycs == 1;
+	bool fma_resume = fma && g->kresume && g->l->cx->target->fma_tile_y && s->y.buf->dtype == s->ct && y_rows;
+	/* y(row, cols[0]) per row, where the resume or the stores use it */
+	kir_expr *y_at[GEMM_MAX_MR] = {0};
+	bool row_stores = y_rows && g->l->cx->target->gemm_row_stores;
+	if (fma_resume || row_stores)
+		for (int r = 0; r < g->mr; r++) y_at[r] = local(l, blk, "yrow", y_index(g, g->rows[r], cols[0]));
 	/* Straight-line code, selects rather than branches: LLVM's SLP
 	 * vectorizer packs the accumulators only when no branch splits them. */
 	for (int r = 0; r < g->mr; r++)
 		for (int c = 0; c < nc; c++) {
 			acc[r][c] = kir_var_new(k, "acc", s->ct);
 			kir_expr *init = zero(l, s->ct);
-			if (g->kresume)
+			if (g->kresume && !fma_resume)
 				init = kir_e_select(k, g->kresume, kir_e_load(k, s->y.buf, y_index(g, g->rows[r], cols[c])), init);
 			kir_block_add(k, blk, kir_s_set(k, acc[r][c], init));
 		}
-	int64_t kc;
 	if (g->tile) {
 		/* tdpbf16ps: mr / 16 tiles of a's rows by nc / 16 tiles of b's pairs */
 		kir_tile2 d = {.mt = g->mr / 16, .nt = nc / 16, .a = s->a.buf, .b = s->b.buf, .lda = s->a.rs, .ldb = s->b.rs, .kn = g->K};
@@ -134,7 +145,7 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		d.b_at = local(l, blk, "bcol", ADD(l->k, g->base[1], MUL(l->k, cols[0], I(l->k, 2))));
 		d.acc = flat;
 		kir_block_add(k, blk, kir_s_dot2(k, &d));
-	} else if ((!kir_e_const_index(s->K, &kc) || kc > 0) && fma_tile_wanted(g, nc)) {
+	} else if (fma) {
 		/* vector fused multiply-adds, mr rows by nc contiguous columns */
 		kir_fma_tile d = {.mr = g->mr, .nc = nc, .a = s->a.buf, .b = s->b.buf, .a_ks = s->a.cs, .klo = g->klo, .khi = g->khi};
 		kir_var *flat[GEMM_MAX_MR * GEMM_MAX_NR];
@@ -149,8 +160,12 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			d.ldb = s->b.rs;
 		}
 		d.acc = flat;
+		if (fma_resume) {
+			d.y = s->y.buf, d.resume = g->kresume;
+			for (int r = 0; r < g->mr; r++) d.y_at[r] = y_at[r];
+		}
 		kir_block_add(k, blk, kir_s_fma_tile(k, &d));
-	} else if (!kir_e_const_index(s->K, &kc) || kc > 0) {
+	} else if (has_k) {
 		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
 		kir_block kb = {0};
 		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
@@ -186,9 +201,13 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			if (g->klast) v = kir_e_select(k, g->klast, v, V(l->k, acc[r][c]));
 			val[r][c] = local(l, blk, "v", v);
 		}
+	/* A row's stores as y(row, cols[0]) + c where y's columns are
+	 * contiguous: the CPU's emitter stores them as vectors. */
 	for (int r = 0; r < g->mr; r++)
-		for (int c = g->skip; c < nc; c++)
-			kir_block_add(k, blk, kir_s_store(k, s->y.buf, y_index(g, g->rows[r], cols[c]), val[r][c]));
+		for (int c = g->skip; c < nc; c++) {
+			kir_expr *at = row_stores ? ADD(l->k, y_at[r], I(l->k, c)) : y_index(g, g->rows[r], cols[c]);
+			kir_block_add(k, blk, kir_s_store(k, s->y.buf, at, val[r][c]));
+		}
 }
 
 /* The register tile: MR x NR sums, NR of them contiguous (the vector

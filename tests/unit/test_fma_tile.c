@@ -14,6 +14,9 @@
  *   bit for bit on partial tiles, odd sizes, K blocks (k ranges from klo >
  *   0, sums resumed from y), the overlapping last column tile, f64, and
  *   special values.
+ * - The resume from y (K blocks) and a row's stores are vector loads,
+ *   selects and stores in the IR the emitter writes; with
+ *   TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0 the bits are the same.
  * - Against the interpreter, at a tolerance: MatMul, Gemm (transposed A
  *   and B, C), Conv, batches, a symbolic N. */
 #include <setjmp.h>
@@ -28,12 +31,13 @@
 
 #include "codegen/target.h"
 #include "tests/unit/support/codegen_check.h"
+#include "tests/unit/support/files.h"
 
 /* An AVX-512 machine with FMA, as describe reports this host's. */
 static tbc_target_desc fma_desc(void) {
 	tbc_target_desc t = tbc_target_desc_cpu_default();
 	t.vector_bytes = 64, t.vector_regs = 32;
-	t.fma_tile = true;
+	t.fma_tile = true, t.fma_tile_y = true, t.gemm_row_stores = true;
 	return t;
 }
 
@@ -93,6 +97,17 @@ static void test_fma_tile_only_where_declared(void **state) {
 		assert_null(strstr(t, "fma."));
 		free(t);
 	}
+	md = model_new(); /* K blocks: the tile resumes from y itself (vector loads) */
+	t = lowered(&md, matmul(&md, TBC_DT_F32, "20,300", "300,70"), &fma);
+	assert_non_null(strstr(t, " from "));
+	free(t);
+	tbc_target_desc no_y = fma;
+	no_y.fma_tile_y = false;
+	md = model_new(); /* unless the description says not to: scalar loads and selects */
+	t = lowered(&md, matmul(&md, TBC_DT_F32, "20,300", "300,70"), &no_y);
+	assert_non_null(strstr(t, "fma.f32 [8 x 32]"));
+	assert_null(strstr(t, " from "));
+	free(t);
 	md = model_new(); /* f16 operands (converted as they load): the scalar tile */
 	t = lowered(&md, matmul(&md, TBC_DT_F16, "40,64", "64,96"), &fma);
 	assert_null(strstr(t, "fma."));
@@ -196,11 +211,40 @@ static void test_fma_tile_semantics_exact(void **state) {
 	free_model(&md);
 }
 
+/* One MatMul of random operands (special values sprinkled in when asked),
+ * evaluated and compiled for this host; y_off: without the tile's resume
+ * from y and the row stores (fma_tile_y and gemm_row_stores false,
+ * TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0 for the host's description). */
+static void random_matmul(tbc_dtype dt, const char *as, const char *bs, bool with_special, bool y_off, tbc_tensor **ev,
+			  tbc_tensor **jit) {
+	static const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 0x1p-140f, 0x1p100f};
+	tbc_target_desc t = fma_desc();
+	t.fma_tile_y = t.gemm_row_stores = !y_off;
+	model md = model_new();
+	tbc_value *y = matmul(&md, dt, as, bs);
+	for (int w = 0; w < 2 && with_special; w++)
+		for (int64_t i = 0; i < md.in[w]->numel; i++) {
+			if (rnd(&md) >= 0.02) continue;
+			double v = special[(int)(rnd(&md) * 7)];
+			if (dt == TBC_DT_F64) ((double *)md.in[w]->data)[i] = v;
+			else ((float *)md.in[w]->data)[i] = (float)v;
+		}
+	tbc_graph_add_output(md.m->main, y);
+	if (y_off) setenv("TBC_FMA_TILE_Y", "0", 1), setenv("TBC_ROW_STORES", "0", 1);
+	eval_and_jit(&md, &t, host_fma_tile(), ev, jit);
+	unsetenv("TBC_FMA_TILE_Y"), unsetenv("TBC_ROW_STORES");
+	if (*jit) same_bits(as, *ev, *jit);
+	free_model(&md);
+}
+
 /* Random operands (special values sprinkled in) on shapes that are not
  * multiples of the tile, K blocks (K 300: blocks of 64, each resuming from
  * the sums stored in y), the overlapping last column tile, a symbolic N
  * below the tile (column by column), f64: compiled code agrees with the
- * evaluator bit for bit. */
+ * evaluator bit for bit.  And the tile resuming from y itself and the
+ * rows stored as vectors (K blocks from klo > 0, the overlapping last
+ * tile's skipped columns, rows' last partial vectors) give the bits of
+ * the scalar resume and stores, evaluated and compiled. */
 static void test_fma_tile_compiled_matches_evaluator(void **state) {
 	(void)state;
 	static const struct {
@@ -209,27 +253,75 @@ static void test_fma_tile_compiled_matches_evaluator(void **state) {
 	} cases[] = {{TBC_DT_F32, "37,147", "147,70"}, {TBC_DT_F32, "9,2", "2,32"},      {TBC_DT_F32, "3,1", "1,16"},
 		     {TBC_DT_F32, "20,300", "300,70"}, {TBC_DT_F32, "17,513", "513,33"}, {TBC_DT_F32, "11,40", "40,N"},
 		     {TBC_DT_F32, "2,13,7", "7,19"},   {TBC_DT_F64, "19,300", "300,37"}, {TBC_DT_F64, "5,3", "3,9"}};
-	static const float special[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 0x1p-140f, 0x1p100f};
-	tbc_target_desc t = fma_desc();
 	for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
 		for (int with_special = 0; with_special < 2; with_special++) {
-			model md = model_new();
-			tbc_value *y = matmul(&md, cases[s].dt, cases[s].a, cases[s].b);
-			for (int w = 0; w < 2 && with_special; w++)
-				for (int64_t i = 0; i < md.in[w]->numel; i++) {
-					if (rnd(&md) >= 0.02) continue;
-					double v = special[(int)(rnd(&md) * 7)];
-					if (cases[s].dt == TBC_DT_F64) ((double *)md.in[w]->data)[i] = v;
-					else ((float *)md.in[w]->data)[i] = (float)v;
-				}
-			tbc_graph_add_output(md.m->main, y);
-			tbc_tensor *ev = NULL, *jit = NULL;
-			eval_and_jit(&md, &t, host_fma_tile(), &ev, &jit);
-			if (jit) same_bits(cases[s].a, ev, jit);
-			tbc_tensor_destroy(ev);
-			tbc_tensor_destroy(jit);
-			free_model(&md);
+			tbc_tensor *ev[2], *jit[2];
+			for (int y_off = 0; y_off < 2; y_off++)
+				random_matmul(cases[s].dt, cases[s].a, cases[s].b, with_special, y_off, &ev[y_off], &jit[y_off]);
+			same_bits("evaluator, resume from y on and off", ev[0], ev[1]);
+			if (jit[0]) same_bits("compiled, resume from y on and off", jit[0], jit[1]);
+			for (int i = 0; i < 2; i++) {
+				tbc_tensor_destroy(ev[i]);
+				tbc_tensor_destroy(jit[i]);
+			}
 		}
+}
+
+/* The LLVM IR of a K-blocked MatMul (20 x 300 by 300 x 70) for
+ * skylake-avx512 at -O0 (what the emitter writes, before LLVM's passes);
+ * off: TBC_FMA_TILE_Y=0 and TBC_ROW_STORES=0. */
+static char *blocked_matmul_ir(bool off) {
+	model md = model_new();
+	tbc_graph_add_output(md.m->main, matmul(&md, TBC_DT_F32, "20,300", "300,70"));
+	tbc_diags *d = tbc_diags_create();
+	tbc_infer cx = {.module = md.m, .diags = d};
+	assert_true(tbc_infer_graph(&cx, md.m->main));
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.target_triple = "x86_64-unknown-linux-gnu", o.cpu = "skylake-avx512", o.opt_level = 0;
+	if (off) setenv("TBC_FMA_TILE_Y", "0", 1), setenv("TBC_ROW_STORES", "0", 1);
+	const char *path = tmp_path("blocked.ll");
+	tbc_code rc = tbc_compile_to_file(md.m, &o, path, d);
+	unsetenv("TBC_FMA_TILE_Y"), unsetenv("TBC_ROW_STORES");
+	if (rc) print_diags(d);
+	assert_int_equal(rc, TBC_OK);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *ir = malloc((size_t)n + 1);
+	assert_non_null(ir);
+	assert_int_equal(fread(ir, 1, (size_t)n, f), (size_t)n);
+	ir[n] = 0;
+	fclose(f);
+	tbc_diags_destroy(d);
+	free_model(&md);
+	return ir;
+}
+
+static int count(const char *text, const char *what) {
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, what)); p++) n++;
+	return n;
+}
+
+/* The tile's resume loads y as vectors and selects per vector (8 rows of
+ * 2 vectors in each of the two micro-tiles: 32 selects), and a row's
+ * stores are vector stores (the 64 columns of the whole tiles: 8 rows of
+ * 2 vectors of 16; the overlapping last tile stores the 6 columns past
+ * them: 8 of 6 lanes), already in the IR the emitter writes; with the
+ * switches off, neither. */
+static void test_fma_tile_resume_and_stores_are_vectors(void **state) {
+	(void)state;
+	char *on = blocked_matmul_ir(false), *off = blocked_matmul_ir(true);
+	assert_int_equal(count(on, ", <16 x float> %y"), 32);
+	assert_int_equal(count(on, "store <16 x float>"), 16);
+	assert_int_equal(count(on, "store <6 x float>"), 8);
+	assert_int_equal(count(off, ", <16 x float> %y"), 0);
+	assert_int_equal(count(off, "store <"), 0);
+	free(on);
+	free(off);
 }
 
 /* ---- Against the interpreter -------------------------------------------------------*/
@@ -283,7 +375,8 @@ int main(void) {
 		cmocka_unit_test(test_fma_tile_declared_by_cpu),
 		cmocka_unit_test(test_fma_tile_semantics_exact),
 		cmocka_unit_test(test_fma_tile_compiled_matches_evaluator),
+		cmocka_unit_test(test_fma_tile_resume_and_stores_are_vectors),
 		cmocka_unit_test(test_fma_tile_matches_interpreter),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, tbc_test_remove_dir);
 }
