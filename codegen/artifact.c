@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "codegen/compile.h"
 #include "codegen/device/device_files.h"
 #include "tbc/abi.h"
+#include "ir/clock.h"
 
 extern char **environ;
 
@@ -31,12 +31,6 @@ static bool write_file(const char *path, const void *data, size_t size, tbc_diag
 		return false;
 	}
 	return true;
-}
-
-static double now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool is_identifier(const char *s) {
@@ -275,11 +269,11 @@ tbc_code tbc_compile_to_file(const tbc_module *m, const tbc_compile_options *o, 
 	tbc_objects objs;
 	tbc_code rc = tbc_codegen(m, o, &info, d, with_program, &a, &objs);
 	if (rc == TBC_OK) {
-		double t0 = now();
+		double t0 = tbc_seconds_now();
 		bool ok = so || objs.n > 1 ? link_objects(&objs, path, !so, d) : write_file(path, objs.data[0], objs.size[0], d);
 		if (!ok) rc = TBC_ERR_IO;
 		else if (o->stats && (so || objs.n > 1))
-			fprintf(o->stats_file ? o->stats_file : stderr, "tbc: link %8.3f ms (%d objects)\n", (now() - t0) * 1e3,
+			fprintf(o->stats_file ? o->stats_file : stderr, "tbc: link %8.3f ms (%d objects)\n", (tbc_seconds_now() - t0) * 1e3,
 				objs.n);
 	}
 	tbc_objects_free(&objs);

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "passes/passes.h"
 #include "tbc/abi.h"
+#include "ir/clock.h"
 
 /* The bound on compiles (the reference and everything lowered included). */
 #define TBC_BUDGET_DEFAULT_COMPILES 64
@@ -625,12 +625,6 @@ typedef struct segment {
 	seg_state state;
 } segment;
 
-static double now_s(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static const char *precision_name(int p) { return p == TBC_DT_BF16 ? "bf16" : p == TBC_DT_F8E4M3FN ? "fp8" : "fp16"; }
 
 /* Bisection over the candidates.  keep[] ends as the answer. */
@@ -725,7 +719,7 @@ static char *join_kept(const search *S) {
 
 tbc_code tbc_precision_search(const tbc_module *m, const tbc_compile_options *o, tbc_diags *d, char **out_exclude) {
 	*out_exclude = NULL;
-	double t0 = now_s();
+	double t0 = tbc_seconds_now();
 	if (!m || !o) {
 		tbc_diags_add(d, TBC_ERR_INVALID_ARGUMENT, NULL, NULL, NULL, NULL, "no module or options");
 		return TBC_ERR_INVALID_ARGUMENT;
@@ -840,7 +834,7 @@ tbc_code tbc_precision_search(const tbc_module *m, const tbc_compile_options *o,
 		}
 		fprintf(rep, "tbc: accuracy budget met with %zu of %zu lowered nodes kept in float32: %s\n", n_kept, S.c.n,
 			v.what);
-		double secs = now_s() - t0;
+		double secs = tbc_seconds_now() - t0;
 		if (o->stats)
 			fprintf(rep, "tbc: accuracy budget search: %d compiles (bound %d), %zu runs each, %.3f s\n", S.compiles,
 				S.max_compiles, S.cal.n, secs);

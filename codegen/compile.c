@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codegen/compile.h"
 #include "codegen/lower/lower.h"
@@ -15,6 +14,7 @@
 #include "passes/passes.h"
 #include "passes/util.h"
 #include "tbc/abi.h"
+#include "ir/clock.h"
 
 void tbc_compile_options_init(tbc_compile_options *o) {
 	memset(o, 0, sizeof *o);
@@ -32,12 +32,6 @@ static int64_t const_bytes(const tbc_module *m) {
 		n += b > 0 ? b : 0;
 	}
 	return n;
-}
-
-static double now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void print_stats(FILE *f, const tbc_compile_stats *st) {
@@ -264,7 +258,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	if (rc == TBC_OK && o->train && !tbc_train_build(work, o->train, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
 	if (rc == TBC_OK && !tbc_run_pipeline(work, &po, d)) rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_INTERNAL;
-	double t0 = now();
+	double t0 = tbc_seconds_now();
 	kir_program *p = NULL;
 	tbc_target_desc desc;
 	if (rc == TBC_OK) {
@@ -279,7 +273,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = desc.tile_i8 = false;
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
-	double t1 = now();
+	double t1 = tbc_seconds_now();
 	if (rc == TBC_OK && with_program && !with_program(p, user, d))
 		rc = tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_IO;
 	tbc_llvm_times times;
@@ -289,7 +283,7 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 		timed.times = &times;
 		rc = emit(work, p, &desc, arena, o, &timed, d, out);
 	}
-	double t2 = now();
+	double t2 = tbc_seconds_now();
 	/* Statistics whenever the passes ran: a model that does not lower yet
 	 * still shows its plan. */
 	if (pst.n_passes && (o->stats || o->stats_out)) {

@@ -23,9 +23,9 @@
  * the graph as imported. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "passes/passes.h"
+#include "ir/clock.h"
 
 const tbc_pass_info tbc_pass_table[] = {
 	{"decompose", tbc_pass_decompose, "rewrite composite ops (Attention, RotaryEmbedding, losses) into lowered ops"},
@@ -52,12 +52,6 @@ tbc_pipeline_options tbc_pipeline_defaults(void) {
 	o.verify = true;
 #endif
 	return o;
-}
-
-static double now_seconds(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 typedef struct runner {
@@ -87,7 +81,7 @@ static bool finish(const runner *R, const char *name, double t0, bool ok) {
 	tbc_pipeline_stats *st = R->opt->stats;
 	if (st && st->n_passes < TBC_PIPELINE_MAX_PASSES) {
 		st->passes[st->n_passes].name = name;
-		st->passes[st->n_passes++].seconds = now_seconds() - t0;
+		st->passes[st->n_passes++].seconds = tbc_seconds_now() - t0;
 	}
 	if (!ok) return false;
 	if (R->opt->verify && !tbc_verify(R->m, R->d)) {
@@ -99,7 +93,7 @@ static bool finish(const runner *R, const char *name, double t0, bool ok) {
 }
 
 static bool run(const runner *R, const char *name, tbc_pass_fn pass) {
-	double t0 = now_seconds();
+	double t0 = tbc_seconds_now();
 	return finish(R, name, t0, pass(R->m, R->d));
 }
 
@@ -125,7 +119,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 	 * in its Conv), and folded after, so the weights are stored lowered. */
 	const tbc_precision_options *po = opt->precision;
 	if (po && po->low != TBC_DT_F32 && po->low != TBC_DT_UNDEFINED) {
-		double t0 = now_seconds();
+		double t0 = tbc_seconds_now();
 		bool ok = tbc_pass_precision(m, po, opt->stats ? &opt->stats->precision : NULL, d);
 		if (!finish(&R, "precision", t0, ok)) return false;
 		if (!run(&R, "fold", tbc_pass_fold)) return false;
@@ -136,7 +130,7 @@ bool tbc_run_pipeline(tbc_module *m, const tbc_pipeline_options *opt, tbc_diags 
 		if (!run(&R, "fusion", tbc_pass_fusion)) return false;
 	}
 	if (opt->remat) {
-		double t0 = now_seconds();
+		double t0 = tbc_seconds_now();
 		bool ok = tbc_pass_remat(m, opt->remat, opt->stats ? &opt->stats->remat : NULL, d);
 		if (!finish(&R, "remat", t0, ok)) return false;
 	}

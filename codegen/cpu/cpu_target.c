@@ -7,13 +7,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
 
 #include "codegen/cpu/cpu.h"
 #include "codegen/llvm/llvm_machine.h"
+#include "ir/clock.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -198,12 +198,6 @@ static int compile_threads(const tbc_compile_options *o) {
 	return n > 0 ? (int)n : 1;
 }
 
-static double seconds_now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* An LLVM module for m, in a context of its own, with what t declares. */
 static void module_cx(llvm_cx *c, const char *name, const tbc_target_desc *t, const machine *m, tbc_diags *d) {
 	/* t->vector_bytes: the width lowering tiled GEMMs for */
@@ -253,7 +247,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	machine m;
 	tbc_code rc = machine_new(o, d, &m);
 	if (rc != TBC_OK) return rc;
-	double t0 = seconds_now();
+	double t0 = tbc_seconds_now();
 	cpu_kernel_plan plan;
 	if (!cpu_plan_kernels(p, &plan)) {
 		machine_free(&m);
@@ -295,9 +289,9 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	}
 	if (!ok) tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "no target machine, or out of memory");
 	int threads = compile_threads(o);
-	double t1 = seconds_now();
+	double t1 = tbc_seconds_now();
 	ok = ok && llvm_jobs_run(jobs, n, threads);
-	double t2 = seconds_now();
+	double t2 = tbc_seconds_now();
 	if (info->times) {
 		info->times->ir_seconds = t1 - t0;
 		info->times->compile_seconds = t2 - t1;

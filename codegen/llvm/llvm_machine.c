@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/llvm/llvm_machine.h"
+#include "ir/clock.h"
 
 static char llvm_version[32];
 static pthread_once_t llvm_version_once = PTHREAD_ONCE_INIT;
@@ -118,12 +118,6 @@ bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output wh
 	return ok;
 }
 
-static double seconds_now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct job_queue {
 	llvm_job *jobs;
 	int n;
@@ -132,17 +126,17 @@ typedef struct job_queue {
 } job_queue;
 
 static void run_job(llvm_job *j) {
-	double t0 = seconds_now();
+	double t0 = tbc_seconds_now();
 	if (j->build && !j->build(j)) {
 		j->ok = false;
-		j->build_seconds = j->seconds = seconds_now() - t0;
+		j->build_seconds = j->seconds = tbc_seconds_now() - t0;
 		return;
 	}
-	j->build_seconds = seconds_now() - t0;
+	j->build_seconds = tbc_seconds_now() - t0;
 	j->ok = llvm_module_verify(j->mod, j->backend, j->d) &&
 		llvm_module_optimize(j->mod, j->tm, j->opt_level, j->backend, j->d) &&
 		llvm_module_emit(j->mod, j->tm, j->what, j->backend, j->d, &j->data, &j->size);
-	j->seconds = seconds_now() - t0;
+	j->seconds = tbc_seconds_now() - t0;
 }
 
 static void *job_worker(void *arg) {
