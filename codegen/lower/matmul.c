@@ -305,22 +305,33 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 	return true;
 }
 
+/* The column panels of a B (K, N) that M <= MR rows read (a batch-1 fully
+ * connected layer, a decode step): panels of *nr columns, *stride elements
+ * apart; false where the target or the shapes take the plain layout.
+ * Panels whose byte size is a multiple of 512 get 64 bytes more: the
+ * streams a chunk reads side by side (4 panels) would otherwise fall into
+ * the same cache sets (4096 x 11008 f32 ran 1.4x slower than without
+ * panels until padded; docs/performance.md). */
+static bool gemv_panels(const tbc_target_desc *t, tbc_dtype dt, tbc_dtype ct, int64_t M, int64_t K, int64_t N,
+			int64_t *nr, int64_t *stride) {
+	int mr, n;
+	default_tile(t, ct, &mr, &n);
+	const char *e = getenv("TBC_GEMV_PANELS"); /* 0: off, for measuring one against the other */
+	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || M < 1 || M > mr || N < n ||
+	    K < 1)
+		return false;
+	int64_t es = (int64_t)tbc_dtype_size(dt);
+	*nr = n;
+	*stride = K * n;
+	if (*stride * es % 512 == 0) *stride += 64 / es;
+	return true;
+}
+
 bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
 		       gemm_operand *o) {
-	const tbc_target_desc *t = l->cx->target;
-	int mr, nr;
-	default_tile(t, ct, &mr, &nr);
-	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols;
-	const char *e = getenv("TBC_GEMV_PANELS"); /* 0: off, for measuring one against the other */
-	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || M < 1 || M > mr || N < nr || K < 1 ||
-	    v->kind != TBC_VALUE_CONST || !v->constant)
+	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, nr, stride;
+	if (v->kind != TBC_VALUE_CONST || !v->constant || !gemv_panels(l->cx->target, v->type.dtype, ct, M, K, N, &nr, &stride))
 		return false;
-	/* Panels whose byte size is a multiple of 512 get 64 bytes more: the
-	 * streams a chunk reads side by side (4 panels) would otherwise fall
-	 * into the same cache sets (4096 x 11008 f32 ran 1.4x slower than
-	 * without panels until padded; docs/performance.md). */
-	int64_t es = (int64_t)tbc_dtype_size(v->type.dtype), stride = K * nr;
-	if (stride * es % 512 == 0) stride += 64 / es;
 	int b = lower_const_panels(l->cx, v, rows, cols, transpose, nr, stride);
 	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
 	if (!buf) return false;
@@ -357,49 +368,99 @@ bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, boo
 	return true;
 }
 
-/* B of a GEMM that is a load-time value (lower_cx.load_time): laid out as
- * gemm_const_operand lays out a constant, by a kernel of its own that reads
- * the weights' results alone, so it runs once per session with them
- * (codegen/lower/load_time.c) and not at each run.  The buffer, with its
- * pitch in *pitch; -1 when v is not one or needs no layout. */
-static int load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose,
-			    int64_t *pitch) {
-	if (!cx->load_time || !cx->load_time[v->id] || v->kind == TBC_VALUE_CONST || rows <= 0 || cols <= 0) return -1;
-	int64_t len = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
-	int64_t p = len * es % 512 == 0 ? len + 64 / es : len;
-	if (!transpose && p == len) return -1;
-	int64_t n_rows = transpose ? cols : rows;
+/* B of a GEMM that is a load-time value (lower_cx.load_time): laid out as a
+ * constant B is (gemm_const_panels' column panels where few rows read it,
+ * else gemm_const_operand's rows with a pitch), by a kernel of its own that
+ * reads the weights' results alone, so it runs once per session with them
+ * (codegen/lower/load_time.c) and not at each run.  buf -1: v is not one or
+ * needs no layout. */
+typedef struct load_time_b {
+	int buf;
+	int64_t pitch;         /* rows: elements from one row of (K, N) to the next */
+	int64_t panel, stride; /* > 0: column panels of that many columns, stride apart */
+} load_time_b;
+
+static load_time_b load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t rows, int64_t cols, bool transpose,
+				    int64_t M, tbc_dtype ct) {
+	load_time_b r = {.buf = -1};
+	if (!cx->load_time || !cx->load_time[v->id] || v->kind == TBC_VALUE_CONST || rows <= 0 || cols <= 0) return r;
+	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
+	bool panels = gemv_panels(cx->target, v->type.dtype, ct, M, K, N, &r.panel, &r.stride);
+	int64_t p = N * es % 512 == 0 ? N + 64 / es : N;
+	if (!panels && !transpose && p == N) return r;
 	tbc_type t = {.dtype = v->type.dtype, .rank = 2};
-	t.dims[0] = (tbc_dim){n_rows, NULL};
-	t.dims[1] = (tbc_dim){p, NULL};
+	t.dims[0] = (tbc_dim){panels ? (N + r.panel - 1) / r.panel : K, NULL};
+	t.dims[1] = (tbc_dim){panels ? r.stride : p, NULL};
 	int b = lower_temp_buf(cx, &t, "b_layout");
 	lk l;
-	if (b < 0 || !lk_begin(&l, cx, "b_layout")) return -1;
+	if (b < 0 || !lk_begin(&l, cx, "b_layout")) return r;
 	kir_kernel *k = l.k;
 	kir_buffer *src = lk_value(&l, v), *dst = lk_buf(&l, b);
-	if (!src || !dst) return -1;
-	/* dst[i][j] = v[j][i] (transposed) or v[i][j], then the pitch's tail
-	 * zeros.  Blocks of 16 rows of dst: a transposing block reads 16
-	 * neighbours of each row of v. */
+	if (!src || !dst) return r;
 	kir_var *ib = kir_var_new(k, "ib", KIR_INDEX), *i = kir_var_new(k, "i", KIR_INDEX);
 	kir_var *j = kir_var_new(k, "j", KIR_INDEX), *z = kir_var_new(k, "z", KIR_INDEX);
-	kir_expr *lo = MUL(k, V(k, ib), I(k, 16)), *hi = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, n_rows));
-	kir_expr *from = transpose ? ADD(k, MUL(k, V(k, j), I(k, cols)), V(k, i)) : ADD(k, MUL(k, V(k, i), I(k, cols)), V(k, j));
-	kir_stmt *store = kir_s_store(k, dst, ADD(k, MUL(k, V(k, i), I(k, p)), V(k, j)), kir_e_load(k, src, from));
-	kir_stmt *copy = transpose ? kir_s_for(k, j, I(k, 0), I(k, len), 1, KIR_LOOP_SEQUENTIAL,
-					       kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL, store))
-				   : kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL,
-					       kir_s_for(k, j, I(k, 0), I(k, len), 1, KIR_LOOP_SEQUENTIAL, store));
-	kir_expr *lo2 = MUL(k, V(k, ib), I(k, 16)), *hi2 = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, n_rows));
-	kir_var *i2 = kir_var_new(k, "i2", KIR_INDEX);
-	kir_stmt *pad = kir_s_for(k, i2, lo2, hi2, 1, KIR_LOOP_SEQUENTIAL,
-				  kir_s_for(k, z, I(k, len), I(k, p), 1, KIR_LOOP_SEQUENTIAL,
-					    kir_s_store(k, dst, ADD(k, MUL(k, V(k, i2), I(k, p)), V(k, z)),
-							kir_e_cast(k, v->type.dtype, I(k, 0)))));
-	if (copy) copy->next = pad;
-	if (!lk_end(&l, kir_s_for(k, ib, I(k, 0), I(k, (n_rows + 15) / 16), 1, KIR_LOOP_PARALLEL, copy))) return -1;
-	*pitch = p;
-	return b;
+	kir_expr *zero = kir_e_cast(k, v->type.dtype, I(k, 0));
+	/* Element (i, j) of B (K, N): v[i][j], or v[j][i] transposed. */
+#define B_AT(ie, je) (transpose ? kir_e_load(k, src, ADD(k, MUL(k, (je), I(k, cols)), (ie))) \
+				: kir_e_load(k, src, ADD(k, MUL(k, (ie), I(k, cols)), (je))))
+	kir_stmt *body;
+	if (panels) {
+		/* Panel ib: element (i, ib nr + c) at ib stride + i nr + c, zeros
+		 * past N (a column clamped to N - 1 for the load, which every
+		 * panel's kernel bounds alike) and in the stride's tail.  A
+		 * transposed B is read along its rows (c outer). */
+		int64_t nr = r.panel;
+		kir_var *c = kir_var_new(k, "c", KIR_INDEX);
+		kir_expr *col = ADD(k, MUL(k, V(k, ib), I(k, nr)), V(k, c));
+		kir_expr *in = CMP(k, KIR_LT, ADD(k, MUL(k, V(k, ib), I(k, nr)), V(k, c)), I(k, N));
+		kir_expr *at = ADD(k, ADD(k, MUL(k, V(k, ib), I(k, r.stride)), MUL(k, V(k, i), I(k, nr))), V(k, c));
+		kir_stmt *store = kir_s_store(k, dst, at, SEL(k, in, B_AT(V(k, i), MIN(k, col, I(k, N - 1))), zero));
+		kir_stmt *copy = transpose ? kir_s_for(k, c, I(k, 0), I(k, nr), 1, KIR_LOOP_SEQUENTIAL,
+						       kir_s_for(k, i, I(k, 0), I(k, K), 1, KIR_LOOP_SEQUENTIAL, store))
+					   : kir_s_for(k, i, I(k, 0), I(k, K), 1, KIR_LOOP_SEQUENTIAL,
+						       kir_s_for(k, c, I(k, 0), I(k, nr), 1, KIR_LOOP_SEQUENTIAL, store));
+		kir_stmt *tail = kir_s_for(k, z, I(k, K * nr), I(k, r.stride), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_store(k, dst, ADD(k, MUL(k, V(k, ib), I(k, r.stride)), V(k, z)),
+						       kir_e_cast(k, v->type.dtype, I(k, 0))));
+		if (copy) copy->next = tail;
+		body = kir_s_for(k, ib, I(k, 0), I(k, (N + nr - 1) / nr), 1, KIR_LOOP_PARALLEL, copy);
+	} else {
+		/* dst[i][j] = B(i, j), then the pitch's tail zeros.  Blocks of 16
+		 * rows of dst: a transposing block reads 16 neighbours of each
+		 * row of v. */
+		kir_expr *lo = MUL(k, V(k, ib), I(k, 16)), *hi = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, K));
+		kir_stmt *store = kir_s_store(k, dst, ADD(k, MUL(k, V(k, i), I(k, p)), V(k, j)), B_AT(V(k, i), V(k, j)));
+		kir_stmt *copy = transpose ? kir_s_for(k, j, I(k, 0), I(k, N), 1, KIR_LOOP_SEQUENTIAL,
+						       kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL, store))
+					   : kir_s_for(k, i, lo, hi, 1, KIR_LOOP_SEQUENTIAL,
+						       kir_s_for(k, j, I(k, 0), I(k, N), 1, KIR_LOOP_SEQUENTIAL, store));
+		kir_expr *lo2 = MUL(k, V(k, ib), I(k, 16)), *hi2 = MIN(k, ADD(k, MUL(k, V(k, ib), I(k, 16)), I(k, 16)), I(k, K));
+		kir_var *i2 = kir_var_new(k, "i2", KIR_INDEX);
+		kir_stmt *pad = kir_s_for(k, i2, lo2, hi2, 1, KIR_LOOP_SEQUENTIAL,
+					  kir_s_for(k, z, I(k, N), I(k, p), 1, KIR_LOOP_SEQUENTIAL,
+						    kir_s_store(k, dst, ADD(k, MUL(k, V(k, i2), I(k, p)), V(k, z)), zero)));
+		if (copy) copy->next = pad;
+		body = kir_s_for(k, ib, I(k, 0), I(k, (K + 15) / 16), 1, KIR_LOOP_PARALLEL, copy);
+	}
+#undef B_AT
+	if (!lk_end(&l, body)) return r;
+	if (!panels) r.panel = r.stride = 0;
+	r.pitch = p;
+	r.buf = b;
+	return r;
+}
+
+/* o reads lb, B laid out by load_time_matrix; false when there is none. */
+static bool load_time_operand(lk *l, const load_time_b *lb, gemm_operand *o) {
+	if (lb->buf < 0 || !(o->buf = lk_buf(l, lb->buf))) return false;
+	if (lb->panel) {
+		o->panel = lb->panel;
+		o->panel_stride = I(l->k, lb->stride);
+		o->rs = I(l->k, lb->panel), o->cs = I(l->k, 1);
+	} else {
+		o->rs = I(l->k, lb->pitch), o->cs = I(l->k, 1);
+	}
+	return true;
 }
 
 /* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
@@ -594,8 +655,9 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
-	int64_t lpitch = 0;
-	int lb = bt->rank == 2 ? load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, &lpitch) : -1;
+	int64_t m_rows = at->rank == 1 ? 1 : at->dims[at->rank - 2].sym ? -1 : at->dims[at->rank - 2].size;
+	load_time_b lb = {.buf = -1};
+	if (bt->rank == 2) lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, m_rows, ct);
 	lk l;
 	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
 	gemm_spec s = {.ct = ct};
@@ -615,7 +677,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	bool panels = rb == 2 && !dot2 && kir_e_const_index(M, &mc) &&
 		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, false, mc, ct, &s.b);
 	if (rb == 2 && !dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
-	if (!dot2 && !panels && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	if (!dot2 && !panels) load_time_operand(&l, &lb, &s.b);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);
@@ -711,8 +773,8 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
-	int64_t lpitch = 0;
-	int lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, tb, &lpitch);
+	load_time_b lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, tb,
+					  yt->dims[0].sym ? -1 : yt->dims[0].size, g.ct);
 	lk l;
 	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
 	gemm_spec s = {.ct = g.ct};
@@ -733,7 +795,7 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	bool panels = !dot2 && kir_e_const_index(s.M, &mc) &&
 		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, mc, g.ct, &s.b);
 	if (!dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
-	if (!dot2 && !panels && lb >= 0 && (s.b.buf = lk_buf(&l, lb))) s.b.rs = I(l.k, lpitch), s.b.cs = I(l.k, 1);
+	if (!dot2 && !panels) load_time_operand(&l, &lb, &s.b);
 	s.a.buf = lk_value(&l, av);
 	if (!s.b.buf) s.b.buf = lk_value(&l, bv);
 	s.y.buf = lk_buf(&l, yb);

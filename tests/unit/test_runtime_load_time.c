@@ -252,12 +252,125 @@ static void lowering_marks_the_weights_launches(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* Batch-1 products with load-time weights (a fully connected layer at
+ * batch 1, AlexNet's three): B is laid out once in the column panels a
+ * constant B gets (gemm_const_panels), by a load-time b_layout kernel --
+ * MatMul's B [64, 528] as it is, Gemm's [300, 64] transposed (transB) --
+ * widths that leave the last panel part full for 16- and 32-column panels.
+ * Compiled, compared with the interpreter; the lowered program holds the
+ * two layouts as panel buffers. */
+static char *gemv_model_text(void) {
+	size_t cap = 64 << 10, at = 0;
+	char *s = malloc(cap);
+	assert_non_null(s);
+	at += (size_t)snprintf(s + at, cap - at, "graph main(%%x: f32[1,64]) {\n  %%small: f32[64,16] = const [");
+	for (int i = 0; i < 64 * 16; i++)
+		at += (size_t)snprintf(s + at, cap - at, "%s%d", i ? ", " : "", (i * 37) % 19 - 9);
+	at += (size_t)snprintf(s + at, cap - at, "]\n  %%small2: f32[60,64] = const [");
+	for (int i = 0; i < 60 * 64; i++)
+		at += (size_t)snprintf(s + at, cap - at, "%s%d", i ? ", " : "", (i * 41) % 23 - 11);
+	at += (size_t)snprintf(s + at, cap - at,
+			       "]\n"
+			       "  %%reps: i64[2] = const [1, 33]\n"
+			       "  %%reps2: i64[2] = const [5, 1]\n"
+			       "  %%shape: i64[2] = const [64, 528]\n"
+			       "  %%shape2: i64[2] = const [300, 64]\n"
+			       "  %%t: f32[64,528] = Tile(%%small, %%reps)\n"
+			       "  %%c: f32[64,528] = ConstantOfShape(%%shape) {value = tensor f32[1] [0.25]}\n"
+			       "  %%w: f32[64,528] = Add(%%t, %%c)\n"
+			       "  %%t2: f32[300,64] = Tile(%%small2, %%reps2)\n"
+			       "  %%c2: f32[300,64] = ConstantOfShape(%%shape2) {value = tensor f32[1] [-0.5]}\n"
+			       "  %%w2: f32[300,64] = Add(%%t2, %%c2)\n"
+			       "  %%m: f32[1,528] = MatMul(%%x, %%w)\n"
+			       "  %%g: f32[1,300] = Gemm(%%x, %%w2) {transB = 1}\n"
+			       "  return %%m, %%g\n"
+			       "}\n");
+	assert_true(at < cap);
+	return s;
+}
+
+static void batch_one_products_read_load_time_panels(void **state) {
+	(void)state;
+	char *text = gemv_model_text();
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = tbc_parse(text, "gemv_load_time.ir", d);
+	free(text);
+	if (!m) tbc_test_fail_with("gemv_load_time.ir", d);
+
+	/* Lowered for a CPU with gemv panels: two panel-shaped b_layout buffers. */
+	tbc_module *lm = tbc_module_clone(m);
+	assert_non_null(lm);
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	assert_true(tbc_run_pipeline(lm, &po, d));
+	tbc_arena *arena = tbc_arena_create();
+	kir_program *p = NULL;
+	tbc_target_desc cpu = tbc_target_desc_cpu_default();
+	assert_true(cpu.gemv_panels);
+	assert_int_equal(kir_lower(lm, &cpu, arena, d, &p), TBC_OK);
+	assert_int_equal(tbc_diags_count(d), 0); /* no kernel failed to verify on the way */
+	int n_panels = 0;
+	for (int i = 0; i < p->n_bufs; i++) {
+		const kir_pbuf *b = p->bufs[i];
+		if (b->role != KIR_BUF_TEMP || !b->name || strncmp(b->name, "b_layout", 8)) continue;
+		int64_t rows = b->type.dims[0].size, stride = b->type.dims[1].size;
+		/* 528 or 300 columns in panels of 16 or 32, each K = 64 rows */
+		bool is528 = rows == (528 + 15) / 16 || rows == (528 + 31) / 32;
+		bool is300 = rows == (300 + 15) / 16 || rows == (300 + 31) / 32;
+		assert_true(is528 || is300);
+		assert_true(stride >= 64 * 16);
+		n_panels++;
+	}
+	assert_int_equal(n_panels, 2);
+	tbc_arena_destroy(arena);
+	tbc_module_destroy(lm);
+
+	/* Compiled and run, twice in one session: the interpreter's values. */
+	tbc_jit *jit = NULL;
+	if (tbc_jit_compile(m, NULL, d, &jit) != TBC_OK) tbc_test_fail_with("jit", d);
+	tbcrt_context *c = rt_context(2);
+	tbcrt_model *model = NULL;
+	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
+	tbcrt_session *s = NULL;
+	RT_OK(tbcrt_session_create(model, &s));
+	int64_t dims[2] = {1, 64};
+	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 2, dims);
+	tbc_tensor *want[2] = {NULL, NULL};
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 64; i++) ((float *)x->data)[i] = (float)((i * 7 + r * 5) % 17) / 8.0f - 1.0f;
+		RT_OK(tbcrt_session_bind_input(s, 0, TBC_DT_F32, 2, dims, x->data, 64 * 4));
+		RT_OK(tbcrt_session_run(s));
+		assert_int_equal(tbc_interpret(m, &x, 1, want, 2, d), TBC_OK);
+		for (int o = 0; o < 2; o++) {
+			tbcrt_tensor y;
+			RT_OK(tbcrt_session_output(s, o, &y));
+			assert_int_equal(y.dims[1], want[o]->dims[1]);
+			const float *got = y.data, *w = want[o]->data;
+			for (int64_t i = 0; i < want[o]->numel; i++)
+				if (!(fabsf(got[i] - w[i]) <= 1e-3f + 1e-5f * fabsf(w[i])))
+					fail_msg("run %d output %d [%lld] = %.9g, expected %.9g", r, o, (long long)i, got[i], w[i]);
+			tbc_tensor_destroy(want[o]);
+			want[o] = NULL;
+		}
+	}
+	tbcrt_session_stats st;
+	RT_OK(tbcrt_session_get_stats(s, &st));
+	assert_int_equal(st.init_runs, 1);
+	tbc_tensor_destroy(x);
+	tbcrt_session_destroy(s);
+	tbcrt_model_destroy(model);
+	tbcrt_context_destroy(c);
+	tbc_jit_destroy(jit);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lowering_marks_the_weights_launches),
 		cmocka_unit_test(large_constant_weight_is_computed_once_per_session),
 		cmocka_unit_test(shared_object_and_one_shot_run_compute_them_too),
 		cmocka_unit_test(a_failing_load_time_value_fails_each_run),
+		cmocka_unit_test(batch_one_products_read_load_time_panels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
