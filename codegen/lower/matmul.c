@@ -376,6 +376,7 @@ bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, boo
  * needs no layout. */
 typedef struct load_time_b {
 	int buf;
+	bool failed;           /* the kernel did not build (a diagnostic says why) */
 	int64_t pitch;         /* rows: elements from one row of (K, N) to the next */
 	int64_t panel, stride; /* > 0: column panels of that many columns, stride apart */
 } load_time_b;
@@ -393,6 +394,7 @@ static load_time_b load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t ro
 	t.dims[1] = (tbc_dim){panels ? r.stride : p, NULL};
 	int b = lower_temp_buf(cx, &t, "b_layout");
 	lk l;
+	r.failed = true;
 	if (b < 0 || !lk_begin(&l, cx, "b_layout")) return r;
 	kir_kernel *k = l.k;
 	kir_buffer *src = lk_value(&l, v), *dst = lk_buf(&l, b);
@@ -444,6 +446,7 @@ static load_time_b load_time_matrix(lower_cx *cx, const tbc_value *v, int64_t ro
 	}
 #undef B_AT
 	if (!lk_end(&l, body)) return r;
+	r.failed = false;
 	if (!panels) r.panel = r.stride = 0;
 	r.pitch = p;
 	r.buf = b;
@@ -658,6 +661,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	int64_t m_rows = at->rank == 1 ? 1 : at->dims[at->rank - 2].sym ? -1 : at->dims[at->rank - 2].size;
 	load_time_b lb = {.buf = -1};
 	if (bt->rank == 2) lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, m_rows, ct);
+	if (lb.failed) return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "matmul")) return LOWER_FAILED;
 	gemm_spec s = {.ct = ct};
@@ -775,6 +779,7 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	if (static_empty(yt)) return LOWER_OK;
 	load_time_b lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, tb,
 					  yt->dims[0].sym ? -1 : yt->dims[0].size, g.ct);
+	if (lb.failed) return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
 	gemm_spec s = {.ct = g.ct};
