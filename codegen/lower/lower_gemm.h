@@ -55,11 +55,15 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
  * B must be laid out in pairs (gemm_const_pairs; Conv's im2col writes
  * them). */
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n);
+/* M of a GEMM whose rows are known only while running. */
+#define GEMM_M_RUNTIME ((int64_t)-1)
 /* A constant B (rows x cols, transposed when asked: K x N as the GEMM
  * reads it) in column panels for a GEMM of M rows on target t, when that
  * fits: M static and within one row tile (a matrix-vector product, B read
  * once: each parallel chunk then streams one contiguous panel instead of
- * a strided block of rows), the target's (tbc_target_desc.gemv_panels).
+ * a strided block of rows), or M GEMM_M_RUNTIME (one row in a decode
+ * step, hundreds in a prefill: the panel is the block a row tile reads
+ * either way), the target's (tbc_target_desc.gemv_panels).
  * Sets o; false, o untouched, otherwise. */
 bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
 		       gemm_operand *o);

@@ -306,8 +306,14 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 }
 
 /* The column panels of a B (K, N) that M <= MR rows read (a batch-1 fully
- * connected layer, a decode step): panels of *nr columns, *stride elements
- * apart; false where the target or the shapes take the plain layout.
+ * connected layer), or a number of rows known only while running
+ * (GEMM_M_RUNTIME: an exported model's batch or sequence, a decode step's
+ * one row as well as a prefill's hundreds; gemm_rows_nest): panels of *nr
+ * columns, *stride elements apart; false where the target or the shapes
+ * take the plain layout.  A panel is the K x NR block a row tile reads, so
+ * many rows read it as well as few (GPT's prefill of 128 tokens ran 4%
+ * faster from panels than from pitched rows, its decode step 1.5x;
+ * docs/performance.md).
  * Panels whose byte size is a multiple of 512 get 64 bytes more: the
  * streams a chunk reads side by side (4 panels) would otherwise fall into
  * the same cache sets (4096 x 11008 f32 ran 1.4x slower than without
@@ -317,8 +323,8 @@ static bool gemv_panels(const tbc_target_desc *t, tbc_dtype dt, tbc_dtype ct, in
 	int mr, n;
 	default_tile(t, ct, &mr, &n);
 	const char *e = getenv("TBC_GEMV_PANELS"); /* 0: off, for measuring one against the other */
-	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || M < 1 || M > mr || N < n ||
-	    K < 1)
+	bool rows_ok = M == GEMM_M_RUNTIME || (M >= 1 && M <= mr);
+	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || !rows_ok || N < n || K < 1)
 		return false;
 	int64_t es = (int64_t)tbc_dtype_size(dt);
 	*nr = n;
@@ -475,6 +481,22 @@ static bool load_time_operand(lk *l, const load_time_b *lb, gemm_operand *o) {
 
 static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile);
 
+/* The row-tile nest for a GEMM whose M is known only while running: the
+ * nest of a static M of 1 where M is 1 at run time, else the general one.
+ * One row per matrix is a decode step's (a token per sequence, and the
+ * batch apart: each batch its own GEMM of one row); the general nest's
+ * MR-row tile would compute the row MR times over, clamped (GPT's decode
+ * step ran 2.3x faster with it; docs/performance.md).  TBC_GEMM_M1=0: the
+ * general nest alone, for measuring. */
+static kir_stmt *gemm_rows_nest(lk *l, const gemm_spec *s) {
+	int64_t mc;
+	const char *e = getenv("TBC_GEMM_M1");
+	if (kir_e_const_index(s->M, &mc) || (e && !strcmp(e, "0"))) return gemm_nest(l, s, false);
+	gemm_spec one = *s;
+	one.M = I(l->k, 1);
+	return kir_s_if(l->k, kir_e_cmp(l->k, KIR_EQ, s->M, I(l->k, 1)), gemm_nest(l, &one, false), gemm_nest(l, s, false));
+}
+
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	if (gemm_grid_wanted(l)) /* devices: codegen/lower/gemm_mma.c, gemm_grid.c */
 		return gemm_mma_wanted(l, s) ? gemm_generate_mma(l, s) : gemm_generate_grid(l, s);
@@ -487,9 +509,9 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	int64_t mc, nc, kc;
 	bool tile = s->b.pairs && l->cx->target->tile_bf16 && kir_e_const_index(s->N, &nc) && nc >= 16 &&
 		    kir_e_const_index(s->K, &kc) && kc >= 2 && kc % 2 == 0;
-	if (!tile) return gemm_nest(l, s, false);
+	if (!tile) return gemm_rows_nest(l, s);
 	if (kir_e_const_index(s->M, &mc)) return gemm_nest(l, s, mc >= 16);
-	kir_stmt *tiles = gemm_nest(l, s, true), *rest = gemm_nest(l, s, false);
+	kir_stmt *tiles = gemm_nest(l, s, true), *rest = gemm_rows_nest(l, s);
 	return kir_s_if(k, kir_e_cmp(k, KIR_GE, s->M, I(l->k, 16)), tiles, rest);
 }
 
@@ -658,7 +680,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
-	int64_t m_rows = at->rank == 1 ? 1 : at->dims[at->rank - 2].sym ? -1 : at->dims[at->rank - 2].size;
+	int64_t m_rows = at->rank == 1 ? 1 : at->dims[at->rank - 2].sym ? GEMM_M_RUNTIME : at->dims[at->rank - 2].size;
 	load_time_b lb = {.buf = -1};
 	if (bt->rank == 2) lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, m_rows, ct);
 	if (lb.failed) return LOWER_FAILED;
@@ -678,8 +700,8 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	bool dot2 = rb == 2 && gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, true, bt->dims[1].size) &&
 		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
 	int64_t mc = 0;
-	bool panels = rb == 2 && !dot2 && kir_e_const_index(M, &mc) &&
-		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, false, mc, ct, &s.b);
+	if (!kir_e_const_index(M, &mc)) mc = GEMM_M_RUNTIME;
+	bool panels = rb == 2 && !dot2 && gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, false, mc, ct, &s.b);
 	if (rb == 2 && !dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, false, &s.b);
 	if (!dot2 && !panels) load_time_operand(&l, &lb, &s.b);
 	s.a.buf = lk_value(&l, av);
@@ -778,7 +800,7 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
 	load_time_b lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, tb,
-					  yt->dims[0].sym ? -1 : yt->dims[0].size, g.ct);
+					  yt->dims[0].sym ? GEMM_M_RUNTIME : yt->dims[0].size, g.ct);
 	if (lb.failed) return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "gemm")) return LOWER_FAILED;
@@ -797,8 +819,8 @@ static lower_result lower_gemm(lower_cx *cx, const tbc_op *op) {
 	bool dot2 = gemm_dot2_wanted(l.cx->target, at->dtype, bt->dtype, !ta, yt->dims[1].sym ? -1 : yt->dims[1].size) &&
 		    gemm_const_pairs(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
 	int64_t mc = 0;
-	bool panels = !dot2 && kir_e_const_index(s.M, &mc) &&
-		      gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, mc, g.ct, &s.b);
+	if (!kir_e_const_index(s.M, &mc)) mc = GEMM_M_RUNTIME;
+	bool panels = !dot2 && gemm_const_panels(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, mc, g.ct, &s.b);
 	if (!dot2 && !panels) gemm_const_operand(&l, bv, bt->dims[0].size, bt->dims[1].size, tb, &s.b);
 	if (!dot2 && !panels) load_time_operand(&l, &lb, &s.b);
 	s.a.buf = lk_value(&l, av);

@@ -377,6 +377,43 @@ static void test_gemm_symbolic_rows(void **state) {
 }
 
 
+/* Rows known only while running (an exported model's batch or sequence)
+ * read a constant B from column panels too (gemm_const_panels with
+ * GEMM_M_RUNTIME), and M = 1 at run time takes the nest of a static single
+ * row (gemm_rows_nest): MatMul and Gemm's transposed B at M = 1, 2 and 9,
+ * and a decode step's shape, a batch of 3 matrices of one row.  The layout
+ * in the lowered program; each against the interpreter. */
+static void test_gemm_runtime_rows_read_panels(void **state) {
+	(void)state;
+	double atol = g_atol;
+	g_atol = 1e-4;
+	static const struct {
+		const char *a;
+		int64_t rows; /* N at run time */
+		bool gemm;    /* Gemm(A, B^T), B stored (n, k) */
+		int64_t k, n;
+		const char *layout;
+	} cases[] = {{"N,37", 1, false, 37, 50, "f32[4, 592]"},      {"N,37", 2, false, 37, 50, "f32[4, 592]"},
+		     {"N,37", 9, false, 37, 50, "f32[4, 592]"},      {"N,1,37", 3, false, 37, 50, "f32[4, 592]"},
+		     {"N,700", 1, true, 700, 45, "f32[3, 11200]"}, {"N,700", 5, true, 700, 45, "f32[3, 11200]"}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int run = 0; run < 2; run++) {
+			model md = model_new();
+			tbc_value *a = input_sym(&md, TBC_DT_F32, cases[i].a, cases[i].rows, -1, 1);
+			tbc_value *y = cases[i].gemm ? gemm_op(&md, a, weights(&md, TBC_DT_F32, cases[i].n, cases[i].k), NULL, 0, 1, 1, 1)->outputs[0]
+						     : op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, cases[i].k, cases[i].n));
+			if (run == 1) {
+				check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
+				continue;
+			}
+			tbc_graph_add_output(md.m->main, y);
+			char *text = lowered_text(&md);
+			if (!strstr(text, cases[i].layout)) fail_msg("case %zu: no %s in\n%s", i, cases[i].layout, text);
+			free(text);
+		}
+	g_atol = atol;
+}
+
 /* ---- The devices' parallel form ---------------------------------------------------
  * Lowered for an OpenCL device (tbc_target_desc_opencl_default) every GEMM is
  * a grouped kernel: a work-group per output tile, tiles of a and b staged in
@@ -812,6 +849,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_c_broadcasts),
 		cmocka_unit_test(test_gemm_integer),
 		cmocka_unit_test(test_gemm_symbolic_rows),
+		cmocka_unit_test(test_gemm_runtime_rows_read_panels),
 		cmocka_unit_test(test_gemm_as_work_groups),
 		cmocka_unit_test(test_gemm_tensor_cores_f16_bf16),
 		cmocka_unit_test(test_conv_2d_geometries),
