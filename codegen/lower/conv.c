@@ -17,6 +17,7 @@
  * so shapes and results agree by construction. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/lower/lower_conv.h"
@@ -25,6 +26,7 @@
 #include "ir/kernels/conv_util.h"
 
 /* ---- Shorthands ----------------------------------------------------------------*/
+#define CONV_MAX_TAPS_FLAT 49 /* depthwise_flat: up to a 7 x 7 kernel, a local per tap */
 static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l->k, MAX(l->k, x, I(l->k, 0)), I(l->k, hi - 1)); }
 
 static kir_expr *fconst(lk *l, tbc_dtype t, double v) {
@@ -335,6 +337,86 @@ static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
+/* A stride-1 2-D depthwise convolution over a zero-padded copy of each
+ * plane, as one flat loop: with the plane copied into xp of HP x WP (the
+ * padding written as zeros), output (oh, ow) is at q = oh WP + ow of a flat
+ * result whose every tap is xp[q + kh DH WP + kw DW], so one vector loop
+ * over q computes every output of the plane, tap by tap in the rows' order
+ * (kh, then kw, as depthwise_rows adds them), with no border cases; the
+ * WP - OW columns past each row are computed and dropped as the rows are
+ * copied out.  depthwise_rows' loops run over one output row, 7 or 14 long
+ * in the last stages of MobileNetV2: LLVM kept them scalar (the row in 14
+ * registers), and those convolutions were a third of the model's time.
+ * The padded plane and the flat result are scratch of their own per plane
+ * (depthwise_pad). */
+static bool depthwise_flat_wanted(const conv_geom *g) {
+	const char *e = getenv("TBC_DEPTHWISE_FLAT"); /* a row width at most which planes go flat; 0: never */
+	int64_t widest = e ? atoll(e) : 64;
+	return g->nsp == 2 && g->stride[0] == 1 && g->stride[1] == 1 && g->out[1] <= widest;
+}
+
+static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1];
+	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *xt = &xv->type;
+	tbc_dtype ct = c->ct;
+	int64_t IH = g->in[0], IW = g->in[1], OH = g->out[0], OW = g->out[1], KH = g->kernel[0], KW = g->kernel[1];
+	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1];
+	int64_t WP = OW + (KW - 1) * DW, HP = OH + (KH - 1) * DH; /* every output's taps inside */
+	int64_t XP = HP * WP, Q = (OH - 1) * WP + OW;             /* the flat result's last output + 1 */
+	int64_t C = c->G, M = c->M, Mg = c->Mg, taps = KH * KW;
+	if (PT + IH > HP || PL + IW > WP) return conv_refuse(cx, op, "with padding past its output"); /* pads < 0 */
+	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * (XP + Q));
+	if (sb < 0) return LOWER_FAILED;
+	lk l;
+	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	k->contract = true; /* y += w * x: one rounding instead of two, as depthwise_rows */
+	kir_buffer *x = lk_value(&l, xv), *w = lk_value(&l, wv), *y = lk_buf(&l, yb), *sc = lk_buf(&l, sb);
+	kir_buffer *bias = bv ? lk_value(&l, bv) : NULL;
+	if (!x || !w || !y || !sc || (bv && !bias)) return LOWER_FAILED;
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
+	kir_block plane = {0};
+	kir_expr *m = LET(k, &plane, "m", MOD(k, V(k, pl), I(k, M)));
+	kir_expr *xplane = LET(k, &plane, "xplane",
+			       MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, IH * IW)));
+	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, XP + Q)));
+	kir_expr *ybase = LET(k, &plane, "ybase", ADD(k, sbase, I(k, XP)));
+	/* xp: zeros, then the plane's rows at (PT, PL) */
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, XP), 1, KIR_LOOP_VECTOR,
+					   kir_s_store(k, sc, ADD(k, sbase, V(k, i)), fconst(&l, ct, 0))));
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *cc = kir_var_new(k, "c", KIR_INDEX);
+	kir_expr *to = ADD(k, ADD(k, sbase, MUL(k, ADD(k, V(k, r), I(k, PT)), I(k, WP))), ADD(k, V(k, cc), I(k, PL)));
+	kir_expr *from = ADD(k, ADD(k, xplane, MUL(k, V(k, r), I(k, IW))), V(k, cc));
+	kir_block_add(k, &plane, kir_s_for(k, r, I(k, 0), I(k, IH), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_for(k, cc, I(k, 0), I(k, IW), 1, KIR_LOOP_VECTOR,
+						     kir_s_store(k, sc, to, kir_e_cast(k, ct, kir_e_load(k, x, from))))));
+	/* the flat result: bias, then each tap */
+	kir_expr *wt[CONV_MAX_TAPS_FLAT];
+	for (int64_t t = 0; t < taps; t++)
+		wt[t] = LET(k, &plane, "w", kir_e_cast(k, ct, kir_e_load(k, w, ADD(k, MUL(k, m, I(k, taps)), I(k, t)))));
+	kir_expr *acc = bias ? LET(k, &plane, "bias", kir_e_cast(k, ct, kir_e_load(k, bias, m))) : fconst(&l, ct, 0);
+	kir_var *q = kir_var_new(k, "q", KIR_INDEX);
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			kir_expr *at = ADD(k, ADD(k, sbase, V(k, q)), I(k, kh * DH * WP + kw * DW));
+			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wt[kh * KW + kw], kir_e_load(k, sc, at)));
+		}
+	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, Q), 1, KIR_LOOP_VECTOR,
+					   kir_s_store(k, sc, ADD(k, ybase, V(k, q)), acc)));
+	/* the rows out, without the columns past OW */
+	kir_var *oh = kir_var_new(k, "oh", KIR_INDEX), *ow = kir_var_new(k, "ow", KIR_INDEX);
+	kir_expr *yat = ADD(k, ADD(k, MUL(k, V(k, pl), I(k, OH * OW)), MUL(k, V(k, oh), I(k, OW))), V(k, ow));
+	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, WP))), V(k, ow));
+	kir_block_add(k, &plane, kir_s_for(k, oh, I(k, 0), I(k, OH), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_for(k, ow, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR,
+						     kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat))))));
+	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), I(k, M));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+}
+
 static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
@@ -372,7 +454,8 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	 * depthwise rows on a CPU (a device keeps im2col + GEMM, whose grid has
 	 * the parallelism a GPU needs). */
 	if (!direct && Cg == 1 && c.G > 1 && c.ct == yt->dtype && cx->target->parallel != TBC_PAR_GRID)
-		return depthwise_rows(cx, op, &g, &c, yb);
+		return depthwise_flat_wanted(&g) && g.kernel[0] * g.kernel[1] <= CONV_MAX_TAPS_FLAT ? depthwise_flat(cx, op, &g, &c, yb)
+													  : depthwise_rows(cx, op, &g, &c, yb);
 	int xb = lower_value_buf(cx, xv);
 	if (xb < 0) return LOWER_FAILED;
 	int matb = xb;

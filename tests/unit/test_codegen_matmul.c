@@ -657,19 +657,69 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	check(&md, o->outputs[0]);
 }
 
-/* A depthwise convolution on the CPU is rows with a vector loop, no im2col. */
+/* A depthwise convolution on the CPU has no im2col: a stride-1 2-D one
+ * whose rows are at most 64 wide is one flat vector loop over a padded copy
+ * of each plane (depthwise_flat, its scratch `depthwise_pad`), the others
+ * rows with a vector loop (depthwise_rows). */
 static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
 	(void)state;
+	static const struct {
+		const char *x;
+		int64_t stride;
+		bool flat;
+	} cases[] = {{"1,8,9,9", 1, true}, {"1,8,5,70", 1, false}, {"1,8,9,9", 2, false}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		tbc_value *x = input(&md, TBC_DT_F32, cases[i].x), *w = input(&md, TBC_DT_F32, "8,1,3,3");
+		tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+		tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 8;
+		set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+		set_ints(&md, o, "strides", 2, (const int64_t[]){cases[i].stride, cases[i].stride});
+		char *text = lowered_text(&md);
+		assert_non_null(strstr(text, "depthwise"));
+		assert_null(strstr(text, "im2col"));
+		assert_non_null(strstr(text, " vector {"));
+		if (cases[i].flat != (strstr(text, "depthwise_pad") != NULL)) fail_msg("case %zu:\n%s", i, text);
+		free(text);
+	}
+}
+
+/* depthwise_flat's geometries against the interpreter: kernels 1 to 7 wide,
+ * even ones with SAME_LOWER / SAME_UPPER's uneven pads, pads on one side
+ * only, dilations, a channel multiplier, no bias, rows of 1 and of 64, a
+ * symbolic batch, f64. */
+static void test_depthwise_flat_geometries(void **state) {
+	(void)state;
+	static const window cases[] = {
+		{"1,3,7,7", "3,1,3,3", 3, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
+		{"2,4,6,9", "8,1,3,3", 4, 2, {0}, {0}, {1, 1, 1, 1}, NULL, false},     /* multiplier 2 */
+		{"1,3,9,8", "3,1,4,4", 3, 2, {0}, {0}, {-1}, "SAME_LOWER", true},     /* pads 2 before, 1 after */
+		{"1,3,9,8", "3,1,2,4", 3, 2, {0}, {0}, {-1}, "SAME_UPPER", false},
+		{"1,2,12,11", "2,1,3,3", 2, 2, {0}, {2, 3}, {2, 0, 1, 3}, NULL, true}, /* dilated, uneven pads */
+		{"1,2,10,10", "2,1,5,5", 2, 2, {0}, {0}, {0, 0, 0, 0}, NULL, true},    /* no padding */
+		{"1,2,6,1", "2,1,3,3", 2, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},      /* rows of one output */
+		{"1,2,4,64", "2,1,7,7", 2, 2, {0}, {0}, {3, 3, 3, 3}, NULL, true},     /* 64 wide, 7 x 7 */
+		{"1,2,3,4", "2,1,1,1", 2, 2, {0}, {0}, {0, 1, 0, 0}, NULL, true},      /* 1 x 1 with a pad */
+	};
+	double atol = g_atol;
+	g_atol = 1e-4;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
+	}
 	model md = model_new();
-	tbc_value *x = input(&md, TBC_DT_F32, "1,8,9,9"), *w = input(&md, TBC_DT_F32, "8,1,3,3");
-	tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
-	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 8;
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
+	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
 	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
-	char *text = lowered_text(&md);
-	assert_non_null(strstr(text, "depthwise"));
-	assert_null(strstr(text, "im2col"));
-	assert_non_null(strstr(text, " vector {"));
-	free(text);
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	md = model_new();
+	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
+	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
+	check(&md, o->outputs[0]);
+	g_atol = atol;
 }
 
 /* On a device im2col is one flat grid over the matrix (codegen/lower/conv.c,
@@ -859,6 +909,7 @@ int main(void) {
 		cmocka_unit_test(test_maxpool_rows),
 		cmocka_unit_test(test_maxpool_on_a_device),
 		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
+		cmocka_unit_test(test_depthwise_flat_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
