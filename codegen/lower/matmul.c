@@ -680,7 +680,16 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	int yb = lower_result_buf(cx, yv);
 	if (yb < 0) return LOWER_FAILED;
 	if (static_empty(yt)) return LOWER_OK;
-	int64_t m_rows = at->rank == 1 ? 1 : at->dims[at->rank - 2].sym ? GEMM_M_RUNTIME : at->dims[at->rank - 2].size;
+	/* A B of rank 2 (weights: an encoder's or a decoder's layers) under a
+	 * batched A: A's batch dims are the result's, and A and the result are
+	 * row-major, so their batches fold into the rows -- one GEMM of
+	 * batch x M rows that reads B once, not a GEMM per batch each reading
+	 * all of B.  TBC_MATMUL_FOLD=0: a GEMM per batch, for measuring. */
+	const char *fe = getenv("TBC_MATMUL_FOLD");
+	bool fold = bt->rank == 2 && at->rank >= 3 && !(fe && !strcmp(fe, "0"));
+	int64_t m_rows = 1; /* the GEMM's rows, GEMM_M_RUNTIME when any factor is symbolic */
+	for (int d = fold ? 0 : at->rank - 2; at->rank > 1 && d <= at->rank - 2; d++)
+		m_rows = at->dims[d].sym || m_rows == GEMM_M_RUNTIME ? GEMM_M_RUNTIME : m_rows * at->dims[d].size;
 	load_time_b lb = {.buf = -1};
 	if (bt->rank == 2) lb = load_time_matrix(cx, bv, bt->dims[0].size, bt->dims[1].size, false, m_rows, ct);
 	if (lb.failed) return LOWER_FAILED;
@@ -689,6 +698,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	gemm_spec s = {.ct = ct};
 	int ra = at->rank, rb = bt->rank;
 	kir_expr *M = ra == 1 ? I(l.k, 1) : lk_dim(&l, at->dims[ra - 2]);
+	for (int d = 0; fold && d < ra - 2; d++) M = MUL(l.k, M, lk_dim(&l, at->dims[d]));
 	kir_expr *K = lk_dim(&l, at->dims[ra - 1]);
 	kir_expr *N = rb == 1 ? I(l.k, 1) : lk_dim(&l, bt->dims[rb - 1]);
 	s.M = M, s.N = N, s.K = K;
@@ -710,7 +720,7 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	mm_cx m;
 	memset(&m, 0, sizeof m);
-	m.batch_rank = yt->rank - (ra > 1) - (rb > 1);
+	m.batch_rank = fold ? 0 : yt->rank - (ra > 1) - (rb > 1);
 	m.mat[0] = MUL(l.k, M, K);
 	m.mat[1] = MUL(l.k, K, N);
 	m.ystride = MUL(l.k, M, N);

@@ -44,9 +44,11 @@ static void test_matmul_2d_sizes_around_the_tile(void **state) {
 	}
 }
 
-/* A dynamic batch with static rows and columns: the chunks group several
- * row tiles (the batch counts as one for the chunk shape), and the last
- * row tile and the last column tile are partial. */
+/* A dynamic batch with static rows and columns: over a rank-2 B the batch
+ * folds into the rows (one GEMM of N x 203 rows, known only while
+ * running); over a batched B each batch is a GEMM whose chunks group
+ * several row tiles (the batch counts as one for the chunk shape).  The
+ * last row tile and the last column tile are partial. */
 static void test_matmul_dynamic_batch_static_matrix(void **state) {
 	(void)state;
 	model md = model_new();
@@ -381,8 +383,9 @@ static void test_gemm_symbolic_rows(void **state) {
  * read a constant B from column panels too (gemm_const_panels with
  * GEMM_M_RUNTIME), and M = 1 at run time takes the nest of a static single
  * row (gemm_rows_nest): MatMul and Gemm's transposed B at M = 1, 2 and 9,
- * and a decode step's shape, a batch of 3 matrices of one row.  The layout
- * in the lowered program; each against the interpreter. */
+ * and a decode step's shapes, batches of matrices of one row (folded into
+ * the rows: 3 rows, and 1), and of 5 rows.  The layout in the lowered
+ * program; each against the interpreter. */
 static void test_gemm_runtime_rows_read_panels(void **state) {
 	(void)state;
 	double atol = g_atol;
@@ -395,6 +398,7 @@ static void test_gemm_runtime_rows_read_panels(void **state) {
 		const char *layout;
 	} cases[] = {{"N,37", 1, false, 37, 50, "f32[4, 592]"},      {"N,37", 2, false, 37, 50, "f32[4, 592]"},
 		     {"N,37", 9, false, 37, 50, "f32[4, 592]"},      {"N,1,37", 3, false, 37, 50, "f32[4, 592]"},
+		     {"N,1,37", 1, false, 37, 50, "f32[4, 592]"},   {"N,5,37", 2, false, 37, 50, "f32[4, 592]"},
 		     {"N,700", 1, true, 700, 45, "f32[3, 11200]"}, {"N,700", 5, true, 700, 45, "f32[3, 11200]"}};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		for (int run = 0; run < 2; run++) {
