@@ -479,22 +479,29 @@ static bool load_time_operand(lk *l, const load_time_b *lb, gemm_operand *o) {
  * Symbolic M or N: one row tile, 16 NR tiles. */
 #define GEMM_CHUNKS 16
 
-static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile);
+static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap);
 
-/* The row-tile nest for a GEMM whose M is known only while running: the
- * nest of a static M of 1 where M is 1 at run time, else the general one.
- * One row per matrix is a decode step's (a token per sequence, and the
- * batch apart: each batch its own GEMM of one row); the general nest's
- * MR-row tile would compute the row MR times over, clamped (GPT's decode
- * step ran 2.3x faster with it; docs/performance.md).  TBC_GEMM_M1=0: the
- * general nest alone, for measuring. */
+/* The row-tile nests for a GEMM whose M is known only while running: the
+ * nest of a static M of 1 where M is 1 at run time, one of GEMM_FEW_ROWS-row
+ * tiles where M is at most that, else the general one.  One row is a
+ * decode step's (a token per sequence), a few rows a decode step of a
+ * small batch (the batch folded into the rows, lower_matmul); the general
+ * nest's MR-row tile would compute a row MR times over, clamped (GPT's
+ * decode step ran 2.3x faster with the single row, its batch-3 step 1.1x
+ * with the few; docs/performance.md).  TBC_GEMM_M1=0: the general nest
+ * alone; TBC_GEMM_FEW=0: without the few rows' -- for measuring. */
+#define GEMM_FEW_ROWS 4
+
 static kir_stmt *gemm_rows_nest(lk *l, const gemm_spec *s) {
 	int64_t mc;
-	const char *e = getenv("TBC_GEMM_M1");
-	if (kir_e_const_index(s->M, &mc) || (e && !strcmp(e, "0"))) return gemm_nest(l, s, false);
+	const char *e = getenv("TBC_GEMM_M1"), *f = getenv("TBC_GEMM_FEW");
+	if (kir_e_const_index(s->M, &mc) || (e && !strcmp(e, "0"))) return gemm_nest(l, s, false, 0);
 	gemm_spec one = *s;
 	one.M = I(l->k, 1);
-	return kir_s_if(l->k, kir_e_cmp(l->k, KIR_EQ, s->M, I(l->k, 1)), gemm_nest(l, &one, false), gemm_nest(l, s, false));
+	kir_stmt *rest = gemm_nest(l, s, false, 0);
+	if (!(f && !strcmp(f, "0")))
+		rest = kir_s_if(l->k, kir_e_cmp(l->k, KIR_LE, s->M, I(l->k, GEMM_FEW_ROWS)), gemm_nest(l, s, false, GEMM_FEW_ROWS), rest);
+	return kir_s_if(l->k, kir_e_cmp(l->k, KIR_EQ, s->M, I(l->k, 1)), gemm_nest(l, &one, false, 0), rest);
 }
 
 kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
@@ -510,12 +517,12 @@ kir_stmt *gemm_generate(lk *l, const gemm_spec *s) {
 	bool tile = s->b.pairs && l->cx->target->tile_bf16 && kir_e_const_index(s->N, &nc) && nc >= 16 &&
 		    kir_e_const_index(s->K, &kc) && kc >= 2 && kc % 2 == 0;
 	if (!tile) return gemm_rows_nest(l, s);
-	if (kir_e_const_index(s->M, &mc)) return gemm_nest(l, s, mc >= 16);
-	kir_stmt *tiles = gemm_nest(l, s, true), *rest = gemm_rows_nest(l, s);
+	if (kir_e_const_index(s->M, &mc)) return gemm_nest(l, s, mc >= 16, 0);
+	kir_stmt *tiles = gemm_nest(l, s, true, 0), *rest = gemm_rows_nest(l, s);
 	return kir_s_if(k, kir_e_cmp(k, KIR_GE, s->M, I(l->k, 16)), tiles, rest);
 }
 
-static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile) {
+static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 	kir_kernel *k = l->k;
 	gemm_gen g = {.l = l, .s = s, .tile = tile};
 	int mr, nr;
@@ -530,6 +537,7 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile) {
 		mr = 16, nr = 16;
 	}
 	if (m_static && mc < mr) mr = mc > 0 ? (int)mc : 1;
+	if (mr_cap && mr > mr_cap) mr = mr_cap;
 	if (n_static && nc < nr) nr = nc > 0 ? (int)nc : 1;
 	g.mr = mr;
 	kir_expr *RT = DIV(l->k, ADD(l->k, s->M, I(l->k, mr - 1)), I(l->k, mr));
