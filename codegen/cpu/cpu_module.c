@@ -15,16 +15,7 @@
 
 #include "codegen/cpu/cpu.h"
 #include "tbc/abi.h"
-
-uint64_t tbc_fnv1a64(const void *data, size_t size) {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < size; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#include "tbc/abi_hash.h"
 
 static int sym_index(const kir_program *p, const char *name) {
 	for (int s = 0; s < p->n_syms; s++)
@@ -660,7 +651,7 @@ bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program
 	void *blob = malloc((size_t)p->weights_size + 1);
 	if (!blob) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 	kir_program_weights(p, blob);
-	hash = tbc_fnv1a64(blob, (size_t)p->weights_size);
+	hash = tbc_abi_xxh64(blob, p->weights_size);
 	char weights_name[160];
 	snprintf(weights_name, sizeof weights_name, "%s.weights", info->prefix);
 	if (!info->external_weights && p->weights_size)
