@@ -69,7 +69,4 @@ typedef struct tbc_target {
 
 extern const tbc_target tbc_target_cpu;
 
-/* FNV-1a 64 of the weights blob (tbc_abi_model.weights_hash). */
-uint64_t tbc_fnv1a64(const void *data, size_t size);
-
 #endif

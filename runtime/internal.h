@@ -92,9 +92,15 @@ tbcrt_status tbcrt__elf_precheck(const char *path);
 
 /* ---- weights.c ---- */
 uint64_t tbcrt__fnv1a64(const void *data, uint64_t bytes);
-/* Maps file (relative to dir, inside it) read-only; checks size and hash. */
-tbcrt_status tbcrt__weights_map(const char *dir, const char *file, uint64_t bytes, uint64_t hash, void **out_map,
-				size_t *out_map_size);
+/* The weights hash of a descriptor of abi_version (include/tbc/abi.h):
+ * XXH64 from version 7, FNV-1a 64 before; and that hash's name for
+ * messages. */
+uint64_t tbcrt__weights_hash(uint32_t abi_version, const void *data, uint64_t bytes);
+const char *tbcrt__weights_hash_name(uint32_t abi_version);
+/* Maps file (relative to dir, inside it) read-only; checks size and hash
+ * (the hash of abi_version). */
+tbcrt_status tbcrt__weights_map(const char *dir, const char *file, uint64_t bytes, uint32_t abi_version, uint64_t hash,
+				void **out_map, size_t *out_map_size);
 
 /* ---- model.c / validate.c ---- */
 typedef struct tbcrt__tensor {

@@ -241,8 +241,9 @@ static tbcrt_status check_weights(tbcrt_model *m, const tbcrt_segments *seg, con
 		if (!tbcrt__range_ok(seg, d->weights, d->weights_size))
 			return BAD("the artifact's %llu bytes of embedded weights lie outside it (truncated?)",
 				   (unsigned long long)d->weights_size);
-		if (tbcrt__fnv1a64(d->weights, d->weights_size) != d->weights_hash)
-			return BAD("the embedded weights do not match their hash (FNV-1a 64): the artifact is corrupt");
+		if (tbcrt__weights_hash(d->abi_version, d->weights, d->weights_size) != d->weights_hash)
+			return BAD("the embedded weights do not match their hash (%s): the artifact is corrupt",
+				   tbcrt__weights_hash_name(d->abi_version));
 		m->weights = d->weights;
 		return tbcrt__ok();
 	}
@@ -253,7 +254,7 @@ static tbcrt_status check_weights(tbcrt_model *m, const tbcrt_segments *seg, con
 			return tbcrt__err(TBCRT_ERR_INVALID_ARGUMENT,
 					  "the artifact's weights are in the file '%s'; pass the folder that holds it", d->weights_file);
 		m->weights_external = true;
-		tbcrt_status s = tbcrt__weights_map(base_dir, d->weights_file, d->weights_size, d->weights_hash,
+		tbcrt_status s = tbcrt__weights_map(base_dir, d->weights_file, d->weights_size, d->abi_version, d->weights_hash,
 						    &m->weights_map, &m->weights_map_size);
 		m->weights = m->weights_map;
 		return s;

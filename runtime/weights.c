@@ -3,8 +3,8 @@
  * external data: not absolute, no '..' component, no symbolic link anywhere
  * on the way (each component is opened with openat(O_NOFOLLOW), so a link
  * swapped in after a check is refused too).  The file is mapped read-only,
- * must hold at least weights_size bytes, and their FNV-1a 64 hash must be the
- * descriptor's. */
+ * must hold at least weights_size bytes, and their hash (XXH64 from ABI 7,
+ * FNV-1a 64 before: include/tbc/abi.h) must be the descriptor's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tbc/abi_hash.h"
 
 uint64_t tbcrt__fnv1a64(const void *data, uint64_t bytes) {
 	const unsigned char *p = data;
@@ -22,6 +23,14 @@ uint64_t tbcrt__fnv1a64(const void *data, uint64_t bytes) {
 		h *= 0x100000001b3ull;
 	}
 	return h;
+}
+
+uint64_t tbcrt__weights_hash(uint32_t abi_version, const void *data, uint64_t bytes) {
+	return abi_version >= 7 ? tbc_abi_xxh64(data, bytes) : tbcrt__fnv1a64(data, bytes);
+}
+
+const char *tbcrt__weights_hash_name(uint32_t abi_version) {
+	return abi_version >= 7 ? "XXH64" : "FNV-1a 64";
 }
 
 static tbcrt_status open_inside(const char *dir, const char *file, int *out_fd) {
@@ -88,8 +97,8 @@ static tbcrt_status open_inside(const char *dir, const char *file, int *out_fd) 
 	return s;
 }
 
-tbcrt_status tbcrt__weights_map(const char *dir, const char *file, uint64_t bytes, uint64_t hash, void **out_map,
-				size_t *out_map_size) {
+tbcrt_status tbcrt__weights_map(const char *dir, const char *file, uint64_t bytes, uint32_t abi_version, uint64_t hash,
+				void **out_map, size_t *out_map_size) {
 	*out_map = NULL;
 	*out_map_size = 0;
 	int fd;
@@ -107,17 +116,18 @@ tbcrt_status tbcrt__weights_map(const char *dir, const char *file, uint64_t byte
 		void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m == MAP_FAILED) {
 			s = tbcrt__err(TBCRT_ERR_IO, "cannot map weights file '%s': %s", file, strerror(errno));
-		} else if (tbcrt__fnv1a64(m, bytes) != hash) {
+		} else if (tbcrt__weights_hash(abi_version, m, bytes) != hash) {
 			munmap(m, (size_t)bytes);
 			s = tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT,
-				       "weights file '%s' does not match the artifact (FNV-1a hash differs): it belongs to another build",
-				       file);
+				       "weights file '%s' does not match the artifact (%s hash differs): it belongs to another build",
+				       file, tbcrt__weights_hash_name(abi_version));
 		} else {
 			*out_map = m;
 			*out_map_size = (size_t)bytes;
 		}
-	} else if (hash != tbcrt__fnv1a64(NULL, 0)) {
-		s = tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "weights hash does not match the artifact's 0 bytes of weights");
+	} else if (hash != tbcrt__weights_hash(abi_version, NULL, 0)) {
+		s = tbcrt__err(TBCRT_ERR_INVALID_ARTIFACT, "weights hash (%s) does not match the artifact's 0 bytes of weights",
+			       tbcrt__weights_hash_name(abi_version));
 	}
 	close(fd);
 	return s;

@@ -65,17 +65,23 @@ bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program
 
 /* Constant data as an ELF relocatable object written without LLVM
  * (cpu_data_object.c): each blob a read-only section with a hidden global
- * symbol at its start. */
+ * symbol at its start.  A blob's bytes are data, or (fill non-NULL) what
+ * fill(fill_ctx, dst) writes at dst, its place in the object: size bytes,
+ * into zeroed memory. */
 typedef struct cpu_data_blob {
 	const char *symbol;
 	const void *data;
+	void (*fill)(void *fill_ctx, void *dst);
+	void *fill_ctx;
 	size_t size, align;
 } cpu_data_blob;
 /* The ELF machine (EM_X86_64, EM_AARCH64) of an ELF triple; 0 for others
  * (Mach-O, COFF), whose data stays in LLVM's module. */
 uint16_t cpu_elf_machine(const char *triple);
-/* The object in malloc'd memory; false when out of memory. */
-bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void **out, size_t *out_size);
+/* The object in malloc'd memory, and (out_offsets non-NULL) where each
+ * blob's bytes start in it; false when out of memory. */
+bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void **out, size_t *out_size,
+		     size_t *out_offsets);
 /* The kernels plan puts in kernel module `module`, into c->mod. */
 bool cpu_emit_kernel_module(llvm_cx *c, const cpu_kernel_plan *plan, int module, const kir_program *p,
 			    const char *prefix);

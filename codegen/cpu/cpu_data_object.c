@@ -26,7 +26,7 @@ uint16_t cpu_elf_machine(const char *triple) {
 	return 0;
 }
 
-/* A growing byte buffer. */
+/* A growing byte buffer, for the small tables. */
 typedef struct bytes {
 	unsigned char *p;
 	size_t n, cap;
@@ -50,11 +50,6 @@ static void put(bytes *b, const void *data, size_t n) {
 	b->n += n;
 }
 
-static void pad_to(bytes *b, size_t align) {
-	static const unsigned char zeros[64];
-	while (!b->failed && b->n % align) put(b, zeros, align - b->n % align < sizeof zeros ? align - b->n % align : sizeof zeros);
-}
-
 /* The offset name will have in a string table being built in s. */
 static uint32_t str_add(bytes *s, const char *name) {
 	uint32_t at = (uint32_t)s->n;
@@ -62,14 +57,22 @@ static uint32_t str_add(bytes *s, const char *name) {
 	return at;
 }
 
-bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void **out, size_t *out_size) {
+static size_t align_up(size_t at, size_t align) {
+	return (at + align - 1) / align * align;
+}
+
+/* The layout is computed first and the object allocated once, zeroed (the
+ * padding), so a blob with fill writes its bytes straight into place: the
+ * weights are written once, never copied (docs/compile-time.md). */
+bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void **out, size_t *out_size,
+		     size_t *out_offsets) {
 	*out = NULL;
 	*out_size = 0;
 	/* Section indices: 0 null, 1..n blobs, n+1 .note.GNU-stack, n+2
 	 * .symtab, n+3 .strtab, n+4 .shstrtab. */
 	int n_sec = n + 5;
 	Elf64_Shdr *sh = calloc((size_t)n_sec, sizeof *sh);
-	bytes shstr = {0}, str = {0}, sym = {0}, file = {0};
+	bytes shstr = {0}, str = {0}, sym = {0};
 	if (!sh) return false;
 	put(&shstr, "", 1);
 	put(&str, "", 1);
@@ -88,7 +91,7 @@ bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void *
 	eh.e_shentsize = sizeof(Elf64_Shdr);
 	eh.e_shnum = (uint16_t)n_sec;
 	eh.e_shstrndx = (uint16_t)(n + 4);
-	put(&file, &eh, sizeof eh); /* written again at the end, with e_shoff */
+	size_t at = sizeof eh;
 	for (int i = 0; i < n; i++) {
 		char name[200];
 		snprintf(name, sizeof name, ".rodata.%s", blobs[i].symbol);
@@ -97,10 +100,10 @@ bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void *
 		s->sh_type = SHT_PROGBITS;
 		s->sh_flags = SHF_ALLOC;
 		s->sh_addralign = blobs[i].align;
-		pad_to(&file, blobs[i].align);
-		s->sh_offset = file.n;
+		at = align_up(at, blobs[i].align);
+		s->sh_offset = at;
 		s->sh_size = blobs[i].size;
-		put(&file, blobs[i].data, blobs[i].size);
+		at += blobs[i].size;
 		Elf64_Sym y = {0};
 		y.st_name = str_add(&str, blobs[i].symbol);
 		y.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
@@ -112,45 +115,58 @@ bool cpu_data_object(uint16_t machine, const cpu_data_blob *blobs, int n, void *
 	Elf64_Shdr *note = &sh[n + 1];
 	note->sh_name = str_add(&shstr, ".note.GNU-stack");
 	note->sh_type = SHT_PROGBITS;
-	note->sh_offset = file.n;
+	note->sh_offset = at;
 	note->sh_addralign = 1;
 	Elf64_Shdr *symtab = &sh[n + 2], *strtab = &sh[n + 3], *shstrtab = &sh[n + 4];
 	symtab->sh_name = str_add(&shstr, ".symtab");
 	strtab->sh_name = str_add(&shstr, ".strtab");
 	shstrtab->sh_name = str_add(&shstr, ".shstrtab");
-	pad_to(&file, 8);
+	at = align_up(at, 8);
 	symtab->sh_type = SHT_SYMTAB;
-	symtab->sh_offset = file.n;
+	symtab->sh_offset = at;
 	symtab->sh_size = sym.n;
 	symtab->sh_link = (uint32_t)(n + 3);
 	symtab->sh_info = 1; /* the first global symbol: every one after the null one */
 	symtab->sh_addralign = 8;
 	symtab->sh_entsize = sizeof(Elf64_Sym);
-	put(&file, sym.p, sym.n);
+	at += sym.n;
 	strtab->sh_type = SHT_STRTAB;
-	strtab->sh_offset = file.n;
+	strtab->sh_offset = at;
 	strtab->sh_size = str.n;
 	strtab->sh_addralign = 1;
-	put(&file, str.p, str.n);
+	at += str.n;
 	shstrtab->sh_type = SHT_STRTAB;
-	shstrtab->sh_offset = file.n;
+	shstrtab->sh_offset = at;
 	shstrtab->sh_size = shstr.n;
 	shstrtab->sh_addralign = 1;
-	put(&file, shstr.p, shstr.n);
-	pad_to(&file, 8);
-	eh.e_shoff = file.n;
-	put(&file, sh, (size_t)n_sec * sizeof *sh);
-	bool ok = !(file.failed || sym.failed || str.failed || shstr.failed);
-	if (ok) memcpy(file.p, &eh, sizeof eh);
+	at += shstr.n;
+	at = align_up(at, 8);
+	eh.e_shoff = at;
+	size_t total = at + (size_t)n_sec * sizeof *sh;
+	unsigned char *file = NULL;
+	bool ok = !(sym.failed || str.failed || shstr.failed);
+	if (ok) ok = (file = calloc(total, 1)) != NULL;
+	if (ok) {
+		memcpy(file, &eh, sizeof eh);
+		for (int i = 0; i < n; i++) {
+			unsigned char *dst = file + sh[1 + i].sh_offset;
+			if (blobs[i].fill)
+				blobs[i].fill(blobs[i].fill_ctx, dst);
+			else if (blobs[i].size)
+				memcpy(dst, blobs[i].data, blobs[i].size);
+			if (out_offsets) out_offsets[i] = (size_t)sh[1 + i].sh_offset;
+		}
+		memcpy(file + symtab->sh_offset, sym.p, sym.n);
+		memcpy(file + strtab->sh_offset, str.p, str.n);
+		memcpy(file + shstrtab->sh_offset, shstr.p, shstr.n);
+		memcpy(file + eh.e_shoff, sh, (size_t)n_sec * sizeof *sh);
+	}
 	free(sh);
 	free(shstr.p);
 	free(str.p);
 	free(sym.p);
-	if (!ok) {
-		free(file.p);
-		return false;
-	}
-	*out = file.p;
-	*out_size = file.n;
+	if (!ok) return false;
+	*out = file;
+	*out_size = total;
 	return true;
 }

@@ -15,16 +15,7 @@
 
 #include "codegen/cpu/cpu.h"
 #include "tbc/abi.h"
-
-uint64_t tbc_fnv1a64(const void *data, size_t size) {
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < size; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
+#include "tbc/abi_hash.h"
 
 static int sym_index(const kir_program *p, const char *name) {
 	for (int s = 0; s < p->n_syms; s++)
@@ -599,15 +590,17 @@ static bool emit_kernels(llvm_cx *c, const cpu_kernel_plan *plan, const kir_prog
 }
 
 /* A large constant (the weights, the device code) at align: with blobs,
- * declared here (hidden, external) and added to blobs for the data object;
- * else a private global of c->mod. */
-static LLVMValueRef big_constant(llvm_cx *c, const char *name, const void *data, size_t size, size_t align,
-				 cpu_data_blob *blobs, int *n_blobs) {
+ * declared here (hidden, external) and added to blobs for the data object,
+ * its bytes data or what fill writes (cpu_data_blob); else a private global
+ * of c->mod holding data. */
+static LLVMValueRef big_constant(llvm_cx *c, const char *name, const void *data, void (*fill)(void *, void *),
+				 void *fill_ctx, size_t size, size_t align, cpu_data_blob *blobs, int *n_blobs) {
 	LLVMValueRef g;
 	if (blobs) {
 		g = LLVMAddGlobal(c->mod, LLVMArrayType2(c->i8, size), name);
 		LLVMSetVisibility(g, LLVMHiddenVisibility);
-		blobs[(*n_blobs)++] = (cpu_data_blob){.symbol = name, .data = data, .size = size, .align = align};
+		blobs[(*n_blobs)++] = (cpu_data_blob){
+			.symbol = name, .data = data, .fill = fill, .fill_ctx = fill_ctx, .size = size, .align = align};
 	} else {
 		LLVMValueRef init = LLVMConstStringInContext2(c->ctx, data, size, 1);
 		g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
@@ -617,6 +610,10 @@ static LLVMValueRef big_constant(llvm_cx *c, const char *name, const void *data,
 	LLVMSetGlobalConstant(g, 1);
 	LLVMSetAlignment(g, (unsigned)align);
 	return g;
+}
+
+static void fill_weights(void *program, void *dst) {
+	kir_program_weights(program, dst);
 }
 
 bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program *p, const tbc_emit_info *info,
@@ -651,21 +648,30 @@ bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program
 	}
 
 	data_cx dc = {c, info->prefix, 0};
-	/* Weights: one 64-byte aligned blob. */
+	/* Weights: one 64-byte aligned blob, hashed for the descriptor (XXH64,
+	 * include/tbc/abi_hash.h).  In a data object of our own they are written
+	 * straight into their section and hashed there; else (an external file,
+	 * an LLVM constant) into a blob of their own. */
 	cpu_data_blob blobs[2];
-	int n_blobs = 0;
+	size_t blob_offsets[2];
+	int n_blobs = 0, weights_blob = -1;
 	bool own_object = data_obj && cpu_elf_machine(triple);
+	bool embedded = !info->external_weights && p->weights_size;
 	LLVMValueRef weights = LLVMConstNull(c->ptr);
-	uint64_t hash = 0;
-	void *blob = malloc((size_t)p->weights_size + 1);
-	if (!blob) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
-	kir_program_weights(p, blob);
-	hash = tbc_fnv1a64(blob, (size_t)p->weights_size);
+	uint64_t hash = tbc_abi_xxh64(NULL, 0);
+	void *blob = NULL;
+	if (!(own_object && embedded) && p->weights_size) {
+		if (!(blob = malloc((size_t)p->weights_size))) return llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+		kir_program_weights(p, blob);
+		hash = tbc_abi_xxh64(blob, p->weights_size);
+	}
 	char weights_name[160];
 	snprintf(weights_name, sizeof weights_name, "%s.weights", info->prefix);
-	if (!info->external_weights && p->weights_size)
-		weights = big_constant(c, weights_name, blob, (size_t)p->weights_size, KIR_ALIGN, own_object ? blobs : NULL,
-				       &n_blobs);
+	if (embedded) {
+		weights_blob = own_object ? n_blobs : -1;
+		weights = big_constant(c, weights_name, blob, own_object ? fill_weights : NULL, (void *)p,
+				       (size_t)p->weights_size, KIR_ALIGN, own_object ? blobs : NULL, &n_blobs);
+	}
 
 	LLVMTypeRef tensor_t = LLVMStructCreateNamed(c->ctx, "tbc_abi_tensor");
 	LLVMTypeRef tfields[5] = {c->ptr, c->i32, c->i32, c->ptr, c->ptr};
@@ -703,10 +709,12 @@ bool cpu_emit_program(llvm_cx *c, const cpu_kernel_plan *plan, const kir_program
 	char device_name[160];
 	snprintf(device_name, sizeof device_name, "%s.device_code", info->prefix);
 	if (info->device_code && info->device_code_size)
-		device_code = big_constant(c, device_name, info->device_code, info->device_code_size, 8,
+		device_code = big_constant(c, device_name, info->device_code, NULL, NULL, info->device_code_size, 8,
 					   own_object ? blobs : NULL, &n_blobs);
-	if (n_blobs && !cpu_data_object(cpu_elf_machine(triple), blobs, n_blobs, data_obj, data_obj_size))
+	if (n_blobs && !cpu_data_object(cpu_elf_machine(triple), blobs, n_blobs, data_obj, data_obj_size, blob_offsets))
 		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
+	else if (weights_blob >= 0)
+		hash = tbc_abi_xxh64((const char *)*data_obj + blob_offsets[weights_blob], p->weights_size);
 	free(blob);
 
 	/* Derived symbols: their polynomials as a table the runtime checks and

@@ -22,11 +22,13 @@ extern "C" {
 /* 2: derived symbols (sym_derived, sym_poly); 3: device code (device_code);
  * 4: device code for several targets (a directory of tables, below);
  * 5: load-time values (init, init_begin, init_end);
- * 6: a training step's state (n_state, state).
+ * 6: a training step's state (n_state, state);
+ * 7: weights_hash is XXH64 (include/tbc/abi_hash.h), no longer FNV-1a 64.
  * The runtime loads versions TBC_ABI_VERSION_MIN to TBC_ABI_VERSION: a
- * newer version only appends fields, and the runtime reads an older
- * descriptor's fields only (a version 2 one has no device code). */
-#define TBC_ABI_VERSION 6u
+ * newer version only appends fields or changes what a field means (7's
+ * hash), and the runtime reads an older descriptor's fields only (a version
+ * 2 one has no device code) and checks its hash as that version defined it. */
+#define TBC_ABI_VERSION 7u
 #define TBC_ABI_VERSION_MIN 2u
 
 /* One input or output.  dims[i] >= 0 is static; dims[i] < 0 means symbolic,
@@ -90,7 +92,12 @@ typedef struct tbc_abi_model {
 	uint64_t (*arena_bytes)(const int64_t *syms);
 	/* Weights: embedded (weights != NULL) or in a separate file the runtime maps
 	 * (weights_file, relative to the artifact); weights_size bytes, 64-byte
-	 * aligned; weights_hash is FNV-1a 64 of the bytes, checked at load. */
+	 * aligned; weights_hash is the hash of the bytes, checked at load: from
+	 * ABI 7 XXH64 with seed 0 (tbc_abi_xxh64, include/tbc/abi_hash.h), in
+	 * versions 2-6 FNV-1a 64 (offset basis 0xcbf29ce484222325, prime
+	 * 0x100000001b3, one byte at a time).  The runtime picks the hash by
+	 * abi_version, so older artifacts still load.  Like the rest of the ABI
+	 * this is for little-endian targets (x86-64, AArch64). */
 	const void *weights;
 	const char *weights_file;
 	uint64_t weights_size;

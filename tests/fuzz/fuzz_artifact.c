@@ -230,7 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	case 1:
 		d->weights = x->weights;
 		d->weights_size = u8(&r) % (sizeof x->weights + 1);
-		d->weights_hash = w & 8 ? u64(&r) : tbcrt__fnv1a64(x->weights, d->weights_size);
+		d->weights_hash = w & 8 ? u64(&r) : tbcrt__weights_hash(d->abi_version, x->weights, d->weights_size);
 		break;
 	case 2: d->weights_size = u8(&r); break; /* a size without weights */
 	default: {
@@ -239,7 +239,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 		uint8_t f = u8(&r);
 		d->weights_file = f < 240 ? files[f % 8] : str(&r);
 		d->weights_size = w & 8 ? u8(&r) * 2u : sizeof file_weights;
-		d->weights_hash = w & 16 ? u64(&r) : tbcrt__fnv1a64(file_weights, d->weights_size > sizeof file_weights ? 0 : d->weights_size);
+		d->weights_hash = w & 16 ? u64(&r) : tbcrt__weights_hash(d->abi_version, file_weights,
+									       d->weights_size > sizeof file_weights ? 0 : d->weights_size);
 		if ((w & 32) && d->weights_file) d->weights = x->weights; /* both: refused */
 	}
 	}

@@ -58,7 +58,7 @@ static const tbc_abi_model model = {
 	.weights = NULL,
 	.weights_file = NULL,
 	.weights_size = 0,
-	.weights_hash = RT_FNV_EMPTY,
+	.weights_hash = RT_XXH64_EMPTY,
 	.run = run,
 };
 

@@ -24,6 +24,8 @@
 #define RT_OTHER_TRIPLE "unknown"
 #endif
 
+/* The weights hash of no bytes: XXH64 from ABI 7, FNV-1a 64 before. */
+#define RT_XXH64_EMPTY 0xef46db3751d8e999ull
 #define RT_FNV_EMPTY 0xcbf29ce484222325ull
 #define RT_F32 1
 #define RT_I64 7

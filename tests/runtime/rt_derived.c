@@ -62,7 +62,7 @@ static const tbc_abi_model model = {
 	.sym_names = sym_names,
 	.sym_computed = NULL,
 	.arena_bytes = arena_bytes,
-	.weights_hash = RT_FNV_EMPTY,
+	.weights_hash = RT_XXH64_EMPTY,
 	.run = run,
 #ifdef RT_DERIVED_OUTSIDE
 	.sym_derived = sym_derived,

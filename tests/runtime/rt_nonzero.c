@@ -55,7 +55,7 @@ static const tbc_abi_model model = {
 	.sym_names = sym_names,
 	.sym_computed = sym_computed,
 	.arena_bytes = arena_bytes,
-	.weights_hash = RT_FNV_EMPTY,
+	.weights_hash = RT_XXH64_EMPTY,
 	.run = run,
 };
 

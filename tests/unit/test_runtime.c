@@ -478,7 +478,7 @@ static void external_weights_missing_short_or_different_are_refused(void **state
 
 	const float other[4] = {1, 2, 3, 5};
 	dir = scratch_with_weights(other, sizeof other);
-	RT_ERR(load_in(c, dir, &m), TBCRT_ERR_INVALID_ARTIFACT, "does not match the artifact (FNV-1a hash differs)");
+	RT_ERR(load_in(c, dir, &m), TBCRT_ERR_INVALID_ARTIFACT, "does not match the artifact (FNV-1a 64 hash differs)");
 	remove_scratch(dir);
 
 	/* A symbolic link to good weights is still refused. */

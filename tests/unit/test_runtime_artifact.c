@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runtime/internal.h"
+#include "tbc/abi_hash.h"
 #include "tests/runtime/rt_test.h"
 
 const tbc_abi_model *rt_add_descriptor(void);
@@ -95,7 +96,7 @@ static void broken_derived_symbol_tables_are_refused(void **state) {
 static void other_abi_version_is_refused(void **state) {
 	(void)state;
 	RT_ERR(load("rt_broken_version.so"), TBCRT_ERR_ABI_VERSION,
-	       "the artifact uses ABI version 99; this runtime runs versions 2 to 6");
+	       "the artifact uses ABI version 99; this runtime runs versions 2 to 7");
 }
 
 /* ABI 5's load-time values: init must be the artifact's code and its arena
@@ -148,7 +149,7 @@ static void cpu_feature_the_host_lacks_is_refused(void **state) {
 
 static void embedded_weights_with_the_wrong_hash_are_refused(void **state) {
 	(void)state;
-	RT_ERR(load("rt_broken_hash.so"), TBCRT_ERR_INVALID_ARTIFACT, "embedded weights do not match their hash");
+	RT_ERR(load("rt_broken_hash.so"), TBCRT_ERR_INVALID_ARTIFACT, "embedded weights do not match their hash (XXH64)");
 }
 
 static void embedded_weights_past_the_end_of_the_object_are_refused(void **state) {
@@ -415,10 +416,54 @@ static void weights_fields_must_agree(void **state) {
 	d = add_copy();
 	d.weights = w;
 	d.weights_size = sizeof w;
-	d.weights_hash = tbcrt__fnv1a64(w, sizeof w);
+	d.weights_hash = tbc_abi_xxh64(w, sizeof w);
 	RT_OK(adopt(&d));
 	d.weights_hash ^= 1;
-	RT_ERR(adopt(&d), TBCRT_ERR_INVALID_ARTIFACT, "do not match their hash");
+	RT_ERR(adopt(&d), TBCRT_ERR_INVALID_ARTIFACT,
+	       "the embedded weights do not match their hash (XXH64): the artifact is corrupt");
+	d.weights_hash = tbcrt__fnv1a64(w, sizeof w);
+	RT_ERR(adopt(&d), TBCRT_ERR_INVALID_ARTIFACT, "do not match their hash (XXH64)");
+}
+
+/* Before ABI 7 the weights hash was FNV-1a 64: an older artifact still
+ * loads, checked with the hash of its own version. */
+static void weights_hash_is_the_one_of_the_descriptors_version(void **state) {
+	(void)state;
+	static const unsigned char w[64] = {1, 2, 3};
+	tbc_abi_model d = add_copy();
+	assert_int_equal(d.abi_version, 7);
+	d.weights = w;
+	d.weights_size = sizeof w;
+	d.weights_hash = tbc_abi_xxh64(w, sizeof w);
+	RT_OK(adopt(&d));
+	d.abi_version = 6;
+	RT_ERR(adopt(&d), TBCRT_ERR_INVALID_ARTIFACT, "do not match their hash (FNV-1a 64)");
+	d.weights_hash = tbcrt__fnv1a64(w, sizeof w);
+	RT_OK(adopt(&d));
+	d.abi_version = 2;
+	RT_OK(adopt(&d));
+	d.abi_version = 7;
+	RT_ERR(adopt(&d), TBCRT_ERR_INVALID_ARTIFACT, "do not match their hash (XXH64)");
+	/* An empty weights file: the hash of no bytes, of the version's kind. */
+	d = add_copy();
+	d.weights_file = "empty.bin";
+	d.weights_hash = tbcrt__fnv1a64(NULL, 0);
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/tbcrt-e-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof path, "%s/empty.bin", dir);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	fclose(f);
+	tbcrt_model *m = NULL;
+	RT_ERR(tbcrt_model_from_descriptor(ctx, &d, dir, &m), TBCRT_ERR_INVALID_ARTIFACT,
+	       "weights hash (XXH64) does not match the artifact's 0 bytes of weights");
+	d.weights_hash = tbc_abi_xxh64(NULL, 0);
+	RT_OK(tbcrt_model_from_descriptor(ctx, &d, dir, &m));
+	tbcrt_model_destroy(m);
+	assert_int_equal(remove(path), 0);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void weights_file_may_not_leave_the_artifacts_folder(void **state) {
@@ -441,7 +486,7 @@ static void weights_file_may_not_leave_the_artifacts_folder(void **state) {
 
 	tbc_abi_model d = add_copy();
 	d.weights_size = sizeof w;
-	d.weights_hash = tbcrt__fnv1a64(w, sizeof w);
+	d.weights_hash = tbc_abi_xxh64(w, sizeof w);
 	tbcrt_model *m = NULL;
 	const struct {
 		const char *file;
@@ -470,6 +515,17 @@ static void weights_file_may_not_leave_the_artifacts_folder(void **state) {
 	}
 	d.weights_file = "sub/w.bin";
 	RT_ERR(tbcrt_model_from_descriptor(ctx, &d, "/nonexistent-dir", &m), TBCRT_ERR_IO, "cannot open the artifact's folder");
+	/* The file's hash is the descriptor version's: XXH64 from ABI 7, FNV-1a 64 before. */
+	d.weights_hash ^= 1;
+	RT_ERR(tbcrt_model_from_descriptor(ctx, &d, dir, &m), TBCRT_ERR_INVALID_ARTIFACT,
+	       "weights file 'sub/w.bin' does not match the artifact (XXH64 hash differs): it belongs to another build");
+	d.abi_version = 6;
+	d.weights_hash = tbcrt__fnv1a64(w, sizeof w);
+	RT_OK(tbcrt_model_from_descriptor(ctx, &d, dir, &m));
+	tbcrt_model_destroy(m);
+	d.weights_hash ^= 1;
+	RT_ERR(tbcrt_model_from_descriptor(ctx, &d, dir, &m), TBCRT_ERR_INVALID_ARTIFACT,
+	       "does not match the artifact (FNV-1a 64 hash differs)");
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
@@ -625,6 +681,7 @@ int main(void) {
 		cmocka_unit_test(identity_strings_and_functions_are_checked),
 		cmocka_unit_test(cpu_feature_lists_are_parsed_strictly),
 		cmocka_unit_test(weights_fields_must_agree),
+		cmocka_unit_test(weights_hash_is_the_one_of_the_descriptors_version),
 		cmocka_unit_test(weights_file_may_not_leave_the_artifacts_folder),
 		cmocka_unit_test(pointers_leaving_the_descriptors_object_are_refused),
 		cmocka_unit_test(run_that_breaks_the_contract_is_an_error),

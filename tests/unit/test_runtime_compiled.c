@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "tbc/abi_hash.h"
 #include "tbc/tbc.h"
 #include "tests/runtime/rt_test.h"
 #include "tests/unit/support/files.h"
@@ -116,7 +117,7 @@ static void compiled_shared_object_with_external_weights_checks_them(void **stat
 	fseek(f, 0, SEEK_SET);
 	fputc(ch ^ 1, f);
 	fclose(f);
-	RT_ERR(tbcrt_model_load(c, so, &model), TBCRT_ERR_INVALID_ARTIFACT, "does not match the artifact");
+	RT_ERR(tbcrt_model_load(c, so, &model), TBCRT_ERR_INVALID_ARTIFACT, "does not match the artifact (XXH64 hash differs)");
 	assert_int_equal(unlink(weights), 0);
 	RT_ERR(tbcrt_model_load(c, so, &model), TBCRT_ERR_INVALID_ARTIFACT, "cannot be opened");
 	tbcrt_context_destroy(c);
@@ -131,6 +132,13 @@ static void jit_compiled_descriptor_runs_through_the_runtime(void **state) {
 	tbc_compile_options_init(&o);
 	tbc_jit *jit = NULL;
 	assert_int_equal(tbc_jit_compile(m, &o, d, &jit), TBC_OK);
+	/* ABI 7: the weights hash is XXH64 of the weights as they lie in the
+	 * artifact. */
+	const tbc_abi_model *desc = tbc_jit_descriptor(jit);
+	assert_int_equal(desc->abi_version, 7);
+	assert_non_null(desc->weights);
+	assert_true(desc->weights_size >= 2 * 64 * 4);
+	assert_true(desc->weights_hash == tbc_abi_xxh64(desc->weights, desc->weights_size));
 	tbcrt_context *c = rt_context(3);
 	tbcrt_model *model = NULL;
 	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));

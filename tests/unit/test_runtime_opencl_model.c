@@ -422,8 +422,11 @@ static void malformed_device_tables_are_refused_at_load(void **state) {
 	w[2] = 7;
 	RT_ERR(tbcrt_model_from_descriptor(c, &desc, NULL, &model), TBCRT_ERR_UNSUPPORTED_TARGET, "device code of kind 7");
 	w[2] = TBC_ABI_DEVICE_OPENCL_C;
-	/* A version 2 descriptor carries no device code: its fields are not read. */
+	/* A version 2 descriptor carries no device code: its fields are not
+	 * read.  Its weights hash is FNV-1a 64 (XXH64 from version 7). */
+	uint64_t xxh64 = desc.weights_hash;
 	desc.abi_version = 2;
+	desc.weights_hash = tbcrt__fnv1a64(desc.weights, desc.weights_size);
 	desc.device_code = (const void *)(uintptr_t)1;
 	RT_OK(tbcrt_model_from_descriptor(c, &desc, NULL, &model));
 	tbcrt_model_info info;
@@ -431,8 +434,9 @@ static void malformed_device_tables_are_refused_at_load(void **state) {
 	assert_false(info.opencl_code);
 	tbcrt_model_destroy(model);
 	desc.abi_version = 1;
-	RT_ERR(tbcrt_model_from_descriptor(c, &desc, NULL, &model), TBCRT_ERR_ABI_VERSION, "versions 2 to 6");
+	RT_ERR(tbcrt_model_from_descriptor(c, &desc, NULL, &model), TBCRT_ERR_ABI_VERSION, "versions 2 to 7");
 	desc.abi_version = TBC_ABI_VERSION;
+	desc.weights_hash = xxh64;
 	desc.device_code = w;
 	/* No CPU code and no device code: nothing to run. */
 	desc.run = NULL;
