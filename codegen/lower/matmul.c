@@ -692,9 +692,11 @@ static lower_result lower_matmul(lower_cx *cx, const tbc_op *op) {
 	 * batched A: A's batch dims are the result's, and A and the result are
 	 * row-major, so their batches fold into the rows -- one GEMM of
 	 * batch x M rows that reads B once, not a GEMM per batch each reading
-	 * all of B.  TBC_MATMUL_FOLD=0: a GEMM per batch, for measuring. */
+	 * all of B.  On the CPU: a device's grid GEMM keeps its batches (its
+	 * split-K chooses by them, and no device ran the fold yet).
+	 * TBC_MATMUL_FOLD=0: a GEMM per batch, for measuring. */
 	const char *fe = getenv("TBC_MATMUL_FOLD");
-	bool fold = bt->rank == 2 && at->rank >= 3 && !(fe && !strcmp(fe, "0"));
+	bool fold = bt->rank == 2 && at->rank >= 3 && cx->target->parallel == TBC_PAR_HOST_THREADS && !(fe && !strcmp(fe, "0"));
 	int64_t m_rows = 1; /* the GEMM's rows, GEMM_M_RUNTIME when any factor is symbolic */
 	for (int d = fold ? 0 : at->rank - 2; at->rank > 1 && d <= at->rank - 2; d++)
 		m_rows = at->dims[d].sym || m_rows == GEMM_M_RUNTIME ? GEMM_M_RUNTIME : m_rows * at->dims[d].size;
