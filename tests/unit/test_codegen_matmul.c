@@ -301,6 +301,29 @@ static void test_gemm_constant_b_laid_out(void **state) {
 }
 
 /* ---- Gemm -------------------------------------------------------------------------*/
+/* MatMul(A, W), or Gemm(A, W^T) with W stored (n, k), of an input A of
+ * shape `a` (its symbolic dim `rows` long at run time, when rows > 0) and
+ * constant weights: the lowered program holds W as `layout`, and the
+ * result agrees with the interpreter. */
+static void layout_then_outputs(size_t i, const char *a_shape, int64_t rows, bool gemm, int64_t k, int64_t n,
+				const char *layout) {
+	for (int run = 0; run < 2; run++) {
+		model md = model_new();
+		tbc_value *a = rows > 0 ? input_sym(&md, TBC_DT_F32, a_shape, rows, -1, 1) : input(&md, TBC_DT_F32, a_shape);
+		tbc_value *y = gemm ? gemm_op(&md, a, weights(&md, TBC_DT_F32, n, k), NULL, 0, 1, 1, 1)->outputs[0]
+				    : op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, k, n));
+		if (run == 1) {
+			check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
+			continue;
+		}
+		tbc_graph_add_output(md.m->main, y);
+		char *text = lowered_text(&md);
+		if (!strstr(text, layout)) fail_msg("case %zu: no %s in\n%s", i, layout, text);
+		free(text);
+	}
+}
+
+
 /* A GEMM of one row tile (M at most the tile's rows: a matrix-vector
  * product) reads a constant B from column panels of the tile's width
  * (gemm_const_panels): [ceil(N / 16), K x 16] for the 256-bit f32 tile,
@@ -321,19 +344,7 @@ static void test_gemv_constant_b_in_panels(void **state) {
 	} cases[] = {{"1,300", 300, 100, "f32[7, 4800]"}, {"2,1,37", 37, 50, "f32[4, 592]"}, {"5,600", 600, 16, "f32[1, 9616]"},
 		     {"1,2000", 2000, 40, "f32[3, 32016]"}, {"6,64", 64, 40, "f32[64, 40]"} /* M past the tile: rows */};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		for (int run = 0; run < 2; run++) {
-			model md = model_new();
-			tbc_value *a = input(&md, TBC_DT_F32, cases[i].a);
-			tbc_value *y = op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, cases[i].k, cases[i].n));
-			if (run == 1) {
-				check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
-				continue;
-			}
-			tbc_graph_add_output(md.m->main, y);
-			char *text = lowered_text(&md);
-			if (!strstr(text, cases[i].layout)) fail_msg("case %zu: no %s in\n%s", i, cases[i].layout, text);
-			free(text);
-		}
+		layout_then_outputs(i, cases[i].a, 0, false, cases[i].k, cases[i].n, cases[i].layout);
 	g_atol = atol;
 }
 
@@ -401,20 +412,7 @@ static void test_gemm_runtime_rows_read_panels(void **state) {
 		     {"N,1,37", 1, false, 37, 50, "f32[4, 592]"},   {"N,5,37", 2, false, 37, 50, "f32[4, 592]"},
 		     {"N,700", 1, true, 700, 45, "f32[3, 11200]"}, {"N,700", 5, true, 700, 45, "f32[3, 11200]"}};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-		for (int run = 0; run < 2; run++) {
-			model md = model_new();
-			tbc_value *a = input_sym(&md, TBC_DT_F32, cases[i].a, cases[i].rows, -1, 1);
-			tbc_value *y = cases[i].gemm ? gemm_op(&md, a, weights(&md, TBC_DT_F32, cases[i].n, cases[i].k), NULL, 0, 1, 1, 1)->outputs[0]
-						     : op2(&md, TBC_OP_MatMul, a, weights(&md, TBC_DT_F32, cases[i].k, cases[i].n));
-			if (run == 1) {
-				check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
-				continue;
-			}
-			tbc_graph_add_output(md.m->main, y);
-			char *text = lowered_text(&md);
-			if (!strstr(text, cases[i].layout)) fail_msg("case %zu: no %s in\n%s", i, cases[i].layout, text);
-			free(text);
-		}
+		layout_then_outputs(i, cases[i].a, cases[i].rows, cases[i].gemm, cases[i].k, cases[i].n, cases[i].layout);
 	g_atol = atol;
 }
 

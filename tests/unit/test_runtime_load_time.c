@@ -64,6 +64,41 @@ static tbc_module *load_time_model(void) {
 	return m;
 }
 
+/* m JIT-compiled, loaded on a context of `threads` threads, with a session. */
+typedef struct jit_session {
+	tbc_jit *jit;
+	tbcrt_context *c;
+	tbcrt_model *model;
+	tbcrt_session *s;
+} jit_session;
+
+static jit_session jit_session_open(const tbc_module *m, int threads, tbc_diags *d) {
+	jit_session j = {0};
+	if (tbc_jit_compile(m, NULL, d, &j.jit) != TBC_OK) tbc_test_fail_with("jit", d);
+	j.c = rt_context(threads);
+	RT_OK(tbcrt_model_from_descriptor(j.c, tbc_jit_descriptor(j.jit), NULL, &j.model));
+	RT_OK(tbcrt_session_create(j.model, &j.s));
+	return j;
+}
+
+static void jit_session_close(jit_session *j) {
+	tbcrt_session_destroy(j->s);
+	tbcrt_model_destroy(j->model);
+	tbcrt_context_destroy(j->c);
+	tbc_jit_destroy(j->jit);
+}
+
+/* m through the default pipeline, lowered for the default CPU into arena. */
+static kir_program *lowered_for_the_cpu(tbc_module *m, tbc_arena *arena, tbc_diags *d) {
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	assert_true(tbc_run_pipeline(m, &po, d));
+	kir_program *p = NULL;
+	tbc_target_desc cpu = tbc_target_desc_cpu_default();
+	assert_true(cpu.gemv_panels);
+	assert_int_equal(kir_lower(m, &cpu, arena, d, &p), TBC_OK);
+	return p;
+}
+
 /* One run at batch n, compared with the interpreter. */
 static void run_batch(tbcrt_session *s, const tbc_module *m, int64_t n) {
 	int64_t dims[2] = {n, 64};
@@ -180,13 +215,8 @@ static void a_failing_load_time_value_fails_each_run(void **state) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_module *m = tbc_parse(text, "bad.ir", d);
 	assert_non_null(m);
-	tbc_jit *jit = NULL;
-	if (tbc_jit_compile(m, NULL, d, &jit) != TBC_OK) tbc_test_fail_with("jit", d);
-	tbcrt_context *c = rt_context(1);
-	tbcrt_model *model = NULL;
-	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
-	tbcrt_session *s = NULL;
-	RT_OK(tbcrt_session_create(model, &s));
+	jit_session j = jit_session_open(m, 1, d);
+	tbcrt_session *s = j.s;
 	int32_t x[3] = {1, 2, 3};
 	int64_t dims[1] = {3};
 	RT_OK(tbcrt_session_bind_input(s, 0, TBC_DT_I32, 1, dims, x, sizeof x));
@@ -195,10 +225,7 @@ static void a_failing_load_time_value_fails_each_run(void **state) {
 	RT_OK(tbcrt_session_get_stats(s, &st));
 	assert_int_equal(st.init_runs, 1); /* the Div is load-time */
 	assert_int_equal(st.runs, 0);
-	tbcrt_session_destroy(s);
-	tbcrt_model_destroy(model);
-	tbcrt_context_destroy(c);
-	tbc_jit_destroy(jit);
+	jit_session_close(&j);
 	tbc_diags_destroy(d);
 	tbc_module_destroy(m);
 }
@@ -210,12 +237,8 @@ static void lowering_marks_the_weights_launches(void **state) {
 	(void)state;
 	tbc_module *m = load_time_model();
 	tbc_diags *d = tbc_diags_create();
-	tbc_pipeline_options po = tbc_pipeline_defaults();
-	assert_true(tbc_run_pipeline(m, &po, d));
 	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	tbc_target_desc cpu = tbc_target_desc_cpu_default();
-	assert_int_equal(kir_lower(m, &cpu, arena, d, &p), TBC_OK);
+	kir_program *p = lowered_for_the_cpu(m, arena, d);
 	int n_init = 0, n_run = 0;
 	for (int l = 0; l < p->n_launches; l++) {
 		const kir_launch *la = &p->launches[l];
@@ -300,13 +323,8 @@ static void batch_one_products_read_load_time_panels(void **state) {
 	/* Lowered for a CPU with gemv panels: two panel-shaped b_layout buffers. */
 	tbc_module *lm = tbc_module_clone(m);
 	assert_non_null(lm);
-	tbc_pipeline_options po = tbc_pipeline_defaults();
-	assert_true(tbc_run_pipeline(lm, &po, d));
 	tbc_arena *arena = tbc_arena_create();
-	kir_program *p = NULL;
-	tbc_target_desc cpu = tbc_target_desc_cpu_default();
-	assert_true(cpu.gemv_panels);
-	assert_int_equal(kir_lower(lm, &cpu, arena, d, &p), TBC_OK);
+	kir_program *p = lowered_for_the_cpu(lm, arena, d);
 	assert_int_equal(tbc_diags_count(d), 0); /* no kernel failed to verify on the way */
 	int n_panels = 0;
 	for (int i = 0; i < p->n_bufs; i++) {
@@ -325,13 +343,8 @@ static void batch_one_products_read_load_time_panels(void **state) {
 	tbc_module_destroy(lm);
 
 	/* Compiled and run, twice in one session: the interpreter's values. */
-	tbc_jit *jit = NULL;
-	if (tbc_jit_compile(m, NULL, d, &jit) != TBC_OK) tbc_test_fail_with("jit", d);
-	tbcrt_context *c = rt_context(2);
-	tbcrt_model *model = NULL;
-	RT_OK(tbcrt_model_from_descriptor(c, tbc_jit_descriptor(jit), NULL, &model));
-	tbcrt_session *s = NULL;
-	RT_OK(tbcrt_session_create(model, &s));
+	jit_session j = jit_session_open(m, 2, d);
+	tbcrt_session *s = j.s;
 	int64_t dims[2] = {1, 64};
 	tbc_tensor *x = tbc_tensor_create(TBC_DT_F32, 2, dims);
 	tbc_tensor *want[2] = {NULL, NULL};
@@ -356,10 +369,7 @@ static void batch_one_products_read_load_time_panels(void **state) {
 	RT_OK(tbcrt_session_get_stats(s, &st));
 	assert_int_equal(st.init_runs, 1);
 	tbc_tensor_destroy(x);
-	tbcrt_session_destroy(s);
-	tbcrt_model_destroy(model);
-	tbcrt_context_destroy(c);
-	tbc_jit_destroy(jit);
+	jit_session_close(&j);
 	tbc_diags_destroy(d);
 	tbc_module_destroy(m);
 }
