@@ -261,6 +261,10 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 	/* A device-only artifact has no CPU code, so it needs no CPU feature. */
 	char *features = info->no_cpu_code ? calloc(1, 1) : cpu_listed_features(m.triple, m.features);
 	int n = 1 + plan.n_modules;
+	/* -O1 emits without loop strength reduction (docs/compile-time.md;
+	 * TBC_O1_LSR=1 keeps it, for measuring) */
+	const char *o1_lsr = getenv("TBC_O1_LSR");
+	bool strength_reduce = o->opt_level != 1 || (o1_lsr && strcmp(o1_lsr, "0") != 0);
 	module_job mj[1 + CPU_MAX_KERNEL_MODULES];
 	memset(mj, 0, sizeof mj);
 	llvm_job jobs[1 + CPU_MAX_KERNEL_MODULES];
@@ -271,7 +275,7 @@ static tbc_code cpu_emit(const kir_program *p, const tbc_target_desc *t, const t
 		if (i) snprintf(name, sizeof name, "%s.kernels.%d", info->prefix, i - 1);
 		jobs[i] = (llvm_job){.build = build_module, .user = &mj[i], .tm = i ? NULL : m.tm,
 				     .opt_level = o->opt_level, .what = info->emit_llvm_ir ? LLVM_OUT_IR : LLVM_OUT_OBJECT,
-				     .backend = "cpu", .d = tbc_diags_create()};
+				     .strength_reduce = strength_reduce, .backend = "cpu", .d = tbc_diags_create()};
 		mj[i] = (module_job){.module = i - 1, .p = p, .plan = &plan, .info = info, .triple = m.triple,
 				     .features = features};
 		module_cx(&mj[i].cx, i ? name : info->prefix, t, &m, jobs[i].d);

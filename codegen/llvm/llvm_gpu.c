@@ -228,7 +228,7 @@ bool llvm_gpu_compile(const llvm_gpu_arch *a, LLVMTargetMachineRef tm, const cha
 	if (!ok && !tbc_diags_first_code(d)) tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "%s backend failed", a->name);
 	ok = ok && llvm_module_verify(c.mod, a->name, d);
 	ok = ok && llvm_module_optimize(c.mod, tm, opt_level, a->name, d);
-	ok = ok && llvm_module_emit(c.mod, tm, what, a->name, d, code, size);
+	ok = ok && llvm_module_emit(c.mod, tm, what, true, a->name, d, code, size);
 	if (!ok && !tbc_diags_first_code(d)) tbc_diags_add(d, TBC_ERR_NO_MEMORY, NULL, NULL, NULL, NULL, "out of memory");
 	llvm_cx_dispose(&c);
 	return ok;

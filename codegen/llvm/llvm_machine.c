@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/llvm/llvm_machine.h"
@@ -94,8 +95,38 @@ static bool copy_out(const char *data, size_t n, void **out_data, size_t *out_si
 	return true;
 }
 
-bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, const char *backend,
-		      tbc_diags *d, void **out_data, size_t *out_size) {
+/* Loop strength reduction (LSR) is a third of the code generator's time on
+ * tbc's CPU kernels at -O1 and gains them 1-2% (docs/compile-time.md).  Its
+ * only switch is LLVM's command-line option -disable-lsr, one setting for
+ * the whole process, read when an emission builds its code generator's
+ * passes.  So the emissions in flight all share one setting: one that wants
+ * the other waits until they are done, then sets it.  Emissions of one
+ * setting run side by side. */
+static pthread_mutex_t lsr_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lsr_free = PTHREAD_COND_INITIALIZER;
+static int lsr_holders;	    /* emissions in flight, all of them with lsr_disabled */
+static bool lsr_disabled; /* the setting tbc last gave LLVM (LLVM's default: on) */
+
+static void lsr_hold(bool disable) {
+	pthread_mutex_lock(&lsr_lock);
+	while (lsr_holders > 0 && lsr_disabled != disable) pthread_cond_wait(&lsr_free, &lsr_lock);
+	if (lsr_disabled != disable) {
+		const char *argv[] = {"tbc", disable ? "-disable-lsr=true" : "-disable-lsr=false"};
+		LLVMParseCommandLineOptions(2, argv, NULL);
+		lsr_disabled = disable;
+	}
+	lsr_holders++;
+	pthread_mutex_unlock(&lsr_lock);
+}
+
+static void lsr_release(void) {
+	pthread_mutex_lock(&lsr_lock);
+	if (--lsr_holders == 0) pthread_cond_broadcast(&lsr_free);
+	pthread_mutex_unlock(&lsr_lock);
+}
+
+bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, bool strength_reduce,
+		      const char *backend, tbc_diags *d, void **out_data, size_t *out_size) {
 	*out_data = NULL;
 	*out_size = 0;
 	if (what == LLVM_OUT_IR) {
@@ -107,7 +138,10 @@ bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output wh
 	char *err = NULL;
 	LLVMMemoryBufferRef buf = NULL;
 	LLVMCodeGenFileType type = what == LLVM_OUT_ASSEMBLY ? LLVMAssemblyFile : LLVMObjectFile;
-	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, type, &err, &buf)) {
+	lsr_hold(!strength_reduce);
+	LLVMBool failed = LLVMTargetMachineEmitToMemoryBuffer(tm, mod, type, &err, &buf);
+	lsr_release();
+	if (failed) {
 		tbc_diags_add(d, TBC_ERR_INTERNAL, NULL, NULL, NULL, NULL, "%s backend: emitting code: %s", backend,
 			      err ? err : "");
 		LLVMDisposeMessage(err);
@@ -135,7 +169,7 @@ static void run_job(llvm_job *j) {
 	j->build_seconds = tbc_seconds_now() - t0;
 	j->ok = llvm_module_verify(j->mod, j->backend, j->d) &&
 		llvm_module_optimize(j->mod, j->tm, j->opt_level, j->backend, j->d) &&
-		llvm_module_emit(j->mod, j->tm, j->what, j->backend, j->d, &j->data, &j->size);
+		llvm_module_emit(j->mod, j->tm, j->what, j->strength_reduce, j->backend, j->d, &j->data, &j->size);
 	j->seconds = tbc_seconds_now() - t0;
 }
 

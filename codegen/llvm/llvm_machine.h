@@ -38,9 +38,12 @@ typedef enum llvm_output {
 
 /* mod as what, in malloc'd memory followed by a NUL that out_size does not
  * count (text IR and assembly are strings).  False after a diagnostic, or
- * with none when out of memory. */
-bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, const char *backend,
-		      tbc_diags *d, void **out_data, size_t *out_size);
+ * with none when out of memory.  strength_reduce false: without the code
+ * generator's loop strength reduction (-O1 on the CPU; docs/compile-time.md),
+ * an LLVM setting of the whole process, so emissions that want the other
+ * setting wait for these to finish. */
+bool llvm_module_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, llvm_output what, bool strength_reduce,
+		      const char *backend, tbc_diags *d, void **out_data, size_t *out_size);
 
 /* One module's way to code on a thread of its own (llvm_jobs_run): the
  * module (in a context no other job uses, built by `build` there or
@@ -57,6 +60,7 @@ typedef struct llvm_job {
 	LLVMTargetMachineRef tm;
 	int opt_level;
 	llvm_output what;
+	bool strength_reduce; /* as llvm_module_emit's */
 	const char *backend;
 	tbc_diags *d;
 	void *data;

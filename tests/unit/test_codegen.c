@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "codegen/lower/lower.h"
@@ -1233,6 +1234,77 @@ static void test_o1_pipeline_vectorizes(void **state) {
 	check_outputs_with(&md, -1, NULL, 1e-5, &o);
 }
 
+/* -O1 emits CPU code without LLVM's loop strength reduction, a setting of
+ * the whole process (codegen/llvm/llvm_machine.c): its code differs from
+ * -O1 with it (TBC_O1_LSR=1), -O2 after -O1 is the same bytes as before,
+ * and -O1 and -O2 compiles side by side on two threads each give their own
+ * bytes (an emission waits for the other setting's to finish). */
+typedef struct lsr_compile {
+	model *md;
+	int level;
+	const char *path;
+	tbc_code rc;
+} lsr_compile;
+
+static void *lsr_compile_run(void *arg) {
+	lsr_compile *lc = arg;
+	tbc_diags *d = tbc_diags_create();
+	tbc_compile_options o = opts_at(lc->level);
+	o.compile_threads = 2;
+	lc->rc = tbc_compile_to_file(lc->md->m, &o, lc->path, d);
+	if (lc->rc) print_diags(d);
+	tbc_diags_destroy(d);
+	return NULL;
+}
+
+static char *lsr_compiled(model *md, int level, const char *name, size_t *n) {
+	char path[512];
+	snprintf(path, sizeof path, "%s", tmp_path(name));
+	lsr_compile lc = {md, level, path, TBC_OK};
+	lsr_compile_run(&lc);
+	assert_int_equal(lc.rc, TBC_OK);
+	char *bytes = read_all(lc.path, n);
+	assert_non_null(bytes);
+	return bytes;
+}
+
+static void test_o1_without_strength_reduction(void **state) {
+	(void)state;
+	model md = split_model();
+	size_t n2, n1, n1lsr, n2again;
+	char *o2 = lsr_compiled(&md, 2, "lsr_o2.so", &n2);
+	char *o1 = lsr_compiled(&md, 1, "lsr_o1.so", &n1);
+	setenv("TBC_O1_LSR", "1", 1);
+	char *o1lsr = lsr_compiled(&md, 1, "lsr_o1lsr.so", &n1lsr);
+	unsetenv("TBC_O1_LSR");
+	assert_true(n1 != n1lsr || memcmp(o1, o1lsr, n1) != 0);
+	char *o2again = lsr_compiled(&md, 2, "lsr_o2again.so", &n2again);
+	assert_int_equal(n2again, n2);
+	assert_memory_equal(o2again, o2, n2);
+	free(o2again);
+	for (int round = 0; round < 4; round++) {
+		char path1[512], path2[512]; /* tmp_path's buffer is its own */
+		snprintf(path1, sizeof path1, "%s", tmp_path("lsr_t1.so"));
+		snprintf(path2, sizeof path2, "%s", tmp_path("lsr_t2.so"));
+		lsr_compile lc[2] = {{&md, 1, path1, TBC_OK}, {&md, 2, path2, TBC_OK}};
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, lsr_compile_run, &lc[round % 2]), 0);
+		lsr_compile_run(&lc[1 - round % 2]);
+		pthread_join(t, NULL);
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(lc[i].rc, TBC_OK);
+			size_t n;
+			char *bytes = read_all(lc[i].path, &n);
+			assert_non_null(bytes);
+			assert_int_equal(n, i ? n2 : n1);
+			assert_memory_equal(bytes, i ? o2 : o1, n);
+			free(bytes);
+		}
+	}
+	free(o2), free(o1), free(o1lsr);
+	free_model(&md);
+}
+
 static void test_aarch64_cross_object(void **state) {
 	(void)state;
 	model md = weighted_model();
@@ -1404,6 +1476,7 @@ int main(void) {
 		cmocka_unit_test(test_object_is_deterministic_with_header),
 		cmocka_unit_test(test_parallel_modules),
 		cmocka_unit_test(test_o1_pipeline_vectorizes),
+		cmocka_unit_test(test_o1_without_strength_reduction),
 		cmocka_unit_test(test_opencl_artifacts_are_deterministic),
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
 		cmocka_unit_test(test_external_weights_file),
