@@ -36,10 +36,14 @@ static int64_t inner_work(const kir_stmt *s) {
 	return w;
 }
 
-/* The closure of a parallel loop: host, buffers, sizes, every variable, lo,
- * status.  (LLVM makes one type of a literal struct's fields, so each loop
- * of a kernel asking again gets the same type.) */
-static LLVMTypeRef closure_type(llvm_fn *f) {
+/* The closure of a parallel loop: host, buffers, sizes, the variables the
+ * kernel has used before the loop (cap), lo, status.  A variable the body
+ * uses first is set there before it is read: the loop's iterations are
+ * independent, so no value flows into them through it.  (A GEMM's tiles are
+ * hundreds of such variables, a sum and a stored value per element, in
+ * each of its nests: copying them all in was most of an outlined body's
+ * code before LLVM removed it again.) */
+static LLVMTypeRef closure_type(llvm_fn *f, const bool *cap) {
 	llvm_cx *c = f->c;
 	const kir_kernel *k = f->k;
 	int n = 1 + k->n_buffers + k->n_sizes + k->n_vars + 2;
@@ -49,10 +53,11 @@ static LLVMTypeRef closure_type(llvm_fn *f) {
 	fields[j++] = c->ptr;
 	for (int i = 0; i < k->n_buffers; i++) fields[j++] = c->buf_ptr;
 	for (int i = 0; i < k->n_sizes; i++) fields[j++] = c->i64;
-	for (int i = 0; i < k->n_vars; i++) fields[j++] = llvm_type(c, k->vars[i]->type);
+	for (int i = 0; i < k->n_vars; i++)
+		if (cap[i]) fields[j++] = llvm_type(c, k->vars[i]->type);
 	fields[j++] = c->i64;
 	fields[j++] = c->buf_ptr; /* status */
-	LLVMTypeRef t = LLVMStructTypeInContext(c->ctx, fields, (unsigned)n, 0);
+	LLVMTypeRef t = LLVMStructTypeInContext(c->ctx, fields, (unsigned)j, 0);
 	free(fields);
 	return t;
 }
@@ -71,8 +76,12 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 	const kir_kernel *k = f->k;
 	LLVMValueRef lo = llvm_expr(f, s->lo), hi = llvm_expr(f, s->hi);
 	if (!lo || !hi) return;
-	LLVMTypeRef ct = closure_type(f);
+	/* the variables the kernel's code so far has stored or read */
+	bool *cap = calloc((size_t)k->n_vars + 1, sizeof *cap);
+	for (int i = 0; cap && i < k->n_vars; i++) cap[i] = f->vars[i] && LLVMGetFirstUse(f->vars[i]);
+	LLVMTypeRef ct = cap ? closure_type(f, cap) : NULL;
 	if (!ct) {
+		free(cap);
 		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		return;
 	}
@@ -92,6 +101,7 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 	for (int i = 0; i < k->n_buffers; i++) LLVMBuildStore(b, f->bufs[i], LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
 	for (int i = 0; i < k->n_sizes; i++) LLVMBuildStore(b, f->sizes[i], LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
 	for (int i = 0; i < k->n_vars; i++) {
+		if (!cap[i]) continue;
 		LLVMTypeRef t = llvm_type(c, k->vars[i]->type);
 		LLVMBuildStore(b, LLVMBuildLoad2(b, t, f->vars[i], ""), LLVMBuildStructGEP2(b, ct, clo, (unsigned)j++, ""));
 	}
@@ -118,6 +128,7 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 		for (int i = 0; i < k->n_sizes; i++)
 			g.sizes[i] = LLVMBuildLoad2(b, c->i64, LLVMBuildStructGEP2(b, ct, cl, (unsigned)j++, ""), k->size_names[i]);
 		for (int i = 0; i < k->n_vars; i++) {
+			if (!cap[i]) continue;
 			LLVMTypeRef t = llvm_type(c, k->vars[i]->type);
 			LLVMBuildStore(b, LLVMBuildLoad2(b, t, LLVMBuildStructGEP2(b, ct, cl, (unsigned)j++, ""), ""), g.vars[i]);
 		}
@@ -149,6 +160,7 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 		LLVMPositionBuilderAtEnd(b, saved);
 	}
 	llvm_fn_free(&g);
+	free(cap);
 	f->n_outlined = g.n_outlined;
 
 	/* host->parallel_for(host->ctx, body, closure, n, grain) when n > 0 */
