@@ -231,6 +231,26 @@ static LLVMValueRef pow_by_products(llvm_cx *c, LLVMValueRef x, LLVMValueRef y) 
 	return t == c->f32 ? LLVMBuildFPTrunc(b, r, c->f32, "") : r;
 }
 
+LLVMValueRef llvm_float_arith(llvm_fn *f, kir_binop op, LLVMValueRef x, LLVMValueRef y) {
+	LLVMBuilderRef b = f->c->b;
+	if (f->k->contract && (op == KIR_ADD || op == KIR_SUB || op == KIR_MUL)) {
+		LLVMValueRef v = op == KIR_ADD ? LLVMBuildFAdd(b, x, y, "") : op == KIR_SUB ? LLVMBuildFSub(b, x, y, "")
+										 : LLVMBuildFMul(b, x, y, "");
+		LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+		return v;
+	}
+	switch (op) {
+	case KIR_ADD: return LLVMBuildFAdd(b, x, y, "");
+	case KIR_SUB: return LLVMBuildFSub(b, x, y, "");
+	case KIR_MUL: return LLVMBuildFMul(b, x, y, "");
+	case KIR_DIV: return LLVMBuildFDiv(b, x, y, "");
+	case KIR_REM: return LLVMBuildFRem(b, x, y, "");
+	case KIR_MIN: return call_intrinsic2(f, "llvm.minimum", x, y);
+	case KIR_MAX: return call_intrinsic2(f, "llvm.maximum", x, y);
+	default: return NULL;
+	}
+}
+
 LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
@@ -240,20 +260,9 @@ LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e) {
 	LLVMTypeRef ty = LLVMTypeOf(x);
 	kir_binop op = (kir_binop)e->op;
 	if (llvm_is_float(t)) {
-		if (f->k->contract && (op == KIR_ADD || op == KIR_SUB || op == KIR_MUL)) {
-			LLVMValueRef v = op == KIR_ADD ? LLVMBuildFAdd(b, x, y, "") : op == KIR_SUB ? LLVMBuildFSub(b, x, y, "")
-											 : LLVMBuildFMul(b, x, y, "");
-			LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
-			return v;
-		}
+		LLVMValueRef v = llvm_float_arith(f, op, x, y);
+		if (v) return v;
 		switch (op) {
-		case KIR_ADD: return LLVMBuildFAdd(b, x, y, "");
-		case KIR_SUB: return LLVMBuildFSub(b, x, y, "");
-		case KIR_MUL: return LLVMBuildFMul(b, x, y, "");
-		case KIR_DIV: return LLVMBuildFDiv(b, x, y, "");
-		case KIR_REM: return LLVMBuildFRem(b, x, y, "");
-		case KIR_MIN: return call_intrinsic2(f, "llvm.minimum", x, y);
-		case KIR_MAX: return call_intrinsic2(f, "llvm.maximum", x, y);
 		case KIR_POW: {
 			LLVMValueRef p = pow_by_products(c, x, y);
 			return p ? p : libm_intrinsic2(f, "llvm.pow", x, y);

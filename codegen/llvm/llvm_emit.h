@@ -48,6 +48,9 @@ void llvm_interleaved_loop(llvm_fn *f, const kir_var *var, LLVMValueRef hi, LLVM
 /* Scalar operations with kir_sem.h's results (llvm_arith.c). */
 LLVMValueRef llvm_unary(llvm_fn *f, const kir_expr *e);
 LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e);
+/* A float x op y of scalars or vectors alike, as llvm_binary emits it, for
+ * + - * / % min max; NULL for other ops. */
+LLVMValueRef llvm_float_arith(llvm_fn *f, kir_binop op, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef llvm_compare(llvm_fn *f, const kir_expr *e);
 LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e);
 

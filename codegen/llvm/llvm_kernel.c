@@ -159,9 +159,20 @@ void llvm_prefer_tiled_width(const llvm_fn *f, LLVMValueRef fn) {
 				LLVMCreateStringAttribute(c->ctx, "prefer-vector-width", 19, v, (unsigned)strlen(v)));
 }
 
+/* var's slot now holds lane `lane` of v (llvm_fn.lane_vec). */
+static void lane_record(llvm_fn *f, const kir_var *var, LLVMValueRef v, int lane) {
+	int id = var->id;
+	f->lane_vec[id] = v, f->lane_at[id] = lane, f->lane_gen[id] = f->lane_epoch, f->lane_slot[id] = f->vars[id];
+}
+
+static LLVMValueRef vars_lanes(const llvm_fn *f, struct kir_var *const *vars, int n);
+
 LLVMValueRef llvm_vars_vector(llvm_fn *f, struct kir_var *const *vars, int n, LLVMTypeRef elt) {
 	llvm_cx *c = f->c;
-	LLVMValueRef v = LLVMGetUndef(LLVMVectorType(elt, (unsigned)n));
+	/* the vector whose lanes they are, where a run of sets made one */
+	LLVMValueRef v = vars_lanes(f, vars, n);
+	if (v && LLVMTypeOf(v) == LLVMVectorType(elt, (unsigned)n)) return v;
+	v = LLVMGetUndef(LLVMVectorType(elt, (unsigned)n));
 	for (int l = 0; l < n; l++) {
 		LLVMValueRef s = LLVMBuildLoad2(c->b, elt, f->vars[vars[l]->id], "");
 		v = LLVMBuildInsertElement(c->b, v, s, LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
@@ -171,9 +182,11 @@ LLVMValueRef llvm_vars_vector(llvm_fn *f, struct kir_var *const *vars, int n, LL
 
 void llvm_vector_vars(llvm_fn *f, LLVMValueRef v, struct kir_var *const *vars, int n) {
 	llvm_cx *c = f->c;
-	for (int l = 0; l < n; l++)
+	for (int l = 0; l < n; l++) {
 		LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, LLVMConstInt(c->i32, (unsigned long long)l, 0), ""),
 			       f->vars[vars[l]->id]);
+		lane_record(f, vars[l], v, l);
+	}
 }
 
 void llvm_var_slots(llvm_fn *f) {
@@ -181,6 +194,19 @@ void llvm_var_slots(llvm_fn *f) {
 		LLVMTypeRef t = llvm_type(f->c, f->k->vars[i]->type);
 		f->vars[i] = t ? LLVMBuildAlloca(f->c->b, t, f->k->vars[i]->name) : NULL;
 	}
+}
+
+/* f's lane table, empty (llvm_fn.lane_vec). */
+static bool lanes_alloc(llvm_fn *f) {
+	size_t n = (size_t)f->k->n_vars + 1;
+	f->lane_vec = calloc(n, sizeof *f->lane_vec);
+	f->lane_at = calloc(n, sizeof *f->lane_at);
+	f->lane_gen = calloc(n, sizeof *f->lane_gen);
+	f->lane_slot = calloc(n, sizeof *f->lane_slot);
+	f->lane_epoch = 1;
+	const char *e = getenv("TBC_SET_LANES");
+	f->set_lanes = f->c->hooks->row_stores && !(e && !strcmp(e, "0"));
+	return f->lane_vec && f->lane_at && f->lane_gen && f->lane_slot;
 }
 
 bool llvm_fn_part(llvm_fn *part, const llvm_fn *f, LLVMValueRef fn) {
@@ -194,7 +220,7 @@ bool llvm_fn_part(llvm_fn *part, const llvm_fn *f, LLVMValueRef fn) {
 	part->vars = calloc((size_t)k->n_vars + 1, sizeof *part->vars);
 	part->locals = calloc((size_t)k->n_locals + 1, sizeof *part->locals);
 	if (part->locals && f->locals) memcpy(part->locals, f->locals, (size_t)k->n_locals * sizeof *part->locals);
-	if (part->bufs && part->sizes && part->vars && part->locals) return true;
+	if (part->bufs && part->sizes && part->vars && part->locals && lanes_alloc(part)) return true;
 	return llvm_fail(f->c, TBC_ERR_NO_MEMORY, "out of memory");
 }
 
@@ -204,6 +230,11 @@ void llvm_fn_free(llvm_fn *f) {
 	free(f->vars);
 	free(f->locals);
 	free(f->memo);
+	free(f->lane_vec);
+	free(f->lane_at);
+	free(f->lane_gen);
+	free(f->lane_slot);
+	f->lane_vec = f->lane_slot = NULL, f->lane_at = NULL, f->lane_gen = NULL;
 	f->bufs = f->sizes = f->vars = f->locals = NULL;
 	f->memo = NULL;
 	f->memo_cap = f->memo_n = 0;
@@ -245,6 +276,13 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 	LLVMBuilderRef b = c->b;
 	if (c->failed) return;
 	llvm_memo_clear(f);
+	/* Control flow: the vectors of lanes from before it may not dominate
+	 * its blocks or what follows.  A tile's own loop starts from the block
+	 * it is in and ends in one its start dominates, where it records its
+	 * sums' vectors. */
+	bool flow = s->kind != KIR_S_SET && s->kind != KIR_S_STORE && s->kind != KIR_S_FMA_TILE &&
+		    s->kind != KIR_S_DOT2 && s->kind != KIR_S_DOT4; /* tile2 sets its sums as scalars: flow */
+	if (flow) f->lane_epoch++;
 	switch (s->kind) {
 	case KIR_S_FOR: {
 		bool mapped_kind = s->loop == KIR_LOOP_PARALLEL || s->loop == KIR_LOOP_GRID ||
@@ -270,6 +308,7 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		if (s->var->reassoc && LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFAdd)
 			LLVMSetFastMathFlags(v, LLVMGetFastMathFlags(v) | LLVMFastMathAllowReassoc);
 		LLVMBuildStore(b, v, f->vars[s->var->id]);
+		f->lane_gen[s->var->id] = 0;
 		break;
 	}
 	case KIR_S_ERROR: {
@@ -351,7 +390,222 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		llvm_fma_tile(f, s->fma_tile);
 		break;
 	}
+	if (flow) f->lane_epoch++;
 	llvm_memo_clear(f);
+}
+
+/* ---- Runs of sets as vectors --------------------------------------------------
+ * A GEMM tile's epilogue is a set per sum, v = f(acc, row, col), row after
+ * row, and the row's stores then store those values (emit_row_run).  Each
+ * set emitted alone extracts its sum from the tile's vector and the row
+ * store inserts the values back: hundreds of scalar instructions per tile
+ * that LLVM's SLP vectorizer packed again, a large part of its time on a
+ * convolution at -O1.  A run of sets of the same form is emitted as one
+ * vector expression instead: lanes() evaluates n expressions of the same
+ * shape as one vector, the vector whose lanes are the variables' (a tile's
+ * sums) where they are, a splat where all n are the same expression, a
+ * vector load where n loads are consecutive elements, else lane by lane.
+ * The values are those of the sets one by one: each lane's expression is
+ * the set's, and no set in a run reads a variable set before it in the
+ * run. */
+
+/* The vector var's last set left it a lane of, and the lane; NULL where
+ * none is known here.  (The slot is compared too: an interleaved loop's
+ * copies give a variable slots of their own, llvm_unroll.c.) */
+static LLVMValueRef lane_vector(const llvm_fn *f, const kir_var *var, int *lane) {
+	int id = var->id;
+	if (f->lane_gen[id] != f->lane_epoch || f->lane_slot[id] != f->vars[id]) return NULL;
+	*lane = f->lane_at[id];
+	return f->lane_vec[id];
+}
+
+/* The vector whose lanes 0..n-1 the n variables are, if one is. */
+static LLVMValueRef vars_lanes(const llvm_fn *f, struct kir_var *const *vars, int n) {
+	int lane;
+	LLVMValueRef v = lane_vector(f, vars[0], &lane);
+	if (!v || lane != 0 || LLVMGetVectorSize(LLVMTypeOf(v)) != (unsigned)n) return NULL;
+	for (int l = 1; l < n; l++) {
+		int at;
+		if (lane_vector(f, vars[l], &at) != v || at != l) return NULL;
+	}
+	return v;
+}
+
+static bool same_expr(const kir_expr *a, const kir_expr *b) {
+	if (a == b) return true;
+	if (!a || !b || a->kind != b->kind || a->type != b->type || a->op != b->op) return false;
+	switch (a->kind) {
+	case KIR_E_INT: return a->i == b->i;
+	case KIR_E_FLOAT: return a->f == b->f || (a->f != a->f && b->f != b->f);
+	case KIR_E_VAR: return a->var == b->var;
+	case KIR_E_SIZE:
+	case KIR_E_LOCAL_ID: return a->size == b->size;
+	case KIR_E_LOAD: return a->buf == b->buf && same_expr(a->a, b->a);
+	default: return same_expr(a->a, b->a) && same_expr(a->b, b->b) && same_expr(a->c, b->c);
+	}
+}
+
+/* Whether index b is index a plus d, d a constant (the forms GEMM stores
+ * and loads take: base + c, (base + c) + d ...). */
+static bool index_offset(const kir_expr *a, const kir_expr *b, int64_t *d) {
+	if (same_expr(a, b)) return *d = 0, true;
+	/* base against base + d, and back */
+	if (b->kind == KIR_E_BINARY && b->op == KIR_ADD && b->b->kind == KIR_E_INT && same_expr(a, b->a))
+		return *d = b->b->i, true;
+	if (a->kind == KIR_E_BINARY && a->op == KIR_ADD && a->b->kind == KIR_E_INT && same_expr(a->a, b))
+		return *d = -a->b->i, true;
+	if (a->kind != b->kind || a->type != b->type) return false;
+	if (a->kind == KIR_E_INT) return *d = b->i - a->i, true;
+	if (a->kind != KIR_E_BINARY || a->op != b->op || (a->op != KIR_ADD && a->op != KIR_SUB)) return false;
+	if (same_expr(a->b, b->b)) return index_offset(a->a, b->a, d);
+	if (a->op == KIR_ADD && same_expr(a->a, b->a)) return index_offset(a->b, b->b, d);
+	return false;
+}
+
+/* Whether expression b may be lane i of a run whose lane 0 is a: the same
+ * shape, variables and constants free to differ, loads of the same buffer
+ * at the same index or i elements on. */
+static bool lane_of(const kir_expr *a, const kir_expr *b, int i) {
+	if (a == b) return true;
+	if (!a || !b || a->kind != b->kind || a->type != b->type || a->op != b->op) return false;
+	switch (a->kind) {
+	case KIR_E_INT:
+	case KIR_E_FLOAT:
+	case KIR_E_VAR: return true;
+	case KIR_E_SIZE:
+	case KIR_E_LOCAL_ID: return a->size == b->size;
+	case KIR_E_LOAD: {
+		int64_t d;
+		return a->buf == b->buf && index_offset(a->a, b->a, &d) && (d == 0 || d == i);
+	}
+	default: return lane_of(a->a, b->a, i) && lane_of(a->b, b->b, i) && lane_of(a->c, b->c, i);
+	}
+}
+
+static bool reads_var(const kir_expr *e, const kir_var *v) {
+	if (!e) return false;
+	if (e->kind == KIR_E_VAR) return e->var == v;
+	return reads_var(e->a, v) || reads_var(e->b, v) || reads_var(e->c, v);
+}
+
+static LLVMValueRef splat_value(llvm_cx *c, LLVMValueRef x, int n) {
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)n);
+	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), x, LLVMConstInt(c->i32, 0, 0), "");
+	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(c->i32, (unsigned)n)), "");
+}
+
+/* The n expressions e[0..n) (of one shape: lane_of) as one <n x T>. */
+static LLVMValueRef lanes(llvm_fn *f, const kir_expr *const *e, int n) {
+	llvm_cx *c = f->c;
+	LLVMBuilderRef b = c->b;
+	const kir_expr *e0 = e[0];
+	bool same = true;
+	for (int i = 1; i < n && same; i++) same = same_expr(e0, e[i]);
+	if (same) {
+		LLVMValueRef x = llvm_expr(f, e0);
+		return x ? splat_value(c, x, n) : NULL;
+	}
+	const kir_expr *sub[64];
+	switch (e0->kind) {
+	case KIR_E_VAR: {
+		struct kir_var *vars[64];
+		for (int i = 0; i < n; i++) vars[i] = e[i]->var;
+		LLVMValueRef v = vars_lanes(f, vars, n);
+		if (v) return v;
+		break;
+	}
+	case KIR_E_LOAD: {
+		int64_t d;
+		bool consecutive = e0->buf->space == KIR_MEM_GLOBAL && (e0->type == TBC_DT_F32 || e0->type == TBC_DT_F64) &&
+				   e0->buf->dtype == e0->type;
+		for (int i = 1; i < n && consecutive; i++) consecutive = index_offset(e0->a, e[i]->a, &d) && d == i;
+		if (!consecutive) break;
+		LLVMValueRef at = llvm_expr(f, e0->a);
+		if (!at) return NULL;
+		LLVMTypeRef et = llvm_type(c, e0->type);
+		LLVMValueRef ld = LLVMBuildLoad2(b, LLVMVectorType(et, (unsigned)n), LLVMBuildInBoundsGEP2(b, et, f->bufs[e0->buf->id], &at, 1, ""), "");
+		LLVMSetAlignment(ld, (unsigned)tbc_dtype_size(e0->type));
+		llvm_mark_access(f, ld);
+		return ld;
+	}
+	case KIR_E_BINARY: {
+		if (!llvm_is_float(e0->a->type)) break;
+		for (int i = 0; i < n; i++) sub[i] = e[i]->a;
+		LLVMValueRef x = lanes(f, sub, n);
+		for (int i = 0; i < n; i++) sub[i] = e[i]->b;
+		LLVMValueRef y = x ? lanes(f, sub, n) : NULL;
+		if (!y) return NULL;
+		LLVMValueRef v = llvm_float_arith(f, (kir_binop)e0->op, x, y);
+		if (v) return v;
+		break;
+	}
+	case KIR_E_SELECT: {
+		bool one_cond = true;
+		for (int i = 1; i < n && one_cond; i++) one_cond = same_expr(e0->a, e[i]->a);
+		LLVMValueRef cond;
+		if (one_cond) {
+			cond = llvm_expr(f, e0->a);
+		} else {
+			for (int i = 0; i < n; i++) sub[i] = e[i]->a;
+			cond = lanes(f, sub, n);
+		}
+		for (int i = 0; i < n; i++) sub[i] = e[i]->b;
+		LLVMValueRef x = cond ? lanes(f, sub, n) : NULL;
+		for (int i = 0; i < n; i++) sub[i] = e[i]->c;
+		LLVMValueRef y = x ? lanes(f, sub, n) : NULL;
+		return y ? LLVMBuildSelect(b, cond, x, y, "") : NULL;
+	}
+	default: break;
+	}
+	/* lane by lane */
+	LLVMValueRef v = NULL;
+	for (int i = 0; i < n; i++) {
+		LLVMValueRef x = llvm_expr(f, e[i]);
+		if (!x) return NULL;
+		if (!v) v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(x), (unsigned)n));
+		v = LLVMBuildInsertElement(b, v, x, LLVMConstInt(c->i32, (unsigned long long)i, 0), "");
+	}
+	return v;
+}
+
+/* The sets from s on that form one vector: float variables, not reassociated,
+ * each value lane i of the first's shape reading no variable set before it
+ * in the run, at most a vector's width.  1 where s starts no run. */
+static int set_run(const llvm_fn *f, const kir_stmt *s) {
+	if (s->kind != KIR_S_SET || (s->var->type != TBC_DT_F32 && s->var->type != TBC_DT_F64) || s->var->reassoc)
+		return 1;
+	int L = f->c->vector_bytes / (int)tbc_dtype_size(s->var->type);
+	if (L > 64) L = 64;
+	const kir_stmt *run[64];
+	int n = 0;
+	for (const kir_stmt *t = s; t && n < L; t = t->next) {
+		if (t->kind != KIR_S_SET || t->var->type != s->var->type || t->var->reassoc || !lane_of(s->value, t->value, n))
+			break;
+		bool reads = false;
+		for (int i = 0; i < n && !reads; i++) reads = run[i]->var == t->var || reads_var(t->value, run[i]->var);
+		if (reads) break;
+		run[n++] = t;
+	}
+	return n > 0 ? n : 1;
+}
+
+/* A run of n sets (set_run) as one vector, each variable's slot given its
+ * lane, and the lanes remembered for the stores after them. */
+static const kir_stmt *emit_set_run(llvm_fn *f, const kir_stmt *s, int n) {
+	llvm_cx *c = f->c;
+	const kir_expr *vals[64] = {0};
+	const kir_stmt *t = s;
+	for (int i = 0; i < n; i++, t = t->next) vals[i] = t->value;
+	llvm_memo_clear(f);
+	LLVMValueRef v = lanes(f, vals, n);
+	llvm_memo_clear(f);
+	if (!v) return NULL;
+	for (int i = 0; i < n; i++, s = s->next) {
+		int id = s->var->id;
+		LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, LLVMConstInt(c->i32, (unsigned long long)i, 0), ""), f->vars[id]);
+		lane_record(f, s->var, v, i);
+	}
+	return s;
 }
 
 /* A store of a local's value to buf[v + c] (v a local, c a constant; the
@@ -396,12 +650,10 @@ static const kir_stmt *emit_row_run(llvm_fn *f, const kir_stmt *s, int n) {
 	if (!at || !et) return NULL;
 	for (int j = 0; j < n; j += L) {
 		int w = n - j < L ? n - j : L;
-		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(et, (unsigned)w));
-		for (int l = 0; l < w; l++, s = s->next) {
-			LLVMValueRef x = llvm_expr(f, s->value);
-			if (!x) return NULL;
-			v = LLVMBuildInsertElement(b, v, x, LLVMConstInt(c->i32, (unsigned long long)l, 0), "");
-		}
+		const kir_expr *vals[64] = {0};
+		for (int l = 0; l < w; l++, s = s->next) vals[l] = s->value;
+		LLVMValueRef v = lanes(f, vals, w);
+		if (!v) return NULL;
 		LLVMValueRef i = LLVMBuildAdd(b, at, LLVMConstInt(c->i64, (unsigned long long)j, 0), "");
 		LLVMValueRef st = LLVMBuildStore(b, v, LLVMBuildInBoundsGEP2(b, et, f->bufs[buf->id], &i, 1, ""));
 		LLVMSetAlignment(st, (unsigned)es);
@@ -412,6 +664,11 @@ static const kir_stmt *emit_row_run(llvm_fn *f, const kir_stmt *s, int n) {
 
 void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 	while (s && !f->c->failed) {
+		int sets = f->set_lanes ? set_run(f, s) : 1;
+		if (sets > 1) {
+			s = emit_set_run(f, s, sets);
+			continue;
+		}
 		int n = f->c->hooks->row_stores ? row_run(s) : 1;
 		if (n == 1) {
 			llvm_stmt(f, s);
@@ -458,7 +715,7 @@ LLVMValueRef llvm_emit_kernel(llvm_cx *c, const kir_kernel *k, int index) {
 	f.vars = calloc((size_t)k->n_vars + 1, sizeof *f.vars);
 	f.locals = calloc((size_t)k->n_locals + 1, sizeof *f.locals);
 	LLVMValueRef fn = NULL;
-	if (!params || !f.bufs || !f.sizes || !f.vars || !f.locals) {
+	if (!params || !f.bufs || !f.sizes || !f.vars || !f.locals || !lanes_alloc(&f)) {
 		llvm_fail(c, TBC_ERR_NO_MEMORY, "out of memory");
 		goto done;
 	}

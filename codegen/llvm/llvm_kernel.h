@@ -169,6 +169,16 @@ struct llvm_fn {
 	/* Expressions already emitted in the current statement, by node. */
 	llvm_memo_entry *memo;
 	size_t memo_cap, memo_n;
+	/* Per variable: the vector whose lane lane_at[i] its last set stored
+	 * (a tile's sums, a run of sets emitted as one vector: llvm_kernel.c's
+	 * lanes), valid while lane_gen[i] == lane_epoch.  The epoch moves on at
+	 * every statement with control flow, so a vector is only used where
+	 * it dominates. */
+	LLVMValueRef *lane_vec, *lane_slot; /* the vector, and the slot it was recorded for */
+	int *lane_at;
+	unsigned *lane_gen;
+	unsigned lane_epoch;
+	bool set_lanes; /* runs of sets as vectors (hooks->row_stores; TBC_SET_LANES=0 off) */
 };
 
 /* A function for part of f's kernel, emitted into fn: f's kernel, context,

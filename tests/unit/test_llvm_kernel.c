@@ -458,6 +458,114 @@ static void test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop(
 	done(&f);
 }
 
+/* Runs of sets emitted as vectors (llvm_kernel.c's lanes): a run whose
+ * values have one shape is vector code as emitted, before any LLVM pass;
+ * one whose sets read each other's variables is not, nor one whose loads
+ * are neither one element nor consecutive; and every form computes what
+ * the sets one by one do, run through MCJIT on rows of 8 (the CPU hooks at
+ * 32-byte vectors: 8 lanes of f32). */
+enum { LANES = 8 };
+
+static kir_expr *xat(fixture *f, int c) {
+	kir_kernel *k = f->k;
+	kir_expr *row = kir_e_binary(k, KIR_MUL, kir_e_var(k, f->i), kir_e_index(k, LANES));
+	return kir_e_load(k, f->x, c ? kir_e_binary(k, KIR_ADD, row, kir_e_index(k, c)) : row);
+}
+
+/* v[c] = form(c) for c in 0..LANES, then y[8i + c] = v[c], over rows i. */
+static void lanes_kernel(fixture *f, int form, kir_var **v) {
+	kir_kernel *k = f->k;
+	kir_block body = {0};
+	for (int c = 0; c < LANES; c++) {
+		kir_expr *e;
+		switch (form) {
+		case 0: /* x[8i + c] * x[8i] + 1.5: consecutive, uniform, constant */
+			e = kir_e_binary(k, KIR_ADD, kir_e_binary(k, KIR_MUL, xat(f, c), xat(f, 0)), kir_e_float(k, TBC_DT_F32, 1.5));
+			break;
+		case 1: /* a running sum: each set reads the one before */
+			e = c ? kir_e_binary(k, KIR_ADD, kir_e_var(k, v[c - 1]), xat(f, c)) : xat(f, 0);
+			break;
+		case 2: /* loads neither the same nor consecutive (reversed): no run */
+			e = kir_e_binary(k, KIR_MUL, xat(f, LANES - 1 - c), kir_e_float(k, TBC_DT_F32, 2.0));
+			break;
+		default: /* a condition per lane */
+			e = kir_e_select(k, kir_e_cmp(k, KIR_GT, xat(f, c), kir_e_float(k, TBC_DT_F32, 0.0)), xat(f, c),
+					 kir_e_binary(k, KIR_MUL, xat(f, c), kir_e_float(k, TBC_DT_F32, 0.5)));
+			break;
+		}
+		kir_block_add(k, &body, kir_s_set(k, v[c], e));
+	}
+	for (int c = 0; c < LANES; c++) {
+		kir_expr *row = kir_e_binary(k, KIR_MUL, kir_e_var(k, f->i), kir_e_index(k, LANES));
+		kir_block_add(k, &body, kir_s_store(k, f->y, kir_e_binary(k, KIR_ADD, row, kir_e_index(k, c)), kir_e_var(k, v[c])));
+	}
+	kir_expr *rows = kir_e_binary(k, KIR_DIV, kir_e_size(k, 0), kir_e_index(k, LANES));
+	k->body = kir_s_for(k, f->i, kir_e_index(k, 0), rows, 1, KIR_LOOP_SEQUENTIAL, body.first);
+	assert_non_null(k->body);
+	assert_true(kir_verify(k, f->d));
+}
+
+static bool ir_has(LLVMModuleRef m, const char *text) {
+	char *ir = LLVMPrintModuleToString(m);
+	bool has = strstr(ir, text) != NULL;
+	LLVMDisposeMessage(ir);
+	return has;
+}
+
+static void test_runs_of_sets_are_vectors_that_compute_as_the_sets(void **state) {
+	(void)state;
+	LLVMLinkInMCJIT();
+	assert_int_equal(LLVMInitializeNativeTarget(), 0);
+	assert_int_equal(LLVMInitializeNativeAsmPrinter(), 0);
+	enum { N = 4 * LANES };
+	float x[N], y[N], want[N];
+	for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 19) - 9.0f + 0.25f * (float)i;
+	for (int form = 0; form < 4; form++) {
+		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
+		kir_var *v[LANES];
+		for (int c = 0; c < LANES; c++) v[c] = kir_var_new(f.k, "v", TBC_DT_F32);
+		lanes_kernel(&f, form, v);
+		LLVMValueRef fn = llvm_emit_kernel(&f.c, f.k, 0);
+		assert_non_null(fn);
+		assert_module_valid(f.c.mod);
+		if (form == 0) {
+			assert_true(ir_has(f.c.mod, "load <8 x float>"));
+			assert_true(ir_has(f.c.mod, "fmul <8 x float>"));
+			assert_true(ir_has(f.c.mod, "fadd <8 x float>"));
+		}
+		if (form == 1) assert_false(ir_has(f.c.mod, "fadd <8 x float>"));
+		if (form == 2) assert_false(ir_has(f.c.mod, "fmul <8 x float>"));
+		if (form == 3) assert_true(ir_has(f.c.mod, "select <8 x i1>"));
+		char name[64];
+		snprintf(name, sizeof name, "%s", LLVMGetValueName(fn));
+		LLVMModuleRef mod = f.c.mod;
+		f.c.mod = LLVMModuleCreateWithNameInContext("empty", f.c.ctx); /* the engine owns mod */
+		LLVMExecutionEngineRef ee;
+		char *err = NULL;
+		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
+		void (*run)(void *, float *, float *, int64_t) =
+			(void (*)(void *, float *, float *, int64_t))(uintptr_t)LLVMGetFunctionAddress(ee, name);
+		assert_non_null(run);
+		memset(y, 0, sizeof y);
+		run(NULL, x, y, N);
+		for (int r = 0; r < N / LANES; r++)
+			for (int c = 0; c < LANES; c++) {
+				const float *xr = x + r * LANES;
+				float w;
+				switch (form) {
+				case 0: w = xr[c] * xr[0] + 1.5f; break;
+				case 1: w = c ? want[r * LANES + c - 1] + xr[c] : xr[0]; break;
+				case 2: w = xr[LANES - 1 - c] * 2.0f; break;
+				default: w = xr[c] > 0 ? xr[c] : xr[c] * 0.5f; break;
+				}
+				want[r * LANES + c] = w;
+			}
+		assert_memory_equal(y, want, sizeof y);
+		LLVMDisposeExecutionEngine(ee);
+		done(&f);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_shaped_kernel_takes_buffers_in_its_address_space),
@@ -470,6 +578,7 @@ int main(void) {
 		cmocka_unit_test(test_soft_math_agrees_with_libm),
 		cmocka_unit_test(test_soft_math_pow_and_atan2_agree_with_libm),
 		cmocka_unit_test(test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop),
+		cmocka_unit_test(test_runs_of_sets_are_vectors_that_compute_as_the_sets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
