@@ -87,6 +87,7 @@ static void gpu_parallel_loop(llvm_fn *f, const kir_stmt *s) {
 	bool was_mapped = f->parallel_mapped, was_in = f->in_parallel;
 	f->parallel_mapped = mapped;
 	f->in_parallel = dim < 0 && innermost;
+	f->lane_epoch++; /* the body's own block (llvm_fn.lane_vec) */
 	llvm_stmts(f, s->body);
 	f->parallel_mapped = was_mapped;
 	f->in_parallel = was_in;

@@ -124,6 +124,7 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	LLVMPositionBuilderAtEnd(b, bodyb);
 	bool was = f->in_parallel;
 	f->in_parallel = vectorize; /* vectorize: an innermost parallel or vector loop */
+	f->lane_epoch++; /* the body's own block: no vector from before it (an interleaved copy's) */
 	llvm_stmts(f, body);
 	f->in_parallel = was;
 	LLVMValueRef i2 = LLVMBuildLoad2(b, c->i64, slot, "");
@@ -338,6 +339,7 @@ void llvm_stmt(llvm_fn *f, const kir_stmt *s) {
 		LLVMPositionBuilderAtEnd(b, then);
 		llvm_stmts(f, s->body);
 		llvm_memo_clear(f);
+		f->lane_epoch++; /* the then branch's vectors are not the else branch's */
 		LLVMBuildBr(b, join);
 		LLVMPositionBuilderAtEnd(b, els);
 		llvm_stmts(f, s->orelse);

@@ -461,9 +461,10 @@ static void test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop(
 /* Runs of sets emitted as vectors (llvm_kernel.c's lanes): a run whose
  * values have one shape is vector code as emitted, before any LLVM pass;
  * one whose sets read each other's variables is not, nor one whose loads
- * are neither one element nor consecutive; and every form computes what
- * the sets one by one do, run through MCJIT on rows of 8 (the CPU hooks at
- * 32-byte vectors: 8 lanes of f32). */
+ * are neither one element nor consecutive; an if's else branch does not
+ * use its then branch's vectors (LLVM's verifier would refuse the IR); and
+ * every form computes what the sets one by one do, run through MCJIT on
+ * rows of 8 (the CPU hooks at 32-byte vectors: 8 lanes of f32). */
 enum { LANES = 8 };
 
 static kir_expr *xat(fixture *f, int c) {
@@ -472,12 +473,32 @@ static kir_expr *xat(fixture *f, int c) {
 	return kir_e_load(k, f->x, c ? kir_e_binary(k, KIR_ADD, row, kir_e_index(k, c)) : row);
 }
 
+/* v[c] = x[8i + c] * 2 if x[8i] > 0 else x[8i + c] + 1, the v first set to
+ * x[8i + c] and each branch a run over them: the else branch must not use
+ * the then branch's vector. */
+static kir_stmt *lanes_branches(fixture *f, kir_var **v) {
+	kir_kernel *k = f->k;
+	kir_block body = {0}, then = {0}, els = {0};
+	for (int c = 0; c < LANES; c++) {
+		kir_block_add(k, &body, kir_s_set(k, v[c], xat(f, c)));
+		kir_block_add(k, &then, kir_s_set(k, v[c], kir_e_binary(k, KIR_MUL, kir_e_var(k, v[c]), kir_e_float(k, TBC_DT_F32, 2.0))));
+		kir_block_add(k, &els, kir_s_set(k, v[c], kir_e_binary(k, KIR_ADD, kir_e_var(k, v[c]), kir_e_float(k, TBC_DT_F32, 1.0))));
+	}
+	kir_expr *pos = kir_e_cmp(k, KIR_GT, xat(f, 0), kir_e_float(k, TBC_DT_F32, 0.0));
+	kir_block_add(k, &body, kir_s_if(k, pos, then.first, els.first));
+	return body.first;
+}
+
 /* v[c] = form(c) for c in 0..LANES, then y[8i + c] = v[c], over rows i. */
 static void lanes_kernel(fixture *f, int form, kir_var **v) {
 	kir_kernel *k = f->k;
 	kir_block body = {0};
-	for (int c = 0; c < LANES; c++) {
-		kir_expr *e;
+	if (form == 4) { /* the stores go after the branches */
+		body.first = lanes_branches(f, v);
+		for (body.last = body.first; body.last->next;) body.last = body.last->next;
+	}
+	for (int c = 0; c < LANES && form != 4; c++) {
+		kir_expr *e = NULL;
 		switch (form) {
 		case 0: /* x[8i + c] * x[8i] + 1.5: consecutive, uniform, constant */
 			e = kir_e_binary(k, KIR_ADD, kir_e_binary(k, KIR_MUL, xat(f, c), xat(f, 0)), kir_e_float(k, TBC_DT_F32, 1.5));
@@ -488,7 +509,7 @@ static void lanes_kernel(fixture *f, int form, kir_var **v) {
 		case 2: /* loads neither the same nor consecutive (reversed): no run */
 			e = kir_e_binary(k, KIR_MUL, xat(f, LANES - 1 - c), kir_e_float(k, TBC_DT_F32, 2.0));
 			break;
-		default: /* a condition per lane */
+		case 3: /* a condition per lane */
 			e = kir_e_select(k, kir_e_cmp(k, KIR_GT, xat(f, c), kir_e_float(k, TBC_DT_F32, 0.0)), xat(f, c),
 					 kir_e_binary(k, KIR_MUL, xat(f, c), kir_e_float(k, TBC_DT_F32, 0.5)));
 			break;
@@ -502,7 +523,9 @@ static void lanes_kernel(fixture *f, int form, kir_var **v) {
 	kir_expr *rows = kir_e_binary(k, KIR_DIV, kir_e_size(k, 0), kir_e_index(k, LANES));
 	k->body = kir_s_for(k, f->i, kir_e_index(k, 0), rows, 1, KIR_LOOP_SEQUENTIAL, body.first);
 	assert_non_null(k->body);
-	assert_true(kir_verify(k, f->d));
+	bool ok = kir_verify(k, f->d);
+	for (size_t i = 0; !ok && i < tbc_diags_count(f->d); i++) print_error("%s\n", tbc_diags_get(f->d, i)->message);
+	assert_true(ok);
 }
 
 static bool ir_has(LLVMModuleRef m, const char *text) {
@@ -520,7 +543,7 @@ static void test_runs_of_sets_are_vectors_that_compute_as_the_sets(void **state)
 	enum { N = 4 * LANES };
 	float x[N], y[N], want[N];
 	for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 19) - 9.0f + 0.25f * (float)i;
-	for (int form = 0; form < 4; form++) {
+	for (int form = 0; form < 5; form++) {
 		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
 		kir_var *v[LANES];
 		for (int c = 0; c < LANES; c++) v[c] = kir_var_new(f.k, "v", TBC_DT_F32);
@@ -556,7 +579,8 @@ static void test_runs_of_sets_are_vectors_that_compute_as_the_sets(void **state)
 				case 0: w = xr[c] * xr[0] + 1.5f; break;
 				case 1: w = c ? want[r * LANES + c - 1] + xr[c] : xr[0]; break;
 				case 2: w = xr[LANES - 1 - c] * 2.0f; break;
-				default: w = xr[c] > 0 ? xr[c] : xr[c] * 0.5f; break;
+				case 3: w = xr[c] > 0 ? xr[c] : xr[c] * 0.5f; break;
+				default: w = xr[0] > 0 ? xr[c] * 2.0f : xr[c] + 1.0f; break;
 				}
 				want[r * LANES + c] = w;
 			}
