@@ -264,13 +264,14 @@ static tbc_code codegen(const tbc_module *m, const tbc_compile_options *o, const
 	if (rc == TBC_OK) {
 		if (lower_for) desc = *lower_for;
 		else rc = tbc_target_cpu.describe(o, &desc, d);
-		/* Device programs share the CPU program's weights, laid out alike;
-		 * B panels in bf16 pairs (dot2) and column panels (matrix-vector
-		 * products) are the CPU's layouts alone. */
-		if (o->targets & ~(unsigned)TBC_TARGETS_CPU) desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = desc.gemv_panels = false;
-		/* A device program shares the CPU program's weights (emit), so the
-		 * CPU's int8 GEMMs keep the weights' own layout: no VNNI packing. */
-		if ((o->targets & TBC_TARGETS_OPENCL) || (o->gpu_targets && *o->gpu_targets)) desc.dot4_u8s8 = desc.tile_i8 = false;
+		/* Device programs (OpenCL, or the GPUs of gpu_targets) share the
+		 * CPU program's weights, laid out alike (emit): B panels in bf16
+		 * pairs (dot2), column panels (matrix-vector products) and VNNI
+		 * packing of int8 weights are the CPU's layouts alone. */
+		bool devices = (o->targets & ~(unsigned)TBC_TARGETS_CPU) || (o->gpu_targets && *o->gpu_targets);
+		if (devices)
+			desc.dot_bf16 = desc.dot_bf16_default = desc.tile_bf16 = desc.gemv_panels = desc.dot4_u8s8 =
+				desc.tile_i8 = false;
 		if (rc == TBC_OK) rc = kir_lower(work, &desc, arena, d, &p);
 	}
 	double t1 = tbc_seconds_now();

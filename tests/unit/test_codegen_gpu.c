@@ -477,9 +477,32 @@ static void compile_model_low(const char *path) {
 	tbc_module_destroy(m);
 }
 
+/* The model as one artifact for the CPU and both GPU kinds (tbc compile
+ * --target cpu,cuda:sm_90,rocm:gfx942): the device programs share the CPU
+ * program's weights, so the CPU's own layouts (matrix-vector panels of a
+ * batch-1 fully connected layer, a transformer's MatMuls) must be off for
+ * them -- they were not for GPU targets, and such models failed to compile
+ * with an internal error. */
+static void compile_artifact(const char *path) {
+	tbc_module *m = load_onnx(path);
+	tbc_compile_options o;
+	tbc_compile_options_init(&o);
+	o.gpu_targets = "cuda:sm_90,rocm:gfx942";
+	o.no_cubin = 1;
+	tbc_diags *d = tbc_diags_create();
+	tbc_code rc = tbc_compile_to_file(m, &o, tmp_path("gpus.so"), d);
+	if (rc != TBC_OK) {
+		print_diags(d);
+		fail_msg("%s as an artifact for the CPU and the GPUs", path);
+	}
+	tbc_diags_destroy(d);
+	tbc_module_destroy(m);
+}
+
 static void test_models_compile_for_every_gpu(void **state) {
 	(void)state;
 	compile_model("examples/models/tiny_cnn.onnx", true);
+	compile_artifact("examples/models/tiny_cnn.onnx");
 	/* the bench models tests/models writes (the bench_models fixture) */
 	static const char *const bench[] = {"transformer", "resnet50", "bert_dynamic", "gpt_dynamic"};
 	const char *bin = getenv("TBC_BINARY_DIR");
@@ -496,6 +519,7 @@ static void test_models_compile_for_every_gpu(void **state) {
 			continue;
 		}
 		compile_model(path, !TBC_TEST_SANITIZED);
+		compile_artifact(path);
 		if (i == 0) compile_model_low(path); /* the transformer in fp16 and bf16 */
 	}
 }
