@@ -27,15 +27,66 @@ kir_kernel *kir_kernel_new(tbc_arena *arena, const char *name) {
 	return k;
 }
 
-/* Grows an arena array of pointers by one (arrays here are small). */
+/* Appends to an arena array of pointers that only this function grows: its
+ * room is 4, then the next power of two of its length, so it moves when
+ * the length reaches one (a GEMM kernel has over a thousand variables:
+ * growing by one copied the array each time). */
 static bool push_ptr(kir_kernel *k, void ***arr, int *n, void *item) {
-	void **grown = tbc_arena_array(k->arena, (size_t)*n + 1, sizeof(void *));
-	if (!grown) return k->failed = true, false;
-	if (*n) memcpy(grown, *arr, (size_t)*n * sizeof(void *));
-	grown[*n] = item;
-	*arr = grown;
+	if (*n == 0 || (*n >= 4 && (*n & (*n - 1)) == 0)) {
+		size_t room = *n < 4 ? 4 : (size_t)*n * 2;
+		void **grown = tbc_arena_array(k->arena, room, sizeof(void *));
+		if (!grown) return k->failed = true, false;
+		if (*n) memcpy(grown, *arr, (size_t)*n * sizeof(void *));
+		*arr = grown;
+	}
+	(*arr)[*n] = item;
 	(*n)++;
 	return true;
+}
+
+/* ---- Variable names: "acc", "acc.1", "acc.2", ... --------------------------
+ * A kernel's variables named with one stem (the name up to its first '.')
+ * counted in an open-addressed table, so a new variable's number is a
+ * lookup, not a pass over every variable's name. */
+typedef struct kir_stem {
+	const char *stem; /* arena copy; NULL: an empty slot */
+	size_t len;
+	int count;
+} kir_stem;
+
+static size_t stem_hash(const char *s, size_t n) {
+	size_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+	return h;
+}
+
+/* The counter of the stem s[0..n), made (at 0) if new; NULL when out of memory. */
+static int *stem_count(kir_kernel *k, const char *s, size_t n) {
+	if (2 * (k->n_stems + 1) > k->stem_cap) {
+		int cap = k->stem_cap ? 2 * k->stem_cap : 64;
+		kir_stem *t = tbc_arena_array(k->arena, (size_t)cap, sizeof *t);
+		if (!t) return k->failed = true, NULL;
+		memset(t, 0, (size_t)cap * sizeof *t);
+		for (int i = 0; i < k->stem_cap; i++) {
+			kir_stem *e = &((kir_stem *)k->stems)[i];
+			if (!e->stem) continue;
+			size_t j = stem_hash(e->stem, e->len) & (size_t)(cap - 1);
+			while (t[j].stem) j = (j + 1) & (size_t)(cap - 1);
+			t[j] = *e;
+		}
+		k->stems = t, k->stem_cap = cap;
+	}
+	kir_stem *t = k->stems;
+	size_t j = stem_hash(s, n) & (size_t)(k->stem_cap - 1);
+	for (; t[j].stem; j = (j + 1) & (size_t)(k->stem_cap - 1))
+		if (t[j].len == n && !memcmp(t[j].stem, s, n)) return &t[j].count;
+	char *copy = tbc_arena_alloc(k->arena, n + 1);
+	if (!copy) return k->failed = true, NULL;
+	memcpy(copy, s, n);
+	copy[n] = 0;
+	t[j] = (kir_stem){copy, n, 0};
+	k->n_stems++;
+	return &t[j].count;
 }
 
 int kir_size_param(kir_kernel *k, const char *name) {
@@ -65,19 +116,60 @@ kir_buffer *kir_buffer_new(kir_kernel *k, const char *name, tbc_dtype dtype, kir
 	return b;
 }
 
+/* A copy of an array push_ptr grows, with its room, for a kernel of its own. */
+static bool copy_ptrs(kir_kernel *k, void ***arr, int n) {
+	if (!n) return *arr = NULL, true;
+	size_t room = 4; /* push_ptr's: 4, else the least power of two >= n */
+	while (room < (size_t)n) room *= 2;
+	void **c = tbc_arena_array(k->arena, room, sizeof(void *));
+	if (!c) return k->failed = true, false;
+	memcpy(c, *arr, (size_t)n * sizeof(void *));
+	*arr = c;
+	return true;
+}
+
+kir_kernel *kir_kernel_copy(const kir_kernel *k) {
+	kir_kernel *c = tbc_arena_alloc(k->arena, sizeof *c);
+	if (!c) return NULL;
+	*c = *k;
+	c->stems = NULL, c->n_stems = c->stem_cap = 0;
+	bool ok = copy_ptrs(c, (void ***)&c->buffers, c->n_buffers) && copy_ptrs(c, (void ***)&c->size_names, c->n_sizes) &&
+		  copy_ptrs(c, (void ***)&c->vars, c->n_vars) && copy_ptrs(c, (void ***)&c->locals, c->n_locals);
+	if (ok && k->stem_cap) { /* the same counts, in a table of its own */
+		c->stems = tbc_arena_array(k->arena, (size_t)k->stem_cap, sizeof(kir_stem));
+		if (c->stems) memcpy(c->stems, k->stems, (size_t)k->stem_cap * sizeof(kir_stem));
+		c->n_stems = k->n_stems, c->stem_cap = k->stem_cap;
+		ok = c->stems != NULL;
+	}
+	return ok ? c : NULL;
+}
+
 kir_var *kir_var_new(kir_kernel *k, const char *name, tbc_dtype type) {
 	kir_var *v = knew(k, sizeof *v);
 	if (!v) return NULL;
 	if (!name) name = "t";
+	/* the variables named name or name.*: its stem's count, where name has
+	 * no '.' (every name is then counted under its own stem) */
 	int clash = 0;
-	for (int i = 0; i < k->n_vars; i++) {
-		const char *o = k->vars[i]->name;
+	const char *dot = strchr(name, '.');
+	if (!dot) {
+		int *c = stem_count(k, name, strlen(name));
+		if (!c) return NULL;
+		clash = *c;
+	} else {
 		size_t n = strlen(name);
-		if (!strncmp(o, name, n) && (o[n] == 0 || o[n] == '.')) clash++;
+		for (int i = 0; i < k->n_vars; i++) {
+			const char *o = k->vars[i]->name;
+			if (!strncmp(o, name, n) && (o[n] == 0 || o[n] == '.')) clash++;
+		}
 	}
 	char buf[128];
 	if (clash) snprintf(buf, sizeof buf, "%s.%d", name, clash);
 	else snprintf(buf, sizeof buf, "%s", name);
+	const char *stem_end = strchr(buf, '.');
+	int *mine = stem_count(k, buf, stem_end ? (size_t)(stem_end - buf) : strlen(buf));
+	if (!mine) return NULL;
+	(*mine)++;
 	v->id = k->n_vars;
 	v->name = tbc_arena_strdup(k->arena, buf);
 	v->type = type;

@@ -360,6 +360,9 @@ typedef struct kir_kernel {
 	int64_t group[3];
 	int n_locals;
 	kir_buffer **locals;
+	/* kir_var_new's count of variables per name stem (kir.c) */
+	void *stems;
+	int n_stems, stem_cap;
 } kir_kernel;
 
 /* Classes of value types every consumer asks about (index is neither). */
@@ -377,6 +380,9 @@ static inline bool kir_type_is_unsigned(tbc_dtype t) { return t != KIR_INDEX && 
  * compare: bool, select: the arms.  Index (KIR_INDEX) arithmetic on constants
  * folds, and x + 0, x * 1, x * 0 simplify, so printed kernels stay readable. */
 kir_kernel *kir_kernel_new(tbc_arena *arena, const char *name);
+/* A copy of k (its statements shared) whose arrays and name counts are its
+ * own, so that either may add buffers and variables; NULL when out of memory. */
+kir_kernel *kir_kernel_copy(const kir_kernel *k);
 /* The size parameter named name, added when new; returns its number. */
 int kir_size_param(kir_kernel *k, const char *name);
 kir_buffer *kir_buffer_new(kir_kernel *k, const char *name, tbc_dtype dtype, kir_buffer_role role, int rank,

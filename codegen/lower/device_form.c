@@ -362,9 +362,8 @@ int lower_device_form(kir_kernel *k, kir_kernel ***out) {
 	kir_kernel **kernels = tbc_arena_array(k->arena, (size_t)parts, sizeof *kernels);
 	if (!kernels) return -1;
 	for (int p = 0; p < parts; p++) {
-		kir_kernel *pk = tbc_arena_alloc(k->arena, sizeof *pk);
+		kir_kernel *pk = kir_kernel_copy(k);
 		if (!pk) return -1;
-		*pk = *k;
 		char name[160];
 		snprintf(name, sizeof name, "%s_p%d", k->name, p);
 		pk->name = tbc_arena_strdup(k->arena, name);

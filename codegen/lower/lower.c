@@ -410,10 +410,10 @@ static bool append_launch(lk *l, kir_kernel *k);
 bool lk_split_first(lk *l, kir_stmt *body, const char *suffix) {
 	kir_kernel *k = l->k;
 	if (l->first || !body || k->failed) return k->failed = true, false;
-	kir_kernel *f = tbc_arena_alloc(k->arena, sizeof *f);
+	kir_kernel *f = kir_kernel_copy(k);
 	char name[160];
 	snprintf(name, sizeof name, "%s_%s", k->name, suffix);
-	if (!f || !(*f = *k, f->name = tbc_arena_strdup(k->arena, name))) return k->failed = true, false;
+	if (!f || !(f->name = tbc_arena_strdup(k->arena, name))) return k->failed = true, false;
 	f->body = body;
 	k->group_dims = 0, k->n_locals = 0, k->locals = NULL;
 	l->first = f;
