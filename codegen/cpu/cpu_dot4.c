@@ -21,12 +21,6 @@
 
 #define DOT4_MAX_VECS (KIR_DOT4_MAX_MR * 8) /* nc 64 in 8-lane vectors */
 
-static LLVMValueRef splat_i32(llvm_cx *c, LLVMValueRef x, unsigned lanes) {
-	LLVMTypeRef vt = LLVMVectorType(c->i32, lanes);
-	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), x, LLVMConstInt(c->i32, 0, 0), "");
-	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(vt), "abcast");
-}
-
 void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
@@ -78,7 +72,7 @@ void cpu_emit_dot4(llvm_fn *f, const kir_dot4 *m) {
 		LLVMSetAlignment(a, 1);
 		/* ua(x) = x + 128 for a signed byte: its sign bit flipped */
 		if (m->a->dtype == TBC_DT_I8) a = LLVMBuildXor(b, a, LLVMConstInt(c->i32, 0x80808080u, 0), "");
-		LLVMValueRef ab = splat_i32(c, a, (unsigned)L);
+		LLVMValueRef ab = llvm_splat(c, a, (unsigned)L);
 		for (int j = 0; j < nv; j++) {
 			LLVMValueRef args[3] = {acc[r * nv + j], ab, bvec[j]};
 			next[r * nv + j] = LLVMBuildCall2(b, ity, ifn, args, 3, "");

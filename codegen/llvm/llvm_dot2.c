@@ -32,7 +32,7 @@ void llvm_dot2(llvm_fn *f, const kir_dot2 *m) {
 	}
 	LLVMValueRef dp = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
 	LLVMTypeRef dp_t = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
-	LLVMTypeRef v16f = LLVMVectorType(c->f32, 16), v16i = LLVMVectorType(c->i32, 16);
+	LLVMTypeRef v16f = LLVMVectorType(c->f32, 16);
 	LLVMTypeRef v32bf = LLVMVectorType(LLVMBFloatTypeInContext(c->ctx), 32);
 
 	LLVMValueRef a_at[8], b_at = llvm_expr(f, m->b_at), ldb = llvm_expr(f, m->ldb), kn = llvm_expr(f, m->kn);
@@ -86,9 +86,7 @@ void llvm_dot2(llvm_fn *f, const kir_dot2 *m) {
 				word = LLVMBuildZExt(b, LLVMBuildLoad2(b, c->i16, ptr, "a"), c->i32, "");
 			}
 			LLVMSetAlignment(step == 0 ? word : LLVMGetOperand(word, 0), 2);
-			LLVMValueRef splat = LLVMBuildInsertElement(b, LLVMGetUndef(v16i), word, LLVMConstInt(c->i32, 0, 0), "");
-			splat = LLVMBuildShuffleVector(b, splat, LLVMGetUndef(v16i), LLVMConstNull(v16i), "");
-			LLVMValueRef av = LLVMBuildBitCast(b, splat, v32bf, "");
+			LLVMValueRef av = LLVMBuildBitCast(b, llvm_splat(c, word, 16), v32bf, "");
 			for (int v = 0; v < m->nv; v++) {
 				LLVMValueRef args[3] = {acc[r * m->nv + v], av, bv[v]};
 				LLVMValueRef out = LLVMBuildCall2(b, dp_t, dp, args, 3, "");

@@ -25,11 +25,6 @@ static LLVMValueRef fma_decl(llvm_cx *c, LLVMTypeRef vt, LLVMTypeRef *fn_type) {
 	return LLVMGetIntrinsicDeclaration(c->mod, id, &vt, 1);
 }
 
-static LLVMValueRef splat(llvm_cx *c, LLVMValueRef x, LLVMTypeRef vt, unsigned lanes) {
-	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), x, LLVMConstInt(c->i32, 0, 0), "");
-	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(c->i32, lanes)), "abcast");
-}
-
 void llvm_fma_tile(llvm_fn *f, const kir_fma_tile *m) {
 	llvm_cx *c = f->c;
 	LLVMBuilderRef b = c->b;
@@ -98,7 +93,7 @@ void llvm_fma_tile(llvm_fn *f, const kir_fma_tile *m) {
 		LLVMValueRef at = LLVMBuildAdd(b, a_at[r], koff, "");
 		LLVMValueRef a = LLVMBuildLoad2(b, et, LLVMBuildInBoundsGEP2(b, et, abuf, &at, 1, ""), "a");
 		LLVMSetAlignment(a, (unsigned)es);
-		LLVMValueRef av = splat(c, a, vt, (unsigned)L), aw = w == L ? av : splat(c, a, wt, (unsigned)w);
+		LLVMValueRef av = llvm_splat(c, a, (unsigned)L), aw = w == L ? av : llvm_splat(c, a, (unsigned)w);
 		for (int j = 0; j < nv; j++) {
 			bool last = j == nv - 1;
 			LLVMValueRef args[3] = {last ? aw : av, bv[j], acc[r * nv + j]};

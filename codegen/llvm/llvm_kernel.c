@@ -490,10 +490,10 @@ static bool reads_var(const kir_expr *e, const kir_var *v) {
 	return reads_var(e->a, v) || reads_var(e->b, v) || reads_var(e->c, v);
 }
 
-static LLVMValueRef splat_value(llvm_cx *c, LLVMValueRef x, int n) {
-	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), (unsigned)n);
+LLVMValueRef llvm_splat(llvm_cx *c, LLVMValueRef x, unsigned lanes) {
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), lanes);
 	LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), x, LLVMConstInt(c->i32, 0, 0), "");
-	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(c->i32, (unsigned)n)), "");
+	return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(c->i32, lanes)), "splat");
 }
 
 /* The n expressions e[0..n) (of one shape: lane_of) as one <n x T>. */
@@ -505,7 +505,7 @@ static LLVMValueRef lanes(llvm_fn *f, const kir_expr *const *e, int n) {
 	for (int i = 1; i < n && same; i++) same = same_expr(e0, e[i]);
 	if (same) {
 		LLVMValueRef x = llvm_expr(f, e0);
-		return x ? splat_value(c, x, n) : NULL;
+		return x ? llvm_splat(c, x, (unsigned)n) : NULL;
 	}
 	const kir_expr *sub[64];
 	switch (e0->kind) {

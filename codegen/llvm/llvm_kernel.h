@@ -195,6 +195,8 @@ void llvm_var_slots(llvm_fn *f);
  * scalar locals and vector registers: the n locals vars (of LLVM type elt)
  * as one <n x elt> vector, and a vector's n lanes stored back to them. */
 LLVMValueRef llvm_vars_vector(llvm_fn *f, struct kir_var *const *vars, int n, LLVMTypeRef elt);
+/* x in every one of `lanes` lanes (a broadcast) at the builder's position. */
+LLVMValueRef llvm_splat(llvm_cx *c, LLVMValueRef x, unsigned lanes);
 void llvm_vector_vars(llvm_fn *f, LLVMValueRef v, struct kir_var *const *vars, int n);
 
 /* A kir_dot2 (llvm_dot2.c): vdpbf16ps over zmm registers. */
