@@ -16,6 +16,11 @@
  * the outermost parallel loop is outlined and run through its
  * parallel_for, a failed check reported through its error (cpu_hooks.c). */
 extern const llvm_hooks cpu_llvm_hooks;
+/* The work a chunk of a parallel loop holds at least (codegen/cpu/cpu_hooks.c
+ * estimates an iteration's: about one unit per scalar statement run); a
+ * loop with less in all runs on the calling thread.  Measured on the bench
+ * set and the README's example at two threads (docs/performance.md). */
+#define CPU_PAR_GRAIN_WORK 4096
 /* tbc_abi_host as LLVM sees it: {ctx, parallel_for, alloc, error}. */
 LLVMTypeRef cpu_host_type(llvm_cx *c);
 

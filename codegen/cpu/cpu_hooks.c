@@ -13,25 +13,116 @@
 
 #include "codegen/cpu/cpu.h"
 
-#define PAR_GRAIN_WORK 16384 /* elements of work a parallel chunk should hold at least */
+/* ---- The work of one iteration of a parallel loop ----------------------
+ *
+ * One unit per statement run (a store, a set, one multiply-add of a tile);
+ * a loop multiplies its body's work by its trip count, an if takes the
+ * larger branch.  A trip count is exact where the bounds are constants or
+ * depend on the kernel's sizes alone (computed when the kernel runs), an
+ * upper bound where the loop runs over one tile of a range, `lo .. min(lo +
+ * c, end)` (a GEMM's row and column tiles), and 1 otherwise.  The grain
+ * (the fewest iterations a chunk runs) is ceil(CPU_PAR_GRAIN_WORK / the
+ * work of an iteration), so a loop with less work in all runs on the
+ * calling thread: handing a microsecond's work to another thread costs more
+ * than it saves (the hand-off, and the data it reads and writes crossing
+ * between the cores' caches).  This replaced an estimate that multiplied
+ * only constant trip counts, took the largest of sibling loops and did not
+ * look into ifs: im2col's copies (in an if per row) were estimated at a
+ * thirtieth of their work and ran on one thread, while a GEMM's chunks,
+ * however small, were always split (grain 1). */
 
-/* Iterations of the loops inside s whose trip counts are constants. */
-static int64_t inner_work(const kir_stmt *s) {
-	int64_t w = 1;
-	for (; s; s = s->next) {
-		/* a byte dot-product tile (kir_dot4), bf16 tiles (kir_tile2) or
-		 * a multiply-add tile (kir_fma_tile): a GEMM's, whose generator
-		 * sized the chunks */
-		if ((s->kind == KIR_S_DOT4 || s->kind == KIR_S_TILE2 || s->kind == KIR_S_FMA_TILE) && w < PAR_GRAIN_WORK)
-			w = PAR_GRAIN_WORK;
-		if (s->kind != KIR_S_FOR) continue;
-		int64_t lo, hi, n = 1;
-		if (kir_e_const_index(s->lo, &lo) && kir_e_const_index(s->hi, &hi) && hi > lo) n = (hi - lo + s->step - 1) / s->step;
-		int64_t inner = inner_work(s->body);
-		if (n > 0 && inner > 0 && n < INT64_MAX / inner) {
-			int64_t t = n * inner;
-			if (t > w) w = t;
+static bool same_expr(const kir_expr *a, const kir_expr *b) {
+	if (a == b) return true;
+	if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
+	switch (a->kind) {
+	case KIR_E_INT: return a->i == b->i;
+	case KIR_E_FLOAT: return a->f == b->f;
+	case KIR_E_VAR: return a->var == b->var;
+	case KIR_E_SIZE:
+	case KIR_E_LOCAL_ID: return a->size == b->size;
+	case KIR_E_LOAD: return a->buf == b->buf && same_expr(a->a, b->a);
+	default: return a->op == b->op && same_expr(a->a, b->a) && same_expr(a->b, b->b) && same_expr(a->c, b->c);
+	}
+}
+
+/* Whether e reads nothing but the kernel's sizes and constants. */
+static bool sizes_only(const kir_expr *e) {
+	if (!e) return true;
+	switch (e->kind) {
+	case KIR_E_VAR:
+	case KIR_E_LOAD:
+	case KIR_E_LOCAL_ID: return false;
+	default: return sizes_only(e->a) && sizes_only(e->b) && sizes_only(e->c);
+	}
+}
+
+/* An upper bound of hi - lo from their form: hi = lo + c, or the min of
+ * such; -1 when the form says nothing. */
+static int64_t span_bound(const kir_expr *lo, const kir_expr *hi) {
+	int64_t x, y;
+	if (kir_e_const_index(lo, &x) && kir_e_const_index(hi, &y)) return y > x ? y - x : 0;
+	if (hi->kind != KIR_E_BINARY) return -1;
+	if (hi->op == KIR_MIN) {
+		int64_t a = span_bound(lo, hi->a), b = span_bound(lo, hi->b);
+		return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+	}
+	if (hi->op == KIR_ADD) {
+		if (kir_e_const_index(hi->b, &y) && same_expr(hi->a, lo)) return y > 0 ? y : 0;
+		if (kir_e_const_index(hi->a, &y) && same_expr(hi->b, lo)) return y > 0 ? y : 0;
+	}
+	return -1;
+}
+
+static LLVMValueRef i64c(llvm_cx *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 0); }
+
+static LLVMValueRef max_value(llvm_cx *c, LLVMValueRef a, LLVMValueRef b) {
+	return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+/* Iterations of [lo, hi) by step (lo NULL: 0): exact, bounded, or 1
+ * (above; *known then false). */
+static LLVMValueRef trips_value(llvm_fn *f, const kir_expr *lo, const kir_expr *hi, int64_t step, bool *known) {
+	llvm_cx *c = f->c;
+	if (sizes_only(lo) && sizes_only(hi)) {
+		LLVMValueRef l = lo ? llvm_expr(f, lo) : i64c(c, 0), h = llvm_expr(f, hi);
+		if (l && h) {
+			LLVMValueRef span = LLVMBuildAdd(c->b, LLVMBuildSub(c->b, h, l, ""), i64c(c, step - 1), "");
+			return max_value(c, LLVMBuildSDiv(c->b, span, i64c(c, step), ""), i64c(c, 0));
 		}
+	}
+	int64_t span = lo ? span_bound(lo, hi) : -1;
+	if (span < 0) *known = false;
+	return i64c(c, span < 0 ? 1 : (span + step - 1) / step);
+}
+
+static LLVMValueRef work_value(llvm_fn *f, const kir_stmt *s, bool *known) {
+	llvm_cx *c = f->c;
+	LLVMBuilderRef b = c->b;
+	LLVMValueRef w = i64c(c, 0);
+	for (; s; s = s->next) {
+		LLVMValueRef t;
+		switch (s->kind) {
+		case KIR_S_FOR: t = LLVMBuildMul(b, trips_value(f, s->lo, s->hi, s->step, known), work_value(f, s->body, known), ""); break;
+		case KIR_S_IF: t = max_value(c, work_value(f, s->body, known), work_value(f, s->orelse, known)); break;
+		case KIR_S_FMA_TILE: {
+			const kir_fma_tile *m = s->fma_tile;
+			t = LLVMBuildMul(b, i64c(c, (int64_t)m->mr * m->nc), trips_value(f, m->klo, m->khi, 1, known), "");
+			break;
+		}
+		case KIR_S_DOT4: {
+			const kir_dot4 *m = s->dot4;
+			t = LLVMBuildMul(b, i64c(c, (int64_t)m->mr * m->nc), trips_value(f, NULL, m->groups, 1, known), "");
+			break;
+		}
+		case KIR_S_DOT2: {
+			const kir_dot2 *m = s->dot2;
+			t = LLVMBuildMul(b, i64c(c, (int64_t)m->mr * m->nv * 16), trips_value(f, NULL, m->kn, 2, known), "");
+			break;
+		}
+		case KIR_S_TILE2: t = i64c(c, (int64_t)256 * s->tile2->mt * s->tile2->nt * s->tile2->kn / 2); break;
+		default: t = i64c(c, 1); break;
+		}
+		w = LLVMBuildAdd(b, w, t, "");
 	}
 	return w;
 }
@@ -163,14 +254,14 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 	free(cap);
 	f->n_outlined = g.n_outlined;
 
-	/* host->parallel_for(host->ctx, body, closure, n, grain) when n > 0 */
-	int64_t work = inner_work(s->body);
-	int64_t grain = work >= PAR_GRAIN_WORK ? 1 : (PAR_GRAIN_WORK + work - 1) / work;
-	/* GEMM and convolution kernels (the contracting ones) size their chunks
-	 * themselves (row tiles x column blocks x K, about 16 of them): the
-	 * estimate above sees only the K loop (the tile loops have run-time
-	 * bounds) and would hand every chunk to one thread. */
-	if (k->contract) grain = 1;
+	/* host->parallel_for(host->ctx, body, closure, n, grain) when n > 0,
+	 * grain = ceil(CPU_PAR_GRAIN_WORK / work of an iteration).  Where a loop's
+	 * trip count is unknown, a GEMM's or a reduction's generator, which
+	 * marks its kernel contract, sized the chunks itself: grain 1. */
+	bool known = true;
+	LLVMValueRef work = max_value(c, work_value(f, s->body, &known), i64c(c, 1));
+	LLVMValueRef grain = !known && k->contract ? i64c(c, 1)
+		: LLVMBuildSDiv(b, LLVMBuildAdd(b, work, i64c(c, CPU_PAR_GRAIN_WORK - 1), ""), work, "grain");
 	LLVMBasicBlockRef call_b = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "par");
 	LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c->ctx, f->fn, "after");
 	LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(c->i64, 0, 0), ""), call_b, after);
@@ -178,7 +269,7 @@ static void emit_parallel(llvm_fn *f, const kir_stmt *s) {
 	LLVMTypeRef host_t = cpu_host_type(c);
 	LLVMValueRef ctx = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, host_t, f->env, 0, ""), "ctx");
 	LLVMValueRef pf = LLVMBuildLoad2(b, c->ptr, LLVMBuildStructGEP2(b, host_t, f->env, 1, ""), "parallel_for");
-	LLVMValueRef args[5] = {ctx, body_fn, clo, n, LLVMConstInt(c->i64, (unsigned long long)grain, 0)};
+	LLVMValueRef args[5] = {ctx, body_fn, clo, n, grain};
 	LLVMTypeRef pf_params[5] = {c->ptr, c->ptr, c->ptr, c->i64, c->i64};
 	LLVMBuildCall2(b, LLVMFunctionType(c->void_t, pf_params, 5, 0), pf, args, 5, "");
 	LLVMBuildBr(b, after);

@@ -22,6 +22,7 @@
 #include "codegen/cpu/cpu.h"
 #include "codegen/llvm/llvm_emit.h"
 #include "codegen/llvm/llvm_kernel.h"
+#include "tbc/abi.h"
 
 /* ---- A GPU-shaped target ---------------------------------------------------
  * Its parallel loop runs the iterations in one loop, standing in for a grid
@@ -604,6 +605,125 @@ static void test_runs_of_sets_are_vectors_that_compute_as_the_sets(void **state)
 	}
 }
 
+/* The grain a CPU kernel passes to host->parallel_for: CPU_PAR_GRAIN_WORK
+ * over the work of one iteration (cpu_hooks.c's work_value), counting the
+ * loops in an if's branches, sibling loops added, a loop over a size at run
+ * time and a loop over one tile of a range by its tile.  A recording host
+ * runs the chunks on the calling thread; the kernels are run through MCJIT
+ * and compute what they say. */
+static int64_t seen_n, seen_grain;
+NO_FUNCTION_SANITIZER static void record_parallel_for(void *ctx, void (*body)(void *, int64_t, int64_t), void *closure,
+						      int64_t n, int64_t grain) {
+	(void)ctx;
+	seen_n = n;
+	seen_grain = grain;
+	body(closure, 0, n);
+}
+typedef void (*jit_host_kernel)(const tbc_abi_host *, float *, float *, int64_t);
+NO_FUNCTION_SANITIZER static void call_host_kernel(jit_host_kernel k, const tbc_abi_host *h, float *x, float *y, int64_t n) {
+	k(h, x, y, n);
+}
+
+static kir_expr *ix(kir_kernel *k, int64_t v) { return kir_e_index(k, v); }
+static kir_expr *add(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_ADD, a, b); }
+static kir_expr *mul(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_MUL, a, b); }
+
+/* for j in [lo, lo + len): y[base + j] = x[base + j] (or 0) */
+static kir_stmt *copy_loop(kir_kernel *k, fixture *f, kir_expr *base, int64_t lo, int64_t len, bool zero) {
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_expr *at = add(k, base, kir_e_var(k, j));
+	kir_expr *v = zero ? kir_e_float(k, TBC_DT_F32, 0.0) : kir_e_load(k, f->x, at);
+	return kir_s_for(k, j, ix(k, lo), ix(k, lo + len), 1, KIR_LOOP_SEQUENTIAL, kir_s_store(k, f->y, at, v));
+}
+
+/* form 0: rows of 64: if x[64i] > 0, y = x in two loops of 32, else y = 0
+ *   (an iteration's work: 64);
+ * form 1: 4 iterations, each a loop over n / 4 elements (n / 4, at run time);
+ * form 2: iterations over tiles of 2 groups of 4 elements, t in [2i, min(2i
+ *   + 2, n / 4)) (8: the tile, not the 1 the bounds say without their form). */
+static void grain_kernel(fixture *f, int form) {
+	kir_kernel *k = f->k;
+	kir_expr *n = kir_e_size(k, 0), *i = kir_e_var(k, f->i);
+	kir_stmt *body;
+	kir_expr *trips;
+	if (form == 0) {
+		kir_expr *row = mul(k, i, ix(k, 64));
+		kir_stmt *then = copy_loop(k, f, row, 0, 32, false);
+		then->next = copy_loop(k, f, row, 32, 32, false);
+		kir_expr *pos = kir_e_cmp(k, KIR_GT, kir_e_load(k, f->x, row), kir_e_float(k, TBC_DT_F32, 0.0));
+		body = kir_s_if(k, pos, then, copy_loop(k, f, row, 0, 64, true));
+		trips = kir_e_binary(k, KIR_FLOORDIV, n, ix(k, 64));
+	} else if (form == 1) {
+		kir_expr *quarter = kir_e_binary(k, KIR_FLOORDIV, n, ix(k, 4));
+		kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_expr *at = add(k, mul(k, i, quarter), kir_e_var(k, j));
+		body = kir_s_for(k, j, ix(k, 0), quarter, 1, KIR_LOOP_SEQUENTIAL, kir_s_store(k, f->y, at, kir_e_load(k, f->x, at)));
+		trips = ix(k, 4);
+	} else {
+		kir_var *t = kir_var_new(k, "t", KIR_INDEX);
+		kir_expr *lo = mul(k, i, ix(k, 2));
+		kir_expr *hi = kir_e_binary(k, KIR_MIN, add(k, mul(k, i, ix(k, 2)), ix(k, 2)), kir_e_binary(k, KIR_FLOORDIV, n, ix(k, 4)));
+		body = kir_s_for(k, t, lo, hi, 1, KIR_LOOP_SEQUENTIAL, copy_loop(k, f, mul(k, kir_e_var(k, t), ix(k, 4)), 0, 4, false));
+		trips = kir_e_binary(k, KIR_FLOORDIV, n, ix(k, 8));
+	}
+	k->body = kir_s_for(k, f->i, ix(k, 0), trips, 1, KIR_LOOP_PARALLEL, body);
+	assert_non_null(k->body);
+	assert_true(kir_verify(k, f->d));
+}
+
+static void test_parallel_grain_follows_the_work_of_an_iteration(void **state) {
+	(void)state;
+	LLVMLinkInMCJIT();
+	assert_int_equal(LLVMInitializeNativeTarget(), 0);
+	assert_int_equal(LLVMInitializeNativeAsmPrinter(), 0);
+	enum { N = 1 << 16 };
+	float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+	assert_non_null(x);
+	assert_non_null(y);
+	for (int i = 0; i < N; i++) x[i] = (float)((i * 37) % 19) - 9.0f;
+	tbc_abi_host host = {.parallel_for = record_parallel_for};
+	const struct {
+		int form;
+		int64_t n, want_n, want_grain;
+	} cases[] = {
+		{0, N, N / 64, CPU_PAR_GRAIN_WORK / 64},
+		{1, 64, 4, (CPU_PAR_GRAIN_WORK + 15) / 16},
+		{1, N, 4, 1},
+		{2, N, N / 8, CPU_PAR_GRAIN_WORK / 8},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
+		grain_kernel(&f, cases[c].form);
+		LLVMValueRef fn = llvm_emit_kernel(&f.c, f.k, 0);
+		assert_non_null(fn);
+		assert_module_valid(f.c.mod);
+		char name[64];
+		snprintf(name, sizeof name, "%s", LLVMGetValueName(fn));
+		LLVMModuleRef mod = f.c.mod;
+		f.c.mod = LLVMModuleCreateWithNameInContext("empty", f.c.ctx); /* the engine owns mod */
+		LLVMExecutionEngineRef ee;
+		char *err = NULL;
+		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
+		jit_host_kernel run = (jit_host_kernel)(uintptr_t)LLVMGetFunctionAddress(ee, name);
+		assert_non_null(run);
+		int64_t n = cases[c].n;
+		for (int64_t i = 0; i < n; i++) y[i] = NAN;
+		seen_n = seen_grain = -1;
+		call_host_kernel(run, &host, x, y, n);
+		if (seen_n != cases[c].want_n || seen_grain != cases[c].want_grain)
+			fail_msg("form %d, n %lld: parallel_for(n %lld, grain %lld), want (%lld, %lld)", cases[c].form, (long long)n,
+				 (long long)seen_n, (long long)seen_grain, (long long)cases[c].want_n, (long long)cases[c].want_grain);
+		for (int64_t i = 0; i < n; i++) {
+			float want = cases[c].form == 0 && x[i / 64 * 64] <= 0 ? 0.0f : x[i];
+			if (y[i] != want) fail_msg("form %d: y[%lld] = %g, want %g", cases[c].form, (long long)i, y[i], want);
+		}
+		LLVMDisposeExecutionEngine(ee);
+		done(&f);
+	}
+	free(x);
+	free(y);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_shaped_kernel_takes_buffers_in_its_address_space),
@@ -617,6 +737,7 @@ int main(void) {
 		cmocka_unit_test(test_soft_math_pow_and_atan2_agree_with_libm),
 		cmocka_unit_test(test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop),
 		cmocka_unit_test(test_runs_of_sets_are_vectors_that_compute_as_the_sets),
+		cmocka_unit_test(test_parallel_grain_follows_the_work_of_an_iteration),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
