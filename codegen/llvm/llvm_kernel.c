@@ -51,11 +51,12 @@ bool llvm_has_loop(const kir_stmt *s) {
 
 /* llvm.loop metadata: a distinct self-referencing node with the hints;
  * unroll > 1 asks LLVM to unroll the loop that many times (with a
- * remainder when the trip count is not a multiple). */
+ * remainder when the trip count is not a multiple), unroll < 0 not to
+ * unroll it. */
 static void mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize, int unroll) {
 	llvm_cx *c = f->c;
 	LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-	LLVMMetadataRef ops[5];
+	LLVMMetadataRef ops[6];
 	unsigned n = 0;
 	ops[n++] = tmp;
 	LLVMMetadataRef mp = LLVMMDStringInContext2(c->ctx, "llvm.loop.mustprogress", 22);
@@ -64,6 +65,10 @@ static void mark_loop(llvm_fn *f, LLVMValueRef latch_br, bool vectorize, int unr
 		LLVMMetadataRef u[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22),
 					LLVMValueAsMetadata(LLVMConstInt(c->i32, (unsigned)unroll, 0))};
 		ops[n++] = LLVMMDNodeInContext2(c->ctx, u, 2);
+	}
+	if (unroll < 0) {
+		LLVMMetadataRef u = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24);
+		ops[n++] = LLVMMDNodeInContext2(c->ctx, &u, 1);
 	}
 	if (vectorize) {
 		LLVMMetadataRef v[2] = {LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
@@ -139,7 +144,17 @@ static void emit_loop(llvm_fn *f, const kir_var *var, LLVMValueRef lo, LLVMValue
 	 * scalar GEMMs 4 to 37% (docs/gpu.md, run 10). */
 	bool unroll = c->hooks->interleave > 1 && !vectorize && !llvm_has_loop(body) && !stores(body) &&
 		      reads_global(body);
-	mark_loop(f, br, vectorize, unroll ? c->hooks->interleave : 0);
+	/* A CPU's vector loop of 16 or more iterations known when compiling
+	 * stays a loop for LLVM's loop vectorizer: fully unrolled first (its
+	 * full unroll runs before the vectorizer), the copies are scalar code
+	 * that the SLP vectorizer left scalar where it did not pack them (rows
+	 * of 31 in im2col: the README's example ran 0.048 -> 0.038 ms at one
+	 * thread with them kept; docs/performance.md). */
+	int64_t trips = 0;
+	if (LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi))
+		trips = (LLVMConstIntGetSExtValue(hi) - LLVMConstIntGetSExtValue(lo)) / step;
+	bool keep = vectorize && c->vector_bytes >= 16 && trips >= 16;
+	mark_loop(f, br, vectorize, unroll ? c->hooks->interleave : keep ? -1 : 0);
 	LLVMPositionBuilderAtEnd(b, exit);
 }
 

@@ -724,6 +724,38 @@ static void test_parallel_grain_follows_the_work_of_an_iteration(void **state) {
 	free(y);
 }
 
+/* A CPU's vector loop of at least 16 iterations known when compiling is
+ * kept from LLVM's full unroll (llvm.loop.unroll.disable), so the loop
+ * vectorizer sees it; a shorter one is LLVM's to unroll, and a target
+ * without vectors (4 bytes: a GPU's) keeps its loops as before. */
+static void test_long_constant_vector_loops_are_kept_for_the_vectorizer(void **state) {
+	(void)state;
+	const struct {
+		int64_t width;
+		int vector_bytes;
+		bool kept;
+	} cases[] = {{32, 32, true}, {16, 64, true}, {8, 32, false}, {32, 4, false}};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
+		f.c.vector_bytes = cases[c].vector_bytes;
+		kir_kernel *k = f.k;
+		kir_expr *row = mul(k, kir_e_var(k, f.i), ix(k, cases[c].width));
+		kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+		kir_expr *at = add(k, row, kir_e_var(k, j));
+		kir_stmt *copy = kir_s_for(k, j, ix(k, 0), ix(k, cases[c].width), 1, KIR_LOOP_VECTOR,
+					   kir_s_store(k, f.y, at, kir_e_load(k, f.x, at)));
+		kir_expr *rows = kir_e_binary(k, KIR_FLOORDIV, kir_e_size(k, 0), ix(k, cases[c].width));
+		k->body = kir_s_for(k, f.i, ix(k, 0), rows, 1, KIR_LOOP_PARALLEL, copy);
+		assert_true(kir_verify(k, f.d));
+		assert_non_null(llvm_emit_kernel(&f.c, k, 0));
+		assert_module_valid(f.c.mod);
+		if (ir_has(f.c.mod, "llvm.loop.unroll.disable") != cases[c].kept)
+			fail_msg("a vector loop of %lld at %d-byte vectors: kept %d, want %d", (long long)cases[c].width,
+				 cases[c].vector_bytes, !cases[c].kept, cases[c].kept);
+		done(&f);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_shaped_kernel_takes_buffers_in_its_address_space),
@@ -738,6 +770,7 @@ int main(void) {
 		cmocka_unit_test(test_cpu_kernel_takes_the_host_table_and_outlines_its_parallel_loop),
 		cmocka_unit_test(test_runs_of_sets_are_vectors_that_compute_as_the_sets),
 		cmocka_unit_test(test_parallel_grain_follows_the_work_of_an_iteration),
+		cmocka_unit_test(test_long_constant_vector_loops_are_kept_for_the_vectorizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
