@@ -703,6 +703,9 @@ static lower_result lower_global_pool(lower_cx *cx, const tbc_op *op, pool_kind 
 	double p = (double)tbc_attr_int(op, "p", 2);
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *i = kir_var_new(k, "i", KIR_INDEX);
 	kir_var *acc = kir_var_new(k, "acc", ct);
+	/* The f64 sum of f32 (or narrower) terms: its order changes it far
+	 * below f32's rounding, so it may be vectorized (as softmax's). */
+	acc->reassoc = kind == POOL_AVG && xt->dtype != TBC_DT_F64;
 	kir_block body = {0};
 	kir_block_add(k, &body, kir_s_set(k, acc, kind == POOL_MAX ? kir_e_float(k, ct, -INFINITY) : fconst(&l, ct, 0)));
 	kir_expr *base = LET(l.k, &body, "base", MUL(l.k, V(l.k, pl), sz));

@@ -45,9 +45,13 @@ typedef struct kb {
 static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_expr **mean, kir_expr **inv) {
 	kir_kernel *k = s->k;
 	kir_expr *n = rs_local(s, "n", kir_e_cast(k, F64, rs_count(s)));
+	/* f64 sums of f32 (or narrower) terms: their order changes them far
+	 * below f32's rounding, so they may be vectorized (as softmax's). */
+	bool reassoc = xb->dtype != F64;
 	*mean = NULL;
 	if (centred) {
 		kir_var *sum = kir_var_new(k, "sum", F64);
+		sum->reassoc = reassoc;
 		rs_set(s, sum, F(k, F64, 0));
 		rs_pass_begin(s);
 		rs_set(s, sum, BIN(k, KIR_ADD, kir_e_var(k, sum), LOAD_F64(k, xb, rs_linear(s))));
@@ -56,6 +60,7 @@ static void moments(rspace *s, kir_buffer *xb, bool centred, double eps, kir_exp
 		*mean = rs_local(s, "mean", BIN(k, KIR_DIV, kir_e_var(k, sum), n));
 	}
 	kir_var *q = kir_var_new(k, "q", F64);
+	q->reassoc = reassoc;
 	rs_set(s, q, F(k, F64, 0));
 	rs_pass_begin(s);
 	kir_expr *d = LOAD_F64(k, xb, rs_linear(s));
