@@ -891,11 +891,18 @@ static void test_identical_kernels_share_one_function(void **state) {
 }
 
 /* The optimized LLVM IR (malloc'd) of one op over an f32 tensor of the
- * given dims, compiled for haswell (AVX2). */
+ * given dims, compiled for haswell (AVX2); LayerNormalization with a scale
+ * of ones over the last dim (of 128). */
 static char *haswell_ir(tbc_opcode op, const char *dims) {
 	model md = model_new();
 	tbc_value *x = input(&md, TBC_DT_F32, dims);
-	tbc_graph_add_output(md.m->main, op1(&md, op, x));
+	if (op == TBC_OP_LayerNormalization) {
+		double ones[128];
+		for (int i = 0; i < 128; i++) ones[i] = 1;
+		tbc_graph_add_output(md.m->main, op2(&md, op, x, constant(&md, TBC_DT_F32, 1, (const int64_t[]){128}, ones)));
+	} else {
+		tbc_graph_add_output(md.m->main, op1(&md, op, x));
+	}
 	tbc_diags *d = tbc_diags_create();
 	tbc_infer cx = {.module = md.m, .diags = d};
 	assert_true(tbc_infer_graph(&cx, md.m->main));
@@ -923,6 +930,22 @@ static void test_softmax_sum_vectorizes(void **state) {
 	assert_non_null(strstr(ir, "fadd reassoc <"));
 	assert_non_null(strstr(ir, "@llvm.vector.reduce.fadd"));
 	free(ir);
+}
+
+/* So are GlobalAveragePool's f64 sum of f32 terms and LayerNormalization's
+ * f64 sums for its mean and variance: ordered, they were a chain of scalar
+ * f64 adds. */
+static void test_pool_and_norm_sums_vectorize(void **state) {
+	(void)state;
+	static const struct {
+		tbc_opcode op;
+		const char *dims;
+	} cases[] = {{TBC_OP_GlobalAveragePool, "2,16,16,16"}, {TBC_OP_LayerNormalization, "8,128"}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *ir = haswell_ir(cases[i].op, cases[i].dims);
+		if (!strstr(ir, "fadd reassoc <")) fail_msg("%s: no vector reassociable fadd", tbc_ops[cases[i].op].name);
+		free(ir);
+	}
 }
 
 static void test_vector_math_vectorizes(void **state) {
@@ -1483,6 +1506,7 @@ int main(void) {
 		cmocka_unit_test(test_aarch64_cross_object),
 		cmocka_unit_test(test_a_named_cpu_records_its_features),
 		cmocka_unit_test(test_softmax_sum_vectorizes),
+		cmocka_unit_test(test_pool_and_norm_sums_vectorize),
 		cmocka_unit_test(test_unknown_cpu_or_feature_names_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
