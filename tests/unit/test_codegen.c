@@ -932,15 +932,16 @@ static void test_softmax_sum_vectorizes(void **state) {
 	free(ir);
 }
 
-/* So are GlobalAveragePool's f64 sum of f32 terms and LayerNormalization's
- * f64 sums for its mean and variance: ordered, they were a chain of scalar
- * f64 adds. */
+/* So are GlobalAveragePool's f64 sum of f32 terms, LayerNormalization's
+ * f64 sums for its mean and variance and the f64 sums of ReduceMean and the
+ * like: ordered, they were a chain of scalar f64 adds. */
 static void test_pool_and_norm_sums_vectorize(void **state) {
 	(void)state;
 	static const struct {
 		tbc_opcode op;
 		const char *dims;
-	} cases[] = {{TBC_OP_GlobalAveragePool, "2,16,16,16"}, {TBC_OP_LayerNormalization, "8,128"}};
+	} cases[] = {{TBC_OP_GlobalAveragePool, "2,16,16,16"}, {TBC_OP_LayerNormalization, "8,128"}, {TBC_OP_ReduceMean, "8,128"},
+		     {TBC_OP_ReduceSumSquare, "8,128"}};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		char *ir = haswell_ir(cases[i].op, cases[i].dims);
 		if (!strstr(ir, "fadd reassoc <")) fail_msg("%s: no vector reassociable fadd", tbc_ops[cases[i].op].name);
