@@ -169,6 +169,7 @@ static lower_result lower_batchnorm_training(lower_cx *cx, const tbc_op *op) {
 	kir_s_for(k, bv[j], kir_e_index(k, 0), N, 1, KIR_LOOP_SEQUENTIAL,                                        \
 		  kir_s_for(k, iv[j], kir_e_index(k, 0), S, 1, kind, stmts))
 	kir_var *sum = kir_var_new(k, "sum", F64), *q = kir_var_new(k, "q", F64);
+	sum->reassoc = q->reassoc = dt != F64; /* as moments' */
 	kir_block_add(k, &point, kir_s_set(k, sum, F(k, F64, 0)));
 	kir_block_add(k, &point, PASS(0, kir_s_set(k, sum, BIN(k, KIR_ADD, kir_e_var(k, sum), LOAD_F64(k, xb, e[0]))),
 				      KIR_LOOP_SEQUENTIAL));
