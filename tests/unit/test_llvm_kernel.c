@@ -544,6 +544,20 @@ static void lanes_kernel(fixture *f, int form, kir_var **v) {
 	assert_true(ok);
 }
 
+/* fn's module, moved into an MCJIT engine (*ee, the caller disposes of
+ * it; the fixture gets an empty module): fn's address. */
+static uintptr_t jit_function(fixture *f, LLVMValueRef fn, LLVMExecutionEngineRef *ee) {
+	char name[64];
+	snprintf(name, sizeof name, "%s", LLVMGetValueName(fn));
+	LLVMModuleRef mod = f->c.mod;
+	f->c.mod = LLVMModuleCreateWithNameInContext("empty", f->c.ctx); /* the engine owns mod */
+	char *err = NULL;
+	if (LLVMCreateExecutionEngineForModule(ee, mod, &err)) fail_msg("MCJIT: %s", err);
+	uintptr_t at = (uintptr_t)LLVMGetFunctionAddress(*ee, name);
+	assert_true(at != 0);
+	return at;
+}
+
 static bool ir_has(LLVMModuleRef m, const char *text) {
 	char *ir = LLVMPrintModuleToString(m);
 	bool has = strstr(ir, text) != NULL;
@@ -575,15 +589,8 @@ static void test_runs_of_sets_are_vectors_that_compute_as_the_sets(void **state)
 		if (form == 1) assert_false(ir_has(f.c.mod, "fadd <8 x float>"));
 		if (form == 2) assert_false(ir_has(f.c.mod, "fmul <8 x float>"));
 		if (form == 3) assert_true(ir_has(f.c.mod, "select <8 x i1>"));
-		char name[64];
-		snprintf(name, sizeof name, "%s", LLVMGetValueName(fn));
-		LLVMModuleRef mod = f.c.mod;
-		f.c.mod = LLVMModuleCreateWithNameInContext("empty", f.c.ctx); /* the engine owns mod */
 		LLVMExecutionEngineRef ee;
-		char *err = NULL;
-		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
-		jit_kernel run = (jit_kernel)(uintptr_t)LLVMGetFunctionAddress(ee, name);
-		assert_non_null(run);
+		jit_kernel run = (jit_kernel)jit_function(&f, fn, &ee);
 		memset(y, 0, sizeof y);
 		call_kernel(run, x, y, N);
 		for (int r = 0; r < N / LANES; r++)
@@ -697,15 +704,8 @@ static void test_parallel_grain_follows_the_work_of_an_iteration(void **state) {
 		LLVMValueRef fn = llvm_emit_kernel(&f.c, f.k, 0);
 		assert_non_null(fn);
 		assert_module_valid(f.c.mod);
-		char name[64];
-		snprintf(name, sizeof name, "%s", LLVMGetValueName(fn));
-		LLVMModuleRef mod = f.c.mod;
-		f.c.mod = LLVMModuleCreateWithNameInContext("empty", f.c.ctx); /* the engine owns mod */
 		LLVMExecutionEngineRef ee;
-		char *err = NULL;
-		if (LLVMCreateExecutionEngineForModule(&ee, mod, &err)) fail_msg("MCJIT: %s", err);
-		jit_host_kernel run = (jit_host_kernel)(uintptr_t)LLVMGetFunctionAddress(ee, name);
-		assert_non_null(run);
+		jit_host_kernel run = (jit_host_kernel)jit_function(&f, fn, &ee);
 		int64_t n = cases[c].n;
 		for (int64_t i = 0; i < n; i++) y[i] = NAN;
 		seen_n = seen_grain = -1;
