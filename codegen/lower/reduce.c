@@ -396,10 +396,10 @@ kir_expr *rs_reduce(rspace *s, const tbc_op *op, rkind kind, tbc_dtype dt, rs_el
 		shift = rs_local(s, "shift", kir_e_select(k, bad, kir_e_float(k, TBC_DT_F64, 0), sh));
 	}
 	kir_var *acc = kir_var_new(k, "acc", at);
-	/* An f64 sum of f32 (or narrower) terms: its order changes it far
-	 * below f32's rounding, so it may be vectorized (as softmax's; not a
-	 * product, whose order decides where it overflows). */
-	acc->reassoc = at == TBC_DT_F64 && dt != TBC_DT_F64 && kind != RK_PROD && !minmax;
+	/* An f64 sum of f32 (or narrower) float terms: its order changes it
+	 * far below f32's rounding, so it may be vectorized (as softmax's; not
+	 * a product, whose order decides where it overflows, nor integers). */
+	acc->reassoc = at == TBC_DT_F64 && is_f && dt != TBC_DT_F64 && kind != RK_PROD && !minmax;
 	rs_set(s, acc, init);
 	rs_pass_begin(s);
 	kir_expr *v = kir_e_cast(k, at, elem(ctx, s, first));
