@@ -4,7 +4,7 @@ count, one run.  Prints a Markdown table of median milliseconds and the ratio
 tbc / onnxruntime (below 1: tbc is faster) for each thread count, and the
 geometric mean of the ratios over the ImageNet CNNs.
 
-usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--models a,b]
+usage: .venv/bin/python bench/compare.py BUILD_DIR [--threads 1,2] [--runs N] [--rounds R] [--models a,b]
            [--precision fp32,fp16,bf16,fp8 (one or several)] [--qdq-fusion off,on (one or both)]
            [--opt 2 | 1,2 (tbc's -O levels, a row each)]
 (models come from bench/make_models.py and bench/zoo.py into BUILD_DIR/models)
@@ -16,7 +16,11 @@ give a row per model and precision, one after the other, in one run.
 
 --qdq-fusion on: tbc compiles with --qdq-fusion (a QDQ model's DequantizeLinear -> Conv ->
 QuantizeLinear as QLinearConv, onnxruntime's own rewrite; docs/lower-quant.md); off,on gives
-a row each, one after the other.  onnxruntime runs as always (its optimizer fuses QDQ)."""
+a row each, one after the other.  onnxruntime runs as always (its optimizer fuses QDQ).
+
+--rounds R: tbc and onnxruntime are timed alternately R times per cell, and the cell shows
+the least of the medians: on a machine whose speed drifts (the 2-core VM's two-thread slow
+phases, docs/performance.md) a single pair of runs can land in different phases."""
 import argparse
 import datetime
 import math
@@ -57,11 +61,14 @@ MODELS = [
 ZOO = {"densenet121", "inception_v2", "mobilenet_v2", "shufflenet_v2", "resnet50_qdq", "bert_int8"}
 
 
-def ort_ms(path, feeds, threads, runs):
+def ort_session(path, threads):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_ms(sess, feeds, runs):
     for _ in range(3):
         sess.run(None, feeds)
     times = []
@@ -82,7 +89,12 @@ def main():
     ap.add_argument("--precision", default="fp32", help="fp32, fp16, bf16, fp8 or a comma-separated list of them")
     ap.add_argument("--qdq-fusion", default="off", help="off, on, or off,on: tbc with --qdq-fusion")
     ap.add_argument("--opt", default="2", help="tbc's optimization level, or several (1,2): a row each")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time tbc and onnxruntime alternately this many times; each cell is the least "
+                         "of the rounds' medians (and fastest runs)")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds: at least 1")
     levels = a.opt.split(",")
     if any(l not in ("0", "1", "2", "3") for l in levels):
         ap.error(f"--opt {a.opt}: each of 0, 1, 2, 3")
@@ -106,6 +118,7 @@ def main():
                        "amx_tile") if f in flags]
     print(f"Machine: {cpu} ({' '.join(isa)}), {os.cpu_count()} cores; onnxruntime {ort.__version__}; "
           f"{datetime.date.today()}; {a.runs} runs each, medians"
+          + (f" (the least of {a.rounds} alternating rounds)" if a.rounds > 1 else "")
           + (f"; tbc with --precision {a.precision}, onnxruntime float32" if precisions != ["fp32"] else "") + "\n")
     threads = [int(t) for t in a.threads.split(",")]
     print("| model | " + " | ".join(f"tbc ms ({t}t) | onnxruntime ms ({t}t) | ratio ({t}t)" for t in threads) + " |")
@@ -121,14 +134,24 @@ def main():
             args = [os.path.join(a.build, "bench", "tbc-bench"), path, "--threads", str(t), "--runs", str(a.runs)]
             args += [f"{k}={os.path.join(models, v)}" for k, v in inputs.items()]
             args += ["--precision", prec, "-O", level] + (["--qdq-fusion"] if fusion == "on" else [])
-            r = subprocess.run(args, capture_output=True, text=True)
-            theirs, their_min = ort_ms(path, feeds, t, a.runs)
+            # Alternating rounds: a slow phase of the machine hits both engines alike, and
+            # the least median is each one's undisturbed speed.
+            sess = ort_session(path, t)
+            ours = our_min = theirs = their_min = math.inf
+            failed = None
+            for _ in range(a.rounds):
+                r = subprocess.run(args, capture_output=True, text=True)
+                med, fast = ort_ms(sess, feeds, a.runs)
+                theirs, their_min = min(theirs, med), min(their_min, fast)
+                if r.returncode != 0:
+                    failed = (r.stderr.strip().splitlines() or ["no message"])[-1]
+                    break
+                ours, our_min = min(ours, float(r.stdout.split()[1])), min(our_min, float(r.stdout.split()[3]))
+            del sess
             theirs_cell = f"{theirs:.2f}" + (f" / {their_min:.2f}" if a.fastest else "")
-            if r.returncode != 0:
-                why = (r.stderr.strip().splitlines() or ["no message"])[-1]
-                cells.append(f"fails: {why} | {theirs_cell} | -")
+            if failed:
+                cells.append(f"fails: {failed} | {theirs_cell} | -")
                 continue
-            ours, our_min = float(r.stdout.split()[1]), float(r.stdout.split()[3])
             if cnn:
                 cnn_ratios[t].append(ours / theirs)
             ours_cell = f"{ours:.2f}" + (f" / {our_min:.2f}" if a.fastest else "")
