@@ -58,8 +58,9 @@ typedef struct tbc_target_desc {
 	bool dot_bf16_default;
 	/* A GEMM of one row tile (a matrix-vector product) reads its constant
 	 * B from column panels (kir_pbuf.lay.panel): each parallel chunk then
-	 * streams contiguous memory.  The CPU's, when no device program shares
-	 * its weights. */
+	 * streams contiguous memory; so does a convolution computed transposed
+	 * (codegen/lower/conv.c), its W^T.  The CPU's, when no device program
+	 * shares its weights. */
 	bool gemv_panels;
 	/* Tiles of 16 x 16 f32 sums of bf16 pair dot products (kir_tile2:
 	 * x86's AMX-BF16 tdpbf16ps).  A bf16 GEMM with B in pairs is then made

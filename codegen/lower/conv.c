@@ -62,39 +62,89 @@ bool conv_float_ct(tbc_dtype dt, tbc_dtype *ct) {
 /* ---- Conv ---------------------------------------------------------------------------*/
 kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	conv_gemm *c = ctx;
+	if (c->transposed) /* a: col^T, b: the group's columns of W^T */
+		which = which == 0 ? 1 : which == 1 ? 3 : 2;
 	switch (which) {
 	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
 	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
+	case 3: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->wt_group));
 	default: return MUL(l->k, batch, I(l->k, c->Mg * c->P));
 	}
 }
 
 kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col) {
-	(void)col;
 	conv_gemm *c = ctx;
 	if (c->bias) {
-		kir_expr *m = c->G == 1 ? row : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), row);
+		kir_expr *ch = c->transposed ? col : row; /* the output channel in its group */
+		kir_expr *m = c->G == 1 ? ch : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), ch);
 		acc = kir_e_binary(l->k, KIR_ADD, acc, kir_e_cast(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
 	}
 	return kir_e_cast(l->k, c->yt, acc);
 }
 
+/* The register tile's rows when the GEMM is computed transposed, 0 when it
+ * is not.  A tile of mr x nr sums (nr the vector direction, gemm_tile_shape)
+ * costs its whole area however much of it the matrix fills: the last column
+ * tile overlaps the one before, the last row tile repeats a row.  Laid out
+ * as it is, positions are columns: 7 x 7 positions fill 49 of 64, 14 x 14
+ * 196 of 224, and fewer positions than nr (a convolution of a 1 x 1 map)
+ * fill a vector's width with less.  Transposed, the output channels are the
+ * columns (ResNet's and MobileNetV2's counts are multiples of 32, their
+ * weights then whole panels) and the positions the rows, in tiles of a few
+ * rows less than mr where that count divides them (7 for 49 and 196).  It
+ * pays where the area falls by more than a tenth: the transposed tile's
+ * stores are scalar (y's channels lie P apart) and it has no K blocks
+ * (matmul.c, k_block).  Float weights known when compiling, in the
+ * compute type; the target's tile from gemm_tile_shape; a target whose
+ * constants may be laid out in panels (gemv_panels: not when a device
+ * program shares the CPU's weights, codegen/compile.c). */
+static int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
+	const char *e = getenv("TBC_CONV_TRANSPOSED"); /* 0: never, for measuring */
+	if ((e && !strcmp(e, "0")) || cx->target->parallel == TBC_PAR_GRID || c->pairs || !cx->target->gemv_panels)
+		return 0;
+	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct) return 0;
+	int mr, nr;
+	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
+	if (c->Mg % nr || c->P < 1) return 0;
+	int64_t cols = c->P < nr ? nr : (c->P + nr - 1) / nr * nr;
+	double as_is = (double)((c->Mg + mr - 1) / mr * mr) * (double)cols;
+	int best = c->P < mr ? (int)c->P : mr;
+	int64_t best_rows = (c->P + best - 1) / best * best;
+	for (int r = best - 1; r >= mr - 3 && r >= 1; r--) {
+		int64_t rows = (c->P + r - 1) / r * r;
+		if (rows < best_rows) best = r, best_rows = rows;
+	}
+	return (double)best_rows * (double)c->Mg * 1.1 < as_is ? best : 0;
+}
+
 lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
-			      int colb, int yb, tbc_dim batch) {
+			      int colb, int yb, tbc_dim batch, tbc_dtype xt) {
 	lk l;
 	if (!lk_begin(&l, cx, name)) return LOWER_FAILED;
 	gemm_spec s = {.ct = c->ct};
-	s.a.buf = lk_value(&l, wv);
-	s.b.buf = lk_buf(&l, colb);
+	int tmr = conv_transposed_rows(cx, c, wv, xt);
+	c->transposed = tmr > 0 && gemm_const_tile_panels(&l, wv, c->M, c->Kg, true, c->ct, &s.b) &&
+			kir_e_const_index(s.b.panel_stride, &c->wt_group);
+	c->wt_group *= c->transposed ? c->Mg / s.b.panel : 0;
+	s.a.buf = c->transposed ? lk_buf(&l, colb) : lk_value(&l, wv);
+	if (!c->transposed) s.b.buf = lk_buf(&l, colb);
 	s.y.buf = lk_buf(&l, yb);
 	if (bv && !(c->bias = lk_value(&l, bv))) return LOWER_FAILED;
 	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(l.k, c->Mg), s.N = I(l.k, c->P), s.K = I(l.k, c->Kg);
+	s.K = I(l.k, c->Kg);
 	s.NB = MUL(l.k, lk_dim(&l, batch), I(l.k, c->G));
-	s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
-	s.b.rs = I(l.k, c->pairs ? 2 * c->P : c->P), s.b.cs = I(l.k, 1);
-	s.b.pairs = c->pairs;
-	s.y.rs = I(l.k, c->P), s.y.cs = I(l.k, 1);
+	if (c->transposed) {
+		/* y^T (P x Mg) = col^T (P x Kg) W^T (Kg x Mg, panels) */
+		s.M = I(l.k, c->P), s.N = I(l.k, c->Mg), s.mr = tmr;
+		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, c->P);
+		s.y.rs = I(l.k, 1), s.y.cs = I(l.k, c->P);
+	} else {
+		s.M = I(l.k, c->Mg), s.N = I(l.k, c->P);
+		s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
+		s.b.rs = I(l.k, c->pairs ? 2 * c->P : c->P), s.b.cs = I(l.k, 1);
+		s.b.pairs = c->pairs;
+		s.y.rs = I(l.k, c->P), s.y.cs = I(l.k, 1);
+	}
 	s.ctx = c;
 	s.base = conv_gemm_base;
 	s.epi = conv_gemm_epi;
@@ -466,7 +516,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
 		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, c.pairs)) return LOWER_FAILED;
 	}
-	return conv_gemm_launch(cx, "conv", &c, wv, bv, matb, yb, xt->dims[0]);
+	return conv_gemm_launch(cx, "conv", &c, wv, bv, matb, yb, xt->dims[0], xt->dtype);
 }
 
 /* ---- Windowed pools --------------------------------------------------------------

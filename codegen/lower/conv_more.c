@@ -624,7 +624,7 @@ static lower_result lower_deform_conv(lower_cx *cx, const tbc_op *op) {
 		kir_expr *rows = MUL(l.k, lk_dim(&l, xt->dims[0]), I(l.k, c.G * c.Kg));
 		if (!lk_end(&l, kir_s_for(k, rv, I(l.k, 0), rows, 1, KIR_LOOP_PARALLEL, row.first))) return LOWER_FAILED;
 	}
-	return conv_gemm_launch(cx, "deformconv", &c, wv, bv, cb, yb, xt->dims[0]);
+	return conv_gemm_launch(cx, "deformconv", &c, wv, bv, cb, yb, xt->dims[0], c.ct);
 }
 
 lower_result lower_conv_more(lower_cx *cx, const tbc_op *op) {

@@ -20,15 +20,21 @@ typedef struct conv_gemm {
 	/* col is laid out in k pairs for kir_dot2 (gemm_operand.pairs): row k,
 	 * column p of a matrix at (k - k % 2) P + 2 p + k % 2 (Kg even). */
 	bool pairs;
+	/* Computed transposed (conv_gemm_launch): y^T = col^T W^T, the
+	 * positions the GEMM's rows and the output channels its columns. */
+	bool transposed;
+	int64_t wt_group; /* transposed: elements from a group's W^T panels to the next's */
 } conv_gemm;
 /* gemm_spec's base (which: 0 W, 1 col, 2 y) and epilogue (+ bias, cast to
  * yt) for a conv_gemm context (codegen/lower/conv.c). */
 kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch);
 kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col);
 /* The kernel y[b] = W[b mod G] * col[b] + bias over batch * G GEMMs (W the
- * weights wv, bias bv or NULL, col and y program buffers). */
+ * weights wv, bias bv or NULL, col and y program buffers, col of dtype
+ * col_dt), computed transposed where that wastes less of the register tile
+ * (conv.c, conv_transposed_rows; sets c->transposed). */
 lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
-			      int colb, int yb, tbc_dim batch);
+			      int colb, int yb, tbc_dim batch, tbc_dtype col_dt);
 
 /* Shared by the conv family's files (codegen/lower/conv.c). */
 lower_result conv_failed(bool ok); /* LOWER_OK or LOWER_FAILED */

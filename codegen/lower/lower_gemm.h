@@ -34,7 +34,14 @@ typedef struct gemm_spec {
 	/* The value stored for the sum acc (of type ct) at (batch, row, col);
 	 * NULL: acc cast to y's dtype. */
 	kir_expr *(*epi)(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_expr *row, kir_expr *col);
+	/* The register tile's rows, when the caller chose them (0: the
+	 * target's, gemm_tile_shape): a count that divides M wastes no rows. */
+	int mr;
 } gemm_spec;
+
+/* The register tile of a CPU GEMM in the compute type ct on target t: mr
+ * rows by nr contiguous columns (the vector direction). */
+void gemm_tile_shape(const tbc_target_desc *t, tbc_dtype ct, int *mr, int *nr);
 
 /* A constant B operand v, stored as a rows x cols matrix, laid out for
  * the kernel: transposed when asked (B stored N x K: its columns become
@@ -67,6 +74,14 @@ bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a
  * Sets o; false, o untouched, otherwise. */
 bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
 		       gemm_operand *o);
+/* A constant B (rows x cols, transposed when asked: K x N as the GEMM
+ * reads it) in column panels of the register tile's width (gemm_tile_shape),
+ * padded as gemm_const_panels pads them, for a GEMM of any M: each column
+ * tile then streams one contiguous K x NR panel.  False, o untouched, when
+ * v is not a constant or N is not a whole number of panels (the last tile
+ * would overlap two). */
+bool gemm_const_tile_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, tbc_dtype ct,
+			    gemm_operand *o);
 /* gemm_const_operand in k pairs (gemm_operand.pairs) for a constant v;
  * false, o untouched, when v is not a constant. */
 bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);

@@ -36,6 +36,9 @@ static kir_expr *zero(lk *l, tbc_dtype t) {
 }
 
 /* ---- The generator ---------------------------------------------------------*/
+/* The bytes of B a chunk's row tiles pass over, without K blocks: within
+ * an L2 (Zen 4's: 1 MiB; Skylake-SP's: 1 MiB). */
+#define GEMM_B_BLOCK_BYTES (512 * 1024)
 #define GEMM_MAX_MR 32 /* kir_tile2's two tiles of 16 rows; 8 otherwise */
 #define GEMM_MAX_NR 32
 
@@ -218,7 +221,7 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
  * with 5 x 16 on an AVX2 EPYC, docs/performance.md).  A 512-bit unit with
  * 32 registers: f32 8 x 32 (16 accumulators, 8 broadcasts and 2 B vectors
  * live; 12 x 32 spills), f64 8 x 16. */
-static void default_tile(const tbc_target_desc *t, tbc_dtype ct, int *mr, int *nr) {
+void gemm_tile_shape(const tbc_target_desc *t, tbc_dtype ct, int *mr, int *nr) {
 	bool wide = t->vector_bytes >= 64 && t->vector_regs >= 32;
 	if (wide && (ct == TBC_DT_F32 || ct == TBC_DT_F64)) {
 		*mr = 8, *nr = ct == TBC_DT_F32 ? 32 : 16;
@@ -280,11 +283,15 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
  * Zen 2, 8 KiB per NR tile ran faster than 4 or 16 or 32 KiB,
  * docs/performance.md).  Blocking resumes from partial sums stored in y,
  * so it needs y to hold the compute type exactly, and a static K and N
- * (the overlapping last tile's shared columns are then known).  The sums
- * are still taken in k order, so the results do not change. */
+ * (the overlapping last tile's shared columns are then known), and y's
+ * columns contiguous (resuming from a y of strided columns is a scalar load
+ * and select per sum, each K block; a convolution computed transposed,
+ * conv.c, has such a y).  The sums are still taken in k order, so the
+ * results do not change. */
 static int64_t k_block(const gemm_spec *s, int64_t cols) {
-	int64_t K;
+	int64_t K, ycs;
 	if (!kir_e_const_index(s->K, &K) || s->y.buf->dtype != s->ct) return 0;
+	if (!kir_e_const_index(s->y.cs, &ycs) || ycs != 1) return 0;
 	int64_t kc = 32768 / (cols * tbc_dtype_size(s->ct));
 	if (kc < 64) kc = 64;
 	int64_t blocks = (K + kc - 1) / kc;
@@ -321,7 +328,7 @@ bool gemm_const_operand(lk *l, const tbc_value *v, int64_t rows, int64_t cols, b
 static bool gemv_panels(const tbc_target_desc *t, tbc_dtype dt, tbc_dtype ct, int64_t M, int64_t K, int64_t N,
 			int64_t *nr, int64_t *stride) {
 	int mr, n;
-	default_tile(t, ct, &mr, &n);
+	gemm_tile_shape(t, ct, &mr, &n);
 	const char *e = getenv("TBC_GEMV_PANELS"); /* 0: off, for measuring one against the other */
 	bool rows_ok = M == GEMM_M_RUNTIME || (M >= 1 && M <= mr);
 	if ((e && !strcmp(e, "0")) || !t->gemv_panels || t->parallel != TBC_PAR_HOST_THREADS || !rows_ok || N < n || K < 1)
@@ -333,11 +340,9 @@ static bool gemv_panels(const tbc_target_desc *t, tbc_dtype dt, tbc_dtype ct, in
 	return true;
 }
 
-bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
-		       gemm_operand *o) {
-	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, nr, stride;
-	if (v->kind != TBC_VALUE_CONST || !v->constant || !gemv_panels(l->cx->target, v->type.dtype, ct, M, K, N, &nr, &stride))
-		return false;
+/* v's K x N matrix in panels of nr columns, stride elements apart. */
+static bool const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t nr, int64_t stride,
+			 gemm_operand *o) {
 	int b = lower_const_panels(l->cx, v, rows, cols, transpose, nr, stride);
 	kir_buffer *buf = b >= 0 ? lk_buf(l, b) : NULL;
 	if (!buf) return false;
@@ -346,6 +351,25 @@ bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bo
 	o->panel_stride = I(l->k, stride);
 	o->rs = I(l->k, nr), o->cs = I(l->k, 1); /* within a panel; load_ct uses the panels */
 	return true;
+}
+
+bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, int64_t M, tbc_dtype ct,
+		       gemm_operand *o) {
+	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, nr, stride;
+	if (v->kind != TBC_VALUE_CONST || !v->constant || !gemv_panels(l->cx->target, v->type.dtype, ct, M, K, N, &nr, &stride))
+		return false;
+	return const_panels(l, v, rows, cols, transpose, nr, stride, o);
+}
+
+bool gemm_const_tile_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, tbc_dtype ct,
+			    gemm_operand *o) {
+	int mr, nr;
+	gemm_tile_shape(l->cx->target, ct, &mr, &nr);
+	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
+	if (v->kind != TBC_VALUE_CONST || !v->constant || K < 1 || N < 1 || N % nr) return false;
+	int64_t stride = K * nr;
+	if (stride * es % 512 == 0) stride += 64 / es;
+	return const_panels(l, v, rows, cols, transpose, nr, stride, o);
 }
 
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n) {
@@ -526,7 +550,8 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 	kir_kernel *k = l->k;
 	gemm_gen g = {.l = l, .s = s, .tile = tile};
 	int mr, nr;
-	default_tile(l->cx->target, s->ct, &mr, &nr);
+	gemm_tile_shape(l->cx->target, s->ct, &mr, &nr);
+	if (s->mr > 0) mr = s->mr;
 	int64_t mc, nc, nbc;
 	bool m_static = kir_e_const_index(s->M, &mc), n_static = kir_e_const_index(s->N, &nc);
 	if (s->b.pairs) /* kir_dot2: 8 rows by 2 zmm of columns (1 below 32) */
@@ -552,11 +577,21 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
 		int64_t rtc = (mc + mr - 1) / mr, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
 		tb = 4;
+		kc = s->b.pairs ? 0 : k_block(s, tb * nr);
+		/* No K blocks for a y of strided columns: a chunk's row tiles
+		 * each pass over its whole K x TB NR block of B, which then
+		 * should stay in L2 -- fewer column tiles a chunk for a deep K
+		 * (a 3x3 convolution of 512 channels: 590 KiB a tile). */
+		int64_t K, ycs;
+		if (!s->b.pairs && !kc && kir_e_const_index(s->K, &K) && K > 0 &&
+		    !(kir_e_const_index(s->y.cs, &ycs) && ycs == 1)) {
+			int64_t fit = GEMM_B_BLOCK_BYTES / (K * nr * (int64_t)tbc_dtype_size(s->ct));
+			tb = fit < 1 ? 1 : fit < tb ? fit : tb;
+		}
 		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;
 		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
 		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
 		rg = (rtc + groups - 1) / groups;
-		kc = s->b.pairs ? 0 : k_block(s, tb * nr);
 	}
 	kir_expr *TB = I(l->k, tb), *RG = I(l->k, rg);
 	kir_expr *CB = MAX(l->k, DIV(l->k, ADD(l->k, NT, I(l->k, tb - 1)), TB), I(l->k, 1));

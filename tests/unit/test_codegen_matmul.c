@@ -724,6 +724,86 @@ static void test_depthwise_flat_geometries(void **state) {
 	g_atol = atol;
 }
 
+/* A convolution whose positions fill the register tile's columns badly
+ * (7 x 7 of them in 64 columns, or one position) is computed transposed
+ * when its weights are constant and its output channels whole panels
+ * (codegen/lower/conv.c, conv_transposed_rows): the positions its rows, in
+ * tiles of fewer rows where that count divides them, the channels its
+ * columns, the weights W^T in column panels, y stored with strided
+ * columns and no K blocks.  Against the interpreter, for the default
+ * 256-bit tile (5 x 16, no fma tile) and AVX-512's (8 x 32, the fma
+ * tile): 3x3 with a bias, a 1x1 over two images, groups, one position,
+ * stride 2, a deep K, f64; and a shape laid out as it is. */
+static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
+	(void)state;
+	static const struct {
+		const char *x;
+		int64_t m, kh, group, stride, pad;
+		bool bias, transposed_narrow, transposed_wide;
+	} cases[] = {
+		{"1,16,7,7", 32, 3, 1, 1, 1, true, true, true},    /* 49 positions */
+		{"2,24,5,5", 64, 1, 1, 1, 0, false, true, true},   /* 1x1, 25 positions, 2 images */
+		{"1,32,3,3", 64, 3, 2, 1, 1, true, true, true},    /* groups of 32 channels */
+		{"2,64,1,1", 32, 1, 1, 1, 0, true, true, true},    /* one position (a squeeze-excite block) */
+		{"1,8,9,9", 32, 3, 1, 2, 1, true, true, true},     /* stride 2: 25 positions */
+		{"1,80,7,7", 64, 3, 1, 1, 1, false, true, true},   /* K = 720 */
+		{"1,4,16,16", 32, 3, 1, 1, 1, true, false, false}, /* 256 positions: whole tiles */
+		{"1,8,6,6", 24, 1, 1, 1, 0, true, false, false},   /* 24 channels: not whole panels */
+	};
+	double atol = g_atol;
+	g_atol = 1e-4;
+	for (int wide_tile = 0; wide_tile < 2; wide_tile++)
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			static tbc_target_desc t;
+			t = tbc_target_desc_cpu_default();
+			if (wide_tile) t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
+			bool transposed = wide_tile ? cases[i].transposed_wide : cases[i].transposed_narrow;
+			for (int run = 0; run < 2; run++) {
+				g_target = &t;
+				model md = model_new();
+				int64_t cin = atoll(strchr(cases[i].x, ',') + 1), cg = cin / cases[i].group, kk = cases[i].kh;
+				int64_t n = cases[i].m * cg * kk * kk;
+				double *v = malloc((size_t)n * sizeof *v);
+				assert_non_null(v);
+				for (int64_t j = 0; j < n; j++) v[j] = 2 * rnd(&md) - 1;
+				tbc_value *w = constant(&md, TBC_DT_F32, 4, (int64_t[]){cases[i].m, cg, kk, kk}, v);
+				free(v);
+				char bd[16];
+				snprintf(bd, sizeof bd, "%lld", (long long)cases[i].m);
+				tbc_value *b = cases[i].bias ? input(&md, TBC_DT_F32, bd) : NULL;
+				tbc_op *o = node(&md, TBC_OP_Conv, b ? 3 : 2, input(&md, TBC_DT_F32, cases[i].x), w, b);
+				if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
+				int64_t p = cases[i].pad, s = cases[i].stride;
+				set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
+				set_ints(&md, o, "strides", 2, (const int64_t[]){s, s});
+				if (run == 1) {
+					check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+					continue;
+				}
+				tbc_graph_add_output(md.m->main, o->outputs[0]);
+				char *text = lowered_text(&md);
+				/* W^T in panels: [channels / nr, K nr (+ 64 bytes)] */
+				int nr = wide_tile ? 32 : 16;
+				int64_t stride = cg * kk * kk * nr;
+				if (stride * 4 % 512 == 0) stride += 16;
+				char layout[48];
+				snprintf(layout, sizeof layout, "f32[%lld, %lld]", (long long)(cases[i].m / nr), (long long)stride);
+				if (transposed != (strstr(text, layout) != NULL))
+					fail_msg("case %zu (%s tile): %s expected %s\n%s", i, wide_tile ? "wide" : "narrow", layout,
+						 transposed ? "present" : "absent", text);
+				free(text);
+			}
+		}
+	/* f64: a tile of 8 columns */
+	g_target = NULL;
+	model md = model_new();
+	double v[16 * 4];
+	for (int j = 0; j < 64; j++) v[j] = 2 * rnd(&md) - 1;
+	tbc_value *w = constant(&md, TBC_DT_F64, 4, (int64_t[]){16, 4, 1, 1}, v);
+	check(&md, node(&md, TBC_OP_Conv, 2, input(&md, TBC_DT_F64, "1,4,3,3"), w, NULL)->outputs[0]);
+	g_atol = atol;
+}
+
 /* On a device im2col is one flat grid over the matrix (codegen/lower/conv.c,
  * im2col_flat) before the grouped GEMM: the same geometries, 1-3 spatial
  * dims, groups, dilations, padding, a symbolic batch. */
@@ -911,6 +991,7 @@ int main(void) {
 		cmocka_unit_test(test_maxpool_rows),
 		cmocka_unit_test(test_maxpool_on_a_device),
 		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
+		cmocka_unit_test(test_conv_transposed_where_positions_waste_the_tile),
 		cmocka_unit_test(test_depthwise_flat_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
