@@ -405,66 +405,18 @@ static bool depthwise_flat_wanted(const conv_geom *g) {
 	return g->nsp == 2 && g->stride[0] == 1 && g->stride[1] == 1 && g->out[1] <= widest;
 }
 
-/* A 2-D plane padded so that every window lies inside it (depthwise_flat,
- * maxpool_flat): xp of HP x WP, the input's rows at (PT, PL); for stride 1
- * the flat result of Q positions after it, XP + Q scratch elements a
- * plane. */
-typedef struct flat_plane {
-	int64_t IH, IW, OH, OW, WP, HP, XP, Q, PT, PL;
-} flat_plane;
-
-/* false for negative pads */
-static bool flat_plane_geom(const conv_geom *g, flat_plane *f) {
-	f->IH = g->in[0], f->IW = g->in[1], f->OH = g->out[0], f->OW = g->out[1];
-	f->WP = (f->OW - 1) * g->stride[1] + (g->kernel[1] - 1) * g->dil[1] + 1;
-	f->HP = (f->OH - 1) * g->stride[0] + (g->kernel[0] - 1) * g->dil[0] + 1;
-	f->PT = g->pad_begin[0], f->PL = g->pad_begin[1];
-	/* rows and columns of the input that no window reads (a stride past
-	 * them) are copied all the same */
-	if (f->HP < f->PT + f->IH) f->HP = f->PT + f->IH;
-	if (f->WP < f->PL + f->IW) f->WP = f->PL + f->IW;
-	f->XP = f->HP * f->WP, f->Q = (f->OH - 1) * f->WP + f->OW; /* the flat result's last output + 1 */
-	return f->PT >= 0 && f->PL >= 0;
-}
-
-/* Into plane: xp (at sbase of sc) all pad, then x's plane (at xplane) at
- * (PT, PL), in ct. */
-static void flat_plane_fill(lk *l, kir_block *plane, const flat_plane *f, kir_buffer *sc, kir_expr *sbase, kir_buffer *x,
-			    kir_expr *xplane, kir_expr *pad, tbc_dtype ct) {
-	kir_kernel *k = l->k;
-	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
-	kir_block_add(k, plane, kir_s_for(k, i, I(k, 0), I(k, f->XP), 1, KIR_LOOP_VECTOR, kir_s_store(k, sc, ADD(k, sbase, V(k, i)), pad)));
-	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *cc = kir_var_new(k, "c", KIR_INDEX);
-	kir_expr *to = ADD(k, ADD(k, sbase, MUL(k, ADD(k, V(k, r), I(k, f->PT)), I(k, f->WP))), ADD(k, V(k, cc), I(k, f->PL)));
-	kir_expr *from = ADD(k, ADD(k, xplane, MUL(k, V(k, r), I(k, f->IW))), V(k, cc));
-	kir_block_add(k, plane, kir_s_for(k, r, I(k, 0), I(k, f->IH), 1, KIR_LOOP_SEQUENTIAL,
-					  kir_s_for(k, cc, I(k, 0), I(k, f->IW), 1, KIR_LOOP_VECTOR,
-						    kir_s_store(k, sc, to, kir_e_cast(k, ct, kir_e_load(k, x, from))))));
-}
-
-/* Into plane: the flat result (at ybase of sc) out to y's plane pl, row by
- * row, without the WP - OW columns past each row. */
-static void flat_plane_out(lk *l, kir_block *plane, const flat_plane *f, kir_buffer *y, kir_expr *pl, kir_buffer *sc,
-			   kir_expr *ybase) {
-	kir_kernel *k = l->k;
-	kir_var *oh = kir_var_new(k, "oh", KIR_INDEX), *ow = kir_var_new(k, "ow", KIR_INDEX);
-	kir_expr *yat = ADD(k, ADD(k, MUL(k, pl, I(k, f->OH * f->OW)), MUL(k, V(k, oh), I(k, f->OW))), V(k, ow));
-	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, f->WP))), V(k, ow));
-	kir_block_add(k, plane, kir_s_for(k, oh, I(k, 0), I(k, f->OH), 1, KIR_LOOP_SEQUENTIAL,
-					  kir_s_for(k, ow, I(k, 0), I(k, f->OW), 1, KIR_LOOP_VECTOR,
-						    kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat))))));
-}
-
 static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1];
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_type *xt = &xv->type;
 	tbc_dtype ct = c->ct;
-	int64_t KH = g->kernel[0], KW = g->kernel[1], DH = g->dil[0], DW = g->dil[1];
-	flat_plane f;
+	int64_t IH = g->in[0], IW = g->in[1], OH = g->out[0], OW = g->out[1], KH = g->kernel[0], KW = g->kernel[1];
+	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1];
+	int64_t WP = OW + (KW - 1) * DW, HP = OH + (KH - 1) * DH; /* every output's taps inside */
+	int64_t XP = HP * WP, Q = (OH - 1) * WP + OW;             /* the flat result's last output + 1 */
 	int64_t C = c->G, M = c->M, Mg = c->Mg, taps = KH * KW;
-	if (!flat_plane_geom(g, &f)) return conv_refuse(cx, op, "with padding past its output"); /* pads < 0 */
-	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * (f.XP + f.Q));
+	if (PT + IH > HP || PL + IW > WP) return conv_refuse(cx, op, "with padding past its output"); /* pads < 0 */
+	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * (XP + Q));
 	if (sb < 0) return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
@@ -478,11 +430,19 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	kir_block plane = {0};
 	kir_expr *m = LET(k, &plane, "m", MOD(k, V(k, pl), I(k, M)));
 	kir_expr *xplane = LET(k, &plane, "xplane",
-			       MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, f.IH * f.IW)));
-	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, f.XP + f.Q)));
-	kir_expr *ybase = LET(k, &plane, "ybase", ADD(k, sbase, I(k, f.XP)));
+			       MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, IH * IW)));
+	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, XP + Q)));
+	kir_expr *ybase = LET(k, &plane, "ybase", ADD(k, sbase, I(k, XP)));
 	/* xp: zeros, then the plane's rows at (PT, PL) */
-	flat_plane_fill(&l, &plane, &f, sc, sbase, x, xplane, fconst(&l, ct, 0), ct);
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, XP), 1, KIR_LOOP_VECTOR,
+					   kir_s_store(k, sc, ADD(k, sbase, V(k, i)), fconst(&l, ct, 0))));
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *cc = kir_var_new(k, "c", KIR_INDEX);
+	kir_expr *to = ADD(k, ADD(k, sbase, MUL(k, ADD(k, V(k, r), I(k, PT)), I(k, WP))), ADD(k, V(k, cc), I(k, PL)));
+	kir_expr *from = ADD(k, ADD(k, xplane, MUL(k, V(k, r), I(k, IW))), V(k, cc));
+	kir_block_add(k, &plane, kir_s_for(k, r, I(k, 0), I(k, IH), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_for(k, cc, I(k, 0), I(k, IW), 1, KIR_LOOP_VECTOR,
+						     kir_s_store(k, sc, to, kir_e_cast(k, ct, kir_e_load(k, x, from))))));
 	/* the flat result: bias, then each tap */
 	kir_expr *wt[CONV_MAX_TAPS_FLAT];
 	for (int64_t t = 0; t < taps; t++)
@@ -491,13 +451,18 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	kir_var *q = kir_var_new(k, "q", KIR_INDEX);
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++) {
-			kir_expr *at = ADD(k, ADD(k, sbase, V(k, q)), I(k, kh * DH * f.WP + kw * DW));
+			kir_expr *at = ADD(k, ADD(k, sbase, V(k, q)), I(k, kh * DH * WP + kw * DW));
 			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wt[kh * KW + kw], kir_e_load(k, sc, at)));
 		}
-	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, f.Q), 1, KIR_LOOP_VECTOR,
+	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, Q), 1, KIR_LOOP_VECTOR,
 					   kir_s_store(k, sc, ADD(k, ybase, V(k, q)), acc)));
 	/* the rows out, without the columns past OW */
-	flat_plane_out(&l, &plane, &f, y, V(k, pl), sc, ybase);
+	kir_var *oh = kir_var_new(k, "oh", KIR_INDEX), *ow = kir_var_new(k, "ow", KIR_INDEX);
+	kir_expr *yat = ADD(k, ADD(k, MUL(k, V(k, pl), I(k, OH * OW)), MUL(k, V(k, oh), I(k, OW))), V(k, ow));
+	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, WP))), V(k, ow));
+	kir_block_add(k, &plane, kir_s_for(k, oh, I(k, 0), I(k, OH), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_for(k, ow, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR,
+						     kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat))))));
 	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), I(k, M));
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
@@ -645,98 +610,6 @@ static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
 }
 
-/* Whether every window of g has a tap inside the input (the interpreter's
- * MaxPool gives 0 for one that has none). */
-static bool windows_reach_input(const conv_geom *g) {
-	for (int d = 0; d < g->nsp; d++)
-		for (int64_t o = 0; o < g->out[d]; o++) {
-			bool any = false;
-			for (int64_t t = 0; t < g->kernel[d] && !any; t++) {
-				int64_t i = o * g->stride[d] - g->pad_begin[d] + t * g->dil[d];
-				any = i >= 0 && i < g->in[d];
-			}
-			if (!any) return false;
-		}
-	return true;
-}
-
-/* MaxPool over 2-D planes at most 64 wide from a padded copy of each plane
- * whose padding is NaN (an integer type's least value): maxpool_rows' rule
- * (taps in the rows' order, kh then kw) skips NaN as the interpreter skips
- * the padding, so the result is NaN only where every tap in the input is.
- * Every window must reach the input (windows_reach_input).  Stride 1 is
- * one flat loop over the plane, as depthwise_flat; other strides a vector
- * loop over each output row, with no borders.  maxpool_rows' loops run
- * over one output row, 28, 14 or 7 long in Inception-v2's branches, and
- * its interior over fewer: LLVM kept them scalar, and those pools were 7.6%
- * of the model's time.  The padded plane (and the flat result) are scratch
- * (maxpool_pad). */
-static bool maxpool_flat_wanted(const conv_geom *g, flat_plane *f) {
-	const char *e = getenv("TBC_MAXPOOL_FLAT"); /* a row width at most which planes are padded; 0: never */
-	int64_t widest = e ? atoll(e) : 64;
-	return g->nsp == 2 && g->out[1] <= widest && flat_plane_geom(g, f) && windows_reach_input(g);
-}
-
-/* The window's maximum at tap (0, 0) = sc[at]: statements into blk, the
- * result in m. */
-static void window_max(lk *l, kir_block *blk, const conv_geom *g, int64_t WP, kir_buffer *sc, kir_expr *at, kir_var *m) {
-	kir_kernel *k = l->k;
-	bool is_float = tbc_dtype_is_float(m->type);
-	for (int64_t kh = 0; kh < g->kernel[0]; kh++)
-		for (int64_t kw = 0; kw < g->kernel[1]; kw++) {
-			kir_expr *v = kir_e_load(k, sc, ADD(k, at, I(k, kh * g->dil[0] * WP + kw * g->dil[1])));
-			if (kh == 0 && kw == 0) {
-				kir_block_add(k, blk, kir_s_set(k, m, v));
-				continue;
-			}
-			v = LET(k, blk, "v", v);
-			kir_expr *mv = V(k, m), *next;
-			if (is_float)
-				next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
-			else next = kir_e_binary(k, KIR_MAX, mv, v);
-			kir_block_add(k, blk, kir_s_set(k, m, next));
-		}
-}
-
-static lower_result maxpool_flat(lower_cx *cx, const tbc_op *op, const conv_geom *g, const flat_plane *f, int yb,
-				 tbc_dtype ct) {
-	const tbc_value *xv = op->inputs[0];
-	const tbc_type *xt = &xv->type;
-	bool flat = g->stride[0] == 1 && g->stride[1] == 1;
-	int64_t per_plane = f->XP + (flat ? f->Q : 0);
-	int sb = lower_shared_temp(cx, "maxpool_pad", ct, xt->dims[0], xt->dims[1].size * per_plane);
-	if (sb < 0) return LOWER_FAILED;
-	lk l;
-	if (!lk_begin(&l, cx, "maxpool")) return LOWER_FAILED;
-	kir_kernel *k = l.k;
-	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb), *sc = lk_buf(&l, sb);
-	if (!x || !y || !sc) return LOWER_FAILED;
-	kir_expr *pad = tbc_dtype_is_float(ct) ? kir_e_float(k, ct, NAN) : kir_e_int(k, ct, ct == TBC_DT_I8 ? -128 : 0);
-
-	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *m = kir_var_new(k, "m", ct);
-	kir_block plane = {0}, at = {0};
-	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, per_plane)));
-	flat_plane_fill(&l, &plane, f, sc, sbase, x, MUL(k, V(k, pl), I(k, f->IH * f->IW)), pad, ct);
-	if (flat) { /* the flat result after the plane, then its rows out */
-		kir_expr *ybase = LET(k, &plane, "ybase", ADD(k, sbase, I(k, f->XP)));
-		kir_var *q = kir_var_new(k, "q", KIR_INDEX);
-		window_max(&l, &at, g, f->WP, sc, ADD(k, sbase, V(k, q)), m);
-		kir_block_add(k, &at, kir_s_store(k, sc, ADD(k, ybase, V(k, q)), V(k, m)));
-		kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, f->Q), 1, KIR_LOOP_VECTOR, at.first));
-		flat_plane_out(&l, &plane, f, y, V(k, pl), sc, ybase);
-	} else { /* each output row from the plane's rows oh SH .. */
-		kir_var *oh = kir_var_new(k, "oh", KIR_INDEX), *ow = kir_var_new(k, "ow", KIR_INDEX);
-		kir_expr *from = ADD(k, ADD(k, sbase, MUL(k, V(k, oh), I(k, g->stride[0] * f->WP))), MUL(k, V(k, ow), I(k, g->stride[1])));
-		window_max(&l, &at, g, f->WP, sc, from, m);
-		kir_expr *yat = ADD(k, ADD(k, MUL(k, V(k, pl), I(k, f->OH * f->OW)), MUL(k, V(k, oh), I(k, f->OW))), V(k, ow));
-		kir_block_add(k, &at, kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, V(k, m))));
-		kir_block_add(k, &plane, kir_s_for(k, oh, I(k, 0), I(k, f->OH), 1, KIR_LOOP_SEQUENTIAL,
-						  kir_s_for(k, ow, I(k, 0), I(k, f->OW), 1, KIR_LOOP_VECTOR, at.first)));
-	}
-	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
-}
-
 static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
 	const tbc_value *iv = op->n_outputs > 1 ? op->outputs[1] : NULL;
@@ -763,11 +636,7 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	if (conv_static_empty(yt)) return LOWER_OK;
 	/* The row form is the CPU's (a vector loop over a row's interior); a
 	 * device computes each output on its own, one work-item each. */
-	if (kind == POOL_MAX && !iv && cx->target->parallel != TBC_PAR_GRID) {
-		flat_plane f;
-		if (maxpool_flat_wanted(&g, &f)) return maxpool_flat(cx, op, &g, &f, yb, ct);
-		return maxpool_rows(cx, op, &g, yb, ct);
-	}
+	if (kind == POOL_MAX && !iv && cx->target->parallel != TBC_PAR_GRID) return maxpool_rows(cx, op, &g, yb, ct);
 	static const char *const names[] = {"averagepool", "maxpool", "lppool"};
 	lk l;
 	if (!lk_begin(&l, cx, names[kind])) return LOWER_FAILED;

@@ -906,77 +906,6 @@ static void test_maxpool_rows(void **state) {
 	maxpool_rows_cases();
 }
 
-/* MaxPool over 2-D planes at most 64 wide reads a padded copy of each
- * plane, NaN (an integer type's least value) in the padding
- * (codegen/lower/conv.c, maxpool_flat): one flat loop for stride 1, a
- * vector loop a row for the others; a window wholly in the padding or rows
- * wider than 64 keep maxpool_rows.  NaN: a
- * corner window whose one input tap is NaN gives NaN, a window holding
- * NaN and numbers the largest number, a whole window of NaN inside the
- * plane NaN.  i8, u8, f16, dilation, ceil mode, kernels 1 to 5 wide, a
- * batch of two;
- * against the interpreter, and the same with the rows (TBC_MAXPOOL_FLAT=0). */
-static void test_maxpool_flat(void **state) {
-	(void)state;
-	static const struct {
-		tbc_dtype dt;
-		const char *x;
-		int64_t kernel[2], strides[2], pads[4], dil[2];
-		bool flat;
-		int ceil;
-	} cases[] = {
-		{TBC_DT_F32, "2,3,14,14", {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,2,8,8", {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, 1}, /* ceil mode: the last window half past */
-		{TBC_DT_F32, "1,2,7,7", {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,2,6,9", {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,2,9,8", {3, 2}, {1, 1}, {0, 2, 1, 0}, {2, 2}, true, 0},
-		{TBC_DT_F32, "1,1,5,6", {5, 1}, {1, 1}, {2, 0, 2, 0}, {1, 1}, true, 0},
-		{TBC_DT_I8, "1,2,9,9", {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_U8, "1,2,9,10", {2, 3}, {1, 1}, {0, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F16, "1,2,9,9", {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,1,3,4", {2, 2}, {1, 1}, {2, 0, 2, 3}, {1, 1}, false, 0}, /* windows wholly in the pads */
-		{TBC_DT_F32, "1,2,9,9", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, 0},    /* stride 2: rows of the padded plane */
-		{TBC_DT_F32, "2,3,14,14", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,2,8,9", {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, 0},    /* the last row and column unread */
-		{TBC_DT_F32, "1,2,7,10", {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 1}, true, 0},   /* strides 1, 2; dilation */
-		{TBC_DT_I8, "1,2,9,9", {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, 0},
-		{TBC_DT_F32, "1,1,3,70", {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, 0}, /* rows of 70 */
-	};
-	for (int rows = 0; rows < 2; rows++) {
-		if (rows) setenv("TBC_MAXPOOL_FLAT", "0", 1);
-		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-			for (int run = 0; run < 2; run++) {
-				model md = model_new();
-				tbc_op *o = pool_op(&md, TBC_OP_MaxPool, cases[i].dt, cases[i].x, 2, cases[i].kernel,
-						    cases[i].strides, cases[i].pads, 1);
-				set_ints(&md, o, "dilations", 2, cases[i].dil);
-				if (cases[i].ceil) tbc_op_add_attr(o, "ceil_mode", TBC_ATTR_INT)->i = 1;
-				if (run == 1) {
-					check(&md, o->outputs[0]);
-					continue;
-				}
-				tbc_graph_add_output(md.m->main, o->outputs[0]);
-				char *text = lowered_text(&md);
-				if ((cases[i].flat && !rows) != (strstr(text, "maxpool_pad") != NULL))
-					fail_msg("case %zu (rows %d): maxpool_pad %s\n%s", i, rows, cases[i].flat ? "expected" : "unexpected", text);
-				free(text);
-			}
-		/* NaN, 3x3 windows, stride 1, pads 1 */
-		for (int kernel = 2; kernel <= 3; kernel++) {
-			model md = model_new();
-			tbc_op *o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "1,1,6,9", 2, (const int64_t[]){kernel, kernel},
-					    (const int64_t[]){1, 1}, (const int64_t[]){1, 1, 1, 1}, 1);
-			float *x = md.in[0]->data;
-			x[0] = NAN;                                        /* a corner: NaN (2x2) or beside numbers (3x3) */
-			for (int r = 1; r <= 3; r++)
-				for (int c = 3; c <= 5; c++) x[r * 9 + c] = NAN; /* a whole window of NaN inside */
-			x[5 * 9 + 8] = NAN;
-			check(&md, o->outputs[0]);
-		}
-	}
-	unsetenv("TBC_MAXPOOL_FLAT");
-}
-
 /* On a device every output is a work-item's (the generic window loop, the
  * nest flattened): the same cases, against the interpreter. */
 static void test_maxpool_on_a_device(void **state) {
@@ -1060,7 +989,6 @@ int main(void) {
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
 		cmocka_unit_test(test_maxpool_rows),
-		cmocka_unit_test(test_maxpool_flat),
 		cmocka_unit_test(test_maxpool_on_a_device),
 		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
 		cmocka_unit_test(test_conv_transposed_where_positions_waste_the_tile),
