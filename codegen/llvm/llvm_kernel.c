@@ -681,12 +681,18 @@ static const kir_stmt *emit_row_run(llvm_fn *f, const kir_stmt *s, int n) {
 
 void llvm_stmts(llvm_fn *f, const kir_stmt *s) {
 	while (s && !f->c->failed) {
-		int sets = f->set_lanes ? set_run(f, s) : 1;
+		/* Not in a loop LLVM's loop vectorizer is to widen (in_parallel):
+		 * a vector value in its body stops it ("instruction return type
+		 * cannot be vectorized"), and the loop then ran scalar -- a
+		 * max pool's loop over a padded plane, whose first two taps
+		 * were a run (docs/performance.md, 2026-11-27). */
+		bool pack = !f->in_parallel;
+		int sets = f->set_lanes && pack ? set_run(f, s) : 1;
 		if (sets > 1) {
 			s = emit_set_run(f, s, sets);
 			continue;
 		}
-		int n = f->c->hooks->row_stores ? row_run(s) : 1;
+		int n = f->c->hooks->row_stores && pack ? row_run(s) : 1;
 		if (n == 1) {
 			llvm_stmt(f, s);
 			s = s->next;

@@ -756,6 +756,37 @@ static void test_long_constant_vector_loops_are_kept_for_the_vectorizer(void **s
 	}
 }
 
+/* Sets of consecutive loads are packed into one vector (emit_set_run)
+ * except in a loop LLVM's loop vectorizer is to widen (an innermost vector
+ * loop): a vector value there stops it, and the loop ran scalar (a max
+ * pool's taps over a padded plane, tried 2026-11-27).  In a sequential
+ * loop the run is still packed. */
+static void test_runs_of_sets_in_a_vector_loop_are_left_to_the_vectorizer(void **state) {
+	(void)state;
+	for (int in_loop = 0; in_loop < 2; in_loop++) {
+		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
+		f.c.vector_bytes = 64;
+		kir_kernel *k = f.k;
+		kir_var *j = kir_var_new(k, "j", KIR_INDEX), *a = kir_var_new(k, "a", TBC_DT_F32), *b = kir_var_new(k, "b", TBC_DT_F32);
+		kir_expr *row = mul(k, kir_e_var(k, f.i), ix(k, 33));
+		kir_expr *at = add(k, row, kir_e_var(k, j));
+		kir_block blk = {0};
+		kir_block_add(k, &blk, kir_s_set(k, a, kir_e_load(k, f.x, at)));
+		kir_block_add(k, &blk, kir_s_set(k, b, kir_e_load(k, f.x, add(k, at, ix(k, 1)))));
+		kir_block_add(k, &blk, kir_s_store(k, f.y, at, kir_e_binary(k, KIR_MAX, kir_e_var(k, a), kir_e_var(k, b))));
+		kir_stmt *body = kir_s_for(k, j, ix(k, 0), ix(k, 32), 1, in_loop ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, blk.first);
+		kir_expr *rows = kir_e_binary(k, KIR_FLOORDIV, kir_e_size(k, 0), ix(k, 33));
+		k->body = kir_s_for(k, f.i, ix(k, 0), rows, 1, KIR_LOOP_PARALLEL, body);
+		assert_true(kir_verify(k, f.d));
+		assert_non_null(llvm_emit_kernel(&f.c, k, 0));
+		assert_module_valid(f.c.mod);
+		if (ir_has(f.c.mod, "load <2 x float>") == in_loop)
+			fail_msg("two sets of consecutive loads in a %s loop: packed %d, want %d", in_loop ? "vector" : "sequential",
+				 in_loop, !in_loop);
+		done(&f);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_shaped_kernel_takes_buffers_in_its_address_space),
@@ -771,6 +802,7 @@ int main(void) {
 		cmocka_unit_test(test_runs_of_sets_are_vectors_that_compute_as_the_sets),
 		cmocka_unit_test(test_parallel_grain_follows_the_work_of_an_iteration),
 		cmocka_unit_test(test_long_constant_vector_loops_are_kept_for_the_vectorizer),
+		cmocka_unit_test(test_runs_of_sets_in_a_vector_loop_are_left_to_the_vectorizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
