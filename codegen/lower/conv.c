@@ -387,31 +387,23 @@ static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
-/* A 2-D depthwise convolution over a zero-padded copy of each plane, as one
- * flat loop.  Stride 1: with the plane copied into xp of HP x WP (the
+/* A stride-1 2-D depthwise convolution over a zero-padded copy of each
+ * plane, as one flat loop: with the plane copied into xp of HP x WP (the
  * padding written as zeros), output (oh, ow) is at q = oh WP + ow of a flat
  * result whose every tap is xp[q + kh DH WP + kw DW], so one vector loop
  * over q computes every output of the plane, tap by tap in the rows' order
  * (kh, then kw, as depthwise_rows adds them), with no border cases; the
  * WP - OW columns past each row are computed and dropped as the rows are
- * copied out.  Strides SH x SW: the padded plane is copied as SH x SW
- * phases (row mod SH, column mod SW), each of HS x WS, so that a tap reads
- * one phase at q + (kh DH / SH) WS + kw DW / SW with q = oh WS + ow --
- * contiguous again (the space-to-depth form; XNNPACK splits stride-2
- * inputs so).  depthwise_rows' loops run over one output row, 7 or 14 long
+ * copied out.  depthwise_rows' loops run over one output row, 7 or 14 long
  * in the last stages of MobileNetV2: LLVM kept them scalar (the row in 14
- * registers), and those convolutions were a third of the model's time;
- * its stride-2 rows load with a stride.  The phases and the flat result
- * are scratch of their own per plane (depthwise_pad). */
+ * registers), and those convolutions were a third of the model's time.
+ * The padded plane and the flat result are scratch of their own per plane
+ * (depthwise_pad). */
 static bool depthwise_flat_wanted(const conv_geom *g) {
 	const char *e = getenv("TBC_DEPTHWISE_FLAT"); /* a row width at most which planes go flat; 0: never */
 	int64_t widest = e ? atoll(e) : 64;
-	const char *s = getenv("TBC_DEPTHWISE_FLAT_STRIDED"); /* 0: strided ones by rows, for measuring */
-	bool strided = g->stride[0] != 1 || g->stride[1] != 1;
-	return g->nsp == 2 && g->out[1] <= widest && !(strided && s && !strcmp(s, "0"));
+	return g->nsp == 2 && g->stride[0] == 1 && g->stride[1] == 1 && g->out[1] <= widest;
 }
-
-static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1];
@@ -419,11 +411,11 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	const tbc_type *xt = &xv->type;
 	tbc_dtype ct = c->ct;
 	int64_t IH = g->in[0], IW = g->in[1], OH = g->out[0], OW = g->out[1], KH = g->kernel[0], KW = g->kernel[1];
-	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1], SH = g->stride[0], SW = g->stride[1];
-	/* a phase: every output's taps inside */
-	int64_t WS = OW + (KW - 1) * DW / SW, HS = OH + (KH - 1) * DH / SH, PS = HS * WS;
-	int64_t XP = SH * SW * PS, Q = (OH - 1) * WS + OW; /* the phases; the flat result's last output + 1 */
+	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1];
+	int64_t WP = OW + (KW - 1) * DW, HP = OH + (KH - 1) * DH; /* every output's taps inside */
+	int64_t XP = HP * WP, Q = (OH - 1) * WP + OW;             /* the flat result's last output + 1 */
 	int64_t C = c->G, M = c->M, Mg = c->Mg, taps = KH * KW;
+	if (PT + IH > HP || PL + IW > WP) return conv_refuse(cx, op, "with padding past its output"); /* pads < 0 */
 	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * (XP + Q));
 	if (sb < 0) return LOWER_FAILED;
 	lk l;
@@ -441,26 +433,16 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 			       MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, IH * IW)));
 	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, XP + Q)));
 	kir_expr *ybase = LET(k, &plane, "ybase", ADD(k, sbase, I(k, XP)));
-	/* the phases: zeros, then each phase's rows of the plane: padded row
-	 * a SH + pr = input row + PT, padded column b SW + pc = input column
-	 * + PL, for the a, b inside the phase */
+	/* xp: zeros, then the plane's rows at (PT, PL) */
 	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
 	kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, XP), 1, KIR_LOOP_VECTOR,
 					   kir_s_store(k, sc, ADD(k, sbase, V(k, i)), fconst(&l, ct, 0))));
-	for (int64_t pr = 0; pr < SH; pr++)
-		for (int64_t pc = 0; pc < SW; pc++) {
-			int64_t a0 = ceil_div(PT - pr, SH), a1 = floor_div(IH - 1 + PT - pr, SH) + 1;
-			int64_t b0 = ceil_div(PL - pc, SW), b1 = floor_div(IW - 1 + PL - pc, SW) + 1;
-			a0 = a0 < 0 ? 0 : a0, b0 = b0 < 0 ? 0 : b0, a1 = a1 > HS ? HS : a1, b1 = b1 > WS ? WS : b1;
-			if (a0 >= a1 || b0 >= b1) continue;
-			kir_var *r = kir_var_new(k, "a", KIR_INDEX), *cc = kir_var_new(k, "b", KIR_INDEX);
-			kir_expr *to = ADD(k, ADD(k, sbase, I(k, (pr * SW + pc) * PS)), ADD(k, MUL(k, V(k, r), I(k, WS)), V(k, cc)));
-			kir_expr *xr = ADD(k, MUL(k, V(k, r), I(k, SH)), I(k, pr - PT)), *xc = ADD(k, MUL(k, V(k, cc), I(k, SW)), I(k, pc - PL));
-			kir_expr *from = ADD(k, ADD(k, xplane, MUL(k, xr, I(k, IW))), xc);
-			kir_block_add(k, &plane, kir_s_for(k, r, I(k, a0), I(k, a1), 1, KIR_LOOP_SEQUENTIAL,
-							   kir_s_for(k, cc, I(k, b0), I(k, b1), 1, KIR_LOOP_VECTOR,
-								     kir_s_store(k, sc, to, kir_e_cast(k, ct, kir_e_load(k, x, from))))));
-		}
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *cc = kir_var_new(k, "c", KIR_INDEX);
+	kir_expr *to = ADD(k, ADD(k, sbase, MUL(k, ADD(k, V(k, r), I(k, PT)), I(k, WP))), ADD(k, V(k, cc), I(k, PL)));
+	kir_expr *from = ADD(k, ADD(k, xplane, MUL(k, V(k, r), I(k, IW))), V(k, cc));
+	kir_block_add(k, &plane, kir_s_for(k, r, I(k, 0), I(k, IH), 1, KIR_LOOP_SEQUENTIAL,
+					   kir_s_for(k, cc, I(k, 0), I(k, IW), 1, KIR_LOOP_VECTOR,
+						     kir_s_store(k, sc, to, kir_e_cast(k, ct, kir_e_load(k, x, from))))));
 	/* the flat result: bias, then each tap */
 	kir_expr *wt[CONV_MAX_TAPS_FLAT];
 	for (int64_t t = 0; t < taps; t++)
@@ -469,8 +451,7 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	kir_var *q = kir_var_new(k, "q", KIR_INDEX);
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t ph = (kh * DH % SH) * SW + kw * DW % SW;
-			kir_expr *at = ADD(k, ADD(k, sbase, V(k, q)), I(k, ph * PS + kh * DH / SH * WS + kw * DW / SW));
+			kir_expr *at = ADD(k, ADD(k, sbase, V(k, q)), I(k, kh * DH * WP + kw * DW));
 			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wt[kh * KW + kw], kir_e_load(k, sc, at)));
 		}
 	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, Q), 1, KIR_LOOP_VECTOR,
@@ -478,7 +459,7 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	/* the rows out, without the columns past OW */
 	kir_var *oh = kir_var_new(k, "oh", KIR_INDEX), *ow = kir_var_new(k, "ow", KIR_INDEX);
 	kir_expr *yat = ADD(k, ADD(k, MUL(k, V(k, pl), I(k, OH * OW)), MUL(k, V(k, oh), I(k, OW))), V(k, ow));
-	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, WS))), V(k, ow));
+	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, WP))), V(k, ow));
 	kir_block_add(k, &plane, kir_s_for(k, oh, I(k, 0), I(k, OH), 1, KIR_LOOP_SEQUENTIAL,
 					   kir_s_for(k, ow, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR,
 						     kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat))))));
