@@ -123,9 +123,10 @@ lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, cons
 	if (!lk_begin(&l, cx, name)) return LOWER_FAILED;
 	gemm_spec s = {.ct = c->ct};
 	int tmr = conv_transposed_rows(cx, c, wv, xt);
+	int64_t panel_stride = 0;
 	c->transposed = tmr > 0 && gemm_const_tile_panels(&l, wv, c->M, c->Kg, true, c->ct, &s.b) &&
-			kir_e_const_index(s.b.panel_stride, &c->wt_group);
-	c->wt_group *= c->transposed ? c->Mg / s.b.panel : 0;
+			kir_e_const_index(s.b.panel_stride, &panel_stride);
+	c->wt_group = c->transposed ? c->Mg / s.b.panel * panel_stride : 0; /* a group's Mg / nr panels */
 	s.a.buf = c->transposed ? lk_buf(&l, colb) : lk_value(&l, wv);
 	if (!c->transposed) s.b.buf = lk_buf(&l, colb);
 	s.y.buf = lk_buf(&l, yb);

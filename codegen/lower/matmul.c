@@ -42,6 +42,14 @@ static kir_expr *zero(lk *l, tbc_dtype t) {
 #define GEMM_MAX_MR 32 /* kir_tile2's two tiles of 16 rows; 8 otherwise */
 #define GEMM_MAX_NR 32
 
+/* Whether y's columns are contiguous (a row's sums stored as vectors, and
+ * a K block resumed from them; a convolution computed transposed, conv.c,
+ * stores channels P apart). */
+static bool y_cols_contiguous(const gemm_spec *s) {
+	int64_t ycs;
+	return kir_e_const_index(s->y.cs, &ycs) && ycs == 1;
+}
+
 typedef struct gemm_gen {
 	lk *l;
 	const gemm_spec *s;
@@ -105,12 +113,12 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 	kir_kernel *k = l->k;
 	const gemm_spec *s = g->s;
 	kir_var *acc[GEMM_MAX_MR][GEMM_MAX_NR];
-	int64_t kc, ycs;
+	int64_t kc;
 	bool has_k = !kir_e_const_index(s->K, &kc) || kc > 0;
 	bool fma = !g->tile && !s->b.pairs && has_k && fma_tile_wanted(g, nc);
 	/* An fma tile resumes from y itself where y's columns are contiguous:
 	 * vector loads, not a load and a select per sum. */
-	bool y_rows = kir_e_const_index(s->y.cs, &ycs) && ycs == 1;
+	bool y_rows = y_cols_contiguous(s);
 	bool fma_resume = fma && g->kresume && g->l->cx->target->fma_tile_y && s->y.buf->dtype == s->ct && y_rows;
 	/* y(row, cols[0]) per row, where the resume or the stores use it */
 	kir_expr *y_at[GEMM_MAX_MR] = {0};
@@ -289,9 +297,8 @@ static kir_stmt *row_tile(gemm_gen *g, kir_expr *rt, int nr, kir_expr *jlo, kir_
  * conv.c, has such a y).  The sums are still taken in k order, so the
  * results do not change. */
 static int64_t k_block(const gemm_spec *s, int64_t cols) {
-	int64_t K, ycs;
-	if (!kir_e_const_index(s->K, &K) || s->y.buf->dtype != s->ct) return 0;
-	if (!kir_e_const_index(s->y.cs, &ycs) || ycs != 1) return 0;
+	int64_t K;
+	if (!kir_e_const_index(s->K, &K) || s->y.buf->dtype != s->ct || !y_cols_contiguous(s)) return 0;
 	int64_t kc = 32768 / (cols * tbc_dtype_size(s->ct));
 	if (kc < 64) kc = 64;
 	int64_t blocks = (K + kc - 1) / kc;
@@ -582,9 +589,8 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 		 * each pass over its whole K x TB NR block of B, which then
 		 * should stay in L2 -- fewer column tiles a chunk for a deep K
 		 * (a 3x3 convolution of 512 channels: 590 KiB a tile). */
-		int64_t K, ycs;
-		if (!s->b.pairs && !kc && kir_e_const_index(s->K, &K) && K > 0 &&
-		    !(kir_e_const_index(s->y.cs, &ycs) && ycs == 1)) {
+		int64_t K;
+		if (!s->b.pairs && !kc && kir_e_const_index(s->K, &K) && K > 0 && !y_cols_contiguous(s)) {
 			int64_t fit = GEMM_B_BLOCK_BYTES / (K * nr * (int64_t)tbc_dtype_size(s->ct));
 			tb = fit < 1 ? 1 : fit < tb ? fit : tb;
 		}
