@@ -9,8 +9,9 @@
  *    its result (its epilogue, each of the result's shape);
  *  - a loop group: a chain of elementwise ops, rooted at the last one, whose
  *    results each have the root's shape or broadcast into it.
- * Elementwise means category TBC_CAT_ELEMENTWISE with one result and every
- * input broadcasting into that result (Dropout is never fused).
+ * Elementwise means category TBC_CAT_ELEMENTWISE, or a per-tensor
+ * QuantizeLinear / DequantizeLinear (pass_qdq_elementwise), with one result
+ * and every input broadcasting into that result (Dropout is never fused).
  * Requires: a verified, inferred module.
  * Guarantees:
  *  - each Fused op is one loop nest: a loop group iterates over its root's
@@ -74,8 +75,8 @@ static bool is_elementwise(const tbc_op *op) {
 	/* Dropout may draw random numbers; BitCast reinterprets storage bits,
 	 * which a fused loop's scalar values (computed in wider types) do not
 	 * have: both run as kernels of their own. */
-	if (tbc_ops[op->code].category != TBC_CAT_ELEMENTWISE || op->code == TBC_OP_Dropout || op->code == TBC_OP_BitCast)
-		return false;
+	if (tbc_ops[op->code].category != TBC_CAT_ELEMENTWISE && !pass_qdq_elementwise(op)) return false;
+	if (op->code == TBC_OP_Dropout || op->code == TBC_OP_BitCast) return false;
 	if (op->n_outputs != 1 || !op->outputs[0] || pass_has_graph_attr(op) || pass_has_effects(op)) return false;
 	const tbc_type *out = &op->outputs[0]->type;
 	if (out->rank < 0) return false;

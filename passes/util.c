@@ -140,6 +140,30 @@ bool pass_has_effects(const tbc_op *op) {
 	return false;
 }
 
+static bool one_static_element(const tbc_value *v) {
+	const tbc_type *t = &v->type;
+	if (t->rank < 0 || t->rank > 1) return false;
+	return t->rank == 0 || (!t->dims[0].sym && t->dims[0].size == 1);
+}
+
+bool pass_qdq_elementwise(const tbc_op *op) {
+	bool q = op->code == TBC_OP_QuantizeLinear;
+	if ((!q && op->code != TBC_OP_DequantizeLinear) || op->n_outputs != 1 || !op->outputs[0] || op->n_inputs < 2)
+		return false;
+	const tbc_value *x = op->inputs[0], *s = op->inputs[1], *z = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	if (!x || !s || !one_static_element(s) || (z && !one_static_element(z))) return false;
+	if (tbc_attr_int(op, "block_size", 0) != 0 || s->type.dtype != TBC_DT_F32) return false;
+	tbc_dtype f = q ? x->type.dtype : op->outputs[0]->type.dtype;
+	tbc_dtype i = q ? op->outputs[0]->type.dtype : x->type.dtype;
+	if (f != TBC_DT_F32 || (q && tbc_attr_int(op, "precision", 0) != 0)) return false;
+	if (z && z->type.dtype != i) return false;
+	switch (i) {
+	case TBC_DT_U8: case TBC_DT_I8: case TBC_DT_U16: case TBC_DT_I16: return true;
+	case TBC_DT_I32: return !q;
+	default: return false;
+	}
+}
+
 int64_t pass_value_bytes(const tbc_value *v) {
 	int64_t n = tbc_type_numel(&v->type);
 	size_t es = tbc_dtype_size(v->type.dtype);

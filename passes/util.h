@@ -38,6 +38,13 @@ void pass_replace_value(tbc_module *m, tbc_value *from, tbc_value *to);
 bool pass_has_effects(const tbc_op *op);
 bool pass_has_graph_attr(const tbc_op *op);
 
+/* true for a QuantizeLinear or DequantizeLinear that is elementwise: one
+ * scale and at most one zero point for the whole tensor (static, one
+ * element), no blocks, between f32 and an 8- or 16-bit integer type (or
+ * int32, dequantized), the quotient in f32.  Fusion merges such ops into
+ * loop nests; codegen/lower/elementwise.c computes them per element. */
+bool pass_qdq_elementwise(const tbc_op *op);
+
 /* Bytes of v's data when its shape is static (sub-byte types take one byte
  * per element, as tbc stores them); -1 otherwise. */
 int64_t pass_value_bytes(const tbc_value *v);

@@ -358,6 +358,37 @@ static bool clamped_within(const kir_expr *e, double lo, double hi) {
 	return k1->f >= lo && k1->f <= hi && k2->f >= lo && k2->f <= hi;
 }
 
+/* select(isnan(v), z, min(max(v, lo), hi)) (or max(min(v, hi), lo)), z, lo
+ * and hi constants, lo <= hi, lo not -0.0 and hi not +0.0: the clamp as
+ * compares and selects, which x86 does in one max and one min each (where
+ * llvm.maximum / llvm.minimum, NaN-propagating, cost a compare and masked
+ * ops more), and the NaN test only where z is not lo (a NaN v takes lo from
+ * the first compare).  Equal to the kernel IR's meaning for every v: on
+ * numbers the two clamps agree (lo's and hi's signs excluded above are the
+ * only signed-zero ties that differ), and NaN gives z.  NULL: not this form. */
+LLVMValueRef llvm_nan_clamp(llvm_fn *f, const kir_expr *e) {
+	if (!e || e->kind != KIR_E_SELECT || (e->type != TBC_DT_F32 && e->type != TBC_DT_F64)) return NULL;
+	const kir_expr *nan = e->a, *z = e->b, *m = e->c;
+	if (!nan || nan->kind != KIR_E_UNARY || nan->op != KIR_ISNAN || !z || z->kind != KIR_E_FLOAT) return NULL;
+	if (!m || m->kind != KIR_E_BINARY || (m->op != KIR_MIN && m->op != KIR_MAX)) return NULL;
+	const kir_expr *in = m->a, *k1 = m->b;
+	int other = m->op == KIR_MIN ? KIR_MAX : KIR_MIN;
+	if (!in || !k1 || in->kind != KIR_E_BINARY || in->op != other || k1->kind != KIR_E_FLOAT) return NULL;
+	const kir_expr *v = in->a, *k2 = in->b;
+	if (v != nan->a || !k2 || k2->kind != KIR_E_FLOAT) return NULL;
+	double lo = m->op == KIR_MIN ? k2->f : k1->f, hi = m->op == KIR_MIN ? k1->f : k2->f;
+	if (!(lo <= hi) || (lo == 0 && signbit(lo)) || (hi == 0 && !signbit(hi))) return NULL;
+	LLVMValueRef x = llvm_expr(f, v);
+	if (!x) return NULL;
+	LLVMBuilderRef b = f->c->b;
+	LLVMTypeRef t = LLVMTypeOf(x);
+	LLVMValueRef clo = LLVMConstReal(t, lo), chi = LLVMConstReal(t, hi);
+	LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, clo, ""), x, clo, "");
+	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, r, chi, ""), r, chi, "");
+	if (z->f == lo && signbit(z->f) == signbit(lo)) return r;
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), LLVMConstReal(t, z->f), r, "");
+}
+
 /* ONNX Cast semantics (docs/kernel-ir.md): floats to integers truncate,
  * NaN is 0, out of range clamps to 64 bits and then wraps to the width. */
 LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e) {

@@ -53,6 +53,9 @@ LLVMValueRef llvm_binary(llvm_fn *f, const kir_expr *e);
 LLVMValueRef llvm_float_arith(llvm_fn *f, kir_binop op, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef llvm_compare(llvm_fn *f, const kir_expr *e);
 LLVMValueRef llvm_cast(llvm_fn *f, const kir_expr *e);
+/* A NaN-to-constant clamp select(isnan(v), z, min(max(v, lo), hi)) as two
+ * compare-selects (llvm_arith.c); NULL when e is not of that form. */
+LLVMValueRef llvm_nan_clamp(llvm_fn *f, const kir_expr *e);
 
 /* Narrow floats (llvm_narrow.c): held as their bits (i16 / i8); converted
  * exactly as ir/dtype.c converts. */

@@ -113,6 +113,7 @@ LLVMValueRef llvm_expr(llvm_fn *f, const kir_expr *e) {
 	case KIR_E_BINARY: v = llvm_binary(f, e); break;
 	case KIR_E_CMP: v = llvm_compare(f, e); break;
 	case KIR_E_SELECT: {
+		if ((v = llvm_nan_clamp(f, e))) break;
 		LLVMValueRef cond = llvm_expr(f, e->a), a = llvm_expr(f, e->b), b = llvm_expr(f, e->c);
 		v = cond && a && b ? LLVMBuildSelect(c->b, cond, a, b, "") : NULL;
 		break;

@@ -17,6 +17,7 @@
 
 #include "codegen/lower/lower_internal.h"
 #include "codegen/lower/kir_short.h"
+#include "passes/util.h"
 
 typedef struct ew {
 	kir_kernel *k;
@@ -259,6 +260,15 @@ static kir_expr *ew_cast(ew *e) {
 	}
 	return nosat ? kir_e_cast_nosat(e->k, to, X0) : kir_e_cast(e->k, to, X0);
 }
+/* QuantizeLinear / DequantizeLinear: only their per-tensor forms are
+ * elementwise (and fused); the others are kernels of codegen/lower/quant.c. */
+static kir_expr *ew_qdq(ew *e) {
+	if (!pass_qdq_elementwise(e->op)) {
+		e->error = "a per-axis or blocked QuantizeLinear / DequantizeLinear in a fused loop";
+		return NULL;
+	}
+	return quant_qdq_value(e->k, e->op, X0, X1, e->n > 2 ? e->x[2] : NULL, e->checks);
+}
 
 static const ew_row ew_table[TBC_OP_COUNT] = {
 	[TBC_OP_Abs] = {ew_abs, 0},
@@ -330,6 +340,8 @@ static const ew_row ew_table[TBC_OP_COUNT] = {
 	[TBC_OP_Where] = {ew_where, EW_RAW},
 	[TBC_OP_Cast] = {ew_cast, EW_RAW},
 	[TBC_OP_CastLike] = {ew_cast, EW_RAW},
+	[TBC_OP_QuantizeLinear] = {ew_qdq, EW_RAW},
+	[TBC_OP_DequantizeLinear] = {ew_qdq, EW_RAW},
 	[TBC_OP_SwiGLU] = {ew_swiglu, EW_FLOAT},
 };
 

@@ -200,6 +200,11 @@ lower_result lower_family_conv(lower_cx *cx, const tbc_op *op);    /* codegen/lo
 lower_result lower_family_conv_shape(lower_cx *cx, const tbc_op *op); /* codegen/lower/conv.c */
 lower_result lower_family_data(lower_cx *cx, const tbc_op *op);    /* codegen/lower/data.c */
 lower_result lower_family_quant(lower_cx *cx, const tbc_op *op);   /* codegen/lower/quant.c */
+/* One element of QuantizeLinear / DequantizeLinear from x, its scale and zero
+ * point (NULL: none) in their own types; run-time checks go into `checks`
+ * (codegen/lower/quant.c; the op's types already checked). */
+kir_expr *quant_qdq_value(kir_kernel *k, const tbc_op *op, kir_expr *x, kir_expr *scale, kir_expr *zero_point,
+			  kir_block *checks);
 lower_result lower_family_rnn(lower_cx *cx, const tbc_op *op);     /* codegen/lower/rnn.c */
 lower_result lower_family_signal(lower_cx *cx, const tbc_op *op);  /* codegen/lower/signal.c */
 lower_result lower_family_misc(lower_cx *cx, const tbc_op *op);    /* codegen/lower/misc.c */

@@ -71,18 +71,20 @@ static int64_t static_numel(const tbc_type *t) {
 
 /* e rounded to dtype pdt and back to its own type (the compute type) when
  * the two differ: arithmetic in a narrower precision. */
-static kir_expr *narrow(lk *l, tbc_dtype pdt, kir_expr *e) {
+static kir_expr *narrow(kir_kernel *k, tbc_dtype pdt, kir_expr *e) {
 	if (!e || pdt == e->type) return e;
-	return CAST(l->k, e->type, CAST(l->k, pdt, e));
+	return CAST(k, e->type, CAST(k, pdt, e));
+}
+
+static kir_expr *clamp_nan0(kir_kernel *k, kir_expr *v, double lo, double hi) {
+	if (!v) return NULL;
+	tbc_dtype t = v->type;
+	kir_expr *c = BIN(k, KIR_MIN, BIN(k, KIR_MAX, v, F(k, t, lo)), F(k, t, hi));
+	return kir_e_select(k, kir_e_unary(k, KIR_ISNAN, v), F(k, t, 0.0), c);
 }
 
 /* select(isnan(v), 0, clamp(v, lo, hi)) in v's float type. */
-kir_expr *quant_clamp_nan0(lk *l, kir_expr *v, double lo, double hi) {
-	if (!v) return NULL;
-	tbc_dtype t = v->type;
-	kir_expr *c = BIN(l->k, KIR_MIN, BIN(l->k, KIR_MAX, v, F(l->k, t, lo)), F(l->k, t, hi));
-	return kir_e_select(l->k, kir_e_unary(l->k, KIR_ISNAN, v), F(l->k, t, 0.0), c);
-}
+kir_expr *quant_clamp_nan0(lk *l, kir_expr *v, double lo, double hi) { return clamp_nan0(l->k, v, lo, hi); }
 
 /* ---- Where an element finds its scale / zero point ---------------------------*/
 typedef struct qmap {
@@ -151,6 +153,44 @@ static kir_expr *qmap_index(lk *l, const nest *n, const tbc_type *x, const qmap 
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------*/
+/* The value of one element of a QuantizeLinear or DequantizeLinear op: x, its
+ * scale and zero point (NULL: none) loaded in their own types.  Run-time
+ * checks (a float8 zero point must be 0) go into `checks`.  lower_qdq checks
+ * the types first; fused loops (codegen/lower/elementwise.c) take the
+ * per-tensor forms of passes/util.c's pass_qdq_elementwise. */
+kir_expr *quant_qdq_value(kir_kernel *k, const tbc_op *op, kir_expr *xl, kir_expr *sl, kir_expr *zl, kir_block *checks) {
+	const tbc_dtype dt = op->outputs[0]->type.dtype, xdt = op->inputs[0]->type.dtype;
+	double lo = 0, hi = 0;
+	bool is_int = quant_int_range(dt, &lo, &hi);
+	if (op->code == TBC_OP_QuantizeLinear) {
+		int64_t prec = tbc_attr_int(op, "precision", 0);
+		tbc_dtype pdt = prec ? (tbc_dtype)prec : tbc_dtype_is_float(xdt) ? xdt : TBC_DT_F32;
+		tbc_dtype ct = pdt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
+		kir_expr *xq = CAST(k, ct, CAST(k, pdt, xl)), *sq = CAST(k, ct, CAST(k, pdt, sl));
+		kir_expr *q = narrow(k, pdt, BIN(k, KIR_DIV, xq, sq));
+		if (is_int) {
+			q = kir_e_unary(k, KIR_ROUND_EVEN, q);
+			if (zl) q = BIN(k, KIR_ADD, q, CAST(k, ct, zl));
+			return CAST(k, dt, clamp_nan0(k, q, lo, hi));
+		}
+		double fm = conv_dtype_float_max(dt);
+		if (dt == TBC_DT_F4E2M1 && zl) q = BIN(k, KIR_ADD, q, CAST(k, ct, zl));
+		bool saturate = tbc_attr_int(op, "saturate", 1) != 0 || dt == TBC_DT_F4E2M1;
+		if (!saturate) return kir_e_cast_nosat(k, dt, q);
+		kir_expr *c = BIN(k, KIR_MIN, BIN(k, KIR_MAX, q, F(k, ct, -fm)), F(k, ct, fm));
+		return CAST(k, dt, kir_e_select(k, kir_e_unary(k, KIR_ISNAN, q), q, c));
+	}
+	tbc_dtype ct = op->inputs[1]->type.dtype == TBC_DT_F64 || dt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
+	bool use_zp = zl && !is_float8(xdt) && xdt != TBC_DT_F4E2M1;
+	if (zl && is_float8(xdt) && checks)
+		kir_block_add(k, checks,
+			      kir_s_error(k, kir_e_cmp(k, KIR_NE, CAST(k, TBC_DT_F32, zl), F(k, TBC_DT_F32, 0.0)),
+					  "a float8 zero point must be 0"));
+	kir_expr *xd = CAST(k, ct, xl);
+	if (use_zp) xd = BIN(k, KIR_SUB, xd, CAST(k, ct, zl));
+	return CAST(k, dt, BIN(k, KIR_MUL, xd, CAST(k, ct, sl)));
+}
+
 static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	const tbc_value *xv = op->inputs[0], *sv = op->inputs[1], *zv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_value *yv = op->outputs[0];
@@ -164,6 +204,11 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	bool is_int = quant_int_range(dt, &lo, &hi);
 	if (quantize && !is_int && !is_float8(dt) && dt != TBC_DT_F4E2M1)
 		return quant_refuse(cx, op, "quantizing to this type");
+	int64_t prec = tbc_attr_int(op, "precision", 0);
+	if (quantize && prec && !tbc_dtype_is_float((tbc_dtype)prec)) {
+		lower_error(cx, op, "precision must be a float type");
+		return LOWER_FAILED;
+	}
 
 	int ob = lower_result_buf(cx, yv);
 	char name[64];
@@ -190,44 +235,7 @@ static lower_result lower_qdq(lower_cx *cx, const tbc_op *op, bool quantize) {
 	if (!sidx || (zv && !zidx)) return quant_refuse(cx, op, "this blocked layout");
 	kir_expr *xl = kir_e_load(k, xb, lin), *sl = kir_e_load(k, sb, sidx);
 	kir_expr *zl = zv ? kir_e_load(k, zb, zidx) : NULL;
-	kir_expr *v;
-	if (quantize) {
-		int64_t prec = tbc_attr_int(op, "precision", 0);
-		tbc_dtype pdt = prec ? (tbc_dtype)prec : tbc_dtype_is_float(x->dtype) ? x->dtype : TBC_DT_F32;
-		if (!tbc_dtype_is_float(pdt)) {
-			lower_error(cx, op, "precision must be a float type");
-			return LOWER_FAILED;
-		}
-		tbc_dtype ct = pdt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
-		kir_expr *xq = CAST(l.k, ct, CAST(l.k, pdt, xl)), *sq = CAST(l.k, ct, CAST(l.k, pdt, sl));
-		kir_expr *q = narrow(&l, pdt, BIN(l.k, KIR_DIV, xq, sq));
-		if (is_int) {
-			q = kir_e_unary(k, KIR_ROUND_EVEN, q);
-			if (zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
-			v = CAST(l.k, dt, quant_clamp_nan0(&l, q, lo, hi));
-		} else {
-			double fm = conv_dtype_float_max(dt);
-			if (dt == TBC_DT_F4E2M1 && zl) q = BIN(l.k, KIR_ADD, q, CAST(l.k, ct, zl));
-			bool saturate = tbc_attr_int(op, "saturate", 1) != 0 || dt == TBC_DT_F4E2M1;
-			if (saturate) {
-				kir_expr *c = BIN(l.k, KIR_MIN, BIN(l.k, KIR_MAX, q, F(l.k, ct, -fm)), F(l.k, ct, fm));
-				q = kir_e_select(k, kir_e_unary(k, KIR_ISNAN, q), q, c);
-				v = CAST(l.k, dt, q);
-			} else {
-				v = kir_e_cast_nosat(k, dt, q);
-			}
-		}
-	} else {
-		tbc_dtype ct = sv->type.dtype == TBC_DT_F64 || dt == TBC_DT_F64 ? TBC_DT_F64 : TBC_DT_F32;
-		bool use_zp = zl && !is_float8(x->dtype) && x->dtype != TBC_DT_F4E2M1;
-		if (zl && is_float8(x->dtype))
-			kir_block_add(k, &n.body,
-				      kir_s_error(k, kir_e_cmp(k, KIR_NE, CAST(l.k, TBC_DT_F32, zl), F(l.k, TBC_DT_F32, 0.0)),
-						  "a float8 zero point must be 0"));
-		kir_expr *xd = CAST(l.k, ct, xl);
-		if (use_zp) xd = BIN(l.k, KIR_SUB, xd, CAST(l.k, ct, zl));
-		v = CAST(l.k, dt, BIN(l.k, KIR_MUL, xd, CAST(l.k, ct, sl)));
-	}
+	kir_expr *v = quant_qdq_value(k, op, xl, sl, zl, &n.body);
 	kir_block_add(k, &n.body, kir_s_store(k, out, lin, v));
 	kir_stmt *body = nest_finish(&l, &n);
 	if (!body) body = n.body.first;
@@ -388,9 +396,19 @@ bool quant_vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_t
 
 /* Whether v is a constant of zeros (a zero point that shifts nothing). */
 bool quant_zero_const(const tbc_value *v) {
-	if (v->kind != TBC_VALUE_CONST || !v->constant) return false;
-	for (int64_t i = 0; i < v->constant->numel; i++)
-		if (tbc_load_f64(v->constant->dtype, v->constant->data, (size_t)i) != 0.0) return false;
+	int64_t z;
+	return quant_uniform_const(v, &z) && z == 0;
+}
+
+/* Whether integer v is a constant whose elements are all one value, *out
+ * (an empty constant: 0). */
+bool quant_uniform_const(const tbc_value *v, int64_t *out) {
+	if (!v || v->kind != TBC_VALUE_CONST || !v->constant || !tbc_dtype_is_int(v->constant->dtype)) return false;
+	const tbc_tensor *t = v->constant;
+	int64_t first = t->numel ? tbc_load_i64(t->dtype, t->data, 0) : 0;
+	for (int64_t i = 1; i < t->numel; i++)
+		if (tbc_load_i64(t->dtype, t->data, (size_t)i) != first) return false;
+	*out = first;
 	return true;
 }
 
@@ -468,7 +486,7 @@ static kir_expr *qmm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_e
 	kir_expr *as = CAST(l->k, ct, kir_e_load(k, m->as, m->as_row ? row : I(l->k, 0)));
 	kir_expr *bs = CAST(l->k, ct, kir_e_load(k, m->bs, m->bs_col ? col : I(l->k, 0)));
 	kir_expr *ys = CAST(l->k, ct, kir_e_load(k, m->ys, m->ys_col ? col : I(l->k, 0)));
-	kir_expr *mult = narrow(l, yd, BIN(l->k, KIR_DIV, narrow(l, ad, BIN(l->k, KIR_MUL, as, bs)), ys));
+	kir_expr *mult = narrow(l->k, yd, BIN(l->k, KIR_DIV, narrow(l->k, ad, BIN(l->k, KIR_MUL, as, bs)), ys));
 	const tbc_dtype d = TBC_DT_F64;
 	kir_expr *r = BIN(l->k, KIR_MUL, CAST(l->k, d, acc), CAST(l->k, d, mult));
 	if (m->yz) r = BIN(l->k, KIR_ADD, r, CAST(l->k, d, kir_e_load(k, m->yz, m->yz_col ? col : I(l->k, 0))));

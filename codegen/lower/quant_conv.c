@@ -44,6 +44,9 @@ typedef struct qconv {
 	kir_buffer *mult;           /* the multiplier per channel, when the scales are constants */
 	kir_buffer *xs, *ws, *ys;   /* else the scales */
 	kir_buffer *yz, *bias;
+	bool bias_i32;  /* the sum plus the bias cannot leave int32: added there */
+	bool yz_const;  /* y's zero point a constant, yz_value */
+	double yz_value;
 	double lo, hi;
 	tbc_dtype ydt;
 } qconv;
@@ -65,8 +68,9 @@ static kir_expr *qconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir
 	const tbc_dtype f = TBC_DT_F32, d = TBC_DT_F64;
 	kir_expr *ch = q->w_is_a ? row : col;
 	kir_expr *m = q->cg.G == 1 ? ch : ADD(k, MUL(k, MOD(k, batch, I(k, q->cg.G)), I(k, q->cg.Mg)), ch);
+	if (q->bias && q->bias_i32) sum = BIN(k, KIR_ADD, sum, CAST(k, TBC_DT_I32, LOAD(k, q->bias, m)));
 	kir_expr *r = CAST(k, d, sum), *mult;
-	if (q->bias) r = BIN(k, KIR_ADD, r, CAST(k, d, LOAD(k, q->bias, m)));
+	if (q->bias && !q->bias_i32) r = BIN(k, KIR_ADD, r, CAST(k, d, LOAD(k, q->bias, m)));
 	if (q->mult) {
 		mult = LOAD(k, q->mult, m);
 	} else {
@@ -75,7 +79,8 @@ static kir_expr *qconv_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir
 		mult = BIN(k, KIR_DIV, BIN(k, KIR_MUL, xs, ws), ys);
 	}
 	r = BIN(k, KIR_MUL, r, CAST(k, d, mult));
-	if (q->yz) r = BIN(k, KIR_ADD, r, CAST(k, d, LOAD(k, q->yz, I(k, 0))));
+	if (q->yz_const) r = BIN(k, KIR_ADD, r, F(k, d, q->yz_value));
+	else if (q->yz) r = BIN(k, KIR_ADD, r, CAST(k, d, LOAD(k, q->yz, I(k, 0))));
 	return CAST(k, q->ydt, quant_clamp_nan0(l, kir_e_unary(k, KIR_ROUND_EVEN, r), q->lo, q->hi));
 }
 
@@ -98,6 +103,22 @@ static int const_multiplier(lower_cx *cx, const tbc_value *xsv, const tbc_value 
 		mult[m] = prod / (float)tbc_load_f64(ys->dtype, ys->data, 0);
 	}
 	return b;
+}
+
+/* Whether every sum of K products of 8-bit values less their zero points
+ * (each factor within +-255) plus constant bias b stays within int32, so
+ * that the sum and the bias add exactly in int32 as they do in the
+ * interpreter's f64. */
+static bool bias_fits_i32(const tbc_value *b, int64_t K) {
+	if (!b || b->kind != TBC_VALUE_CONST || !b->constant || K > ((int64_t)1 << 20)) return false;
+	const tbc_tensor *t = b->constant;
+	int64_t big = 0;
+	for (int64_t i = 0; i < t->numel; i++) {
+		int64_t v = tbc_load_i64(t->dtype, t->data, (size_t)i);
+		if (v < -((int64_t)1 << 40) || v > ((int64_t)1 << 40)) return false;
+		if ((v < 0 ? -v : v) > big) big = v < 0 ? -v : v;
+	}
+	return K * 255 * 255 + big <= INT32_MAX;
 }
 
 /* The output positions [*first, *end) of a row of `out` whose tap at
@@ -359,6 +380,9 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	if (bv && !b_per && q.cg.M != 1) return lower_error(cx, op, "B must hold one value per output channel"), LOWER_FAILED;
 	if (qlinear && !quant_int_range(yt->dtype, &q.lo, &q.hi)) return quant_refuse(cx, op, "a non-integer output");
 	q.qlinear = qlinear, q.ydt = yt->dtype;
+	int64_t yz_c = 0;
+	if (yzv && quant_uniform_const(yzv, &yz_c)) q.yz_const = true, q.yz_value = (double)yz_c;
+	q.bias_i32 = bias_fits_i32(bv, q.cg.Kg);
 
 	int ob = lower_result_buf(cx, yv);
 	if (ob < 0) return LOWER_FAILED;
@@ -428,11 +452,16 @@ lower_result lower_qconv(lower_cx *cx, const tbc_op *op, bool qlinear) {
 	s.M = I(l.k, q.cg.Mg), s.N = I(l.k, q.cg.P), s.K = I(l.k, K4);
 	s.a.rs = I(l.k, K4), s.a.cs = I(l.k, 1);
 	s.y.rs = I(l.k, q.cg.P), s.y.cs = I(l.k, 1);
-	qgemm_vnni v = {.bzv = xzv, .az_row = wz_per, .K = K4, .N = q.cg.P, .bstride = K4 / 4 * ldb, .ldb = ldb, .ncs = ncs, .cb = cb,
-			.a_groups = G, .za_add = wt->dtype == TBC_DT_I8 ? 128 : 0};
+	/* W's zero point one constant (per channel in form, as quantizers write
+	 * it, but all 0): a number, so that its product with the column sums
+	 * is one per column, not one per element */
+	int64_t wz_c = 0;
+	bool wz_uniform = !wzv || quant_uniform_const(wzv, &wz_c);
+	qgemm_vnni v = {.bzv = xzv, .az_row = wz_per && !wz_uniform, .K = K4, .N = q.cg.P, .bstride = K4 / 4 * ldb, .ldb = ldb,
+			.ncs = ncs, .cb = cb, .a_groups = G, .za_add = wz_c + (wt->dtype == TBC_DT_I8 ? 128 : 0)};
 	v.bpk = lk_buf(&l, bb), v.bcs = lk_buf(&l, csb);
-	v.az = wzv ? lk_value(&l, wzv) : NULL;
+	v.az = wzv && !wz_uniform ? lk_value(&l, wzv) : NULL;
 	v.bz = xzv ? lk_value(&l, xzv) : NULL;
-	if (!v.bpk || !v.bcs || (wzv && !v.az) || (xzv && !v.bz)) return LOWER_FAILED;
+	if (!v.bpk || !v.bcs || (wzv && !wz_uniform && !v.az) || (xzv && !v.bz)) return LOWER_FAILED;
 	return conv_failed(lk_end(&l, qgemm_vnni_generate(&l, &s, &v)));
 }

@@ -18,6 +18,8 @@ kir_expr *quant_clamp_nan0(lk *l, kir_expr *v, double lo, double hi);
 bool quant_vec_param(lower_cx *cx, const tbc_op *op, const tbc_value *p, int64_t len, const char *what, bool *per);
 /* Whether v is a constant of zeros (a zero point that shifts nothing). */
 bool quant_zero_const(const tbc_value *v);
+/* Whether integer v is a constant of one value throughout, *out. */
+bool quant_uniform_const(const tbc_value *v, int64_t *out);
 /* v - zp into int16 scratch (see quant.c); the program buffer or -1. */
 int quant_shift_operand(lower_cx *cx, const tbc_op *op, const tbc_value *v, const tbc_type *vt, const tbc_value *zv, bool per,
 			bool per_col);

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "codegen/lower/kir_short.h"
+#include "codegen/lower/quant_internal.h"
 #include "codegen/lower/quant_vnni.h"
 
 #define VNNI_CHUNKS 16
@@ -87,13 +88,9 @@ static kir_expr *imul(kir_kernel *k, kir_expr *a, kir_expr *b) { return BIN(k, K
 /* Whether the constant zero point zv (NULL: none) minus cb is the same
  * for every column; its value in *out. */
 static bool const_zb(const tbc_value *zv, int64_t cb, int64_t *out) {
-	if (!zv) return *out = -cb, true;
-	if (zv->kind != TBC_VALUE_CONST || !zv->constant) return false;
-	const tbc_tensor *t = zv->constant;
-	int64_t first = t->numel ? tbc_load_i64(t->dtype, t->data, 0) : 0;
-	for (int64_t i = 1; i < t->numel; i++)
-		if (tbc_load_i64(t->dtype, t->data, (size_t)i) != first) return false;
-	*out = first - cb;
+	int64_t z = 0;
+	if (zv && !quant_uniform_const(zv, &z)) return false;
+	*out = z - cb;
 	return true;
 }
 
@@ -299,6 +296,7 @@ static kir_stmt *vnni_nest(lk *l, const gemm_spec *s, const qgemm_vnni *q, const
 			free(acc);
 			return k->failed = true, NULL;
 		}
+		kir_expr *csums[64], *zbps[64];
 		for (int c = 0; c < nc; c++) {
 			kir_expr *col = ADD(k, j0, I(k, c));
 			cols[c] = partial ? LET(k, &tblk, "col", MIN(k, col, nlast)) : col;
@@ -311,30 +309,26 @@ static kir_stmt *vnni_nest(lk *l, const gemm_spec *s, const qgemm_vnni *q, const
 			}
 			if (csum) csum = LET(k, &tblk, "csum", csum);
 			if (zbp && !zb_const) zbp = LET(k, &tblk, "zbp", zbp);
-			for (int r = 0; r < mr; r++) {
+			csums[c] = csum, zbps[c] = zbp;
+		}
+		/* row by row, each row's columns side by side (as y stores them:
+		 * what the SLP vectorizer packs) */
+		for (int r = 0; r < mr; r++)
+			for (int c = 0; c < nc; c++) {
 				kir_expr *v = V(k, acc[r * nc + c]);
-				if (csum) v = isub(k, v, imul(k, zap[r], csum));
-				if (zbp) v = isub(k, v, imul(k, zbp, rsum[r]));
+				if (csums[c]) v = isub(k, v, imul(k, zap[r], csums[c]));
+				if (zbps[c]) v = isub(k, v, imul(k, zbps[c], rsum[r]));
 				v = s->epi ? s->epi(s->ctx, l, v, batch, rows[r], cols[c]) : CAST(k, s->y.buf->dtype, v);
 				val[r * nc + c] = LET(k, &tblk, "v", v);
 			}
-		}
-		for (int c = 0; c < nc; c++) {
-			kir_block st = {0};
-			for (int r = 0; r < mr; r++) {
+		for (int r = 0; r < mr; r++)
+			for (int c = 0; c < nc; c++) {
 				kir_expr *yi = ADD(k, ADD(k, base[2], MUL(k, rows[r], s->y.rs)), MUL(k, cols[c], s->y.cs));
-				kir_block_add(k, &st, kir_s_store(k, s->y.buf, yi, val[r * nc + c]));
+				kir_stmt *st = kir_s_store(k, s->y.buf, yi, val[r * nc + c]);
+				/* the last panel's columns past N: computed on zeros, not stored */
+				if (partial) st = kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st, NULL);
+				kir_block_add(k, &tblk, st);
 			}
-			if (partial) /* the last panel's columns past N: computed on zeros, not stored */
-				kir_block_add(k, &tblk, kir_s_if(k, CMP(k, KIR_LT, ADD(k, j0, I(k, c)), I(k, N)), st.first, NULL));
-			else
-				for (kir_stmt *x = st.first; x;) {
-					kir_stmt *nx = x->next;
-					x->next = NULL;
-					kir_block_add(k, &tblk, x);
-					x = nx;
-				}
-		}
 		free(val);
 		free(acc);
 

@@ -318,6 +318,40 @@ static void test_qlinear_conv_with_bias(void **state) {
 	}
 }
 
+/* Per-tensor QuantizeLinear / DequantizeLinear are elementwise: fusion
+ * merges them with their neighbours into one loop nest (a QDQ model's
+ * residual Add: two DequantizeLinear, the Add, a Relu, a QuantizeLinear),
+ * computed as their own kernels compute them, bit for bit; a per-axis
+ * DequantizeLinear stays a kernel of its own. */
+static void test_qdq_per_tensor_fused_into_loops(void **state) {
+	(void)state;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_U8, "N,4,5,6", 2, 0, 256);
+	tbc_value *b = input_sym(&md, TBC_DT_I8, "N,4,5,6", 2, -128, 128);
+	tbc_value *da = nodev(&md, TBC_OP_DequantizeLinear, 3, (tbc_value *[]){a, scalar(&md, TBC_DT_F32, 0.05), scalar(&md, TBC_DT_U8, 7)}, 1)->outputs[0];
+	tbc_value *db = nodev(&md, TBC_OP_DequantizeLinear, 3, (tbc_value *[]){b, scalar(&md, TBC_DT_F32, 0.031), scalar(&md, TBC_DT_I8, -3)}, 1)->outputs[0];
+	tbc_value *sum = nodev(&md, TBC_OP_Add, 2, (tbc_value *[]){da, db}, 1)->outputs[0];
+	tbc_value *r = nodev(&md, TBC_OP_Relu, 1, &sum, 1)->outputs[0];
+	tbc_value *q1 = nodev(&md, TBC_OP_QuantizeLinear, 3, (tbc_value *[]){r, scalar(&md, TBC_DT_F32, 0.04), scalar(&md, TBC_DT_U8, 2)}, 1)->outputs[0];
+	/* float -> int8 (saturating: x / 0.5 reaches +-200) -> float */
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,7", 2, -100, 100);
+	tbc_value *x1 = nodev(&md, TBC_OP_Mul, 2, (tbc_value *[]){x, scalar(&md, TBC_DT_F32, 1.0)}, 1)->outputs[0];
+	tbc_value *qx = nodev(&md, TBC_OP_QuantizeLinear, 3, (tbc_value *[]){x1, scalar(&md, TBC_DT_F32, 0.5), scalar(&md, TBC_DT_I8, -3)}, 1)->outputs[0];
+	tbc_value *dx = nodev(&md, TBC_OP_DequantizeLinear, 2, (tbc_value *[]){qx, scalar(&md, TBC_DT_F32, 0.25)}, 1)->outputs[0];
+	/* 16-bit types */
+	tbc_value *c = input_sym(&md, TBC_DT_U16, "N,9", 2, 0, 65536);
+	tbc_value *dc = nodev(&md, TBC_OP_DequantizeLinear, 3, (tbc_value *[]){c, scalar(&md, TBC_DT_F32, 0.002), scalar(&md, TBC_DT_U16, 1000)}, 1)->outputs[0];
+	tbc_value *m3 = nodev(&md, TBC_OP_Mul, 2, (tbc_value *[]){dc, scalar(&md, TBC_DT_F32, 3.0)}, 1)->outputs[0];
+	tbc_value *q16 = nodev(&md, TBC_OP_QuantizeLinear, 3, (tbc_value *[]){m3, scalar(&md, TBC_DT_F32, 0.01), scalar(&md, TBC_DT_I16, -5)}, 1)->outputs[0];
+	/* per axis: a kernel of its own, the Relu after it alone */
+	tbc_op *pa = nodev(&md, TBC_OP_DequantizeLinear, 2, (tbc_value *[]){a, vec(&md, TBC_DT_F32, 4, (double[]){0.1, 0.2, 0.3, 0.4})}, 1);
+	set_int(pa, "axis", 1);
+	tbc_value *pr = nodev(&md, TBC_OP_Relu, 1, &pa->outputs[0], 1)->outputs[0];
+	g_fuse = 3;
+	check_outputs(&md, 4, (tbc_value *[]){q1, dx, q16, pr}, 0);
+	g_fuse = 0;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quantize_per_tensor_every_integer_type),
@@ -332,6 +366,7 @@ int main(void) {
 		cmocka_unit_test(test_qlinear_matmul),
 		cmocka_unit_test(test_conv_integer_pads_strides_groups),
 		cmocka_unit_test(test_qlinear_conv_with_bias),
+		cmocka_unit_test(test_qdq_per_tensor_fused_into_loops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,7 +342,10 @@ static void test_conv_integer_constant_w_every_edge(void **state) {
 
 /* QLinearConv with a constant W and bias: the requantization, scales per
  * tensor and per channel, constant and graph inputs (the multiplier
- * computed when lowering or in the kernel). */
+ * computed when lowering or in the kernel); W's zero point one number per
+ * tensor, per channel, and per channel but all one value (a number when
+ * lowering), the bias added in int32 where no sum can leave it and in f64
+ * where one could (biases near 2^31). */
 static void test_qlinear_conv_constant_w(void **state) {
 	(void)state;
 	for (size_t i = 0; i < sizeof qconv_cases / sizeof qconv_cases[0]; i++)
@@ -373,7 +376,18 @@ static void test_qlinear_conv_constant_w(void **state) {
 				ins[5] = per(&md, wd, M);
 				ins[6] = input_sym(&md, TBC_DT_F32, "", 1, 0.05, 0.2); /* y_scale known only when running */
 				tbc_value *y1 = qconv_op(&md, c, TBC_OP_QLinearConv, 8, ins)->outputs[0];
-				check_outputs(&md, 2, (tbc_value *[]){y0, y1}, 0);
+				double *same = malloc((size_t)M * sizeof *same), *big = malloc((size_t)M * sizeof *big);
+				for (int64_t m = 0; m < M; m++) {
+					same[m] = wd == TBC_DT_U8 ? 131 : -3;
+					big[m] = (m % 2 ? 1 : -1) * (2147483000.0 - (double)(int64_t)(rnd(&md) * 1000));
+				}
+				ins[5] = constant(&md, wd, 1, bdims, same);
+				ins[8] = constant(&md, TBC_DT_I32, 1, bdims, big);
+				ins[4] = scalar(&md, TBC_DT_F32, 7.05e-8); /* the big biases, requantized, within y's range */
+				free(same);
+				free(big);
+				tbc_value *y2 = qconv_op(&md, c, TBC_OP_QLinearConv, 9, ins)->outputs[0];
+				check_outputs(&md, 3, (tbc_value *[]){y0, y1, y2}, 0);
 			}
 }
 

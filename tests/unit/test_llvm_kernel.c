@@ -787,6 +787,57 @@ static void test_runs_of_sets_in_a_vector_loop_are_left_to_the_vectorizer(void *
 	}
 }
 
+/* The clamp quantization writes, select(isnan(v), z, min(max(v, lo), hi))
+ * (and max(min(v, hi), lo)), is emitted as compares and selects, without
+ * llvm.maximum / llvm.minimum, and computes what the kernel IR says: NaN
+ * is z (by the first compare where z is lo, else by a NaN test), infinities
+ * clamp, and signed zeros come out as llvm.maximum's would. */
+static void test_nan_clamp_is_compares_and_selects(void **state) {
+	(void)state;
+	LLVMLinkInMCJIT();
+	assert_int_equal(LLVMInitializeNativeTarget(), 0);
+	assert_int_equal(LLVMInitializeNativeAsmPrinter(), 0);
+	static const struct {
+		double lo, hi, z;
+		bool max_outer;
+	} forms[] = {{0, 255, 0, false}, {-128, 127, 0, false}, {-128, 127, -128, true}, {-32768, 32767, 5, true}};
+	enum { N = 12 };
+	float x[N] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 3.7f, -300.0f, 300.0f, 127.0f, -128.5f, 254.5f, -NAN};
+	for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+		fixture f = make(TBC_DT_F32, &cpu_llvm_hooks);
+		kir_kernel *k = f.k;
+		kir_expr *i = kir_e_var(k, f.i), *v = kir_e_load(k, f.x, i);
+		kir_expr *lo = kir_e_float(k, TBC_DT_F32, forms[fi].lo), *hi = kir_e_float(k, TBC_DT_F32, forms[fi].hi);
+		kir_expr *c = forms[fi].max_outer ? kir_e_binary(k, KIR_MAX, kir_e_binary(k, KIR_MIN, v, hi), lo)
+						  : kir_e_binary(k, KIR_MIN, kir_e_binary(k, KIR_MAX, v, lo), hi);
+		kir_expr *e = kir_e_select(k, kir_e_unary(k, KIR_ISNAN, v), kir_e_float(k, TBC_DT_F32, forms[fi].z), c);
+		k->body = kir_s_for(k, f.i, ix(k, 0), kir_e_size(k, 0), 1, KIR_LOOP_SEQUENTIAL, kir_s_store(k, f.y, i, e));
+		assert_true(kir_verify(k, f.d));
+		LLVMValueRef fn = llvm_emit_kernel(&f.c, k, 0);
+		assert_non_null(fn);
+		assert_module_valid(f.c.mod);
+		assert_false(ir_has(f.c.mod, "llvm.maximum"));
+		assert_false(ir_has(f.c.mod, "llvm.minimum"));
+		assert_true(ir_has(f.c.mod, "fcmp uno") == (forms[fi].z != forms[fi].lo));
+		LLVMExecutionEngineRef ee;
+		jit_kernel run = (jit_kernel)jit_function(&f, fn, &ee);
+		float y[N], want[N];
+		call_kernel(run, x, y, N);
+		for (int j = 0; j < N; j++) {
+			float flo = (float)forms[fi].lo, fhi = (float)forms[fi].hi;
+			/* llvm.maximum / llvm.minimum: -0 below +0 */
+			float m = x[j] > flo || (x[j] == flo && !signbit(x[j])) ? x[j] : flo;
+			m = m < fhi || (m == fhi && signbit(m)) ? m : fhi;
+			want[j] = isnan(x[j]) ? (float)forms[fi].z : m;
+		}
+		for (int j = 0; j < N; j++)
+			if (memcmp(&y[j], &want[j], sizeof y[j]))
+				fail_msg("form %zu, x = %g: got %g, want %g", fi, (double)x[j], (double)y[j], (double)want[j]);
+		LLVMDisposeExecutionEngine(ee);
+		done(&f);
+	}
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_shaped_kernel_takes_buffers_in_its_address_space),
@@ -803,6 +854,7 @@ int main(void) {
 		cmocka_unit_test(test_parallel_grain_follows_the_work_of_an_iteration),
 		cmocka_unit_test(test_long_constant_vector_loops_are_kept_for_the_vectorizer),
 		cmocka_unit_test(test_runs_of_sets_in_a_vector_loop_are_left_to_the_vectorizer),
+		cmocka_unit_test(test_nan_clamp_is_compares_and_selects),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
