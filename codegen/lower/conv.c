@@ -66,9 +66,13 @@ kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 		which = which == 0 ? 1 : which == 1 ? 3 : 2;
 	switch (which) {
 	case 0: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg * c->Kg));
-	case 1: return MUL(l->k, batch, I(l->k, c->Kg * c->P));
+	case 1:
+		if (c->a_img)
+			return ADD(l->k, MUL(l->k, DIV(l->k, batch, I(l->k, c->G)), I(l->k, c->a_img)),
+				   MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->a_grp)));
+		return MUL(l->k, batch, I(l->k, c->Kg * c->P));
 	case 3: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->wt_group));
-	default: return MUL(l->k, batch, I(l->k, c->Mg * c->P));
+	default: return MUL(l->k, batch, I(l->k, c->Mg * (c->yrows ? c->yrows : c->P)));
 	}
 }
 
@@ -98,6 +102,19 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
  * compute type; the target's tile from gemm_tile_shape; a target whose
  * constants may be laid out in panels (gemv_panels: not when a device
  * program shares the CPU's weights, codegen/compile.c). */
+/* The rows of a tile over P rows, mr or up to two fewer, whichever pads P
+ * least (7 for 49 and 196); the rows they pad P to in *padded. */
+static int tile_rows(int64_t P, int mr, int64_t *padded) {
+	int best = P < mr ? (int)P : mr;
+	int64_t best_rows = (P + best - 1) / best * best;
+	for (int r = best - 1; r >= mr - 3 && r >= 1; r--) {
+		int64_t rows = (P + r - 1) / r * r;
+		if (rows < best_rows) best = r, best_rows = rows;
+	}
+	*padded = best_rows;
+	return best;
+}
+
 static int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
 	const char *e = getenv("TBC_CONV_TRANSPOSED"); /* 0: never, for measuring */
 	if ((e && !strcmp(e, "0")) || cx->target->parallel == TBC_PAR_GRID || c->pairs || !cx->target->gemv_panels)
@@ -108,12 +125,8 @@ static int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tb
 	if (c->Mg % nr || c->P < 1) return 0;
 	int64_t cols = c->P < nr ? nr : (c->P + nr - 1) / nr * nr;
 	double as_is = (double)((c->Mg + mr - 1) / mr * mr) * (double)cols;
-	int best = c->P < mr ? (int)c->P : mr;
-	int64_t best_rows = (c->P + best - 1) / best * best;
-	for (int r = best - 1; r >= mr - 3 && r >= 1; r--) {
-		int64_t rows = (c->P + r - 1) / r * r;
-		if (rows < best_rows) best = r, best_rows = rows;
-	}
+	int64_t best_rows = 0;
+	int best = tile_rows(c->P, mr, &best_rows);
 	return (double)best_rows * (double)c->Mg * 1.1 < as_is ? best : 0;
 }
 
@@ -468,6 +481,166 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
+/* ---- The direct form: taps as shifts over padded planes ---------------------------
+ * A 2-D convolution of stride 1 computed transposed (y^T = col^T W^T, as
+ * conv_gemm_launch does where positions waste the tile) with no im2col
+ * matrix: its input is copied once into planes padded by the convolution's
+ * pads (Hp x Wp each), and the GEMM's rows are the positions of the padded
+ * width, v = oh Wp + ow for ow < Wp: tap (kh, kw) of row v is the plane's
+ * element v + kh dh Wp + kw dw, a shift of the rows.  K runs over the taps
+ * and, inside a tap, the channels (W^T's panels in that order), so a tap is
+ * an fma tile whose A steps a plane per k (gemm_spec.taps).  Columns ow >=
+ * OW are computed (Wp / OW of the work: 58 / 56 at ResNet's first stage, 9
+ * / 7 at its last) into rows of Wp and not copied out: a kernel moves y's
+ * OW columns of each row into place.  im2col wrote and the GEMM read
+ * KH KW times the input; the planes are one copy of it. */
+static bool conv_direct_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
+			       tbc_dtype xt) {
+	const char *e = getenv("TBC_CONV_DIRECT"); /* 0: never, for measuring */
+	if ((e && !strcmp(e, "0")) || g->nsp != 2 || c->pairs || !cx->target->fma_tile || !cx->target->gemv_panels ||
+	    cx->target->parallel != TBC_PAR_HOST_THREADS)
+		return false;
+	if (g->stride[0] != 1 || g->stride[1] != 1 || g->kernel[0] * g->kernel[1] < 2) return false;
+	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct)
+		return false;
+	int mr, nr;
+	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
+	if (c->Mg % nr || c->ct != TBC_DT_F32) return false;
+	/* Worth it where im2col costs more than the junk columns: im2col's
+	 * share of the work falls as 1 / Mg (each column of col serves Mg
+	 * rows), the junk is the rows computed past P.  Measured on single
+	 * 3x3 convolutions (docs/performance.md): 32 channels out gained at
+	 * 56, 28 and 14 wide (junk 4%, 7%, 14%), lost at 7 (29%); 64 gained at
+	 * 56 and were even at 28; 96 or more lost 2-24% at 28 and below. */
+	int64_t Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1], padded;
+	tile_rows(g->out[0] * Wp, mr, &padded);
+	return (double)(padded - c->P) / (double)c->P * (double)c->Mg < 5.0;
+}
+
+/* W [M, Cg, KH, KW] as a constant [M, KH KW Cg]: tap-major, the order of
+ * the direct form's K.  A value of the arena, read by the panels' layout. */
+static tbc_value *tap_major_weights(lower_cx *cx, const tbc_value *wv, int64_t M, int64_t Cg, int64_t KS) {
+	tbc_arena *a = cx->p->arena;
+	const tbc_tensor *w = wv->constant;
+	tbc_value *v = tbc_arena_alloc(a, sizeof *v);
+	tbc_tensor *t = tbc_arena_alloc(a, sizeof *t);
+	size_t es = tbc_dtype_size(w->dtype);
+	void *data = tbc_arena_alloc(a, (size_t)w->numel * es + 1);
+	if (!v || !t || !data) return NULL;
+	*v = *wv;
+	*t = *w;
+	t->rank = 2, t->dims[0] = M, t->dims[1] = KS * Cg;
+	t->data = data;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t ch = 0; ch < Cg; ch++)
+			for (int64_t tap = 0; tap < KS; tap++)
+				memcpy((char *)data + (size_t)((m * KS + tap) * Cg + ch) * es,
+				       (const char *)w->data + (size_t)((m * Cg + ch) * KS + tap) * es, es);
+	v->constant = t;
+	tbc_type_set(&v->type, w->dtype, 2, t->dims);
+	return v;
+}
+
+/* The padded planes: pl[n][c] (Hp x Wp) = x[n][c] inside, 0 in the pads,
+ * an image C Hp Wp + slack elements (the slack, zeros, is what the last
+ * rows' junk columns read past the last plane). */
+static bool pad_planes(lower_cx *cx, const conv_geom *g, int xb, int pb, tbc_dim nd, int64_t C, int64_t slack) {
+	lk l;
+	if (!lk_begin(&l, cx, "conv_planes")) return false;
+	kir_kernel *k = l.k;
+	kir_buffer *x = lk_buf(&l, xb), *pl = lk_buf(&l, pb);
+	if (!x || !pl) return false;
+	int64_t H = g->in[0], W = g->in[1], pt = g->pad_begin[0], pw = g->pad_begin[1];
+	int64_t Hp = H + pt + g->pad_end[0], Wp = W + pw + g->pad_end[1], img = C * Hp * Wp + slack;
+	kir_expr *zero = fconst(&l, x->dtype, 0);
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *nc = LET(k, &body, "nc", DIV(k, V(k, r), I(k, Hp)));
+	kir_expr *hp = LET(k, &body, "hp", MOD(k, V(k, r), I(k, Hp)));
+	kir_expr *n = LET(k, &body, "n", DIV(k, nc, I(k, C)));
+	kir_expr *out = LET(k, &body, "out", ADD(k, ADD(k, MUL(k, n, I(k, img)), MUL(k, MOD(k, nc, I(k, C)), I(k, Hp * Wp))),
+						 MUL(k, hp, I(k, Wp))));
+	kir_expr *ih = LET(k, &body, "ih", SUB(k, hp, I(k, pt)));
+	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(&l, ih, H), I(k, W)))); /* used inside */
+	kir_expr *inside = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(k, 0)), kir_e_cmp(k, KIR_LT, ih, I(k, H)));
+	kir_block copy = {0};
+	if (pw > 0)
+		kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, pw), 1, KIR_LOOP_SEQUENTIAL,
+						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+	kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, W), 1, KIR_LOOP_VECTOR,
+					  kir_s_store(k, pl, ADD(k, ADD(k, out, I(k, pw)), V(k, j)), kir_e_load(k, x, ADD(k, in, V(k, j))))));
+	if (Wp > pw + W)
+		kir_block_add(k, &copy, kir_s_for(k, j, I(k, pw + W), I(k, Wp), 1, KIR_LOOP_SEQUENTIAL,
+						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+	kir_stmt *zeros = kir_s_for(k, j, I(k, 0), I(k, Wp), 1, KIR_LOOP_VECTOR, kir_s_store(k, pl, ADD(k, out, V(k, j)), zero));
+	kir_block_add(k, &body, kir_s_if(k, inside, copy.first, zeros));
+	if (slack > 0) { /* after an image's last row: its slack */
+		kir_expr *last = kir_e_cmp(k, KIR_EQ, MOD(k, V(k, r), I(k, C * Hp)), I(k, C * Hp - 1));
+		kir_expr *at = ADD(k, MUL(k, n, I(k, img)), I(k, C * Hp * Wp));
+		kir_block_add(k, &body, kir_s_if(k, last, kir_s_for(k, j, I(k, 0), I(k, slack), 1, KIR_LOOP_SEQUENTIAL,
+								   kir_s_store(k, pl, ADD(k, at, V(k, j)), zero)), NULL));
+	}
+	kir_expr *rows = MUL(k, lk_dim(&l, nd), I(k, C * Hp));
+	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
+}
+
+/* y[n][m][oh][ow] = rows[n][m][oh Wp + ow] for ow < OW. */
+static bool rows_out(lower_cx *cx, int rb, int yb, tbc_dim nd, int64_t M, int64_t OH, int64_t OW, int64_t Wp) {
+	lk l;
+	if (!lk_begin(&l, cx, "conv_rows_out")) return false;
+	kir_kernel *k = l.k;
+	kir_buffer *rows = lk_buf(&l, rb), *y = lk_buf(&l, yb);
+	if (!rows || !y) return false;
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_block body = {0};
+	kir_expr *from = LET(k, &body, "from", ADD(k, MUL(k, DIV(k, V(k, r), I(k, OH)), I(k, OH * Wp)), MUL(k, MOD(k, V(k, r), I(k, OH)), I(k, Wp))));
+	kir_expr *to = LET(k, &body, "to", MUL(k, V(k, r), I(k, OW)));
+	kir_block_add(k, &body, kir_s_for(k, j, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR,
+					  kir_s_store(k, y, ADD(k, to, V(k, j)), kir_e_load(k, rows, ADD(k, from, V(k, j))))));
+	kir_expr *n = MUL(k, lk_dim(&l, nd), I(k, M * OH));
+	return lk_end(&l, kir_s_for(k, r, I(k, 0), n, 1, KIR_LOOP_PARALLEL, body.first));
+}
+
+static lower_result conv_direct(lower_cx *cx, const conv_geom *g, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
+				int xb, int yb, tbc_dim nd, int64_t C) {
+	int64_t KH = g->kernel[0], KW = g->kernel[1], KS = KH * KW, Cg = C / c->G;
+	int64_t Hp = g->in[0] + g->pad_begin[0] + g->pad_end[0], Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1];
+	int64_t OH = g->out[0], OW = g->out[1], V = OH * Wp, plane = Hp * Wp;
+	/* the last row's junk columns read (KW - 1) dw past the last plane */
+	int64_t slack = (KW - 1) * g->dil[1];
+	tbc_dtype dt = c->ct;
+	int pb = lower_shared_temp(cx, "conv_planes", dt, nd, C * plane + slack);
+	int rb = lower_shared_temp(cx, "conv_rows", dt, nd, c->M * V);
+	tbc_value *wt = tap_major_weights(cx, wv, c->M, Cg, KS);
+	if (pb < 0 || rb < 0 || !wt || !pad_planes(cx, g, xb, pb, nd, C, slack)) return LOWER_FAILED;
+	lk l;
+	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
+	gemm_spec s = {.ct = dt};
+	int mr, nr;
+	gemm_tile_shape(cx->target, dt, &mr, &nr);
+	int64_t padded, panel_stride;
+	s.mr = tile_rows(V, mr, &padded);
+	if (!gemm_const_tile_panels(&l, wt, c->M, c->Kg, true, dt, &s.b) || !kir_e_const_index(s.b.panel_stride, &panel_stride))
+		return LOWER_FAILED;
+	c->transposed = true;
+	c->wt_group = c->Mg / s.b.panel * panel_stride;
+	c->a_img = C * plane + slack, c->a_grp = Cg * plane, c->yrows = V;
+	s.a.buf = lk_buf(&l, pb);
+	s.y.buf = lk_buf(&l, rb);
+	if (bv && !(c->bias = lk_value(&l, bv))) return LOWER_FAILED;
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
+	s.M = I(l.k, V), s.N = I(l.k, c->Mg), s.K = I(l.k, c->Kg);
+	s.NB = MUL(l.k, lk_dim(&l, nd), I(l.k, c->G));
+	s.a.rs = I(l.k, 1), s.a.cs = I(l.k, plane);
+	s.taps = KS, s.tk = Cg, s.tw = KW, s.trow = g->dil[0] * Wp, s.tcol = g->dil[1];
+	s.y.rs = I(l.k, 1), s.y.cs = I(l.k, V);
+	s.ctx = c;
+	s.base = conv_gemm_base;
+	s.epi = conv_gemm_epi;
+	if (!lk_end(&l, gemm_generate(&l, &s))) return LOWER_FAILED;
+	return conv_failed(rows_out(cx, rb, yb, nd, c->M, OH, OW, Wp));
+}
+
 static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1], *yv = op->outputs[0];
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
@@ -513,6 +686,7 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	/* kir_dot2 where the target has it: col in k pairs, made by im2col
 	 * even for a 1x1 convolution (a copy of X). */
 	c.pairs = c.Kg % 2 == 0 && gemm_dot2_wanted(cx->target, wt->dtype, xt->dtype, true, c.P);
+	if (!direct && conv_direct_wanted(cx, &c, &g, wv, xt->dtype)) return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C);
 	if (!direct || c.pairs) {
 		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
 		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, c.pairs)) return LOWER_FAILED;

@@ -24,6 +24,10 @@ typedef struct conv_gemm {
 	 * positions the GEMM's rows and the output channels its columns. */
 	bool transposed;
 	int64_t wt_group; /* transposed: elements from a group's W^T panels to the next's */
+	/* The direct form (conv.c, conv_direct): A is the padded input planes,
+	 * an image a_img elements from the next and a group a_grp; y's rows
+	 * (the GEMM's M) are yrows a channel, junk columns included. */
+	int64_t a_img, a_grp, yrows;
 } conv_gemm;
 /* gemm_spec's base (which: 0 W, 1 col, 2 y) and epilogue (+ bias, cast to
  * yt) for a conv_gemm context (codegen/lower/conv.c). */

@@ -175,11 +175,30 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			d.y = s->y.buf, d.resume = g->kresume;
 			for (int r = 0; r < g->mr; r++) d.y_at[r] = y_at[r];
 		}
-		kir_block_add(k, blk, kir_s_fma_tile(k, &d));
+		if (s->taps) {
+			/* a tile per tap, the sums carried through the locals: tap
+			 * t is k block [t tk, (t + 1) tk) of b, its rows of a
+			 * shifted */
+			kir_expr *arow[GEMM_MAX_MR], *b_at = d.b_at;
+			for (int r = 0; r < g->mr; r++) arow[r] = d.a_at[r];
+			d.klo = I(l->k, 0), d.khi = I(l->k, s->tk);
+			for (int64_t t = 0; t < s->taps; t++) {
+				int64_t shift = t / s->tw * s->trow + t % s->tw * s->tcol;
+				for (int r = 0; r < g->mr; r++) d.a_at[r] = ADD(l->k, arow[r], I(l->k, shift));
+				d.b_at = ADD(l->k, b_at, MUL(l->k, I(l->k, t * s->tk), d.ldb));
+				kir_block_add(k, blk, kir_s_fma_tile(k, &d));
+			}
+		} else {
+			kir_block_add(k, blk, kir_s_fma_tile(k, &d));
+		}
 	} else if (has_k) {
 		kir_var *kv = kir_var_new(k, "k", KIR_INDEX);
 		kir_block kb = {0};
 		kir_expr *av[GEMM_MAX_MR], *bv[GEMM_MAX_NR];
+		if (s->taps) { /* the direct form is made of fma tiles (conv.c, conv_direct_wanted) */
+			k->failed = true;
+			return;
+		}
 		for (int r = 0; r < g->mr; r++) av[r] = local(l, &kb, "a", load_ct(g, &s->a, g->base[0], g->rows[r], V(l->k, kv)));
 		for (int c = 0; c < nc; c++) {
 			kir_expr *b;
@@ -584,7 +603,7 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
 		int64_t rtc = (mc + mr - 1) / mr, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
 		tb = 4;
-		kc = s->b.pairs ? 0 : k_block(s, tb * nr);
+		kc = s->b.pairs || s->taps ? 0 : k_block(s, tb * nr);
 		/* No K blocks for a y of strided columns: a chunk's row tiles
 		 * each pass over its whole K x TB NR block of B, which then
 		 * should stay in L2 -- fewer column tiles a chunk for a deep K

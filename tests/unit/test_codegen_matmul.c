@@ -724,6 +724,69 @@ static void test_depthwise_flat_geometries(void **state) {
 	g_atol = atol;
 }
 
+/* A 2-D convolution of stride 1 with few output channels a group reads its
+ * taps as shifts over padded planes instead of an im2col matrix
+ * (codegen/lower/conv.c, conv_direct) where the target has the fma tile:
+ * a planes kernel, fma tiles a tap each, the junk columns dropped by the
+ * kernel moving the rows out.  Against the interpreter: a bias, uneven
+ * pads with dilation over two images, groups, a 1 x 3 kernel, a 5 x 5
+ * kernel without padding (its last rows read the slack past the planes);
+ * and a shape whose junk columns cost more than im2col (7 wide) keeps
+ * im2col. */
+static void test_conv_direct_taps_over_padded_planes(void **state) {
+	(void)state;
+	static const struct {
+		const char *x;
+		int64_t m, kh, kw, group, dil, pads[4];
+		bool bias, direct;
+	} cases[] = {
+		{"1,8,10,30", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, true},
+		{"2,6,9,40", 32, 3, 3, 1, 2, {2, 0, 1, 1}, false, true},
+		{"1,16,6,40", 64, 3, 3, 2, 1, {1, 1, 1, 1}, true, true},
+		{"1,4,5,60", 32, 1, 3, 1, 1, {0, 1, 0, 1}, true, true},
+		{"1,3,12,50", 32, 5, 5, 1, 1, {0, 0, 0, 0}, false, true},
+		{"1,16,7,7", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, false},
+	};
+	double atol = g_atol;
+	g_atol = 1e-4;
+	static tbc_target_desc t;
+	t = tbc_target_desc_cpu_default();
+	t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int run = 0; run < 2; run++) {
+			g_target = &t;
+			model md = model_new();
+			int64_t cin = atoll(strchr(cases[i].x, ',') + 1), cg = cin / cases[i].group;
+			int64_t n = cases[i].m * cg * cases[i].kh * cases[i].kw;
+			double *v = malloc((size_t)n * sizeof *v);
+			assert_non_null(v);
+			for (int64_t j = 0; j < n; j++) v[j] = 2 * rnd(&md) - 1;
+			tbc_value *w = constant(&md, TBC_DT_F32, 4, (int64_t[]){cases[i].m, cg, cases[i].kh, cases[i].kw}, v);
+			free(v);
+			char bd[16];
+			snprintf(bd, sizeof bd, "%lld", (long long)cases[i].m);
+			tbc_value *b = cases[i].bias ? input(&md, TBC_DT_F32, bd) : NULL;
+			tbc_op *o = node(&md, TBC_OP_Conv, b ? 3 : 2, input(&md, TBC_DT_F32, cases[i].x), w, b);
+			if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
+			set_ints(&md, o, "pads", 4, cases[i].pads);
+			int64_t d = cases[i].dil;
+			set_ints(&md, o, "dilations", 2, (const int64_t[]){d, d});
+			if (run == 1) {
+				check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+				continue;
+			}
+			tbc_graph_add_output(md.m->main, o->outputs[0]);
+			char *text = lowered_text(&md);
+			bool planes = strstr(text, "conv_planes") != NULL, im2col = strstr(text, "im2col") != NULL;
+			if (planes != cases[i].direct || im2col == cases[i].direct)
+				fail_msg("case %zu: planes %d, im2col %d; the direct form expected %d\n%s", i, planes, im2col,
+					 cases[i].direct, text);
+			free(text);
+		}
+	g_target = NULL;
+	g_atol = atol;
+}
+
 /* A convolution whose positions fill the register tile's columns badly
  * (7 x 7 of them in 64 columns, or one position) is computed transposed
  * when its weights are constant and its output channels whole panels
@@ -747,7 +810,7 @@ static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
 		{"2,64,1,1", 32, 1, 1, 1, 0, true, true, true},    /* one position (a squeeze-excite block) */
 		{"1,8,9,9", 32, 3, 1, 2, 1, true, true, true},     /* stride 2: 25 positions */
 		{"1,80,7,7", 64, 3, 1, 1, 1, false, true, true},   /* K = 720 */
-		{"1,4,16,16", 32, 3, 1, 1, 1, true, false, false}, /* 256 positions: whole tiles */
+		{"1,4,16,16", 32, 3, 1, 1, 1, true, false, true},  /* 256 positions: whole tiles (wide: the direct form's panels) */
 		{"1,8,6,6", 24, 1, 1, 1, 0, true, false, false},   /* 24 channels: not whole panels */
 	};
 	double atol = g_atol;
@@ -992,6 +1055,7 @@ int main(void) {
 		cmocka_unit_test(test_maxpool_on_a_device),
 		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
 		cmocka_unit_test(test_conv_transposed_where_positions_waste_the_tile),
+		cmocka_unit_test(test_conv_direct_taps_over_padded_planes),
 		cmocka_unit_test(test_depthwise_flat_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
