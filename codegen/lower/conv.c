@@ -481,19 +481,23 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
-/* ---- The direct form: taps as shifts over padded planes ---------------------------
- * A 2-D convolution of stride 1 computed transposed (y^T = col^T W^T, as
- * conv_gemm_launch does where positions waste the tile) with no im2col
- * matrix: its input is copied once into planes padded by the convolution's
- * pads (Hp x Wp each), and the GEMM's rows are the positions of the padded
- * width, v = oh Wp + ow for ow < Wp: tap (kh, kw) of row v is the plane's
- * element v + kh dh Wp + kw dw, a shift of the rows.  K runs over the taps
- * and, inside a tap, the channels (W^T's panels in that order), so a tap is
- * an fma tile whose A steps a plane per k (gemm_spec.taps).  Columns ow >=
- * OW are computed (Wp / OW of the work: 58 / 56 at ResNet's first stage, 9
- * / 7 at its last) into rows of Wp and not copied out: a kernel moves y's
- * OW columns of each row into place.  im2col wrote and the GEMM read
- * KH KW times the input; the planes are one copy of it. */
+/* ---- The direct forms: taps as shifts over padded planes --------------------------
+ * A 2-D convolution of stride 1 with no im2col matrix: its input is copied
+ * once into planes padded by the convolution's pads (Hp x Wp each), and the
+ * GEMM runs over the positions of the padded width, v = oh Wp + ow for ow <
+ * Wp: tap (kh, kw) of position v is the plane's element v + kh dh Wp + kw
+ * dw, a shift.  K runs over the taps and, inside a tap, the channels (the
+ * weights in that order), so a tap is an fma tile whose plane operand steps
+ * a plane per k (gemm_spec.taps).  Two layouts:
+ * - transposed (y^T = planes' rows W^T, as conv_gemm_launch computes where
+ *   positions waste the tile): the positions are the rows, the channels
+ *   the columns, W^T in panels; for few channels out (conv_direct_wanted);
+ * - as it is (y = W planes' columns): the channels are the rows, the
+ *   positions the vector columns (conv_direct_rows_wanted).
+ * Positions ow >= OW are computed (Wp / OW of the work: 58 / 56 at
+ * ResNet's first stage, 9 / 7 at its last) into rows of Wp and not copied
+ * out: a kernel moves y's OW columns of each row into place.  im2col wrote
+ * and the GEMM read KH KW times the input; the planes are one copy of it. */
 static bool conv_direct_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
 			       tbc_dtype xt) {
 	const char *e = getenv("TBC_CONV_DIRECT"); /* 0: never, for measuring */
@@ -601,8 +605,36 @@ static bool rows_out(lower_cx *cx, int rb, int yb, tbc_dim nd, int64_t M, int64_
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), n, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
+/* The columns of 32-wide tiles (gemm_tile_shape's nr) over n: the last
+ * one overlaps the one before, so n < nr costs a tile and more costs
+ * ceil(n / nr) of them. */
+static int64_t tile_cols(int64_t n, int nr) { return (n < nr ? 1 : (n + nr - 1) / nr) * nr; }
+
+/* The direct form laid out as it is (y = W col, the channels the rows, the
+ * positions of the padded width the columns): where the transposed one is
+ * not wanted (its channels not whole panels, or many of them), the tiles'
+ * columns over the padded width are at most a tenth more than over the
+ * positions (none more at 14 x 14: 224 either way, 7 x 7: 64), and the
+ * weights are a constant the CPU program may lay out as its own
+ * (gemv_panels: not when a device program shares them). */
+static bool conv_direct_rows_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
+				    tbc_dtype xt) {
+	const char *e = getenv("TBC_CONV_DIRECT");
+	if ((e && !strcmp(e, "0")) || g->nsp != 2 || c->pairs || !cx->target->fma_tile || !cx->target->gemv_panels ||
+	    cx->target->parallel != TBC_PAR_HOST_THREADS)
+		return false;
+	if (g->stride[0] != 1 || g->stride[1] != 1 || g->kernel[0] * g->kernel[1] < 2) return false;
+	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct ||
+	    c->ct != TBC_DT_F32)
+		return false;
+	int mr, nr;
+	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
+	int64_t Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1];
+	return (double)tile_cols(g->out[0] * Wp, nr) <= 1.1 * (double)tile_cols(c->P, nr);
+}
+
 static lower_result conv_direct(lower_cx *cx, const conv_geom *g, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
-				int xb, int yb, tbc_dim nd, int64_t C) {
+				int xb, int yb, tbc_dim nd, int64_t C, bool transposed) {
 	int64_t KH = g->kernel[0], KW = g->kernel[1], KS = KH * KW, Cg = C / c->G;
 	int64_t Hp = g->in[0] + g->pad_begin[0] + g->pad_end[0], Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1];
 	int64_t OH = g->out[0], OW = g->out[1], V = OH * Wp, plane = Hp * Wp;
@@ -618,22 +650,37 @@ static lower_result conv_direct(lower_cx *cx, const conv_geom *g, conv_gemm *c, 
 	gemm_spec s = {.ct = dt};
 	int mr, nr;
 	gemm_tile_shape(cx->target, dt, &mr, &nr);
-	int64_t padded, panel_stride;
-	s.mr = tile_rows(V, mr, &padded);
-	if (!gemm_const_tile_panels(&l, wt, c->M, c->Kg, true, dt, &s.b) || !kir_e_const_index(s.b.panel_stride, &panel_stride))
-		return LOWER_FAILED;
-	c->transposed = true;
-	c->wt_group = c->Mg / s.b.panel * panel_stride;
 	c->a_img = C * plane + slack, c->a_grp = Cg * plane, c->yrows = V;
-	s.a.buf = lk_buf(&l, pb);
+	kir_buffer *planes = lk_buf(&l, pb);
 	s.y.buf = lk_buf(&l, rb);
 	if (bv && !(c->bias = lk_value(&l, bv))) return LOWER_FAILED;
-	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
-	s.M = I(l.k, V), s.N = I(l.k, c->Mg), s.K = I(l.k, c->Kg);
+	s.K = I(l.k, c->Kg);
 	s.NB = MUL(l.k, lk_dim(&l, nd), I(l.k, c->G));
-	s.a.rs = I(l.k, 1), s.a.cs = I(l.k, plane);
 	s.taps = KS, s.tk = Cg, s.tw = KW, s.trow = g->dil[0] * Wp, s.tcol = g->dil[1];
-	s.y.rs = I(l.k, 1), s.y.cs = I(l.k, V);
+	if (transposed) { /* y^T (V x Mg) = planes' rows (V x Kg) W^T (Kg x Mg, panels) */
+		int64_t padded, panel_stride;
+		s.mr = tile_rows(V, mr, &padded);
+		if (!gemm_const_tile_panels(&l, wt, c->M, c->Kg, true, dt, &s.b) ||
+		    !kir_e_const_index(s.b.panel_stride, &panel_stride))
+			return LOWER_FAILED;
+		c->transposed = true;
+		c->wt_group = c->Mg / s.b.panel * panel_stride;
+		s.a.buf = planes;
+		s.M = I(l.k, V), s.N = I(l.k, c->Mg);
+		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, plane);
+		s.y.rs = I(l.k, 1), s.y.cs = I(l.k, V);
+	} else { /* y (Mg x V) = W (Mg x Kg, tap-major) planes' columns (Kg x V) */
+		int wb = lower_const_matrix(cx, wt, c->M, c->Kg, false, c->Kg);
+		if (wb < 0) return LOWER_FAILED;
+		s.a.buf = lk_buf(&l, wb);
+		s.b.buf = planes;
+		s.taps_b = true;
+		s.M = I(l.k, c->Mg), s.N = I(l.k, V);
+		s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
+		s.b.rs = I(l.k, plane), s.b.cs = I(l.k, 1);
+		s.y.rs = I(l.k, V), s.y.cs = I(l.k, 1);
+	}
+	if (!s.a.buf || !s.b.buf || !s.y.buf) return LOWER_FAILED;
 	s.ctx = c;
 	s.base = conv_gemm_base;
 	s.epi = conv_gemm_epi;
@@ -686,7 +733,10 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	/* kir_dot2 where the target has it: col in k pairs, made by im2col
 	 * even for a 1x1 convolution (a copy of X). */
 	c.pairs = c.Kg % 2 == 0 && gemm_dot2_wanted(cx->target, wt->dtype, xt->dtype, true, c.P);
-	if (!direct && conv_direct_wanted(cx, &c, &g, wv, xt->dtype)) return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C);
+	if (!direct && conv_direct_wanted(cx, &c, &g, wv, xt->dtype))
+		return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C, true);
+	if (!direct && !conv_transposed_rows(cx, &c, wv, xt->dtype) && conv_direct_rows_wanted(cx, &c, &g, wv, xt->dtype))
+		return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C, false);
 	if (!direct || c.pairs) {
 		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
 		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, c.pairs)) return LOWER_FAILED;

@@ -37,14 +37,17 @@ typedef struct gemm_spec {
 	/* The register tile's rows, when the caller chose them (0: the
 	 * target's, gemm_tile_shape): a count that divides M wastes no rows. */
 	int mr;
-	/* A read from a convolution's padded input planes rather than from an
-	 * im2col matrix (conv.c, the direct form): K is `taps` blocks of tk
-	 * (the tap-major order k = t tk + c), and A(row, t tk + c) is at
-	 * base + row a.rs + c a.cs + (t / tw) trow + (t % tw) tcol -- a tap a
-	 * shift of the rows.  0 taps: A as a.rs and a.cs say.  Only for
-	 * the CPU nest's fma tiles (one per tap; a tile of the scalar k loop
-	 * fails the kernel) without K blocks. */
+	/* A (or B, taps_b) read from a convolution's padded input planes
+	 * rather than from an im2col matrix (conv.c, the direct forms): K is
+	 * `taps` blocks of tk (the tap-major order k = t tk + c), and
+	 * A(row, t tk + c) is at base + row a.rs + c a.cs + shift(t) (B(t tk +
+	 * c, col) at base + c b.rs + col b.cs + shift(t)), shift(t) = (t / tw)
+	 * trow + (t % tw) tcol: a tap is a shift of the rows (the columns).
+	 * 0 taps: as the strides say.  Only for the CPU nest's fma tiles (one
+	 * per tap; a tile of the scalar k loop fails the kernel), without K
+	 * blocks. */
 	int64_t taps, tk, tw, trow, tcol;
+	bool taps_b;
 } gemm_spec;
 
 /* The register tile of a CPU GEMM in the compute type ct on target t: mr

@@ -177,15 +177,17 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 		}
 		if (s->taps) {
 			/* a tile per tap, the sums carried through the locals: tap
-			 * t is k block [t tk, (t + 1) tk) of b, its rows of a
-			 * shifted */
+			 * t is k block [t tk, (t + 1) tk) of the operand without
+			 * taps, and the one with them shifted */
 			kir_expr *arow[GEMM_MAX_MR], *b_at = d.b_at;
 			for (int r = 0; r < g->mr; r++) arow[r] = d.a_at[r];
 			d.klo = I(l->k, 0), d.khi = I(l->k, s->tk);
 			for (int64_t t = 0; t < s->taps; t++) {
-				int64_t shift = t / s->tw * s->trow + t % s->tw * s->tcol;
-				for (int r = 0; r < g->mr; r++) d.a_at[r] = ADD(l->k, arow[r], I(l->k, shift));
-				d.b_at = ADD(l->k, b_at, MUL(l->k, I(l->k, t * s->tk), d.ldb));
+				kir_expr *shift = I(l->k, t / s->tw * s->trow + t % s->tw * s->tcol);
+				kir_expr *kblock = I(l->k, t * s->tk);
+				for (int r = 0; r < g->mr; r++)
+					d.a_at[r] = ADD(l->k, arow[r], s->taps_b ? MUL(l->k, kblock, s->a.cs) : shift);
+				d.b_at = ADD(l->k, b_at, s->taps_b ? shift : MUL(l->k, kblock, d.ldb));
 				kir_block_add(k, blk, kir_s_fma_tile(k, &d));
 			}
 		} else {
@@ -604,12 +606,13 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 		int64_t rtc = (mc + mr - 1) / mr, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
 		tb = 4;
 		kc = s->b.pairs || s->taps ? 0 : k_block(s, tb * nr);
-		/* No K blocks for a y of strided columns: a chunk's row tiles
-		 * each pass over its whole K x TB NR block of B, which then
-		 * should stay in L2 -- fewer column tiles a chunk for a deep K
-		 * (a 3x3 convolution of 512 channels: 590 KiB a tile). */
+		/* No K blocks for a y of strided columns or a B of taps: a
+		 * chunk's row tiles each pass over its whole K x TB NR block of
+		 * B, which then should stay in L2 -- fewer column tiles a chunk
+		 * for a deep K (a 3x3 convolution of 512 channels: 590 KiB a
+		 * tile). */
 		int64_t K;
-		if (!s->b.pairs && !kc && kir_e_const_index(s->K, &K) && K > 0 && !y_cols_contiguous(s)) {
+		if (!s->b.pairs && !kc && kir_e_const_index(s->K, &K) && K > 0 && (!y_cols_contiguous(s) || s->taps)) {
 			int64_t fit = GEMM_B_BLOCK_BYTES / (K * nr * (int64_t)tbc_dtype_size(s->ct));
 			tb = fit < 1 ? 1 : fit < tb ? fit : tb;
 		}

@@ -724,15 +724,15 @@ static void test_depthwise_flat_geometries(void **state) {
 	g_atol = atol;
 }
 
-/* A 2-D convolution of stride 1 with few output channels a group reads its
- * taps as shifts over padded planes instead of an im2col matrix
- * (codegen/lower/conv.c, conv_direct) where the target has the fma tile:
- * a planes kernel, fma tiles a tap each, the junk columns dropped by the
- * kernel moving the rows out.  Against the interpreter: a bias, uneven
- * pads with dilation over two images, groups, a 1 x 3 kernel, a 5 x 5
- * kernel without padding (its last rows read the slack past the planes);
- * and a shape whose junk columns cost more than im2col (7 wide) keeps
- * im2col. */
+/* A 2-D convolution of stride 1 reads its taps as shifts over padded
+ * planes instead of an im2col matrix (codegen/lower/conv.c, conv_direct)
+ * where the target has the fma tile: a planes kernel, fma tiles a tap each,
+ * the junk columns dropped by the kernel moving the rows out; transposed
+ * (few channels out, whole panels) or as it is (rows of channels).
+ * Against the interpreter: a bias, uneven pads with dilation over two
+ * images, groups, a 1 x 3 kernel, a 5 x 5 kernel without padding (its last
+ * rows read the slack past the planes), channels not whole panels; and
+ * shapes whose junk columns cost more than im2col keep im2col. */
 static void test_conv_direct_taps_over_padded_planes(void **state) {
 	(void)state;
 	static const struct {
@@ -746,6 +746,11 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 		{"1,4,5,60", 32, 1, 3, 1, 1, {0, 1, 0, 1}, true, true},
 		{"1,3,12,50", 32, 5, 5, 1, 1, {0, 0, 0, 0}, false, true},
 		{"1,16,7,7", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, false},
+		/* laid out as it is (channels not whole panels): rows of channels */
+		{"1,5,6,30", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, true},
+		{"1,8,6,30", 40, 3, 3, 2, 1, {1, 1, 1, 1}, false, true},
+		{"2,3,8,29", 16, 3, 3, 1, 2, {2, 1, 0, 2}, true, true},
+		{"1,4,9,20", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, false}, /* 22 wide: 224 columns for 180 */
 	};
 	double atol = g_atol;
 	g_atol = 1e-4;
