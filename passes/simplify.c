@@ -1,7 +1,8 @@
 /* Algebraic simplification.
  *
  * Does: folds an inference BatchNormalization that reads a Conv into that
- * Conv's weights and bias,
+ * Conv's weights and bias (else, see bn_as_affine, writes it as
+ * elementwise Sub, Mul, Add with per-channel constants),
  *   s[m] = scale[m] / sqrt(var[m] + epsilon)
  *   W'[m, ...] = W[m, ...] * s[m]
  *   B'[m] = (B[m] - mean[m]) * s[m] + bias[m]        (B = 0 without one)
@@ -29,7 +30,8 @@
 
 typedef struct simplifier {
 	tbc_module *m;
-	bool oom;
+	tbc_diags *d;
+	bool oom, failed;
 } simplifier;
 
 /* The BatchNormalization's per-channel parameter i (1..4) as a constant of
@@ -101,19 +103,101 @@ static bool fold_bn_into_conv(simplifier *S, tbc_graph *g, tbc_op *bn) {
 	return true;
 }
 
+/* A new op of g before `at` reading in, its result inferred; NULL on failure. */
+static tbc_value *op_before(simplifier *S, tbc_graph *g, tbc_op *at, tbc_opcode code, tbc_value *a, tbc_value *b) {
+	tbc_value *in[2] = {a, b};
+	tbc_op *op = tbc_op_new(g, code, at->name, 2, in, 1);
+	if (!op) {
+		S->oom = true;
+		return NULL;
+	}
+	pass_unlink(op);
+	pass_insert_before(op, at);
+	tbc_infer cx = {.module = S->m, .diags = S->d};
+	if (!tbc_infer_op(&cx, op)) {
+		S->failed = true;
+		return NULL;
+	}
+	return op->outputs[0];
+}
+
+/* The per-channel constant f(c) of C values as [C, 1, ...] (rank), f32. */
+static tbc_value *channel_const(simplifier *S, tbc_graph *g, const tbc_value *y, const char *what, int rank, int64_t C,
+				const double *v) {
+	int64_t dims[TBC_MAX_RANK];
+	dims[0] = C;
+	for (int i = 1; i < rank; i++) dims[i] = 1;
+	tbc_tensor *t = tbc_tensor_create(TBC_DT_F32, rank, dims);
+	if (!t) {
+		S->oom = true;
+		return NULL;
+	}
+	for (int64_t c = 0; c < C; c++) tbc_store_f64(TBC_DT_F32, t->data, (size_t)c, v[c]);
+	char name[256], buf[200];
+	snprintf(name, sizeof name, "%s_bn_%s", tbc_value_display_name(y, buf, sizeof buf), what);
+	tbc_value *cv = tbc_graph_add_const(g, name, t);
+	tbc_tensor_destroy(t);
+	if (!cv) S->oom = true;
+	return cv;
+}
+
+/* An inference BatchNormalization left over (not after a Conv: DenseNet's
+ * pre-activation ones) becomes (x - mean) * m + bias, m = scale /
+ * sqrt(var + epsilon) in double rounded once to f32: elementwise ops that
+ * fusion merges with the Relu after them (one pass over the activation
+ * instead of two).  The same f32 steps as its kernel (codegen/lower/norm.c).
+ * When: f32 x of rank >= 2 and static channels, constant parameters of one
+ * value per channel, only Y read, Y not a model output. */
+static bool bn_as_affine(simplifier *S, tbc_graph *g, tbc_op *bn) {
+	tbc_value *x = bn->inputs[0], *y = bn->outputs[0];
+	if (tbc_attr_int(bn, "training_mode", 0) != 0 || !y || pass_is_model_output(S->m, y)) return false;
+	for (int i = 1; i < bn->n_outputs; i++)
+		if (is_used(S->m, bn, i)) return false;
+	const tbc_type *xt = &x->type;
+	if (xt->dtype != TBC_DT_F32 || xt->rank < 2 || xt->dims[1].sym) return false;
+	int64_t C = xt->dims[1].size;
+	const tbc_tensor *scale = bn_param(bn, 1, C), *bias = bn_param(bn, 2, C), *mean = bn_param(bn, 3, C),
+			 *var = bn_param(bn, 4, C);
+	if (!scale || !bias || !mean || !var || C < 1) return false;
+	double eps = tbc_attr_float(bn, "epsilon", 1e-5);
+	double *v = malloc(3 * (size_t)C * sizeof *v);
+	if (!v) {
+		S->oom = true;
+		return false;
+	}
+	for (int64_t c = 0; c < C; c++) {
+		v[c] = tbc_get_f64(mean, c);
+		v[C + c] = tbc_get_f64(scale, c) * (1.0 / sqrt(tbc_get_f64(var, c) + eps));
+		v[2 * C + c] = tbc_get_f64(bias, c);
+	}
+	int rank = xt->rank - 1;
+	tbc_value *mc = channel_const(S, g, y, "mean", rank, C, v), *mm = channel_const(S, g, y, "mul", rank, C, v + C),
+		  *bc = channel_const(S, g, y, "bias", rank, C, v + 2 * C);
+	free(v);
+	if (!mc || !mm || !bc) return false;
+	tbc_value *t = op_before(S, g, bn, TBC_OP_Sub, x, mc);
+	t = t ? op_before(S, g, bn, TBC_OP_Mul, t, mm) : NULL;
+	t = t ? op_before(S, g, bn, TBC_OP_Add, t, bc) : NULL;
+	if (!t) return false;
+	t->name = y->name; /* the BatchNormalization's result, by its name */
+	pass_replace_value(S->m, y, t);
+	pass_remove_op(bn);
+	return true;
+}
+
 static bool simplify_graph(tbc_graph *g, void *ctx) {
 	simplifier *S = ctx;
-	for (tbc_op *op = g->first, *next; op && !S->oom; op = next) {
+	for (tbc_op *op = g->first, *next; op && !S->oom && !S->failed; op = next) {
 		next = op->next;
-		if (op->code == TBC_OP_BatchNormalization) fold_bn_into_conv(S, g, op);
+		if (op->code == TBC_OP_BatchNormalization && !fold_bn_into_conv(S, g, op) && !S->oom) bn_as_affine(S, g, op);
 	}
-	return !S->oom;
+	return !S->oom && !S->failed;
 }
 
 bool tbc_pass_simplify(tbc_module *m, tbc_diags *d) {
-	simplifier S = {.m = m};
-	if (!pass_each_graph(m->main, simplify_graph, &S) || S.oom) {
-		tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory in the simplify pass");
+	simplifier S = {.m = m, .d = d};
+	if (!pass_each_graph(m->main, simplify_graph, &S) || S.oom || S.failed) {
+		if (S.oom) tbc_diags_add(d, TBC_ERR_NO_MEMORY, m->path, NULL, NULL, NULL, "out of memory in the simplify pass");
 		return false;
 	}
 	return true;
