@@ -724,6 +724,23 @@ static void test_depthwise_flat_geometries(void **state) {
 	g_atol = atol;
 }
 
+/* A Conv of input x (dims text) with constant random f32 weights [m, C /
+ * group, kh, kw], group and, where asked, a bias that is a graph input. */
+static tbc_op *const_weight_conv(model *md, const char *x, int64_t m, int64_t kh, int64_t kw, int64_t group, bool bias) {
+	int64_t cg = atoll(strchr(x, ',') + 1) / group, n = m * cg * kh * kw;
+	double *v = malloc((size_t)n * sizeof *v);
+	assert_non_null(v);
+	for (int64_t j = 0; j < n; j++) v[j] = 2 * rnd(md) - 1;
+	tbc_value *w = constant(md, TBC_DT_F32, 4, (int64_t[]){m, cg, kh, kw}, v);
+	free(v);
+	char bd[16];
+	snprintf(bd, sizeof bd, "%lld", (long long)m);
+	tbc_value *b = bias ? input(md, TBC_DT_F32, bd) : NULL;
+	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, input(md, TBC_DT_F32, x), w, b);
+	if (group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = group;
+	return o;
+}
+
 /* A 2-D convolution of stride 1 reads its taps as shifts over padded
  * planes instead of an im2col matrix (codegen/lower/conv.c, conv_direct)
  * where the target has the fma tile: a planes kernel, fma tiles a tap each,
@@ -761,18 +778,8 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 		for (int run = 0; run < 2; run++) {
 			g_target = &t;
 			model md = model_new();
-			int64_t cin = atoll(strchr(cases[i].x, ',') + 1), cg = cin / cases[i].group;
-			int64_t n = cases[i].m * cg * cases[i].kh * cases[i].kw;
-			double *v = malloc((size_t)n * sizeof *v);
-			assert_non_null(v);
-			for (int64_t j = 0; j < n; j++) v[j] = 2 * rnd(&md) - 1;
-			tbc_value *w = constant(&md, TBC_DT_F32, 4, (int64_t[]){cases[i].m, cg, cases[i].kh, cases[i].kw}, v);
-			free(v);
-			char bd[16];
-			snprintf(bd, sizeof bd, "%lld", (long long)cases[i].m);
-			tbc_value *b = cases[i].bias ? input(&md, TBC_DT_F32, bd) : NULL;
-			tbc_op *o = node(&md, TBC_OP_Conv, b ? 3 : 2, input(&md, TBC_DT_F32, cases[i].x), w, b);
-			if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
+			tbc_op *o = const_weight_conv(&md, cases[i].x, cases[i].m, cases[i].kh, cases[i].kw, cases[i].group,
+						      cases[i].bias);
 			set_ints(&md, o, "pads", 4, cases[i].pads);
 			int64_t d = cases[i].dil;
 			set_ints(&md, o, "dilations", 2, (const int64_t[]){d, d});
@@ -830,17 +837,7 @@ static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
 				g_target = &t;
 				model md = model_new();
 				int64_t cin = atoll(strchr(cases[i].x, ',') + 1), cg = cin / cases[i].group, kk = cases[i].kh;
-				int64_t n = cases[i].m * cg * kk * kk;
-				double *v = malloc((size_t)n * sizeof *v);
-				assert_non_null(v);
-				for (int64_t j = 0; j < n; j++) v[j] = 2 * rnd(&md) - 1;
-				tbc_value *w = constant(&md, TBC_DT_F32, 4, (int64_t[]){cases[i].m, cg, kk, kk}, v);
-				free(v);
-				char bd[16];
-				snprintf(bd, sizeof bd, "%lld", (long long)cases[i].m);
-				tbc_value *b = cases[i].bias ? input(&md, TBC_DT_F32, bd) : NULL;
-				tbc_op *o = node(&md, TBC_OP_Conv, b ? 3 : 2, input(&md, TBC_DT_F32, cases[i].x), w, b);
-				if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
+				tbc_op *o = const_weight_conv(&md, cases[i].x, cases[i].m, kk, kk, cases[i].group, cases[i].bias);
 				int64_t p = cases[i].pad, s = cases[i].stride;
 				set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
 				set_ints(&md, o, "strides", 2, (const int64_t[]){s, s});
