@@ -86,6 +86,19 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
 	return kir_e_cast(l->k, c->yt, acc);
 }
 
+/* The rows of a tile over P rows, mr or up to two fewer, whichever pads P
+ * least (7 for 49 and 196); the rows they pad P to in *padded. */
+static int tile_rows(int64_t P, int mr, int64_t *padded) {
+	int best = P < mr ? (int)P : mr;
+	int64_t best_rows = (P + best - 1) / best * best;
+	for (int r = best - 1; r >= mr - 3 && r >= 1; r--) {
+		int64_t rows = (P + r - 1) / r * r;
+		if (rows < best_rows) best = r, best_rows = rows;
+	}
+	*padded = best_rows;
+	return best;
+}
+
 /* The register tile's rows when the GEMM is computed transposed, 0 when it
  * is not.  A tile of mr x nr sums (nr the vector direction, gemm_tile_shape)
  * costs its whole area however much of it the matrix fills: the last column
@@ -102,19 +115,6 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
  * compute type; the target's tile from gemm_tile_shape; a target whose
  * constants may be laid out in panels (gemv_panels: not when a device
  * program shares the CPU's weights, codegen/compile.c). */
-/* The rows of a tile over P rows, mr or up to two fewer, whichever pads P
- * least (7 for 49 and 196); the rows they pad P to in *padded. */
-static int tile_rows(int64_t P, int mr, int64_t *padded) {
-	int best = P < mr ? (int)P : mr;
-	int64_t best_rows = (P + best - 1) / best * best;
-	for (int r = best - 1; r >= mr - 3 && r >= 1; r--) {
-		int64_t rows = (P + r - 1) / r * r;
-		if (rows < best_rows) best = r, best_rows = rows;
-	}
-	*padded = best_rows;
-	return best;
-}
-
 static int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
 	const char *e = getenv("TBC_CONV_TRANSPOSED"); /* 0: never, for measuring */
 	if ((e && !strcmp(e, "0")) || cx->target->parallel == TBC_PAR_GRID || c->pairs || !cx->target->gemv_panels)
