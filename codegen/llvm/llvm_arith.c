@@ -341,52 +341,59 @@ LLVMValueRef llvm_compare(llvm_fn *f, const kir_expr *e) {
 	return LLVMBuildICmp(b, llvm_is_unsigned(t) ? u[e->op] : s[e->op], x, y, "");
 }
 
-/* Whether float e is NaN-free and within [lo, hi] by its form: a clamp
- * with NaN made a constant, select(isnan(v), z, min(max(v, lo), hi)) (or
- * max(min(v, hi), lo)) with z, lo and hi constants inside [lo, hi] -- the
- * form quantization writes (codegen/lower/quant.c). */
-static bool clamped_within(const kir_expr *e, double lo, double hi) {
-	if (!e || e->kind != KIR_E_SELECT || !e->a || e->a->kind != KIR_E_UNARY || e->a->op != KIR_ISNAN) return false;
-	const kir_expr *z = e->b, *m = e->c;
-	if (!z || z->kind != KIR_E_FLOAT || !(z->f >= lo && z->f <= hi) || !m || m->kind != KIR_E_BINARY) return false;
-	if (m->op != KIR_MIN && m->op != KIR_MAX) return false;
+/* A clamp with NaN made a constant, the form quantization writes
+ * (codegen/lower/quant.c): select(isnan(u), z, min(max(v, lo), hi)) or
+ * select(isnan(u), z, max(min(v, hi), lo)), z, lo and hi constants. */
+typedef struct {
+	const kir_expr *u, *v; /* the value tested for NaN, the value clamped */
+	double z, lo, hi;
+} nan_clamp_form;
+
+static bool nan_clamp_parse(const kir_expr *e, nan_clamp_form *out) {
+	if (!e || e->kind != KIR_E_SELECT) return false;
+	const kir_expr *nan = e->a, *z = e->b, *m = e->c;
+	if (!nan || nan->kind != KIR_E_UNARY || nan->op != KIR_ISNAN || !z || z->kind != KIR_E_FLOAT) return false;
+	if (!m || m->kind != KIR_E_BINARY || (m->op != KIR_MIN && m->op != KIR_MAX)) return false;
 	const kir_expr *in = m->a, *k1 = m->b;
-	if (!in || !k1 || in->kind != KIR_E_BINARY || k1->kind != KIR_E_FLOAT) return false;
 	int other = m->op == KIR_MIN ? KIR_MAX : KIR_MIN;
+	if (!in || !k1 || in->kind != KIR_E_BINARY || in->op != other || k1->kind != KIR_E_FLOAT) return false;
 	const kir_expr *k2 = in->b;
-	if (in->op != other || !k2 || k2->kind != KIR_E_FLOAT) return false;
-	return k1->f >= lo && k1->f <= hi && k2->f >= lo && k2->f <= hi;
+	if (!in->a || !k2 || k2->kind != KIR_E_FLOAT) return false;
+	*out = (nan_clamp_form){.u = nan->a, .v = in->a, .z = z->f,
+				.lo = m->op == KIR_MIN ? k2->f : k1->f, .hi = m->op == KIR_MIN ? k1->f : k2->f};
+	return true;
 }
 
-/* select(isnan(v), z, min(max(v, lo), hi)) (or max(min(v, hi), lo)), z, lo
- * and hi constants, lo <= hi, lo not -0.0 and hi not +0.0: the clamp as
- * compares and selects, which x86 does in one max and one min each (where
- * llvm.maximum / llvm.minimum, NaN-propagating, cost a compare and masked
- * ops more), and the NaN test only where z is not lo (a NaN v takes lo from
- * the first compare).  Equal to the kernel IR's meaning for every v: on
- * numbers the two clamps agree (lo's and hi's signs excluded above are the
- * only signed-zero ties that differ), and NaN gives z.  NULL: not this form. */
+/* Whether float e is NaN-free and within [lo, hi] by its form: the clamp
+ * above with z and its bounds inside [lo, hi]. */
+static bool clamped_within(const kir_expr *e, double lo, double hi) {
+	nan_clamp_form c;
+	if (!nan_clamp_parse(e, &c)) return false;
+	return c.z >= lo && c.z <= hi && c.lo >= lo && c.lo <= hi && c.hi >= lo && c.hi <= hi;
+}
+
+/* The clamp above, with u the value clamped, lo <= hi, lo not -0.0 and hi
+ * not +0.0: as compares and selects, which x86 does in one max and one min
+ * each (where llvm.maximum / llvm.minimum, NaN-propagating, cost a compare
+ * and masked ops more), and the NaN test only where z is not lo (a NaN v
+ * takes lo from the first compare).  Equal to the kernel IR's meaning for
+ * every v: on numbers the two clamps agree (lo's and hi's signs excluded
+ * above are the only signed-zero ties that differ), and NaN gives z.
+ * NULL: not this form. */
 LLVMValueRef llvm_nan_clamp(llvm_fn *f, const kir_expr *e) {
-	if (!e || e->kind != KIR_E_SELECT || (e->type != TBC_DT_F32 && e->type != TBC_DT_F64)) return NULL;
-	const kir_expr *nan = e->a, *z = e->b, *m = e->c;
-	if (!nan || nan->kind != KIR_E_UNARY || nan->op != KIR_ISNAN || !z || z->kind != KIR_E_FLOAT) return NULL;
-	if (!m || m->kind != KIR_E_BINARY || (m->op != KIR_MIN && m->op != KIR_MAX)) return NULL;
-	const kir_expr *in = m->a, *k1 = m->b;
-	int other = m->op == KIR_MIN ? KIR_MAX : KIR_MIN;
-	if (!in || !k1 || in->kind != KIR_E_BINARY || in->op != other || k1->kind != KIR_E_FLOAT) return NULL;
-	const kir_expr *v = in->a, *k2 = in->b;
-	if (v != nan->a || !k2 || k2->kind != KIR_E_FLOAT) return NULL;
-	double lo = m->op == KIR_MIN ? k2->f : k1->f, hi = m->op == KIR_MIN ? k1->f : k2->f;
+	nan_clamp_form c;
+	if ((e->type != TBC_DT_F32 && e->type != TBC_DT_F64) || !nan_clamp_parse(e, &c) || c.u != c.v) return NULL;
+	double lo = c.lo, hi = c.hi;
 	if (!(lo <= hi) || (lo == 0 && signbit(lo)) || (hi == 0 && !signbit(hi))) return NULL;
-	LLVMValueRef x = llvm_expr(f, v);
+	LLVMValueRef x = llvm_expr(f, c.v);
 	if (!x) return NULL;
 	LLVMBuilderRef b = f->c->b;
 	LLVMTypeRef t = LLVMTypeOf(x);
 	LLVMValueRef clo = LLVMConstReal(t, lo), chi = LLVMConstReal(t, hi);
 	LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, clo, ""), x, clo, "");
 	r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, r, chi, ""), r, chi, "");
-	if (z->f == lo && signbit(z->f) == signbit(lo)) return r;
-	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), LLVMConstReal(t, z->f), r, "");
+	if (c.z == lo && signbit(c.z) == signbit(lo)) return r;
+	return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), LLVMConstReal(t, c.z), r, "");
 }
 
 /* ONNX Cast semantics (docs/kernel-ir.md): floats to integers truncate,
