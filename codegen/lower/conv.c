@@ -115,7 +115,7 @@ static int tile_rows(int64_t P, int mr, int64_t *padded) {
  * compute type; the target's tile from gemm_tile_shape; a target whose
  * constants may be laid out in panels (gemv_panels: not when a device
  * program shares the CPU's weights, codegen/compile.c). */
-static int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
+int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
 	const char *e = getenv("TBC_CONV_TRANSPOSED"); /* 0: never, for measuring */
 	if ((e && !strcmp(e, "0")) || cx->target->parallel == TBC_PAR_GRID || c->pairs || !cx->target->gemv_panels)
 		return 0;
@@ -733,6 +733,8 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	/* kir_dot2 where the target has it: col in k pairs, made by im2col
 	 * even for a 1x1 convolution (a copy of X). */
 	c.pairs = c.Kg % 2 == 0 && gemm_dot2_wanted(cx->target, wt->dtype, xt->dtype, true, c.P);
+	if (!direct && conv_winograd_wanted(cx, &c, &g, wv, xt->dtype))
+		return conv_winograd(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C);
 	if (!direct && conv_direct_wanted(cx, &c, &g, wv, xt->dtype))
 		return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C, true);
 	if (!direct && !conv_transposed_rows(cx, &c, wv, xt->dtype) && conv_direct_rows_wanted(cx, &c, &g, wv, xt->dtype))

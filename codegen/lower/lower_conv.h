@@ -3,6 +3,7 @@
 #define TBC_CODEGEN_LOWER_CONV_H
 
 #include "codegen/lower/lower_internal.h"
+#include "ir/kernels/conv_util.h"
 
 /* ConvTranspose, MaxUnpool, GridSample, RoiAlign, DeformConv
  * (codegen/lower/conv_more.c):
@@ -39,6 +40,18 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
  * (conv.c, conv_transposed_rows; sets c->transposed). */
 lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
 			      int colb, int yb, tbc_dim batch, tbc_dtype col_dt);
+
+/* The register tile's rows when conv c's GEMM is computed transposed
+ * (positions as rows, W^T's panels), 0 when it is not (conv.c). */
+int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt);
+
+/* Winograd F(2x2, 3x3) (codegen/lower/conv_winograd.c): whether conv c
+ * (geometry g, weights wv, input dtype xt) takes it, and its kernels (the
+ * input's planes, their transform, 16 GEMMs over the channels, the output
+ * transform + bias) writing y (buffer yb) from x (xb, C channels). */
+bool conv_winograd_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv, tbc_dtype xt);
+lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
+			   int xb, int yb, tbc_dim nd, int64_t C);
 
 /* Shared by the conv family's files (codegen/lower/conv.c). */
 lower_result conv_failed(bool ok); /* LOWER_OK or LOWER_FAILED */

@@ -771,6 +771,7 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 	};
 	double atol = g_atol;
 	g_atol = 1e-4;
+	setenv("TBC_CONV_WINOGRAD", "0", 1); /* the 3x3 cases would take it (test_conv_winograd) */
 	static tbc_target_desc t;
 	t = tbc_target_desc_cpu_default();
 	t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
@@ -795,6 +796,81 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 					 cases[i].direct, text);
 			free(text);
 		}
+	unsetenv("TBC_CONV_WINOGRAD");
+	g_target = NULL;
+	g_atol = atol;
+}
+
+/* A 3x3 convolution of stride 1 and one group is computed by Winograd's
+ * F(2x2, 3x3) where the target has the fma tile and there are 16 tiles or
+ * more (codegen/lower/conv_winograd.c): the planes of even then odd rows,
+ * the input transform, 16 GEMMs over the channels (transposed where the
+ * tiles are few and the channels whole panels), the output transform and
+ * bias.  Against the interpreter: a bias, odd output rows and columns
+ * over two images (the last tiles' second row and column dropped), uneven
+ * and no pads, 7 x 7 outputs (transposed GEMMs), channels not whole
+ * panels; forced (TBC_CONV_WINOGRAD=1) down to one output position; and
+ * shapes that must not take it: too few tiles, groups, dilation, stride
+ * 2, a 1 x 3 kernel. */
+static void test_conv_winograd(void **state) {
+	(void)state;
+	static const struct {
+		const char *x;
+		int64_t m, kh, kw, group, dil, stride, pads[4];
+		bool bias, force, wino, transposed;
+	} cases[] = {
+		{"1,8,10,30", 32, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false, true, true}, /* 80 tiles, transposed */
+		{"2,6,9,12", 24, 3, 3, 1, 1, 1, {1, 0, 1, 2}, false, false, true, false}, /* 9 x 12 out */
+		{"2,5,12,9", 7, 3, 3, 1, 1, 1, {0, 1, 2, 1}, true, false, true, false},   /* 12 x 9 out */
+		{"1,64,7,7", 64, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false, true, true},  /* 20 tiles: transposed */
+		{"1,16,14,14", 96, 3, 3, 1, 1, 1, {1, 1, 1, 1}, false, false, true, true},
+		{"1,16,14,14", 40, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false, true, false}, /* 40: not whole panels */
+		{"1,3,20,20", 5, 3, 3, 1, 1, 1, {0, 0, 0, 0}, true, false, true, false},
+		{"1,4,3,3", 6, 3, 3, 1, 1, 1, {0, 0, 0, 0}, true, true, true, false},    /* one position */
+		{"2,4,1,2", 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, false, true, true, false},   /* 1 x 2 */
+		{"1,4,8,8", 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, false, false, true, false},  /* 16 tiles, the fewest taken */
+		{"1,4,6,6", 6, 3, 3, 1, 1, 1, {1, 1, 1, 1}, false, false, false, false}, /* 9 tiles */
+		{"1,8,16,16", 32, 3, 3, 2, 1, 1, {1, 1, 1, 1}, true, false, false, false},
+		{"1,8,16,16", 32, 3, 3, 1, 2, 1, {2, 2, 2, 2}, true, false, false, false},
+		{"1,8,16,16", 32, 3, 3, 1, 1, 2, {1, 1, 1, 1}, true, false, false, false},
+		{"1,8,16,16", 32, 1, 3, 1, 1, 1, {0, 1, 0, 1}, true, false, false, false},
+	};
+	double atol = g_atol;
+	g_atol = 1e-4;
+	static tbc_target_desc t;
+	t = tbc_target_desc_cpu_default();
+	t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		bool wino = cases[i].wino;
+		if (cases[i].force) setenv("TBC_CONV_WINOGRAD", "1", 1);
+		for (int run = 0; run < 2; run++) {
+			g_target = &t;
+			model md = model_new();
+			tbc_op *o = const_weight_conv(&md, cases[i].x, cases[i].m, cases[i].kh, cases[i].kw, cases[i].group,
+						      cases[i].bias);
+			set_ints(&md, o, "pads", 4, cases[i].pads);
+			int64_t d = cases[i].dil, st = cases[i].stride;
+			set_ints(&md, o, "dilations", 2, (const int64_t[]){d, d});
+			set_ints(&md, o, "strides", 2, (const int64_t[]){st, st});
+			if (run == 1) {
+				check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+				continue;
+			}
+			tbc_graph_add_output(md.m->main, o->outputs[0]);
+			char *text = lowered_text(&md);
+			bool taken = strstr(text, "wino_in") != NULL && strstr(text, "wino_out") != NULL;
+			if (taken != wino) fail_msg("case %zu: Winograd %d, expected %d\n%s", i, taken, wino, text);
+			/* transposed: U^T in panels of 32 of its 16 m columns, [16 m / 32, C 32 (+ 16)] */
+			char layout[48];
+			int64_t cin = atoll(strchr(cases[i].x, ',') + 1), stride = cin * 32;
+			if (stride * 4 % 512 == 0) stride += 16;
+			snprintf(layout, sizeof layout, "f32[%lld, %lld]", (long long)(16 * cases[i].m / 32), (long long)stride);
+			if (cases[i].transposed != (strstr(text, layout) != NULL))
+				fail_msg("case %zu: %s expected %s\n%s", i, layout, cases[i].transposed ? "present" : "absent", text);
+			free(text);
+		}
+		unsetenv("TBC_CONV_WINOGRAD");
+	}
 	g_target = NULL;
 	g_atol = atol;
 }
@@ -827,6 +903,7 @@ static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
 	};
 	double atol = g_atol;
 	g_atol = 1e-4;
+	setenv("TBC_CONV_WINOGRAD", "0", 1); /* the 3x3 cases would take it (test_conv_winograd) */
 	for (int wide_tile = 0; wide_tile < 2; wide_tile++)
 		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 			static tbc_target_desc t;
@@ -859,6 +936,7 @@ static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
 				free(text);
 			}
 		}
+	unsetenv("TBC_CONV_WINOGRAD");
 	/* f64: a tile of 8 columns */
 	g_target = NULL;
 	model md = model_new();
@@ -1058,6 +1136,7 @@ int main(void) {
 		cmocka_unit_test(test_depthwise_conv_has_no_im2col_on_the_cpu),
 		cmocka_unit_test(test_conv_transposed_where_positions_waste_the_tile),
 		cmocka_unit_test(test_conv_direct_taps_over_padded_planes),
+		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_depthwise_flat_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
