@@ -760,81 +760,164 @@ typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
  * constant bounds and no clamp: a vector loop (stride-s loads).  The
  * others (the borders) take theirs from per-position ranges.  max keeps
  * the first of equal values and skips NaN unless every tap is NaN (the
- * interpreter's rule): select(v > m || isnan(m), v, m) from NaN. */
-static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom *g, int yb, tbc_dtype ct) {
-	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
-	const tbc_type *xt = &xv->type, *yt = &yv->type;
-	lk l;
-	if (!lk_begin(&l, cx, "maxpool")) return LOWER_FAILED;
-	kir_kernel *k = l.k;
-	kir_buffer *x = lk_value(&l, xv), *y = lk_buf(&l, yb);
-	if (!x || !y) return LOWER_FAILED;
-	int nsp = g->nsp, w = nsp - 1;
-	bool is_float = tbc_dtype_is_float(ct);
-	int64_t isz = conv_prod(0, nsp, g->in), osz = conv_prod(0, nsp, g->out);
-	int64_t OW = g->out[w], s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w], in = g->in[w];
-	/* The interior: base = o s - pb >= 0 and base + (KW - 1) dil <= in - 1. */
-	int64_t oa, ob;
-	interior(-pb, (KW - 1) * dil - pb, s, in, OW, &oa, &ob);
+ * interpreter's rule): select(v > m || isnan(m), v, m) from NaN.  A 2-D
+ * pool whose windows all hold a valid tap, dilation 1 (nearly every CNN's)
+ * instead reads its taps with indices clamped into the input, every row
+ * alike, and keeps each window's max in registers (maxpool_row_clamped). */
+typedef struct maxpool_cx {
+	const conv_geom *g;
+	kir_buffer *x, *y;
+	tbc_dtype ct, yt;
+	bool is_float;
+	int64_t isz, osz, oa, ob; /* [oa, ob): the last dim's interior */
+	kir_var *pl, **o, **kv;
+	kir_expr *zero, *init;
+} maxpool_cx;
 
-	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX), *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
-	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
-	kir_block row = {0}; /* one output row: outer dims at o[0..w) */
-	kir_expr *yrow = MUL(l.k, V(l.k, pl), I(l.k, osz)), *xrow = MUL(l.k, V(l.k, pl), I(l.k, isz));
+/* m's next value for tap value v: max skipping NaN, the first of equals. */
+static kir_expr *maxpool_step(kir_kernel *k, const maxpool_cx *c, kir_expr *mv, kir_expr *v) {
+	if (!c->is_float) return kir_e_binary(k, KIR_MAX, mv, v);
+	return kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
+}
+/* The max over every tap of a 2-D window, the taps' rows at x offsets
+ * rows[0..KH) and columns col + tw: the max of each window row first, then
+ * of those.  The same bits as the taps in order (the step keeps the
+ * earlier of equals and skips NaN, so grouping consecutive taps changes
+ * nothing), with chains KW and KH long instead of one KH KW long.  clamp_w
+ * > 0: columns clamped to [0, clamp_w). */
+static kir_expr *maxpool_window(lk *l, const maxpool_cx *c, kir_block *b, kir_expr *const *rows, kir_expr *col, int64_t clamp_w) {
+	kir_kernel *k = l->k;
+	kir_expr *m = NULL;
+	for (int64_t th = 0; th < c->g->kernel[0]; th++) {
+		kir_expr *h = NULL;
+		for (int64_t tw = 0; tw < c->g->kernel[1]; tw++) {
+			kir_expr *cw = ADD(k, col, I(k, tw));
+			if (clamp_w) cw = CLAMP(l, cw, clamp_w);
+			kir_expr *v = LET(k, b, "v", kir_e_cast(k, c->ct, kir_e_load(k, c->x, ADD(k, rows[th], cw))));
+			h = h ? LET(k, b, "h", maxpool_step(k, c, h, v)) : v;
+		}
+		m = m ? LET(k, b, "m", maxpool_step(k, c, m, h)) : h;
+	}
+	return m;
+}
+
+/* Whether a 2-D max pool may read its windows with indices clamped into
+ * the input instead of skipping the padding: dilation 1 and no window
+ * without a valid tap.  A clamped tap then repeats a valid tap of its
+ * window, and since clamping keeps the taps' order, the first of equal
+ * maxima and the last of all-NaN taps are the same elements: the same
+ * bits. */
+static bool maxpool_clampable(const conv_geom *g) {
+	if (g->nsp != 2 || g->kernel[0] * g->kernel[1] > 49) return false;
+	for (int d = 0; d < 2; d++)
+		if (g->dil[d] != 1 || g->pad_begin[d] >= g->kernel[d] || (g->out[d] - 1) * g->stride[d] - g->pad_begin[d] > g->in[d] - 1)
+			return false;
+	return true;
+}
+
+/* Row o[0] of a clampable pool (maxpool_clampable): the taps' rows
+ * clamped, the row's interior a vector loop, its borders scalar loops with
+ * the columns clamped too; y stored once. */
+static kir_stmt *maxpool_row_clamped(lk *l, const maxpool_cx *c) {
+	kir_kernel *k = l->k;
+	const conv_geom *g = c->g;
+	int64_t W = g->in[1], OW = g->out[1], s = g->stride[1], pw = g->pad_begin[1];
+	kir_block row = {0};
+	kir_expr *rows[CONV_MAX_TAPS_FLAT], *plane = MUL(k, V(k, c->pl), I(k, c->isz));
+	kir_expr *ih = LET(k, &row, "ih", SUB(k, MUL(k, V(k, c->o[0]), I(k, g->stride[0])), I(k, g->pad_begin[0])));
+	for (int64_t th = 0; th < g->kernel[0]; th++)
+		rows[th] = LET(k, &row, "xrow", ADD(k, plane, MUL(k, CLAMP(l, ADD(k, ih, I(k, th)), g->in[0]), I(k, W))));
+	kir_expr *yrow = LET(k, &row, "yrow", ADD(k, MUL(k, V(k, c->pl), I(k, c->osz)), MUL(k, V(k, c->o[0]), I(k, OW))));
+	for (int part = 0; part < 3; part++) {
+		int64_t from = part == 0 ? 0 : part == 1 ? c->oa : c->ob, to = part == 0 ? c->oa : part == 1 ? c->ob : OW;
+		if (from >= to) continue;
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+		kir_block body = {0};
+		kir_expr *col = LET(k, &body, "col", SUB(k, MUL(k, V(k, ow), I(k, s)), I(k, pw)));
+		kir_expr *m = maxpool_window(l, c, &body, rows, col, part == 1 ? 0 : W);
+		kir_block_add(k, &body, kir_s_store(k, c->y, ADD(k, yrow, V(k, ow)), kir_e_cast(k, c->yt, m)));
+		kir_block_add(k, &row, kir_s_for(k, ow, I(k, from), I(k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL,
+						 body.first));
+	}
+	return row.first;
+}
+
+/* One output row of maxpool_rows (outer dims at o[0..w)): y's row first
+ * set to the start value, then updated per valid tap of the outer dims. */
+static kir_stmt *maxpool_row(lk *l, const maxpool_cx *c) {
+	kir_kernel *k = l->k;
+	const conv_geom *g = c->g;
+	int nsp = g->nsp, w = nsp - 1;
+	int64_t OW = g->out[w], s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w], in = g->in[w];
+	kir_block row = {0};
+	kir_expr *yrow = MUL(k, V(k, c->pl), I(k, c->osz)), *xrow = MUL(k, V(k, c->pl), I(k, c->isz));
 	kir_expr *lo[CONV_MAX_SPATIAL], *hi[CONV_MAX_SPATIAL], *empty = kir_e_int(k, TBC_DT_BOOL, 0);
 	int64_t ostride = OW, istride = in;
 	for (int d = w - 1; d >= 0; d--) {
-		kir_expr *base = LET(l.k, &row, "base", SUB(l.k, MUL(l.k, V(l.k, o[d]), I(l.k, g->stride[d])), I(l.k, g->pad_begin[d])));
-		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
+		kir_expr *base = LET(k, &row, "base", SUB(k, MUL(k, V(k, c->o[d]), I(k, g->stride[d])), I(k, g->pad_begin[d])));
+		tap_range(l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
-		yrow = ADD(l.k, yrow, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
-		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(&l, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]), I(l.k, istride)));
+		yrow = ADD(k, yrow, MUL(k, V(k, c->o[d]), I(k, ostride)));
+		xrow = ADD(k, xrow, MUL(k, CLAMP(l, ADD(k, base, MUL(k, V(k, c->kv[d]), I(k, g->dil[d]))), g->in[d]), I(k, istride)));
 		ostride *= g->out[d], istride *= g->in[d];
 	}
-	yrow = LET(l.k, &row, "yrow", yrow);
-	kir_expr *zero = fconst(&l, ct, 0), *init;
-	if (is_float) init = kir_e_float(k, ct, NAN);
-	else init = kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
+	yrow = LET(k, &row, "yrow", yrow);
 	kir_var *ov = kir_var_new(k, "ow", KIR_INDEX);
 	kir_block set = {0};
-	kir_block_add(k, &set, kir_s_store(k, y, ADD(l.k, yrow, V(l.k, ov)), kir_e_cast(k, yt->dtype, kir_e_select(k, empty, zero, init))));
-	kir_block_add(k, &row, kir_s_for(k, ov, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR, set.first));
+	kir_block_add(k, &set, kir_s_store(k, c->y, ADD(k, yrow, V(k, ov)), kir_e_cast(k, c->yt, kir_e_select(k, empty, c->zero, c->init))));
+	kir_block_add(k, &row, kir_s_for(k, ov, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR, set.first));
 
 	/* Each valid tap of the outer dims: the row's three parts. */
 	kir_block taps = {0};
-	kir_expr *xr = LET(l.k, &taps, "xrow", xrow);
+	kir_expr *xr = LET(k, &taps, "xrow", xrow);
 	for (int part = 0; part < 3; part++) {
-		int64_t from = part == 0 ? 0 : part == 1 ? oa : ob, to = part == 0 ? oa : part == 1 ? ob : OW;
+		int64_t from = part == 0 ? 0 : part == 1 ? c->oa : c->ob, to = part == 0 ? c->oa : part == 1 ? c->ob : OW;
 		if (from >= to) continue;
-		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX), *m = kir_var_new(k, "m", ct), *kw = kir_var_new(k, "kw", KIR_INDEX);
+		kir_var *ow = kir_var_new(k, "ow", KIR_INDEX), *m = kir_var_new(k, "m", c->ct), *kw = kir_var_new(k, "kw", KIR_INDEX);
 		kir_block body = {0}, tap = {0};
-		kir_expr *at = ADD(l.k, yrow, V(l.k, ow));
-		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, ct, kir_e_load(k, y, at))));
-		kir_expr *base = LET(l.k, &body, "base", SUB(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, pb)));
-		kir_expr *i = ADD(l.k, base, MUL(l.k, V(l.k, kw), I(l.k, dil))), *klo = I(l.k, 0), *khi = I(l.k, KW);
+		kir_expr *at = ADD(k, yrow, V(k, ow));
+		kir_block_add(k, &body, kir_s_set(k, m, kir_e_cast(k, c->ct, kir_e_load(k, c->y, at))));
+		kir_expr *base = LET(k, &body, "base", SUB(k, MUL(k, V(k, ow), I(k, s)), I(k, pb)));
+		kir_expr *i = ADD(k, base, MUL(k, V(k, kw), I(k, dil))), *klo = I(k, 0), *khi = I(k, KW);
 		if (part != 1) {
-			tap_range(&l, &body, base, dil, KW, in, &klo, &khi);
-			i = CLAMP(&l, i, in);
+			tap_range(l, &body, base, dil, KW, in, &klo, &khi);
+			i = CLAMP(l, i, in);
 		}
-		kir_expr *v = LET(l.k, &tap, "v", kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, i))));
-		kir_expr *mv = V(l.k, m), *next;
-		if (is_float)
-			next = kir_e_select(k, kir_e_binary(k, KIR_OR, kir_e_cmp(k, KIR_GT, v, mv), kir_e_unary(k, KIR_ISNAN, mv)), v, mv);
-		else next = kir_e_binary(k, KIR_MAX, mv, v);
-		kir_block_add(k, &tap, kir_s_set(k, m, next));
+		kir_expr *v = LET(k, &tap, "v", kir_e_cast(k, c->ct, kir_e_load(k, c->x, ADD(k, xr, i))));
+		kir_block_add(k, &tap, kir_s_set(k, m, maxpool_step(k, c, V(k, m), v)));
 		kir_block_add(k, &body, kir_s_for(k, kw, klo, khi, 1, KIR_LOOP_SEQUENTIAL, tap.first));
-		kir_expr *res = V(l.k, m);
-		if (part != 1) res = kir_e_select(k, kir_e_cmp(k, KIR_GE, klo, khi), zero, res); /* empty in the last dim */
-		kir_block_add(k, &body, kir_s_store(k, y, at, kir_e_cast(k, yt->dtype, res)));
-		kir_block_add(k, &taps, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
+		kir_expr *res = V(k, m);
+		if (part != 1) res = kir_e_select(k, kir_e_cmp(k, KIR_GE, klo, khi), c->zero, res); /* empty in the last dim */
+		kir_block_add(k, &body, kir_s_store(k, c->y, at, kir_e_cast(k, c->yt, res)));
+		kir_block_add(k, &taps, kir_s_for(k, ow, I(k, from), I(k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, body.first));
 	}
 	kir_stmt *st = taps.first;
-	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
-	kir_block_add(k, &row, st);
-	st = row.first;
-	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
-	kir_expr *planes = MUL(l.k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
-	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(l.k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, c->kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
+	if (st) kir_block_add(k, &row, st);
+	return row.first;
+}
+
+static lower_result maxpool_rows(lower_cx *cx, const tbc_op *op, const conv_geom *g, int yb, tbc_dtype ct) {
+	const tbc_value *xv = op->inputs[0], *yv = op->outputs[0];
+	const tbc_type *xt = &xv->type;
+	lk l;
+	if (!lk_begin(&l, cx, "maxpool")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	int nsp = g->nsp, w = nsp - 1;
+	kir_var *o[CONV_MAX_SPATIAL], *kv[CONV_MAX_SPATIAL];
+	for (int d = 0; d < nsp; d++) o[d] = kir_var_new(k, "o", KIR_INDEX), kv[d] = kir_var_new(k, "k", KIR_INDEX);
+	maxpool_cx c = {.g = g, .x = lk_value(&l, xv), .y = lk_buf(&l, yb), .ct = ct, .yt = yv->type.dtype,
+			.is_float = tbc_dtype_is_float(ct), .isz = conv_prod(0, nsp, g->in), .osz = conv_prod(0, nsp, g->out),
+			.pl = kir_var_new(k, "pl", KIR_INDEX), .o = o, .kv = kv, .zero = fconst(&l, ct, 0)};
+	if (!c.x || !c.y) return LOWER_FAILED;
+	c.init = c.is_float ? kir_e_float(k, ct, NAN) : kir_e_int(k, ct, xt->dtype == TBC_DT_I8 ? -128 : 0);
+	/* The interior: base = o s - pb >= 0 and base + (KW - 1) dil <= in - 1. */
+	int64_t s = g->stride[w], pb = g->pad_begin[w], dil = g->dil[w], KW = g->kernel[w];
+	interior(-pb, (KW - 1) * dil - pb, s, g->in[w], g->out[w], &c.oa, &c.ob);
+	kir_stmt *st = maxpool_clampable(g) ? maxpool_row_clamped(&l, &c) : maxpool_row(&l, &c);
+	for (int d = w - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(k, 0), I(k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
+	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), lk_dim(&l, xt->dims[1]));
+	return conv_failed(lk_end(&l, kir_s_for(k, c.pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, st)));
 }
 
 static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {

@@ -1042,6 +1042,37 @@ static void maxpool_rows_cases(void) {
 	x[1 * 9 + 3] = x[1 * 9 + 4] = x[2 * 9 + 3] = x[2 * 9 + 4] = NAN;
 	x[5 * 9 + 8] = NAN;
 	check(&md, o->outputs[0]);
+	/* Pools read with clamped indices (maxpool_clampable: 3x3 stride 1
+	 * and 2 with pads, 5x6 over pads of up to 3, 1x1 pads under a 2x2
+	 * kernel), the same bits as the interpreter's taps in order: NaN in a
+	 * corner window, a window all NaN but its clamped repeats, maxima of
+	 * +0 and -0 tied in one window (the first of them kept), and -0
+	 * repeated by the clamp at the border. */
+	static const struct {
+		const char *x;
+		int64_t kernel[2], strides[2], pads[4];
+	} clamped[] = {
+		{"1,2,7,9", {3, 3}, {1, 1}, {1, 1, 1, 1}},
+		{"1,2,7,9", {3, 3}, {2, 2}, {1, 1, 1, 1}},
+		{"1,2,7,9", {5, 6}, {1, 1}, {2, 3, 2, 2}},
+		{"1,2,7,9", {2, 2}, {1, 1}, {1, 1, 1, 1}},
+	};
+	bool bits = exact_bits;
+	exact_bits = true;
+	for (size_t i = 0; i < sizeof clamped / sizeof clamped[0]; i++) {
+		md = model_new();
+		o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, clamped[i].x, 2, clamped[i].kernel, clamped[i].strides,
+			    clamped[i].pads, 1);
+		x = md.in[0]->data;
+		for (int64_t j = 0; j < 2 * 7 * 9; j++) x[j] = -1 - (float)(j % 5); /* negative: zeros are maxima */
+		x[0] = NAN, x[1] = -0.0f;                                        /* a corner: NaN, then -0 */
+		x[3 * 9 + 4] = 0.0f, x[3 * 9 + 5] = -0.0f, x[4 * 9 + 4] = -0.0f; /* +0 first, -0 after */
+		x[5 * 9 + 2] = -0.0f, x[5 * 9 + 3] = 0.0f;                       /* -0 first, +0 after */
+		x[63 + 8] = x[63 + 7] = x[63 + 9 + 8] = x[63 + 9 + 7] = NAN;     /* plane 1's top-right corner */
+		x[63 + 6 * 9] = -0.0f;                                           /* its bottom-left, repeated */
+		check(&md, o->outputs[0]);
+	}
+	exact_bits = bits;
 }
 
 static void test_maxpool_rows(void **state) {
