@@ -45,10 +45,11 @@ lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, cons
  * (positions as rows, W^T's panels), 0 when it is not (conv.c). */
 int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt);
 
-/* Winograd F(2x2, 3x3) (codegen/lower/conv_winograd.c): whether conv c
- * (geometry g, weights wv, input dtype xt) takes it, and its kernels (the
- * input's planes, their transform, 16 GEMMs over the channels, the output
- * transform + bias) writing y (buffer yb) from x (xb, C channels). */
+/* Winograd F(2x2, 3x3) or F(4x4, 3x3) (codegen/lower/conv_winograd.c):
+ * whether conv c (geometry g, weights wv, input dtype xt) takes it, and its
+ * kernels (the input's planes, their transform, 16 or 36 GEMMs over the
+ * channels, the output transform + bias, y's rows copied out) writing y
+ * (buffer yb) from x (xb, C channels). */
 bool conv_winograd_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv, tbc_dtype xt);
 lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
 			   int xb, int yb, tbc_dim nd, int64_t C);
