@@ -545,6 +545,22 @@ static tbc_value *tap_major_weights(lower_cx *cx, const tbc_value *wv, int64_t M
 	return v;
 }
 
+kir_stmt *conv_padded_row(kir_kernel *k, kir_buffer *x, kir_buffer *pl, kir_expr *out, kir_expr *in, kir_expr *inside,
+			  kir_expr *zero, int64_t pw, int64_t W, int64_t Wrow) {
+	kir_var *j = kir_var_new(k, "j", KIR_INDEX);
+	kir_block copy = {0};
+	if (pw > 0)
+		kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, pw), 1, KIR_LOOP_SEQUENTIAL,
+						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+	kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, W), 1, KIR_LOOP_VECTOR,
+					  kir_s_store(k, pl, ADD(k, ADD(k, out, I(k, pw)), V(k, j)), kir_e_load(k, x, ADD(k, in, V(k, j))))));
+	if (Wrow > pw + W)
+		kir_block_add(k, &copy, kir_s_for(k, j, I(k, pw + W), I(k, Wrow), 1, KIR_LOOP_SEQUENTIAL,
+						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+	kir_stmt *zeros = kir_s_for(k, j, I(k, 0), I(k, Wrow), 1, KIR_LOOP_VECTOR, kir_s_store(k, pl, ADD(k, out, V(k, j)), zero));
+	return kir_s_if(k, inside, copy.first, zeros);
+}
+
 /* The padded planes: pl[n][c] (Hp x Wp) = x[n][c] inside, 0 in the pads,
  * an image C Hp Wp + slack elements (the slack, zeros, is what the last
  * rows' junk columns read past the last plane). */
@@ -567,17 +583,7 @@ static bool pad_planes(lower_cx *cx, const conv_geom *g, int xb, int pb, tbc_dim
 	kir_expr *ih = LET(k, &body, "ih", SUB(k, hp, I(k, pt)));
 	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(&l, ih, H), I(k, W)))); /* used inside */
 	kir_expr *inside = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(k, 0)), kir_e_cmp(k, KIR_LT, ih, I(k, H)));
-	kir_block copy = {0};
-	if (pw > 0)
-		kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, pw), 1, KIR_LOOP_SEQUENTIAL,
-						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
-	kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, W), 1, KIR_LOOP_VECTOR,
-					  kir_s_store(k, pl, ADD(k, ADD(k, out, I(k, pw)), V(k, j)), kir_e_load(k, x, ADD(k, in, V(k, j))))));
-	if (Wp > pw + W)
-		kir_block_add(k, &copy, kir_s_for(k, j, I(k, pw + W), I(k, Wp), 1, KIR_LOOP_SEQUENTIAL,
-						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
-	kir_stmt *zeros = kir_s_for(k, j, I(k, 0), I(k, Wp), 1, KIR_LOOP_VECTOR, kir_s_store(k, pl, ADD(k, out, V(k, j)), zero));
-	kir_block_add(k, &body, kir_s_if(k, inside, copy.first, zeros));
+	kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wp));
 	if (slack > 0) { /* after an image's last row: its slack */
 		kir_expr *last = kir_e_cmp(k, KIR_EQ, MOD(k, V(k, r), I(k, C * Hp)), I(k, C * Hp - 1));
 		kir_expr *at = ADD(k, MUL(k, n, I(k, img)), I(k, C * Hp * Wp));

@@ -221,17 +221,7 @@ static bool wino_planes(lower_cx *cx, const conv_geom *g, const wino_geom *q, in
 	kir_expr *ih = LET(k, &body, "ih", SUB(k, ADD(k, MUL(k, MOD(k, pr, I(k, R)), I(k, q->m)), DIV(k, pr, I(k, R))), I(k, pt)));
 	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP_IDX(k, ih, H), I(k, W))));
 	kir_expr *inside = AND(k, CMP(k, KIR_GE, ih, I(k, 0)), CMP(k, KIR_LT, ih, I(k, H)));
-	kir_block copy = {0};
-	if (pw > 0)
-		kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, pw), 1, KIR_LOOP_SEQUENTIAL,
-						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
-	kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, W), 1, KIR_LOOP_VECTOR,
-					  kir_s_store(k, pl, ADD(k, ADD(k, out, I(k, pw)), V(k, j)), LOAD(k, x, ADD(k, in, V(k, j))))));
-	if (Wq > pw + W)
-		kir_block_add(k, &copy, kir_s_for(k, j, I(k, pw + W), I(k, Wq), 1, KIR_LOOP_SEQUENTIAL,
-						  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
-	kir_stmt *zeros = kir_s_for(k, j, I(k, 0), I(k, Wq), 1, KIR_LOOP_VECTOR, kir_s_store(k, pl, ADD(k, out, V(k, j)), zero));
-	kir_block_add(k, &body, kir_s_if(k, inside, copy.first, zeros));
+	kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wq));
 	kir_expr *last = CMP(k, KIR_EQ, pr, I(k, MR - 1));
 	kir_expr *end = ADD(k, MUL(k, nc, I(k, q->PL)), I(k, MR * Wq));
 	kir_block_add(k, &body, kir_s_if(k, last, kir_s_for(k, j, I(k, 0), I(k, 2), 1, KIR_LOOP_SEQUENTIAL,

@@ -41,6 +41,11 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
 lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
 			      int colb, int yb, tbc_dim batch, tbc_dtype col_dt);
 
+/* A row of padded planes (conv.c): where inside, pl[out ..] = pw zeros,
+ * x[in .. in + W), zeros up to Wrow elements; elsewhere Wrow zeros. */
+kir_stmt *conv_padded_row(kir_kernel *k, kir_buffer *x, kir_buffer *pl, kir_expr *out, kir_expr *in, kir_expr *inside,
+			  kir_expr *zero, int64_t pw, int64_t W, int64_t Wrow);
+
 /* The register tile's rows when conv c's GEMM is computed transposed
  * (positions as rows, W^T's panels), 0 when it is not (conv.c). */
 int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt);
