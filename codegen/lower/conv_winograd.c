@@ -71,9 +71,10 @@ static const wino_form wino_f4 = {
 	.AT = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
 };
 
-/* sum_j coef[j] in[j] over the nonzero coefficients, in j order: +-1 as an
- * addition or subtraction, others multiplied (every coefficient here is
- * exact in binary but G's, which are applied when compiling). */
+/* sum_j coef[j] in[j] over the nonzero coefficients: the first positive
+ * term, then the others in j order; +-1 as an addition or subtraction,
+ * others multiplied (every coefficient here is exact in binary but G's,
+ * which are applied when compiling). */
 static kir_expr *wino_combine(kir_kernel *k, const double *coef, kir_expr *const *in, int n) {
 	int first = -1; /* a positive term first where there is one: no 0 - x */
 	for (int j = 0; j < n && first < 0; j++)
@@ -90,9 +91,8 @@ static kir_expr *wino_combine(kir_kernel *k, const double *coef, kir_expr *const
 	return r ? r : F(k, TBC_DT_F32, 0);
 }
 
-/* out (rows x cols) = L x R^T for x (n x n), L and R rows x n: the
- * transforms B^T d B (L = R = B^T) and A^T M A (A^T), each intermediate a
- * local. */
+/* out (rows x rows) = L x L^T for x (n x n), L rows x n: the transforms
+ * B^T d B (L = B^T) and A^T M A (L = A^T); L x is a local a value. */
 static void wino_sandwich(kir_kernel *k, kir_block *b, const double (*Lm)[WINO_MAX_A], int rows, int n,
 			  kir_expr *const x[WINO_MAX_A][WINO_MAX_A], kir_expr *out[WINO_MAX_A][WINO_MAX_A]) {
 	kir_expr *w[WINO_MAX_A][WINO_MAX_A];
