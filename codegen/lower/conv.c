@@ -27,7 +27,6 @@
 
 /* ---- Shorthands ----------------------------------------------------------------*/
 #define CONV_MAX_TAPS_FLAT 49 /* depthwise_flat: up to a 7 x 7 kernel, a local per tap */
-static kir_expr *CLAMP(lk *l, kir_expr *x, int64_t hi) { return MIN(l->k, MAX(l->k, x, I(l->k, 0)), I(l->k, hi - 1)); }
 
 static kir_expr *fconst(lk *l, tbc_dtype t, double v) {
 	return tbc_dtype_is_float(t) ? kir_e_float(l->k, t, v) : kir_e_int(l->k, t, (int64_t)v);
@@ -216,7 +215,7 @@ static bool im2col_flat(lk *l, const conv_geom *g, kir_buffer *x, kir_buffer *co
 						   MUL(k, kd[d], I(k, g->dil[d]))));
 		inside = kir_e_binary(k, KIR_AND, inside,
 				      kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(k, 0)), kir_e_cmp(k, KIR_LT, i, I(k, g->in[d]))));
-		xi = ADD(k, xi, MUL(k, CLAMP(l, i, g->in[d]), I(k, istride)));
+		xi = ADD(k, xi, MUL(k, CLAMP(l->k, i, g->in[d]), I(k, istride)));
 		istride *= g->in[d];
 		ostride = MUL(k, ostride, I(k, g->out[d]));
 	}
@@ -273,7 +272,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 				  MUL(l.k, kd[d], I(l.k, g->dil[d])));
 		kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, g->in[d])));
 		inside = kir_e_binary(k, KIR_AND, ok, inside);
-		xi = ADD(l.k, xi, MUL(l.k, CLAMP(&l, i, g->in[d]), I(l.k, istride)));
+		xi = ADD(l.k, xi, MUL(l.k, CLAMP(l.k, i, g->in[d]), I(l.k, istride)));
 		ci = ADD(l.k, ci, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		istride *= g->in[d];
 		ostride *= g->out[d];
@@ -300,7 +299,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 				v = kir_e_load(k, x, ADD(l.k, xrow, i));
 			} else {
 				kir_expr *ok = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, inw)));
-				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(l.k, xrow, CLAMP(&l, i, inw))), zero);
+				v = kir_e_select(k, ok, kir_e_load(k, x, ADD(l.k, xrow, CLAMP(l.k, i, inw))), zero);
 			}
 			kir_stmt *st = kir_s_store(k, col, ADD(l.k, cr, MUL(l.k, V(l.k, ow), I(l.k, pstep))), v);
 			kir_block_add(k, &copy, kir_s_for(k, ow, I(l.k, from), I(l.k, to), 1, part == 1 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, st));
@@ -357,7 +356,7 @@ static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_ge
 		tap_range(&l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		yrow = ADD(l.k, yrow, MUL(l.k, V(l.k, o[d]), I(l.k, ostride)));
 		/* in range for kv[d] in [lo, hi); the clamp says so to kir_verify */
-		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(&l, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]),
+		xrow = ADD(l.k, xrow, MUL(l.k, CLAMP(l.k, ADD(l.k, base, MUL(l.k, V(l.k, kv[d]), I(l.k, g->dil[d]))), g->in[d]),
 					  I(l.k, istride)));
 		wtap = ADD(l.k, wtap, MUL(l.k, V(l.k, kv[d]), I(l.k, kstride)));
 		ostride *= g->out[d], istride *= g->in[d], kstride *= g->kernel[d];
@@ -381,7 +380,7 @@ static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_ge
 			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
 			kir_expr *at = ADD(l.k, yrow, V(l.k, ow)), *i = ADD(l.k, MUL(l.k, V(l.k, ow), I(l.k, s)), I(l.k, off));
 			kir_expr *acc = kir_e_cast(k, ct, kir_e_load(k, y, at));
-			kir_expr *xv_ = kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, part == 1 ? i : CLAMP(&l, i, in))));
+			kir_expr *xv_ = kir_e_cast(k, ct, kir_e_load(k, x, ADD(l.k, xr, part == 1 ? i : CLAMP(l.k, i, in))));
 			kir_expr *sum = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wk, xv_));
 			if (part != 1) /* a tap in the padding adds nothing */
 				sum = kir_e_select(k, kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, i, I(l.k, 0)), kir_e_cmp(k, KIR_LT, i, I(l.k, in))),
@@ -581,7 +580,7 @@ static bool pad_planes(lower_cx *cx, const conv_geom *g, int xb, int pb, tbc_dim
 	kir_expr *out = LET(k, &body, "out", ADD(k, ADD(k, MUL(k, n, I(k, img)), MUL(k, MOD(k, nc, I(k, C)), I(k, Hp * Wp))),
 						 MUL(k, hp, I(k, Wp))));
 	kir_expr *ih = LET(k, &body, "ih", SUB(k, hp, I(k, pt)));
-	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(&l, ih, H), I(k, W)))); /* used inside */
+	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(l.k, ih, H), I(k, W)))); /* used inside */
 	kir_expr *inside = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(k, 0)), kir_e_cmp(k, KIR_LT, ih, I(k, H)));
 	kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wp));
 	if (slack > 0) { /* after an image's last row: its slack */
@@ -798,7 +797,7 @@ static kir_expr *maxpool_window(lk *l, const maxpool_cx *c, kir_block *b, kir_ex
 		kir_expr *h = NULL;
 		for (int64_t tw = 0; tw < c->g->kernel[1]; tw++) {
 			kir_expr *cw = ADD(k, col, I(k, tw));
-			if (clamp_w) cw = CLAMP(l, cw, clamp_w);
+			if (clamp_w) cw = CLAMP(l->k, cw, clamp_w);
 			kir_expr *v = LET(k, b, "v", kir_e_cast(k, c->ct, kir_e_load(k, c->x, ADD(k, rows[th], cw))));
 			h = h ? LET(k, b, "h", maxpool_step(k, c, h, v)) : v;
 		}
@@ -832,7 +831,7 @@ static kir_stmt *maxpool_row_clamped(lk *l, const maxpool_cx *c) {
 	kir_expr *rows[CONV_MAX_TAPS_FLAT], *plane = MUL(k, V(k, c->pl), I(k, c->isz));
 	kir_expr *ih = LET(k, &row, "ih", SUB(k, MUL(k, V(k, c->o[0]), I(k, g->stride[0])), I(k, g->pad_begin[0])));
 	for (int64_t th = 0; th < g->kernel[0]; th++)
-		rows[th] = LET(k, &row, "xrow", ADD(k, plane, MUL(k, CLAMP(l, ADD(k, ih, I(k, th)), g->in[0]), I(k, W))));
+		rows[th] = LET(k, &row, "xrow", ADD(k, plane, MUL(k, CLAMP(l->k, ADD(k, ih, I(k, th)), g->in[0]), I(k, W))));
 	kir_expr *yrow = LET(k, &row, "yrow", ADD(k, MUL(k, V(k, c->pl), I(k, c->osz)), MUL(k, V(k, c->o[0]), I(k, OW))));
 	for (int part = 0; part < 3; part++) {
 		int64_t from = part == 0 ? 0 : part == 1 ? c->oa : c->ob, to = part == 0 ? c->oa : part == 1 ? c->ob : OW;
@@ -864,7 +863,7 @@ static kir_stmt *maxpool_row(lk *l, const maxpool_cx *c) {
 		tap_range(l, &row, base, g->dil[d], g->kernel[d], g->in[d], &lo[d], &hi[d]);
 		empty = kir_e_binary(k, KIR_OR, empty, kir_e_cmp(k, KIR_GE, lo[d], hi[d]));
 		yrow = ADD(k, yrow, MUL(k, V(k, c->o[d]), I(k, ostride)));
-		xrow = ADD(k, xrow, MUL(k, CLAMP(l, ADD(k, base, MUL(k, V(k, c->kv[d]), I(k, g->dil[d]))), g->in[d]), I(k, istride)));
+		xrow = ADD(k, xrow, MUL(k, CLAMP(l->k, ADD(k, base, MUL(k, V(k, c->kv[d]), I(k, g->dil[d]))), g->in[d]), I(k, istride)));
 		ostride *= g->out[d], istride *= g->in[d];
 	}
 	yrow = LET(k, &row, "yrow", yrow);
@@ -887,7 +886,7 @@ static kir_stmt *maxpool_row(lk *l, const maxpool_cx *c) {
 		kir_expr *i = ADD(k, base, MUL(k, V(k, kw), I(k, dil))), *klo = I(k, 0), *khi = I(k, KW);
 		if (part != 1) {
 			tap_range(l, &body, base, dil, KW, in, &klo, &khi);
-			i = CLAMP(l, i, in);
+			i = CLAMP(l->k, i, in);
 		}
 		kir_expr *v = LET(k, &tap, "v", kir_e_cast(k, c->ct, kir_e_load(k, c->x, ADD(k, xr, i))));
 		kir_block_add(k, &tap, kir_s_set(k, m, maxpool_step(k, c, V(k, m), v)));
@@ -991,12 +990,12 @@ static lower_result lower_pool(lower_cx *cx, const tbc_op *op, pool_kind kind) {
 	int64_t istride = 1, cstride = 1;
 	for (int d = nsp - 1; d >= 0; d--) {
 		kv[d] = kir_var_new(k, "k", KIR_INDEX);
-		kir_expr *i = CLAMP(&l, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
+		kir_expr *i = CLAMP(l.k, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
 		il = ADD(l.k, il, MUL(l.k, i, I(l.k, istride)));
 		istride *= g.in[d];
 	}
 	for (int d = 0; d < nsp; d++) {
-		kir_expr *i = CLAMP(&l, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
+		kir_expr *i = CLAMP(l.k, ADD(l.k, base[d], MUL(l.k, V(l.k, kv[d]), I(l.k, g.dil[d]))), g.in[d]);
 		ic = ADD(l.k, ic, MUL(l.k, i, I(l.k, cstride)));
 		cstride *= g.in[d];
 	}

@@ -36,8 +36,6 @@
 #include "codegen/lower/lower_conv.h"
 #include "codegen/lower/lower_gemm.h"
 
-static kir_expr *CLAMP_IDX(kir_kernel *k, kir_expr *x, int64_t hi) { return MIN(k, MAX(k, x, I(k, 0)), I(k, hi - 1)); }
-
 /* F(m x m, 3 x 3), the tile m outputs wide, its patch a = m + 2 (at most 6). */
 #define WINO_MAX_A 6
 typedef struct wino_form {
@@ -219,7 +217,7 @@ static bool wino_planes(lower_cx *cx, const conv_geom *g, const wino_geom *q, in
 	kir_expr *pr = LET(k, &body, "pr", MOD(k, V(k, r), I(k, MR))); /* p R + row */
 	kir_expr *out = LET(k, &body, "out", ADD(k, MUL(k, nc, I(k, q->PL)), MUL(k, pr, I(k, Wq))));
 	kir_expr *ih = LET(k, &body, "ih", SUB(k, ADD(k, MUL(k, MOD(k, pr, I(k, R)), I(k, q->m)), DIV(k, pr, I(k, R))), I(k, pt)));
-	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP_IDX(k, ih, H), I(k, W))));
+	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(k, ih, H), I(k, W))));
 	kir_expr *inside = AND(k, CMP(k, KIR_GE, ih, I(k, 0)), CMP(k, KIR_LT, ih, I(k, H)));
 	kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wq));
 	kir_expr *last = CMP(k, KIR_EQ, pr, I(k, MR - 1));

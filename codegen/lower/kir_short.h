@@ -2,7 +2,7 @@
  * word per constructor of codegen/kir/kir.h, so that an index expression
  * reads like the formula it implements (ADD(k, MUL(k, n, C), c)).  Every
  * lowering file uses these; a file keeps a helper of its own only for what
- * is particular to it (CLAMP to a range, a load widened to f64, ...). */
+ * is particular to it (a load widened to f64, ...). */
 #ifndef TBC_CODEGEN_LOWER_KIR_SHORT_H
 #define TBC_CODEGEN_LOWER_KIR_SHORT_H
 
@@ -25,6 +25,10 @@ static inline kir_expr *FDIV(kir_kernel *k, kir_expr *a, kir_expr *b) { return k
 static inline kir_expr *MIN(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_MIN, a, b); }
 static inline kir_expr *MAX(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_MAX, a, b); }
 static inline kir_expr *UN(kir_kernel *k, kir_unop op, kir_expr *a) { return kir_e_unary(k, op, a); }
+
+/* An index clamped to [0, hi): a tap's position read where it may fall in
+ * the padding (the value then unused, or a repeat of a valid one). */
+static inline kir_expr *CLAMP(kir_kernel *k, kir_expr *x, int64_t hi) { return MIN(k, MAX(k, x, I(k, 0)), I(k, hi - 1)); }
 
 /* Logic: AND, OR and NOT of bools (and bitwise of integers). */
 static inline kir_expr *AND(kir_kernel *k, kir_expr *a, kir_expr *b) { return kir_e_binary(k, KIR_AND, a, b); }
