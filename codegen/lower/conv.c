@@ -480,6 +480,97 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
+/* A stride-1 2-D depthwise convolution whose output rows are as long as
+ * its input's (the rows padded to keep their width, as nearly every CNN's
+ * 3 x 3 depthwise layers), as one flat vector loop over the plane's
+ * outputs with no copy per row.  Output q = oh OW + ow reads tap (kh, kw)
+ * at input (oh + kh DH - PT, ow + kw DW - PL), and with OW = IW that is
+ * the plane's flat element q + off(kh, kw): a constant offset.  A row
+ * outside the plane lands before or after it, in zeros either side of a
+ * contiguous copy of the plane (scratch `depthwise_pad`); a column outside
+ * it lands in the row above or below, so each tap column's load is taken
+ * only where ow + kw DW - PL is a column (ow from a constant table of
+ * q mod OW: no division in the loop).  One vector loop of HW outputs a
+ * plane: depthwise_flat computed the padded width's and copied the rows
+ * in and out one at a time (14 or 7 long in MobileNetV2: scalar), and
+ * depthwise_rows loads and stores each output once per tap. */
+static bool depthwise_masked_wanted(const conv_geom *g) {
+	const char *e = getenv("TBC_DEPTHWISE_MASKED"); /* 0: never, for measuring */
+	return !(e && !strcmp(e, "0")) && g->nsp == 2 && g->stride[0] == 1 && g->stride[1] == 1 && g->out[1] == g->in[1] &&
+	       g->pad_begin[0] >= 0 && g->pad_begin[1] >= 0 && g->kernel[0] * g->kernel[1] <= CONV_MAX_TAPS_FLAT &&
+	       g->out[1] <= INT16_MAX;
+}
+
+static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
+	const tbc_value *xv = op->inputs[0], *wv = op->inputs[1];
+	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
+	const tbc_type *xt = &xv->type;
+	tbc_dtype ct = c->ct;
+	int64_t IH = g->in[0], W = g->in[1], OH = g->out[0], KH = g->kernel[0], KW = g->kernel[1];
+	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1];
+	int64_t HW = IH * W, Q = OH * W, C = c->G, M = c->M, Mg = c->Mg, taps = KH * KW;
+	/* the zeros before the plane cover the first output's first tap, those
+	 * after the last output's last tap */
+	int64_t before = PT * W + PL, after = (Q - 1) + ((KH - 1) * DH - PT) * W + (KW - 1) * DW - PL - (HW - 1);
+	if (after < 0) after = 0;
+	int64_t SP = before + HW + after;
+	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * SP);
+	if (sb < 0) return LOWER_FAILED;
+	/* ow of each output, a table shared by the planes */
+	void *colsd;
+	int cb = lower_const_new(cx, TBC_DT_I16, 1, (int64_t[]){Q}, "depthwise_cols", &colsd);
+	if (cb < 0) return LOWER_FAILED;
+	for (int64_t q = 0; q < Q; q++) ((int16_t *)colsd)[q] = (int16_t)(q % W);
+	lk l;
+	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
+	kir_kernel *k = l.k;
+	k->contract = true; /* y += w * x: one rounding instead of two, as depthwise_rows */
+	kir_buffer *x = lk_value(&l, xv), *w = lk_value(&l, wv), *y = lk_buf(&l, yb), *sc = lk_buf(&l, sb);
+	kir_buffer *cols = lk_buf(&l, cb), *bias = bv ? lk_value(&l, bv) : NULL;
+	if (!x || !w || !y || !sc || !cols || (bv && !bias)) return LOWER_FAILED;
+
+	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
+	kir_block plane = {0};
+	kir_expr *m = LET(k, &plane, "m", MOD(k, V(k, pl), I(k, M)));
+	kir_expr *xplane = LET(k, &plane, "xplane", MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, HW)));
+	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, SP)));
+	kir_expr *data = LET(k, &plane, "data", ADD(k, sbase, I(k, before)));
+	/* zeros, the plane, zeros */
+	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+	if (before > 0)
+		kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, before), 1, KIR_LOOP_VECTOR,
+						   kir_s_store(k, sc, ADD(k, sbase, V(k, i)), fconst(&l, ct, 0))));
+	i = kir_var_new(k, "i", KIR_INDEX);
+	kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, HW), 1, KIR_LOOP_VECTOR,
+					   kir_s_store(k, sc, ADD(k, data, V(k, i)), kir_e_cast(k, ct, kir_e_load(k, x, ADD(k, xplane, V(k, i)))))));
+	if (after > 0) {
+		i = kir_var_new(k, "i", KIR_INDEX);
+		kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, after), 1, KIR_LOOP_VECTOR,
+						   kir_s_store(k, sc, ADD(k, ADD(k, data, I(k, HW)), V(k, i)), fconst(&l, ct, 0))));
+	}
+	/* the outputs: bias, then each tap in the rows' order */
+	kir_expr *wt[CONV_MAX_TAPS_FLAT];
+	for (int64_t t = 0; t < taps; t++)
+		wt[t] = LET(k, &plane, "w", kir_e_cast(k, ct, kir_e_load(k, w, ADD(k, MUL(k, m, I(k, taps)), I(k, t)))));
+	kir_expr *acc = bias ? LET(k, &plane, "bias", kir_e_cast(k, ct, kir_e_load(k, bias, m))) : fconst(&l, ct, 0);
+	kir_var *q = kir_var_new(k, "q", KIR_INDEX);
+	kir_expr *col = kir_e_load(k, cols, V(k, q));
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			int64_t d = kw * DW - PL; /* ow + d must be a column */
+			kir_expr *v = kir_e_load(k, sc, ADD(k, ADD(k, data, V(k, q)), I(k, (kh * DH - PT) * W + d)));
+			kir_expr *ok = d < 0    ? kir_e_cmp(k, KIR_GE, col, kir_e_int(k, TBC_DT_I16, -d))
+				       : d > 0 ? kir_e_cmp(k, KIR_LT, col, kir_e_int(k, TBC_DT_I16, W - d))
+					       : NULL;
+			if (ok) v = kir_e_select(k, ok, v, fconst(&l, ct, 0));
+			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wt[kh * KW + kw], v));
+		}
+	kir_expr *yat = ADD(k, MUL(k, V(k, pl), I(k, Q)), V(k, q));
+	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, Q), 1, KIR_LOOP_VECTOR, kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, acc))));
+	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), I(k, M));
+	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
+}
+
 /* ---- The direct forms: taps as shifts over padded planes --------------------------
  * A 2-D convolution of stride 1 with no im2col matrix: its input is copied
  * once into planes padded by the convolution's pads (Hp x Wp each), and the
@@ -730,8 +821,9 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	 * depthwise rows on a CPU (a device keeps im2col + GEMM, whose grid has
 	 * the parallelism a GPU needs). */
 	if (!direct && Cg == 1 && c.G > 1 && c.ct == yt->dtype && cx->target->parallel != TBC_PAR_GRID)
-		return depthwise_flat_wanted(&g) && g.kernel[0] * g.kernel[1] <= CONV_MAX_TAPS_FLAT ? depthwise_flat(cx, op, &g, &c, yb)
-													  : depthwise_rows(cx, op, &g, &c, yb);
+		return depthwise_masked_wanted(&g) ? depthwise_masked(cx, op, &g, &c, yb)
+		       : depthwise_flat_wanted(&g) && g.kernel[0] * g.kernel[1] <= CONV_MAX_TAPS_FLAT ? depthwise_flat(cx, op, &g, &c, yb)
+												     : depthwise_rows(cx, op, &g, &c, yb);
 	int xb = lower_value_buf(cx, xv);
 	if (xb < 0) return LOWER_FAILED;
 	int matb = xb;

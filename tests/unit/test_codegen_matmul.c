@@ -660,38 +660,94 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 }
 
 /* A depthwise convolution on the CPU has no im2col: a stride-1 2-D one
- * whose rows are at most 64 wide is one flat vector loop over a padded copy
- * of each plane (depthwise_flat, its scratch `depthwise_pad`), the others
- * rows with a vector loop (depthwise_rows). */
+ * whose rows keep their width is one flat vector loop over a copy of each
+ * plane with zeros either side (depthwise_masked: its scratch
+ * `depthwise_pad` and its table of columns `depthwise_cols`), other
+ * stride-1 2-D ones whose rows are at most 64 wide one over a padded copy
+ * (depthwise_flat: the scratch alone), the others rows with a vector loop
+ * (depthwise_rows). */
 static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
 	(void)state;
+	enum { ROWS, FLAT, MASKED };
 	static const struct {
 		const char *x;
-		int64_t stride;
-		bool flat;
-	} cases[] = {{"1,8,9,9", 1, true}, {"1,8,5,70", 1, false}, {"1,8,9,9", 2, false}};
+		int64_t stride, pad;
+		int form;
+	} cases[] = {{"1,8,9,9", 1, 1, MASKED}, {"1,8,5,70", 1, 1, MASKED}, {"1,8,9,9", 1, 0, FLAT},
+		     {"1,8,5,70", 1, 0, ROWS},   {"1,8,9,9", 2, 1, ROWS}};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		model md = model_new();
 		tbc_value *x = input(&md, TBC_DT_F32, cases[i].x), *w = input(&md, TBC_DT_F32, "8,1,3,3");
 		tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
 		tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 8;
-		set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+		int64_t p = cases[i].pad;
+		set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
 		set_ints(&md, o, "strides", 2, (const int64_t[]){cases[i].stride, cases[i].stride});
 		char *text = lowered_text(&md);
 		assert_non_null(strstr(text, "depthwise"));
 		assert_null(strstr(text, "im2col"));
 		assert_non_null(strstr(text, " vector {"));
-		if (cases[i].flat != (strstr(text, "depthwise_pad") != NULL)) fail_msg("case %zu:\n%s", i, text);
+		int form = strstr(text, "depthwise_cols") ? MASKED : strstr(text, "depthwise_pad") ? FLAT : ROWS;
+		if (form != cases[i].form) fail_msg("case %zu: form %d, not %d:\n%s", i, form, cases[i].form, text);
 		free(text);
 	}
+}
+
+/* depthwise_masked's geometries against the interpreter: 3 x 3 as in
+ * MobileNetV2, a channel multiplier over two images, SAME_LOWER /
+ * SAME_UPPER's uneven pads, dilations with uneven pads and fewer output
+ * rows than input rows, rows of 1 and of 112, a 7 x 7 kernel, padding only
+ * above, whole rows of padding, no bias, a symbolic batch, f64.  A tap
+ * whose column leaves the row must add nothing (the element beside it in
+ * memory is the row above's or below's). */
+static void test_depthwise_masked_geometries(void **state) {
+	(void)state;
+	static const window cases[] = {
+		{"1,3,7,7", "3,1,3,3", 3, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
+		{"2,4,6,9", "8,1,3,3", 4, 2, {0}, {0}, {1, 1, 1, 1}, NULL, false},      /* multiplier 2 */
+		{"1,3,9,8", "3,1,4,4", 3, 2, {0}, {0}, {-1}, "SAME_LOWER", true},      /* pads 2 before, 1 after */
+		{"1,3,9,8", "3,1,2,4", 3, 2, {0}, {0}, {-1}, "SAME_UPPER", false},
+		{"1,2,12,11", "2,1,3,3", 2, 2, {0}, {2, 3}, {2, 4, 0, 2}, NULL, true}, /* dilated: 10 rows of 11 */
+		{"1,2,6,1", "2,1,3,3", 2, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},       /* rows of one output */
+		{"1,2,5,112", "2,1,3,3", 2, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},     /* 112 wide */
+		{"1,2,4,20", "2,1,7,7", 2, 2, {0}, {0}, {3, 3, 3, 3}, NULL, true},      /* 7 x 7 */
+		{"1,2,3,4", "2,1,1,1", 2, 2, {0}, {0}, {1, 0, 0, 0}, NULL, true},       /* 1 x 1, a row of pads above */
+		{"1,2,5,5", "2,1,3,3", 2, 2, {0}, {0}, {3, 1, 3, 1}, NULL, true},       /* rows wholly in the padding */
+	};
+	double atol = g_atol;
+	g_atol = 1e-4;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		model md = model_new();
+		conv_op(&md, &cases[i]);
+		char *text = lowered_text(&md); /* frees md */
+		if (!strstr(text, "depthwise_cols")) fail_msg("case %zu is not depthwise_masked:\n%s", i, text);
+		free(text);
+		md = model_new();
+		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
+	}
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
+	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	md = model_new();
+	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
+	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
+	check(&md, o->outputs[0]);
+	g_atol = atol;
 }
 
 /* depthwise_flat's geometries against the interpreter: kernels 1 to 7 wide,
  * even ones with SAME_LOWER / SAME_UPPER's uneven pads, pads on one side
  * only, dilations, a channel multiplier, no bias, rows of 1 and of 64, a
- * symbolic batch, f64. */
+ * symbolic batch, f64.  depthwise_masked, which takes the ones whose rows
+ * keep their width, is turned off. */
 static void test_depthwise_flat_geometries(void **state) {
 	(void)state;
+	setenv("TBC_DEPTHWISE_MASKED", "0", 1);
 	static const window cases[] = {
 		{"1,3,7,7", "3,1,3,3", 3, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},
 		{"2,4,6,9", "8,1,3,3", 4, 2, {0}, {0}, {1, 1, 1, 1}, NULL, false},     /* multiplier 2 */
@@ -722,6 +778,7 @@ static void test_depthwise_flat_geometries(void **state) {
 	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
 	check(&md, o->outputs[0]);
 	g_atol = atol;
+	unsetenv("TBC_DEPTHWISE_MASKED");
 }
 
 /* A Conv of input x (dims text) with constant random f32 weights [m, C /
@@ -1180,6 +1237,7 @@ int main(void) {
 		cmocka_unit_test(test_conv_direct_taps_over_padded_planes),
 		cmocka_unit_test(test_conv_winograd),
 		cmocka_unit_test(test_depthwise_flat_geometries),
+		cmocka_unit_test(test_depthwise_masked_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
 		cmocka_unit_test(test_averagepool_count_include_pad_and_lppool),
 		cmocka_unit_test(test_global_pools),
