@@ -480,25 +480,123 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
 
-/* A stride-1 2-D depthwise convolution whose output rows are as long as
- * its input's (the rows padded to keep their width, as nearly every CNN's
- * 3 x 3 depthwise layers), as one flat vector loop over the plane's
- * outputs with no copy per row.  Output q = oh OW + ow reads tap (kh, kw)
- * at input (oh + kh DH - PT, ow + kw DW - PL), and with OW = IW that is
- * the plane's flat element q + off(kh, kw): a constant offset.  A row
- * outside the plane lands before or after it, in zeros either side of a
- * contiguous copy of the plane (scratch `depthwise_pad`); a column outside
- * it lands in the row above or below, so each tap column's load is taken
- * only where ow + kw DW - PL is a column (ow from a constant table of
- * q mod OW: no division in the loop).  One vector loop of HW outputs a
- * plane: depthwise_flat computed the padded width's and copied the rows
+/* A 2-D depthwise convolution whose input rows are its output rows'
+ * stride times as long (IW = SW OW: the rows padded to keep their width at
+ * stride 1, 'same' padding of an even width at stride 2, as nearly every
+ * CNN's 3 x 3 depthwise layers), as flat vector loops over the plane with
+ * no loop per row.  Number the outputs of virtual rows r (pitch OW)
+ * q = r OW + ow, where output row oh is virtual row SH oh: tap (kh, kw)
+ * of q reads input (r + kh DH - PT, SW ow + kw DW - PL), and with IW = SW
+ * OW that is the plane's flat element SW q + off(kh, kw), a constant
+ * offset (stride-SW loads).
+ * - The plane goes in bands of BR virtual rows (a multiple of SH), each
+ *   band's input span copied into scratch (`depthwise_pad`, a band a
+ *   plane, so it stays in the first-level cache) as one contiguous copy,
+ *   with zeros where it leaves the plane: a row outside the plane lands
+ *   before or after it, in those zeros.
+ * - A column outside the row lands in the row above or below, so each tap
+ *   column's load is taken only where its column is inside (ow from a
+ *   constant table of q mod OW: no division in the loop).
+ * - At stride 1 the loop writes y; at SH > 1 it computes the SH - 1 rows
+ *   between the output rows too, into the scratch, and copies the output
+ *   rows out.
+ * depthwise_flat computed the padded width's outputs and copied the rows
  * in and out one at a time (14 or 7 long in MobileNetV2: scalar), and
  * depthwise_rows loads and stores each output once per tap. */
+#define DEPTHWISE_BAND 4096 /* elements of a band's input span, at most where rows allow */
+#define DEPTHWISE_ROW 16    /* at stride SH > 1, output rows at least this long go a loop a row */
+
 static bool depthwise_masked_wanted(const conv_geom *g) {
 	const char *e = getenv("TBC_DEPTHWISE_MASKED"); /* 0: never, for measuring */
-	return !(e && !strcmp(e, "0")) && g->nsp == 2 && g->stride[0] == 1 && g->stride[1] == 1 && g->out[1] == g->in[1] &&
-	       g->pad_begin[0] >= 0 && g->pad_begin[1] >= 0 && g->kernel[0] * g->kernel[1] <= CONV_MAX_TAPS_FLAT &&
-	       g->out[1] <= INT16_MAX;
+	int smax = e ? atoi(e) : 2;
+	return g->nsp == 2 && g->stride[1] <= smax && g->stride[0] <= smax &&
+	       g->in[1] == g->stride[1] * g->out[1] && g->pad_begin[0] >= 0 && g->pad_begin[1] >= 0 &&
+	       g->kernel[0] * g->kernel[1] <= CONV_MAX_TAPS_FLAT && g->out[1] <= INT16_MAX;
+}
+
+/* depthwise_masked's geometry and its kernel's values for each band */
+typedef struct dw_band {
+	lk *l;
+	int64_t W, HW, OW, OH, KH, KW, DH, DW, PT, PL, SH, SW, R, Q, lo, BR, BQ, BL;
+	kir_buffer *x, *y, *sc, *zs, *cols;
+	kir_expr *xplane, *sbase, *zbase, *yplane, *acc0, *wt[CONV_MAX_TAPS_FLAT];
+} dw_band;
+
+/* One band: virtual rows from q0 / OW (a multiple of SH), nq outputs,
+ * its taps' span from input element `from` of the plane.  A span inside
+ * the plane is read where it is (inside: the bands of the loop, and any
+ * other whose fs, `from` known when compiling, says so); one that leaves
+ * it is copied into the scratch between zeros. */
+static void dw_band_emit(dw_band *d, kir_block *blk, kir_expr *q0, int64_t nq, kir_expr *from, bool inside, int64_t fs) {
+	lk *l = d->l;
+	kir_kernel *k = l->k;
+	tbc_dtype ct = d->sc->dtype;
+	kir_buffer *src = d->x;
+	kir_expr *base = ADD(k, d->xplane, from);
+	if (!inside) {
+		int64_t z0 = fs < 0 ? (-fs < d->BL ? -fs : d->BL) : 0;
+		int64_t z1 = d->HW - fs < d->BL ? (d->HW - fs > 0 ? d->HW - fs : 0) : d->BL;
+		if (z1 < z0) z1 = z0;
+		kir_var *i = kir_var_new(k, "i", KIR_INDEX);
+		if (z0 > 0)
+			kir_block_add(k, blk, kir_s_for(k, i, I(k, 0), I(k, z0), 1, KIR_LOOP_VECTOR,
+							kir_s_store(k, d->sc, ADD(k, d->sbase, V(k, i)), fconst(l, ct, 0))));
+		i = kir_var_new(k, "i", KIR_INDEX);
+		if (z1 > z0)
+			kir_block_add(k, blk, kir_s_for(k, i, I(k, z0), I(k, z1), 1, KIR_LOOP_VECTOR,
+							kir_s_store(k, d->sc, ADD(k, d->sbase, V(k, i)),
+								    kir_e_cast(k, ct, kir_e_load(k, d->x, ADD(k, base, V(k, i)))))));
+		i = kir_var_new(k, "i", KIR_INDEX);
+		if (d->BL > z1)
+			kir_block_add(k, blk, kir_s_for(k, i, I(k, z1), I(k, d->BL), 1, KIR_LOOP_VECTOR,
+							kir_s_store(k, d->sc, ADD(k, d->sbase, V(k, i)), fconst(l, ct, 0))));
+		src = d->sc, base = d->sbase;
+	}
+	/* the outputs: bias, then each tap in the rows' order */
+	/* Outputs: at SH = 1 one loop over the band's q, writing y; at SH > 1
+	 * a loop a row where rows are wide, else over every virtual row into
+	 * scratch (the rows between the output rows computed and dropped) and
+	 * every SH-th row copied out. */
+	int64_t rows = (nq / d->OW - 1) / d->SH + 1;
+	bool by_rows = d->SH > 1 && d->OW >= DEPTHWISE_ROW;
+	kir_var *q = kir_var_new(k, "q", KIR_INDEX), *oh = kir_var_new(k, "oh", KIR_INDEX);
+	kir_expr *qv = by_rows ? ADD(k, MUL(k, V(k, oh), I(k, d->SH * d->OW)), V(k, q)) : V(k, q); /* band's virtual q */
+	kir_expr *col = kir_e_load(k, d->cols, by_rows ? V(k, q) : ADD(k, q0, qv)), *at = ADD(k, base, MUL(k, qv, I(k, d->SW)));
+	kir_expr *acc = d->acc0;
+	for (int64_t kh = 0; kh < d->KH; kh++)
+		for (int64_t kw = 0; kw < d->KW; kw++) {
+			/* column SW ow + c is inside for ow in [clo, chi) */
+			int64_t c = kw * d->DW - d->PL, clo = c < 0 ? (-c + d->SW - 1) / d->SW : 0, chi = (d->W - c + d->SW - 1) / d->SW;
+			kir_expr *v = kir_e_cast(k, ct, kir_e_load(k, src, ADD(k, at, I(k, (kh * d->DH - d->PT) * d->W + c - d->lo))));
+			kir_expr *ok = clo > 0 ? kir_e_cmp(k, KIR_GE, col, kir_e_int(k, TBC_DT_I16, clo)) : NULL;
+			if (chi < d->OW) {
+				kir_expr *left = kir_e_cmp(k, KIR_LT, col, kir_e_int(k, TBC_DT_I16, chi < 0 ? 0 : chi));
+				ok = ok ? kir_e_binary(k, KIR_AND, ok, left) : left;
+			}
+			if (ok) v = kir_e_select(k, ok, v, fconst(l, ct, 0));
+			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, d->wt[kh * d->KW + kw], v));
+		}
+	if (d->SH == 1) {
+		kir_block_add(k, blk, kir_s_for(k, q, I(k, 0), I(k, nq), 1, KIR_LOOP_VECTOR,
+						kir_s_store(k, d->y, ADD(k, ADD(k, d->yplane, q0), V(k, q)), kir_e_cast(k, d->y->dtype, acc))));
+		return;
+	}
+	kir_expr *ybase = ADD(k, d->yplane, DIV(k, q0, I(k, d->SH))); /* output row q0 / (OW SH) */
+	kir_expr *yat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, d->OW))), V(k, q));
+	if (by_rows) {
+		kir_block_add(k, blk, kir_s_for(k, oh, I(k, 0), I(k, rows), 1, KIR_LOOP_SEQUENTIAL,
+						kir_s_for(k, q, I(k, 0), I(k, d->OW), 1, KIR_LOOP_VECTOR,
+							  kir_s_store(k, d->y, yat, kir_e_cast(k, d->y->dtype, acc)))));
+		return;
+	}
+	/* the virtual rows into scratch of their own */
+	kir_block_add(k, blk, kir_s_for(k, q, I(k, 0), I(k, nq), 1, KIR_LOOP_VECTOR, kir_s_store(k, d->zs, ADD(k, d->zbase, V(k, q)), acc)));
+	kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
+	kir_expr *zat = ADD(k, ADD(k, d->zbase, MUL(k, V(k, oh), I(k, d->SH * d->OW))), V(k, ow));
+	yat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, d->OW))), V(k, ow));
+	kir_block_add(k, blk, kir_s_for(k, oh, I(k, 0), I(k, rows), 1, KIR_LOOP_SEQUENTIAL,
+					kir_s_for(k, ow, I(k, 0), I(k, d->OW), 1, KIR_LOOP_VECTOR,
+						  kir_s_store(k, d->y, yat, kir_e_cast(k, d->y->dtype, kir_e_load(k, d->zs, zat))))));
 }
 
 static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
@@ -506,67 +604,74 @@ static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_
 	const tbc_value *bv = op->n_inputs > 2 ? op->inputs[2] : NULL;
 	const tbc_type *xt = &xv->type;
 	tbc_dtype ct = c->ct;
-	int64_t IH = g->in[0], W = g->in[1], OH = g->out[0], KH = g->kernel[0], KW = g->kernel[1];
-	int64_t DH = g->dil[0], DW = g->dil[1], PT = g->pad_begin[0], PL = g->pad_begin[1];
-	int64_t HW = IH * W, Q = OH * W, C = c->G, M = c->M, Mg = c->Mg, taps = KH * KW;
-	/* the zeros before the plane cover the first output's first tap, those
-	 * after the last output's last tap */
-	int64_t before = PT * W + PL, after = (Q - 1) + ((KH - 1) * DH - PT) * W + (KW - 1) * DW - PL - (HW - 1);
-	if (after < 0) after = 0;
-	int64_t SP = before + HW + after;
-	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * SP);
-	if (sb < 0) return LOWER_FAILED;
+	dw_band d = {.W = g->in[1], .OW = g->out[1], .OH = g->out[0], .KH = g->kernel[0], .KW = g->kernel[1], .DH = g->dil[0],
+		     .DW = g->dil[1], .PT = g->pad_begin[0], .PL = g->pad_begin[1], .SH = g->stride[0], .SW = g->stride[1]};
+	d.HW = g->in[0] * d.W, d.R = d.SH * (d.OH - 1) + 1, d.Q = d.R * d.OW;
+	int64_t C = c->G, M = c->M, Mg = c->Mg, taps = d.KH * d.KW;
+	/* the taps' offsets from SW q span [lo, hi]; a band of BR virtual rows
+	 * reads BL elements from SW q0 + lo */
+	int64_t hi = ((d.KH - 1) * d.DH - d.PT) * d.W + (d.KW - 1) * d.DW - d.PL;
+	d.lo = -(d.PT * d.W + d.PL);
+	d.BR = (DEPTHWISE_BAND - (hi - d.lo + 1)) / d.W / d.SH * d.SH;
+	if (d.BR < d.SH) d.BR = d.SH;
+	if (d.BR > d.R) d.BR = d.R;
+	d.BQ = d.BR * d.OW, d.BL = d.SW * (d.BQ - 1) + hi - d.lo + 1;
+	int64_t NB = (d.R + d.BR - 1) / d.BR;
+	/* a plane's scratch: the band's input; its virtual rows (apart, so
+	 * that LLVM sees the loop's loads and stores do not overlap) */
+	int sb = lower_shared_temp(cx, "depthwise_pad", ct, xt->dims[0], M * d.BL);
+	bool virtual_rows = d.SH > 1 && d.OW < DEPTHWISE_ROW;
+	int zb = virtual_rows ? lower_shared_temp(cx, "depthwise_rows", ct, xt->dims[0], M * d.BQ) : -1;
+	if (sb < 0 || (virtual_rows && zb < 0)) return LOWER_FAILED;
 	/* ow of each output, a table shared by the planes */
 	void *colsd;
-	int cb = lower_const_new(cx, TBC_DT_I16, 1, (int64_t[]){Q}, "depthwise_cols", &colsd);
+	int cb = lower_const_new(cx, TBC_DT_I16, 1, (int64_t[]){d.Q}, "depthwise_cols", &colsd);
 	if (cb < 0) return LOWER_FAILED;
-	for (int64_t q = 0; q < Q; q++) ((int16_t *)colsd)[q] = (int16_t)(q % W);
+	for (int64_t q = 0; q < d.Q; q++) ((int16_t *)colsd)[q] = (int16_t)(q % d.OW);
 	lk l;
 	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
 	k->contract = true; /* y += w * x: one rounding instead of two, as depthwise_rows */
-	kir_buffer *x = lk_value(&l, xv), *w = lk_value(&l, wv), *y = lk_buf(&l, yb), *sc = lk_buf(&l, sb);
-	kir_buffer *cols = lk_buf(&l, cb), *bias = bv ? lk_value(&l, bv) : NULL;
-	if (!x || !w || !y || !sc || !cols || (bv && !bias)) return LOWER_FAILED;
+	d.l = &l;
+	d.x = lk_value(&l, xv), d.y = lk_buf(&l, yb), d.sc = lk_buf(&l, sb), d.cols = lk_buf(&l, cb);
+	kir_buffer *w = lk_value(&l, wv), *bias = bv ? lk_value(&l, bv) : NULL;
+	d.zs = zb >= 0 ? lk_buf(&l, zb) : NULL;
+	if (!d.x || !w || !d.y || !d.sc || !d.cols || (zb >= 0 && !d.zs) || (bv && !bias)) return LOWER_FAILED;
 
 	kir_var *pl = kir_var_new(k, "pl", KIR_INDEX);
 	kir_block plane = {0};
 	kir_expr *m = LET(k, &plane, "m", MOD(k, V(k, pl), I(k, M)));
-	kir_expr *xplane = LET(k, &plane, "xplane", MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, HW)));
-	kir_expr *sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, SP)));
-	kir_expr *data = LET(k, &plane, "data", ADD(k, sbase, I(k, before)));
-	/* zeros, the plane, zeros */
-	kir_var *i = kir_var_new(k, "i", KIR_INDEX);
-	if (before > 0)
-		kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, before), 1, KIR_LOOP_VECTOR,
-						   kir_s_store(k, sc, ADD(k, sbase, V(k, i)), fconst(&l, ct, 0))));
-	i = kir_var_new(k, "i", KIR_INDEX);
-	kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, HW), 1, KIR_LOOP_VECTOR,
-					   kir_s_store(k, sc, ADD(k, data, V(k, i)), kir_e_cast(k, ct, kir_e_load(k, x, ADD(k, xplane, V(k, i)))))));
-	if (after > 0) {
-		i = kir_var_new(k, "i", KIR_INDEX);
-		kir_block_add(k, &plane, kir_s_for(k, i, I(k, 0), I(k, after), 1, KIR_LOOP_VECTOR,
-						   kir_s_store(k, sc, ADD(k, ADD(k, data, I(k, HW)), V(k, i)), fconst(&l, ct, 0))));
-	}
-	/* the outputs: bias, then each tap in the rows' order */
-	kir_expr *wt[CONV_MAX_TAPS_FLAT];
+	d.xplane = LET(k, &plane, "xplane", MUL(k, ADD(k, MUL(k, DIV(k, V(k, pl), I(k, M)), I(k, C)), DIV(k, m, I(k, Mg))), I(k, d.HW)));
+	d.sbase = LET(k, &plane, "sbase", MUL(k, V(k, pl), I(k, d.BL)));
+	if (d.zs) d.zbase = LET(k, &plane, "zbase", MUL(k, V(k, pl), I(k, d.BQ)));
+	d.yplane = LET(k, &plane, "yplane", MUL(k, V(k, pl), I(k, d.OH * d.OW)));
 	for (int64_t t = 0; t < taps; t++)
-		wt[t] = LET(k, &plane, "w", kir_e_cast(k, ct, kir_e_load(k, w, ADD(k, MUL(k, m, I(k, taps)), I(k, t)))));
-	kir_expr *acc = bias ? LET(k, &plane, "bias", kir_e_cast(k, ct, kir_e_load(k, bias, m))) : fconst(&l, ct, 0);
-	kir_var *q = kir_var_new(k, "q", KIR_INDEX);
-	kir_expr *col = kir_e_load(k, cols, V(k, q));
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t d = kw * DW - PL; /* ow + d must be a column */
-			kir_expr *v = kir_e_load(k, sc, ADD(k, ADD(k, data, V(k, q)), I(k, (kh * DH - PT) * W + d)));
-			kir_expr *ok = d < 0    ? kir_e_cmp(k, KIR_GE, col, kir_e_int(k, TBC_DT_I16, -d))
-				       : d > 0 ? kir_e_cmp(k, KIR_LT, col, kir_e_int(k, TBC_DT_I16, W - d))
-					       : NULL;
-			if (ok) v = kir_e_select(k, ok, v, fconst(&l, ct, 0));
-			acc = kir_e_binary(k, KIR_ADD, acc, kir_e_binary(k, KIR_MUL, wt[kh * KW + kw], v));
+		d.wt[t] = LET(k, &plane, "w", kir_e_cast(k, ct, kir_e_load(k, w, ADD(k, MUL(k, m, I(k, taps)), I(k, t)))));
+	d.acc0 = bias ? LET(k, &plane, "bias", kir_e_cast(k, ct, kir_e_load(k, bias, m))) : fconst(&l, ct, 0);
+	/* Bands whose span stays inside the plane in one loop, the others
+	 * (the first and last few) each on its own with its zeros. */
+	int64_t inner_lo = NB, inner_hi = NB;
+	for (int64_t b = 0; b < NB - 1; b++) {
+		int64_t fs = d.SW * b * d.BQ + d.lo;
+		bool inside = fs >= 0 && fs + d.BL <= d.HW;
+		if (inside && inner_lo == NB) inner_lo = b;
+		if (inside) inner_hi = b + 1;
+		else if (inner_lo < NB) break;
+	}
+	for (int64_t b = 0; b < NB; b++) {
+		if (b == inner_lo && inner_hi - inner_lo > 1) {
+			kir_var *bi = kir_var_new(k, "band", KIR_INDEX);
+			kir_block band = {0};
+			kir_expr *q0 = LET(k, &band, "q0", MUL(k, V(k, bi), I(k, d.BQ)));
+			kir_expr *from = LET(k, &band, "from", ADD(k, MUL(k, q0, I(k, d.SW)), I(k, d.lo)));
+			dw_band_emit(&d, &band, q0, d.BQ, from, true, 0);
+			kir_block_add(k, &plane, kir_s_for(k, bi, I(k, inner_lo), I(k, inner_hi), 1, KIR_LOOP_SEQUENTIAL, band.first));
+			b = inner_hi - 1;
+			continue;
 		}
-	kir_expr *yat = ADD(k, MUL(k, V(k, pl), I(k, Q)), V(k, q));
-	kir_block_add(k, &plane, kir_s_for(k, q, I(k, 0), I(k, Q), 1, KIR_LOOP_VECTOR, kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, acc))));
+		int64_t q0 = b * d.BQ, fs = d.SW * q0 + d.lo, nq = b == NB - 1 ? d.Q - q0 : d.BQ;
+		dw_band_emit(&d, &plane, I(k, q0), nq, I(k, fs), fs >= 0 && fs + d.BL <= d.HW, fs);
+	}
 	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), I(k, M));
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }

@@ -697,9 +697,11 @@ static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
  * MobileNetV2, a channel multiplier over two images, SAME_LOWER /
  * SAME_UPPER's uneven pads, dilations with uneven pads and fewer output
  * rows than input rows, rows of 1 and of 112, a 7 x 7 kernel, padding only
- * above, whole rows of padding, no bias, a symbolic batch, f64.  A tap
- * whose column leaves the row must add nothing (the element beside it in
- * memory is the row above's or below's). */
+ * above, whole rows of padding, planes of several bands, stride 2 (down,
+ * across or both; pads after only; dilated; output rows short enough to
+ * compute the rows between them, or long enough to go a loop a row), no
+ * bias, a symbolic batch, f64.  A tap whose column leaves the row must add nothing (the element
+ * beside it in memory is the row above's or below's). */
 static void test_depthwise_masked_geometries(void **state) {
 	(void)state;
 	static const window cases[] = {
@@ -713,6 +715,18 @@ static void test_depthwise_masked_geometries(void **state) {
 		{"1,2,4,20", "2,1,7,7", 2, 2, {0}, {0}, {3, 3, 3, 3}, NULL, true},      /* 7 x 7 */
 		{"1,2,3,4", "2,1,1,1", 2, 2, {0}, {0}, {1, 0, 0, 0}, NULL, true},       /* 1 x 1, a row of pads above */
 		{"1,2,5,5", "2,1,3,3", 2, 2, {0}, {0}, {3, 1, 3, 1}, NULL, true},       /* rows wholly in the padding */
+		{"1,2,150,112", "2,1,3,3", 2, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true},   /* five bands, three in a loop */
+		{"1,2,39,64", "2,1,5,5", 2, 2, {0}, {0}, {2, 2, 2, 2}, NULL, true},     /* a band's span past the plane */
+		/* stride 2: the rows between the output rows computed and dropped */
+		{"1,3,8,8", "3,1,3,3", 3, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true},
+		{"2,4,9,8", "8,1,3,3", 4, 2, {2, 2}, {0}, {0, 0, 1, 1}, NULL, true},    /* pads after only, odd H */
+		{"1,2,11,12", "2,1,5,5", 2, 2, {2, 2}, {0}, {2, 2, 2, 2}, NULL, false},
+		{"1,2,10,12", "2,1,3,3", 2, 2, {2, 2}, {2, 2}, {2, 2, 1, 1}, NULL, true}, /* dilated */
+		{"1,2,9,10", "2,1,3,3", 2, 2, {2, 1}, {0}, {1, 1, 1, 1}, NULL, true},   /* stride 2 down, 1 across */
+		{"1,2,9,10", "2,1,3,3", 2, 2, {1, 2}, {0}, {1, 1, 1, 1}, NULL, true},   /* stride 1 down, 2 across */
+		{"1,2,200,112", "2,1,3,3", 2, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true}, /* six bands of 17 output rows */
+		{"2,4,9,40", "4,1,3,3", 4, 2, {2, 1}, {0}, {1, 1, 1, 1}, NULL, true},   /* rows of 40: a loop a row */
+		{"1,2,9,34", "2,1,5,5", 2, 2, {2, 2}, {0}, {2, 2, 2, 2}, NULL, false},  /* rows of 17 */
 	};
 	double atol = g_atol;
 	g_atol = 1e-4;
@@ -721,6 +735,9 @@ static void test_depthwise_masked_geometries(void **state) {
 		conv_op(&md, &cases[i]);
 		char *text = lowered_text(&md); /* frees md */
 		if (!strstr(text, "depthwise_cols")) fail_msg("case %zu is not depthwise_masked:\n%s", i, text);
+		/* the planes of five and six bands run their inner bands in a loop */
+		if ((strstr(cases[i].x, ",150,") || strstr(cases[i].x, ",200,")) != (strstr(text, "%band") != NULL))
+			fail_msg("case %zu: bands in a loop or not as expected:\n%s", i, text);
 		free(text);
 		md = model_new();
 		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
