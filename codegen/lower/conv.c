@@ -82,7 +82,45 @@ kir_expr *conv_gemm_epi(void *ctx, lk *l, kir_expr *acc, kir_expr *batch, kir_ex
 		kir_expr *m = c->G == 1 ? ch : ADD(l->k, MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->Mg)), ch);
 		acc = kir_e_binary(l->k, KIR_ADD, acc, kir_e_cast(l->k, c->ct, kir_e_load(l->k, c->bias, m)));
 	}
-	return kir_e_cast(l->k, c->yt, acc);
+	return conv_act(c, l->k, kir_e_cast(l->k, c->yt, acc));
+}
+
+kir_expr *conv_act(const conv_gemm *c, kir_kernel *k, kir_expr *v) {
+	if (!c->act || !v) return v;
+	kir_expr *x[8] = {v};
+	for (int i = 1; i < c->act->n_inputs && i < 8; i++)
+		x[i] = c->act->inputs[i] ? lower_scalar_const(k, c->act->inputs[i]) : NULL;
+	return lower_ew_expr(c->cx, k, c->act, x);
+}
+
+/* The op a Conv's stores may apply for it: the only reader of y, right
+ * after it, elementwise on y alone (y its first input, any other a scalar
+ * constant: Relu, Clip with constant bounds, LeakyRelu), of y's type, where
+ * its result's storage does not overlap the convolution's inputs (the
+ * kernel writes the result while it reads them).  Applied as the sums are
+ * stored, it saves a pass over y (MobileNetV2's Clip after each
+ * convolution: 3.4% of its time).  TBC_CONV_ACTIVATION=0: never. */
+static const tbc_op *conv_activation(lower_cx *cx, const tbc_op *op) {
+	const char *e = getenv("TBC_CONV_ACTIVATION");
+	const tbc_value *yv = op->outputs[0];
+	const tbc_op *a = op->next;
+	if ((e && !strcmp(e, "0")) || !a || !yv || !yv->uses || yv->uses->next || yv->uses->op != a || yv->uses->index != 0)
+		return NULL;
+	for (int i = 0; i < yv->graph->n_outputs; i++)
+		if (yv->graph->outputs[i] == yv) return NULL;
+	if (tbc_ops[a->code].category != TBC_CAT_ELEMENTWISE || a->code == TBC_OP_Dropout || a->code == TBC_OP_BitCast ||
+	    !lower_ew_supported(a) || a->n_outputs != 1 || !a->outputs[0] || a->n_inputs > 8)
+		return NULL;
+	const tbc_value *av = a->outputs[0];
+	if (av->type.dtype != yv->type.dtype || !tbc_type_same_dims(&av->type, &yv->type)) return NULL;
+	for (int i = 1; i < a->n_inputs; i++)
+		if (a->inputs[i] && (a->inputs[i]->kind != TBC_VALUE_CONST || !a->inputs[i]->constant ||
+				     a->inputs[i]->constant->numel != 1 || a->inputs[i]->type.dtype != yv->type.dtype))
+			return NULL;
+	if (cx->load_time && cx->load_time[yv->id] != cx->load_time[av->id]) return NULL;
+	for (int i = 0; i < op->n_inputs; i++)
+		if (op->inputs[i] && lower_storage_overlaps(cx, av, op->inputs[i])) return NULL;
+	return a;
 }
 
 /* The rows of a tile over P rows, mr or up to two fewer, whichever pads P
@@ -393,6 +431,12 @@ static lower_result depthwise_rows(lower_cx *cx, const tbc_op *op, const conv_ge
 	kir_stmt *st = tapblk.first;
 	for (int d = wd - 1; d >= 0; d--) st = kir_s_for(k, kv[d], lo[d], hi[d], 1, KIR_LOOP_SEQUENTIAL, st);
 	kir_block_add(k, &row, st);
+	if (c->act) { /* the row summed: the activation over it */
+		kir_var *av = kir_var_new(k, "ow", KIR_INDEX);
+		kir_expr *at = ADD(l.k, yrow, V(l.k, av));
+		kir_block_add(k, &row, kir_s_for(k, av, I(l.k, 0), I(l.k, OW), 1, KIR_LOOP_VECTOR,
+						 kir_s_store(k, y, at, conv_act(c, k, kir_e_load(k, y, at)))));
+	}
 	st = row.first;
 	for (int d = wd - 1; d >= 0; d--) st = kir_s_for(k, o[d], I(l.k, 0), I(l.k, g->out[d]), 1, KIR_LOOP_SEQUENTIAL, st);
 	kir_block_add(k, &plane, st);
@@ -475,7 +519,7 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
 	kir_expr *rat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, WP))), V(k, ow));
 	kir_block_add(k, &plane, kir_s_for(k, oh, I(k, 0), I(k, OH), 1, KIR_LOOP_SEQUENTIAL,
 					   kir_s_for(k, ow, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR,
-						     kir_s_store(k, y, yat, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat))))));
+						     kir_s_store(k, y, yat, conv_act(c, k, kir_e_cast(k, y->dtype, kir_e_load(k, sc, rat)))))));
 	kir_expr *planes = MUL(k, lk_dim(&l, xt->dims[0]), I(k, M));
 	return conv_failed(lk_end(&l, kir_s_for(k, pl, I(k, 0), planes, 1, KIR_LOOP_PARALLEL, plane.first)));
 }
@@ -517,6 +561,7 @@ static bool depthwise_masked_wanted(const conv_geom *g) {
 /* depthwise_masked's geometry and its kernel's values for each band */
 typedef struct dw_band {
 	lk *l;
+	const conv_gemm *c;
 	int64_t W, HW, OW, OH, KH, KW, DH, DW, PT, PL, SH, SW, R, Q, lo, BR, BQ, BL;
 	kir_buffer *x, *y, *sc, *zs, *cols;
 	kir_expr *xplane, *sbase, *zbase, *yplane, *acc0, *wt[CONV_MAX_TAPS_FLAT];
@@ -578,7 +623,8 @@ static void dw_band_emit(dw_band *d, kir_block *blk, kir_expr *q0, int64_t nq, k
 		}
 	if (d->SH == 1) {
 		kir_block_add(k, blk, kir_s_for(k, q, I(k, 0), I(k, nq), 1, KIR_LOOP_VECTOR,
-						kir_s_store(k, d->y, ADD(k, ADD(k, d->yplane, q0), V(k, q)), kir_e_cast(k, d->y->dtype, acc))));
+						kir_s_store(k, d->y, ADD(k, ADD(k, d->yplane, q0), V(k, q)),
+							    conv_act(d->c, k, kir_e_cast(k, d->y->dtype, acc)))));
 		return;
 	}
 	kir_expr *ybase = ADD(k, d->yplane, DIV(k, q0, I(k, d->SH))); /* output row q0 / (OW SH) */
@@ -586,7 +632,7 @@ static void dw_band_emit(dw_band *d, kir_block *blk, kir_expr *q0, int64_t nq, k
 	if (by_rows) {
 		kir_block_add(k, blk, kir_s_for(k, oh, I(k, 0), I(k, rows), 1, KIR_LOOP_SEQUENTIAL,
 						kir_s_for(k, q, I(k, 0), I(k, d->OW), 1, KIR_LOOP_VECTOR,
-							  kir_s_store(k, d->y, yat, kir_e_cast(k, d->y->dtype, acc)))));
+							  kir_s_store(k, d->y, yat, conv_act(d->c, k, kir_e_cast(k, d->y->dtype, acc))))));
 		return;
 	}
 	/* the virtual rows into scratch of their own */
@@ -596,7 +642,7 @@ static void dw_band_emit(dw_band *d, kir_block *blk, kir_expr *q0, int64_t nq, k
 	yat = ADD(k, ADD(k, ybase, MUL(k, V(k, oh), I(k, d->OW))), V(k, ow));
 	kir_block_add(k, blk, kir_s_for(k, oh, I(k, 0), I(k, rows), 1, KIR_LOOP_SEQUENTIAL,
 					kir_s_for(k, ow, I(k, 0), I(k, d->OW), 1, KIR_LOOP_VECTOR,
-						  kir_s_store(k, d->y, yat, kir_e_cast(k, d->y->dtype, kir_e_load(k, d->zs, zat))))));
+						  kir_s_store(k, d->y, yat, conv_act(d->c, k, kir_e_cast(k, d->y->dtype, kir_e_load(k, d->zs, zat)))))));
 }
 
 static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_geom *g, const conv_gemm *c, int yb) {
@@ -632,7 +678,7 @@ static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_
 	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
 	k->contract = true; /* y += w * x: one rounding instead of two, as depthwise_rows */
-	d.l = &l;
+	d.l = &l, d.c = c;
 	d.x = lk_value(&l, xv), d.y = lk_buf(&l, yb), d.sc = lk_buf(&l, sb), d.cols = lk_buf(&l, cb);
 	kir_buffer *w = lk_value(&l, wv), *bias = bv ? lk_value(&l, bv) : NULL;
 	d.zs = zb >= 0 ? lk_buf(&l, zb) : NULL;
@@ -916,8 +962,11 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	c.Kg = Cg * conv_prod(0, nsp, g.kernel);
 	c.P = conv_prod(0, nsp, g.out);
 	c.yt = yt->dtype;
-	int yb = lower_result_buf(cx, yv);
+	c.cx = cx;
+	c.act = conv_activation(cx, op);
+	int yb = lower_result_buf(cx, c.act ? c.act->outputs[0] : yv);
 	if (yb < 0) return LOWER_FAILED;
+	if (c.act) cx->computed[c.act->outputs[0]->id] = true;
 	if (conv_static_empty(yt)) return LOWER_OK;
 	bool direct = true;
 	for (int i = 0; i < nsp; i++)

@@ -257,7 +257,7 @@ static bool wino_in(lower_cx *cx, const wino_form *f, const wino_geom *q, int pb
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
-/* Z[n][ch][i][m t + j] = (A^T M[n][.][ch][t] A)[i][j] + bias[ch]: each
+/* Z[n][ch][i][m t + j] = act((A^T M[n][.][ch][t] A)[i][j] + bias[ch]): each
  * output row i of every tile in a plane of its own, the tiles side by side
  * (row th of tiles Wz = m (TW + 1) wide, its last tile unused).  Parallel
  * over (n, ch), a vector loop over the tiles (stride-m stores), as the
@@ -265,7 +265,7 @@ static bool wino_in(lower_cx *cx, const wino_form *f, const wino_geom *q, int pb
  * per row of tiles stored y directly, but 7 tiles of 4 are too few for a
  * vector: it was a quarter of a 28 x 28 layer's time.) */
 static bool wino_out(lower_cx *cx, const wino_form *f, const wino_geom *q, int mb, int zb, const tbc_value *bv,
-		     tbc_dim nd, int64_t K) {
+		     tbc_dim nd, int64_t K, const conv_gemm *c) {
 	lk l;
 	if (!lk_begin(&l, cx, "wino_out")) return false;
 	kir_kernel *k = l.k;
@@ -286,7 +286,8 @@ static bool wino_out(lower_cx *cx, const wino_form *f, const wino_geom *q, int m
 	kir_expr *col = ADD(k, dst, MUL(k, V(k, t), I(k, m)));
 	for (int i = 0; i < m; i++)
 		for (int j = 0; j < m; j++)
-			kir_block_add(k, &in, kir_s_store(k, z, ADD(k, col, I(k, i * m * T + j)), bias ? ADD(k, o[i][j], bias) : o[i][j]));
+			kir_block_add(k, &in, kir_s_store(k, z, ADD(k, col, I(k, i * m * T + j)),
+							  conv_act(c, k, bias ? ADD(k, o[i][j], bias) : o[i][j])));
 	kir_block_add(k, &body, kir_s_for(k, t, I(k, 0), I(k, T), 1, KIR_LOOP_VECTOR, in.first));
 	kir_expr *rows = MUL(k, lk_dim(&l, nd), I(k, K));
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
@@ -357,5 +358,5 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 	s.base = wino_base;
 	if (!lk_end(&l, gemm_generate(&l, &s))) return LOWER_FAILED;
 	int zb = lower_shared_temp(cx, "wino_v", TBC_DT_F32, nd, K * f->m * f->m * T); /* V is read by now */
-	return conv_failed(zb >= 0 && wino_out(cx, f, &q, mb, zb, bv, nd, K) && wino_rows(cx, &q, zb, yb, nd, K, OH, OW));
+	return conv_failed(zb >= 0 && wino_out(cx, f, &q, mb, zb, bv, nd, K, c) && wino_rows(cx, &q, zb, yb, nd, K, OH, OW));
 }

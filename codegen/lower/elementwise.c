@@ -389,15 +389,19 @@ kir_expr *lower_ew_expr_checked(lower_cx *cx, kir_kernel *k, const tbc_op *op, k
 	return ew_expr(cx, k, op, x, checks);
 }
 
-/* The value of operand v at the nest's point: scalar constants inline. */
-static kir_expr *operand(lk *l, const nest *n, const tbc_value *v) {
+kir_expr *lower_scalar_const(kir_kernel *k, const tbc_value *v) {
 	const tbc_tensor *t = v->kind == TBC_VALUE_CONST ? v->constant : NULL;
 	tbc_dtype dt = v->type.dtype;
-	if (t && t->numel == 1 && (dt == TBC_DT_F32 || dt == TBC_DT_F64))
-		return kir_e_float(l->k, dt, tbc_load_f64(dt, t->data, 0));
+	if (t && t->numel == 1 && (dt == TBC_DT_F32 || dt == TBC_DT_F64)) return kir_e_float(k, dt, tbc_load_f64(dt, t->data, 0));
 	if (t && t->numel == 1 && (tbc_dtype_is_int(dt) || dt == TBC_DT_BOOL))
-		return kir_e_int(l->k, dt, tbc_dtype_is_unsigned(dt) ? (int64_t)tbc_load_u64(dt, t->data, 0)
-								     : tbc_load_i64(dt, t->data, 0));
+		return kir_e_int(k, dt, tbc_dtype_is_unsigned(dt) ? (int64_t)tbc_load_u64(dt, t->data, 0) : tbc_load_i64(dt, t->data, 0));
+	return NULL;
+}
+
+/* The value of operand v at the nest's point: scalar constants inline. */
+static kir_expr *operand(lk *l, const nest *n, const tbc_value *v) {
+	kir_expr *c = lower_scalar_const(l->k, v);
+	if (c) return c;
 	kir_buffer *b = lk_value(l, v);
 	if (!b) return NULL;
 	return kir_e_load(l->k, b, nest_index(l, n, &v->type));

@@ -710,6 +710,7 @@ static const unsigned char family_of[TBC_OP_COUNT] = {
 };
 
 bool lower_op(lower_cx *cx, const tbc_op *op) {
+	if (cx->computed && op->n_outputs == 1 && op->outputs[0] && cx->computed[op->outputs[0]->id]) return true;
 	const lower_family *f = &families[op->code < TBC_OP_COUNT ? family_of[op->code] : LF_none];
 	if (op->code == TBC_OP_If || op->code == TBC_OP_Loop || op->code == TBC_OP_Scan) return f->lower(cx, op) == LOWER_OK;
 	bool outputs_known = true;
@@ -1021,11 +1022,13 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	cx.val_part = malloc(nv * sizeof(int));
 	cx.life_start = calloc(nv, sizeof(int));
 	cx.life_end = calloc(nv, sizeof(int));
-	if (!cx.buf_of || !cx.val_part || !cx.life_start || !cx.life_end) {
+	cx.computed = calloc(nv, sizeof(bool));
+	if (!cx.buf_of || !cx.val_part || !cx.life_start || !cx.life_end || !cx.computed) {
 		free(cx.buf_of);
 		free(cx.val_part);
 		free(cx.life_start);
 		free(cx.life_end);
+		free(cx.computed);
 		return TBC_ERR_NO_MEMORY;
 	}
 	for (uint32_t i = 0; i < m->n_values; i++) cx.buf_of[i] = cx.val_part[i] = -1;
@@ -1035,6 +1038,7 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 		free(cx.val_part);
 		free(cx.life_start);
 		free(cx.life_end);
+		free(cx.computed);
 		return TBC_ERR_NO_MEMORY;
 	}
 	for (int i = 0; i < g->n_outputs; i++) cx.life_end[g->outputs[i]->id] = INT_MAX;
@@ -1123,6 +1127,7 @@ tbc_code kir_lower(const tbc_module *m, const tbc_target_desc *t, tbc_arena *are
 	free(cx.life_start);
 	free(cx.life_end);
 	free(cx.load_time);
+	free(cx.computed);
 	if (!ok) return tbc_diags_first_code(d) != TBC_OK ? tbc_diags_first_code(d) : TBC_ERR_NO_MEMORY;
 	place_temps(p);
 	/* The host threads' runner computes load-time values once per session;

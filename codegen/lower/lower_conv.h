@@ -29,7 +29,15 @@ typedef struct conv_gemm {
 	 * an image a_img elements from the next and a group a_grp; y's rows
 	 * (the GEMM's M) are yrows a channel, junk columns included. */
 	int64_t a_img, a_grp, yrows;
+	/* An elementwise op on y alone (Relu, Clip with constant bounds) that
+	 * the stores apply (conv_activation): the kernel then writes its
+	 * result instead of y.  NULL: none. */
+	const tbc_op *act;
+	lower_cx *cx;
 } conv_gemm;
+/* v (of y's dtype) with c's activation applied, or v where c has none;
+ * NULL with a diagnostic when it cannot lower. */
+kir_expr *conv_act(const conv_gemm *c, kir_kernel *k, kir_expr *v);
 /* gemm_spec's base (which: 0 W, 1 col, 2 y) and epilogue (+ bias, cast to
  * yt) for a conv_gemm context (codegen/lower/conv.c). */
 kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch);

@@ -24,6 +24,10 @@ typedef struct lower_cx {
 	 * (codegen/lower/load_time.c) and a kernel may lay it out for its
 	 * reader once too.  NULL on grid targets. */
 	bool *load_time;
+	/* By value id: written by an earlier op's kernel (an activation a
+	 * convolution applies as it stores, conv.c), so its op lowers to
+	 * nothing. */
+	bool *computed;
 	int op_pos; /* position of the main-graph op being lowered */
 	int body_depth; /* > 0 while lowering a control-flow body (codegen/lower/control.c) */
 	int n_regions;  /* control-flow regions made so far: names their symbols */
@@ -185,6 +189,9 @@ kir_expr *lower_ew_expr(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr 
  * division by zero) appended to checks: add them to the body before the
  * value's first use.  lower_ew_expr refuses an op needing a check. */
 kir_expr *lower_ew_expr_checked(lower_cx *cx, kir_kernel *k, const tbc_op *op, kir_expr **x, kir_block *checks);
+/* A scalar constant operand v inline (a float or integer literal of its
+ * dtype); NULL when v is not one. */
+kir_expr *lower_scalar_const(kir_kernel *k, const tbc_value *v);
 bool lower_fused(lower_cx *cx, const tbc_op *op);
 
 /* A family's entries (codegen/lower/families.def; an op's family is a column

@@ -960,6 +960,120 @@ static void test_conv_winograd(void **state) {
 	g_atol = atol;
 }
 
+/* An elementwise op on a Conv's output alone, right after it (Relu, Clip
+ * with constant bounds, LeakyRelu), is applied by the convolution's stores
+ * (codegen/lower/conv.c, conv_activation): no kernel of its own.  Against
+ * the interpreter, in every form a CPU convolution takes: the GEMM of a
+ * 1x1, im2col, transposed, the direct form, Winograd, and the depthwise
+ * ones (flat loops with masks at stride 1, at stride 2 by rows and by
+ * virtual rows, the padded flat loop, the rows).  Not fused, and still
+ * right: y also a graph output, y read twice, an op between the two, a
+ * bound that is not a constant, an operand that is a tensor. */
+enum { ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_N };
+
+static tbc_value *activation(model *md, int act, tbc_value *y) {
+	if (act == ACT_RELU) return op1(md, TBC_OP_Relu, y);
+	if (act == ACT_LEAKY) {
+		tbc_op *o = node(md, TBC_OP_LeakyRelu, 1, y, NULL, NULL);
+		tbc_op_add_attr(o, "alpha", TBC_ATTR_FLOAT)->f = 0.1;
+		return o->outputs[0];
+	}
+	tbc_value *lo = constant(md, TBC_DT_F32, 0, NULL, (const double[]){0}), *hi = constant(md, TBC_DT_F32, 0, NULL, (const double[]){1.5});
+	return node(md, TBC_OP_Clip, 3, y, lo, hi)->outputs[0];
+}
+
+static void test_conv_activation_fused(void **state) {
+	(void)state;
+	static const char *const kernel[ACT_N] = {"_relu", "_clip", "_leakyrelu"};
+	static const struct {
+		const char *x;
+		int64_t m, k, group, stride, pad;
+		bool const_w;
+		const char *form, *env; /* a kernel name the form has; an env var turning another form off */
+	} cases[] = {
+		{"1,8,6,6", 16, 1, 1, 1, 0, true, "conv", NULL},                            /* 1x1: the GEMM */
+		{"1,4,9,9", 8, 3, 1, 2, 1, false, "im2col", NULL},                          /* im2col */
+		{"1,16,7,7", 32, 3, 1, 1, 1, true, "conv", "TBC_CONV_WINOGRAD"},            /* transposed */
+		{"1,4,16,16", 32, 3, 1, 1, 1, true, "conv_planes", "TBC_CONV_WINOGRAD"},    /* direct */
+		{"1,16,16,16", 32, 3, 1, 1, 1, true, "wino_out", NULL},                      /* Winograd */
+		{"1,8,14,14", 8, 3, 8, 1, 1, true, "depthwise", NULL},                        /* masked, stride 1 */
+		{"1,8,28,28", 8, 3, 8, 2, 1, true, "depthwise", NULL},                        /* virtual rows */
+		{"1,8,8,64", 8, 3, 8, 2, 1, true, "depthwise", NULL},                         /* by rows */
+		{"1,8,9,9", 8, 3, 8, 1, 0, true, "depthwise", NULL},                          /* padded flat */
+		{"1,8,9,9", 8, 3, 8, 2, 1, true, "depthwise", NULL},                          /* rows */
+	};
+	static tbc_target_desc t;
+	t = tbc_target_desc_cpu_default();
+	t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
+	double atol = g_atol;
+	g_atol = 1e-3;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int act = 0; act < ACT_N; act++)
+			for (int run = 0; run < 2; run++) {
+				if (cases[i].env) setenv(cases[i].env, "0", 1);
+				g_target = &t;
+				model md = model_new();
+				tbc_op *o;
+				if (cases[i].const_w) {
+					o = const_weight_conv(&md, cases[i].x, cases[i].m, cases[i].k, cases[i].k, cases[i].group, true);
+				} else {
+					char w[32];
+					snprintf(w, sizeof w, "%lld,%lld,%lld,%lld", (long long)cases[i].m,
+						 (long long)(atoll(strchr(cases[i].x, ',') + 1) / cases[i].group), (long long)cases[i].k,
+						 (long long)cases[i].k);
+					o = node(&md, TBC_OP_Conv, 2, input(&md, TBC_DT_F32, cases[i].x), input(&md, TBC_DT_F32, w), NULL);
+					if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
+				}
+				int64_t p = cases[i].pad, st = cases[i].stride;
+				set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
+				set_ints(&md, o, "strides", 2, (const int64_t[]){st, st});
+				tbc_value *y = activation(&md, act, o->outputs[0]);
+				if (run == 1) {
+					check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
+				} else {
+					tbc_graph_add_output(md.m->main, y);
+					char *text = lowered_text(&md);
+					if (!strstr(text, cases[i].form) || strstr(text, kernel[act]))
+						fail_msg("case %zu, activation %d: not fused into the %s form\n%s", i, act, cases[i].form, text);
+					free(text);
+				}
+				if (cases[i].env) unsetenv(cases[i].env);
+			}
+	/* Not fused: each still its own kernel, and right. */
+	for (int c = 0; c < 5; c++)
+		for (int run = 0; run < 2; run++) {
+			g_target = &t;
+			model md = model_new();
+			tbc_op *o = const_weight_conv(&md, "1,4,8,8", 8, 3, 3, 1, true);
+			set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+			tbc_value *y = o->outputs[0], *z, *outs[2] = {NULL, NULL};
+			int n = 1;
+			if (c == 2) op1(&md, TBC_OP_Neg, input(&md, TBC_DT_F32, "3")); /* an op between */
+			if (c == 3) {
+				tbc_value *hi = constant(&md, TBC_DT_F32, 0, NULL, (const double[]){1});
+				z = node(&md, TBC_OP_Clip, 3, y, input(&md, TBC_DT_F32, ""), hi)->outputs[0];
+			} else if (c == 4) {
+				z = op2(&md, TBC_OP_Add, y, input(&md, TBC_DT_F32, "8,1,1"));
+			} else {
+				z = op1(&md, TBC_OP_Relu, y);
+			}
+			outs[0] = z;
+			if (c == 0) outs[n++] = y;                                      /* y an output too */
+			if (c == 1) outs[0] = op2(&md, TBC_OP_Add, z, op1(&md, TBC_OP_Neg, y)); /* y read twice */
+			if (run == 1) {
+				check_outputs(&md, n, outs, 1e-4);
+				continue;
+			}
+			for (int j = 0; j < n; j++) tbc_graph_add_output(md.m->main, outs[j]);
+			char *text = lowered_text(&md);
+			if (!strstr(text, c == 3 ? "_clip" : c == 4 ? "_add" : "_relu") && !(c == 1 && strstr(text, "_fused")))
+				fail_msg("case %d: the activation was fused\n%s", c, text);
+			free(text);
+		}
+	g_target = NULL;
+	g_atol = atol;
+}
+
 /* A convolution whose positions fill the register tile's columns badly
  * (7 x 7 of them in 64 columns, or one position) is computed transposed
  * when its weights are constant and its output channels whole panels
@@ -1253,6 +1367,7 @@ int main(void) {
 		cmocka_unit_test(test_conv_transposed_where_positions_waste_the_tile),
 		cmocka_unit_test(test_conv_direct_taps_over_padded_planes),
 		cmocka_unit_test(test_conv_winograd),
+		cmocka_unit_test(test_conv_activation_fused),
 		cmocka_unit_test(test_depthwise_flat_geometries),
 		cmocka_unit_test(test_depthwise_masked_geometries),
 		cmocka_unit_test(test_conv_on_a_device),
