@@ -10,7 +10,8 @@
  *
  * the a^2 products per tile and channel pair are a^2 GEMMs over the
  * channels, M[xi] (K x T) = U[xi] (K x C) V[xi] (C x T), xi = a i + j.
- * U = G g G^T is computed when compiling (in double, stored in f32); the
+ * U = G g G^T is computed when compiling (in double, stored in f32), or
+ * when loading where the weights are computed then; the
  * kernels are wino_planes (the input copied once, padded, in row phases),
  * wino_in (V = B^T d B), the GEMMs (conv), wino_out (A^T M A + bias) and
  * wino_rows (y's rows copied out).  Multiplications per output: 16 / 4 = 4
@@ -157,9 +158,45 @@ static tbc_value *winograd_weights(lower_cx *cx, const wino_form *f, const tbc_v
 	return v;
 }
 
+/* U as winograd_weights computes it, for weights wv computed when the
+ * model loads (codegen/lower/load_time.c): a kernel of its own reading
+ * them alone, so it runs once per session with them, into a temporary of
+ * [a^2 M, C] (returned; -1 on failure).  The same sums in the same order,
+ * in f64, rounded to f32 once, as when compiling. */
+static int winograd_weights_at_load(lower_cx *cx, const wino_form *f, const tbc_value *wv, int64_t M, int64_t C) {
+	int a = f->a;
+	tbc_type t = {.dtype = TBC_DT_F32, .rank = 2};
+	t.dims[0] = (tbc_dim){a * a * M, NULL}, t.dims[1] = (tbc_dim){C, NULL};
+	int ub = lower_temp_buf(cx, &t, "wino_u");
+	lk l;
+	if (ub < 0 || !lk_begin(&l, cx, "wino_weights")) return -1;
+	kir_kernel *k = l.k;
+	kir_buffer *w = lk_value(&l, wv), *u = lk_buf(&l, ub);
+	if (!w || !u) return -1;
+	kir_var *r = kir_var_new(k, "r", KIR_INDEX); /* m C + c */
+	kir_block body = {0};
+	kir_expr *m = LET(k, &body, "m", DIV(k, V(k, r), I(k, C))), *c = LET(k, &body, "c", MOD(k, V(k, r), I(k, C)));
+	kir_expr *g[9], *gk[WINO_MAX_A][3];
+	for (int i = 0; i < 9; i++) g[i] = LET(k, &body, "g", CAST(k, TBC_DT_F64, LOAD(k, w, ADD(k, MUL(k, V(k, r), I(k, 9)), I(k, i)))));
+	for (int i = 0; i < a; i++) /* G g */
+		for (int j = 0; j < 3; j++)
+			gk[i][j] = LET(k, &body, "gk",
+				       ADD(k, ADD(k, MUL(k, F(k, TBC_DT_F64, f->G[i][0]), g[j]), MUL(k, F(k, TBC_DT_F64, f->G[i][1]), g[3 + j])),
+					   MUL(k, F(k, TBC_DT_F64, f->G[i][2]), g[6 + j])));
+	for (int i = 0; i < a; i++) /* (G g) G^T */
+		for (int j = 0; j < a; j++) {
+			kir_expr *v = ADD(k, ADD(k, MUL(k, gk[i][0], F(k, TBC_DT_F64, f->G[j][0])), MUL(k, gk[i][1], F(k, TBC_DT_F64, f->G[j][1]))),
+					  MUL(k, gk[i][2], F(k, TBC_DT_F64, f->G[j][2])));
+			kir_expr *at = ADD(k, MUL(k, ADD(k, I(k, (i * a + j) * M), m), I(k, C)), c);
+			kir_block_add(k, &body, kir_s_store(k, u, at, CAST(k, TBC_DT_F32, v)));
+		}
+	if (!lk_end(&l, kir_s_for(k, r, I(k, 0), I(k, M * C), 1, KIR_LOOP_PARALLEL, body.first))) return -1;
+	return ub;
+}
+
 /* Whether conv c (geometry g, weights wv, input dtype xt) is computed so:
  * 2-D, 3x3, stride and dilation 1, one group, f32 throughout with weights
- * known when compiling, on a CPU target with fma tiles whose constants it
+ * known when compiling or computed when loading, on a CPU target with fma tiles whose constants it
  * may lay out as its own (gemv_panels: not when a device program shares
  * them), and 16 tiles of 2 x 2 or more (docs/performance.md: measured per
  * shape). */
@@ -171,8 +208,9 @@ bool conv_winograd_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geo
 	if (g->kernel[0] != 3 || g->kernel[1] != 3 || g->stride[0] != 1 || g->stride[1] != 1 || g->dil[0] != 1 ||
 	    g->dil[1] != 1)
 		return false;
-	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != TBC_DT_F32 || xt != TBC_DT_F32 ||
-	    c->yt != TBC_DT_F32 || c->ct != TBC_DT_F32)
+	bool known = (wv->kind == TBC_VALUE_CONST && wv->constant) ||
+		     (cx->load_time && cx->load_time[wv->id] && conv_static_dims(&wv->type, 0));
+	if (!known || wv->type.dtype != TBC_DT_F32 || xt != TBC_DT_F32 || c->yt != TBC_DT_F32 || c->ct != TBC_DT_F32)
 		return false;
 	if (e && !strcmp(e, "1")) return true;
 	return ((g->out[0] + 1) / 2) * ((g->out[1] + 1) / 2) >= 16;
@@ -322,15 +360,17 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 	int pb = lower_shared_temp(cx, "conv_planes", TBC_DT_F32, nd, C * q.PL);
 	int vb = lower_shared_temp(cx, "wino_v", TBC_DT_F32, nd, xis * C * T);
 	int mb = lower_shared_temp(cx, "wino_m", TBC_DT_F32, nd, xis * K * T);
-	tbc_value *u = winograd_weights(cx, f, wv, K, C);
-	if (pb < 0 || vb < 0 || mb < 0 || !u || !wino_planes(cx, g, &q, xb, pb, nd, C) || !wino_in(cx, f, &q, pb, vb, nd, C))
+	bool at_load = wv->kind != TBC_VALUE_CONST;
+	tbc_value *u = at_load ? NULL : winograd_weights(cx, f, wv, K, C);
+	int ub = at_load ? winograd_weights_at_load(cx, f, wv, K, C) : -1;
+	if (pb < 0 || vb < 0 || mb < 0 || (at_load ? ub < 0 : !u) || !wino_planes(cx, g, &q, xb, pb, nd, C) || !wino_in(cx, f, &q, pb, vb, nd, C))
 		return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
 	/* computed transposed where that wastes less of the register tile (a
 	 * few tiles, many channels: 7 x 7 positions are 20 tiles) */
 	conv_gemm cg = {.G = 1, .Mg = K, .Kg = C, .P = T, .M = K, .ct = TBC_DT_F32, .yt = TBC_DT_F32};
-	int tmr = conv_transposed_rows(cx, &cg, u, TBC_DT_F32);
+	int tmr = u ? conv_transposed_rows(cx, &cg, u, TBC_DT_F32) : 0; /* U computed when loading: as it is */
 	wino_gemm w = {.K = K, .C = C, .T = T, .xis = xis};
 	gemm_spec s = {.ct = TBC_DT_F32};
 	int64_t panel_stride = 0;
@@ -343,7 +383,7 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, T);
 		s.y.rs = I(l.k, 1), s.y.cs = I(l.k, T);
 	} else {
-		s.a.buf = lk_value(&l, u);
+		s.a.buf = u ? lk_value(&l, u) : lk_buf(&l, ub);
 		s.b.buf = lk_buf(&l, vb);
 		s.M = I(l.k, K), s.N = I(l.k, T);
 		s.a.rs = I(l.k, C), s.a.cs = I(l.k, 1);

@@ -374,6 +374,112 @@ static void batch_one_products_read_load_time_panels(void **state) {
 	tbc_module_destroy(m);
 }
 
+/* 3x3 convolutions whose weights are computed when loading (Tile and
+ * ConstantOfShape, as AlexNet's in bench/: alexnet_consts) take Winograd's
+ * form as constant weights do: U = G g G^T by a load-time kernel of its own
+ * (wino_weights, into the temporary wino_u) instead of when compiling.  One
+ * convolution of 12 x 12 outputs (F(2x2)) and one of 16 x 16 (F(4x4)), with
+ * a bias; lowered for a CPU with the fma tile, then compiled and run twice
+ * in one session against the interpreter. */
+static char *winograd_model_text(void) {
+	size_t cap = 256 << 10, at = 0;
+	char *s = malloc(cap);
+	assert_non_null(s);
+	at += (size_t)snprintf(s + at, cap - at,
+			       "graph main(%%x: f32[1,32,12,12], %%x2: f32[1,32,16,16]) {\n  %%small: f32[8,32,3,3] = const [");
+	for (int i = 0; i < 8 * 32 * 9; i++)
+		at += (size_t)snprintf(s + at, cap - at, "%s%g", i ? ", " : "", (double)((i * 37) % 19 - 9) / 16.0);
+	at += (size_t)snprintf(s + at, cap - at, "]\n  %%b: f32[64] = const [");
+	for (int i = 0; i < 64; i++) at += (size_t)snprintf(s + at, cap - at, "%s%g", i ? ", " : "", (double)(i % 7) / 4.0 - 0.5);
+	at += (size_t)snprintf(s + at, cap - at,
+			       "]\n"
+			       "  %%reps: i64[4] = const [8, 1, 1, 1]\n"
+			       "  %%shape: i64[4] = const [64, 32, 3, 3]\n"
+			       "  %%t: f32[64,32,3,3] = Tile(%%small, %%reps)\n"
+			       "  %%c: f32[64,32,3,3] = ConstantOfShape(%%shape) {value = tensor f32[1] [0.125]}\n"
+			       "  %%w: f32[64,32,3,3] = Add(%%t, %%c)\n"
+			       "  %%y: f32[1,64,12,12] = Conv(%%x, %%w, %%b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}\n"
+			       "  %%y2: f32[1,64,16,16] = Conv(%%x2, %%w, %%b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}\n"
+			       "  return %%y, %%y2\n"
+			       "}\n");
+	assert_true(at < cap);
+	return s;
+}
+
+static void conv_weights_computed_at_load_take_winograd(void **state) {
+	(void)state;
+	char *text = winograd_model_text();
+	tbc_diags *d = tbc_diags_create();
+	tbc_module *m = tbc_parse(text, "winograd_load_time.ir", d);
+	free(text);
+	if (!m) tbc_test_fail_with("winograd_load_time.ir", d);
+
+	/* Lowered for a CPU with the fma tile: two U temporaries, each written
+	 * by a wino_weights launch that runs at load (init). */
+	tbc_module *lm = tbc_module_clone(m);
+	assert_non_null(lm);
+	tbc_arena *arena = tbc_arena_create();
+	tbc_pipeline_options po = tbc_pipeline_defaults();
+	assert_true(tbc_run_pipeline(lm, &po, d));
+	kir_program *p = NULL;
+	tbc_target_desc cpu = tbc_target_desc_cpu_default();
+	cpu.vector_bytes = 64, cpu.vector_regs = 32, cpu.fma_tile = true;
+	assert_int_equal(kir_lower(lm, &cpu, arena, d, &p), TBC_OK);
+	assert_int_equal(tbc_diags_count(d), 0);
+	int n_u = 0, n_init = 0;
+	for (int i = 0; i < p->n_bufs; i++)
+		if (p->bufs[i]->role == KIR_BUF_TEMP && p->bufs[i]->name && !strncmp(p->bufs[i]->name, "wino_u", 6)) n_u++;
+	for (int l = 0; l < p->n_launches; l++)
+		if (p->launches[l].kernel && strstr(p->launches[l].kernel->name, "wino_weights")) {
+			assert_true(p->launches[l].init);
+			n_init++;
+		}
+	if (n_u != 2 || n_init != 2) {
+		char *t = kir_program_print(p);
+		fail_msg("%d wino_u temporaries, %d wino_weights launches at load:\n%s", n_u, n_init, t);
+	}
+	tbc_arena_destroy(arena);
+	tbc_module_destroy(lm);
+
+	/* Compiled and run, twice in one session: the interpreter's values
+	 * (Winograd's rounding: within 1e-4 of the largest output). */
+	jit_session j = jit_session_open(m, 2, d);
+	tbcrt_session *s = j.s;
+	int64_t d1[4] = {1, 32, 12, 12}, d2[4] = {1, 32, 16, 16};
+	tbc_tensor *x[2] = {tbc_tensor_create(TBC_DT_F32, 4, d1), tbc_tensor_create(TBC_DT_F32, 4, d2)};
+	tbc_tensor *want[2] = {NULL, NULL};
+	for (int r = 0; r < 2; r++) {
+		for (int in = 0; in < 2; in++) {
+			for (int64_t i = 0; i < x[in]->numel; i++)
+				((float *)x[in]->data)[i] = (float)((i * 7 + r * 5 + in) % 17) / 8.0f - 1.0f;
+			RT_OK(tbcrt_session_bind_input(s, (uint32_t)in, TBC_DT_F32, 4, in ? d2 : d1, x[in]->data,
+						       (size_t)x[in]->numel * 4));
+		}
+		RT_OK(tbcrt_session_run(s));
+		assert_int_equal(tbc_interpret(m, x, 2, want, 2, d), TBC_OK);
+		for (int o = 0; o < 2; o++) {
+			tbcrt_tensor y;
+			RT_OK(tbcrt_session_output(s, o, &y));
+			const float *got = y.data, *w = want[o]->data;
+			float big = 0;
+			for (int64_t i = 0; i < want[o]->numel; i++) big = fabsf(w[i]) > big ? fabsf(w[i]) : big;
+			for (int64_t i = 0; i < want[o]->numel; i++)
+				if (!(fabsf(got[i] - w[i]) <= 1e-4f * big))
+					fail_msg("run %d output %d [%lld] = %.9g, expected %.9g", r, o, (long long)i, got[i], w[i]);
+			tbc_tensor_destroy(want[o]);
+			want[o] = NULL;
+		}
+	}
+	tbcrt_session_stats st;
+	RT_OK(tbcrt_session_get_stats(s, &st));
+	assert_int_equal(st.init_runs, 1);
+	tbc_tensor_destroy(x[0]);
+	tbc_tensor_destroy(x[1]);
+	jit_session_close(&j);
+	tbc_diags_destroy(d);
+	tbc_module_destroy(m);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lowering_marks_the_weights_launches),
@@ -381,6 +487,7 @@ int main(void) {
 		cmocka_unit_test(shared_object_and_one_shot_run_compute_them_too),
 		cmocka_unit_test(a_failing_load_time_value_fails_each_run),
 		cmocka_unit_test(batch_one_products_read_load_time_panels),
+		cmocka_unit_test(conv_weights_computed_at_load_take_winograd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
