@@ -693,6 +693,24 @@ static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
 	}
 }
 
+/* A depthwise convolution over a symbolic batch with a bias, and one in
+ * f64 with uneven pads, against the interpreter (a depthwise form's last
+ * cases). */
+static void depthwise_symbolic_batch_and_f64(void) {
+	model md = model_new();
+	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
+	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
+	md = model_new();
+	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
+	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
+	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
+	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
+	check(&md, o->outputs[0]);
+}
+
 /* depthwise_masked's geometries against the interpreter: 3 x 3 as in
  * MobileNetV2, a channel multiplier over two images, SAME_LOWER /
  * SAME_UPPER's uneven pads, dilations with uneven pads and fewer output
@@ -742,18 +760,7 @@ static void test_depthwise_masked_geometries(void **state) {
 		md = model_new();
 		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
 	}
-	model md = model_new();
-	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
-	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
-	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
-	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
-	md = model_new();
-	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
-	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
-	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
-	check(&md, o->outputs[0]);
+	depthwise_symbolic_batch_and_f64();
 	g_atol = atol;
 }
 
@@ -782,18 +789,7 @@ static void test_depthwise_flat_geometries(void **state) {
 		model md = model_new();
 		check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i])->outputs[0]}, 1e-4);
 	}
-	model md = model_new();
-	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
-	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
-	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
-	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
-	md = model_new();
-	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
-	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
-	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
-	check(&md, o->outputs[0]);
+	depthwise_symbolic_batch_and_f64();
 	g_atol = atol;
 	unsetenv("TBC_DEPTHWISE_MASKED");
 }

@@ -89,14 +89,26 @@ static void jit_session_close(jit_session *j) {
 }
 
 /* m through the default pipeline, lowered for the default CPU into arena. */
-static kir_program *lowered_for_the_cpu(tbc_module *m, tbc_arena *arena, tbc_diags *d) {
+static kir_program *lowered_for(tbc_module *m, const tbc_target_desc *cpu, tbc_arena *arena, tbc_diags *d) {
 	tbc_pipeline_options po = tbc_pipeline_defaults();
 	assert_true(tbc_run_pipeline(m, &po, d));
 	kir_program *p = NULL;
-	tbc_target_desc cpu = tbc_target_desc_cpu_default();
-	assert_true(cpu.gemv_panels);
-	assert_int_equal(kir_lower(m, &cpu, arena, d, &p), TBC_OK);
+	assert_true(cpu->gemv_panels);
+	assert_int_equal(kir_lower(m, cpu, arena, d, &p), TBC_OK);
 	return p;
+}
+
+static kir_program *lowered_for_the_cpu(tbc_module *m, tbc_arena *arena, tbc_diags *d) {
+	tbc_target_desc cpu = tbc_target_desc_cpu_default();
+	return lowered_for(m, &cpu, arena, d);
+}
+
+/* The module of IR text (freed), named name for diagnostics. */
+static tbc_module *parsed(char *text, const char *name, tbc_diags *d) {
+	tbc_module *m = tbc_parse(text, name, d);
+	free(text);
+	if (!m) tbc_test_fail_with(name, d);
+	return m;
 }
 
 /* One run at batch n, compared with the interpreter. */
@@ -314,11 +326,8 @@ static char *gemv_model_text(void) {
 
 static void batch_one_products_read_load_time_panels(void **state) {
 	(void)state;
-	char *text = gemv_model_text();
 	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = tbc_parse(text, "gemv_load_time.ir", d);
-	free(text);
-	if (!m) tbc_test_fail_with("gemv_load_time.ir", d);
+	tbc_module *m = parsed(gemv_model_text(), "gemv_load_time.ir", d);
 
 	/* Lowered for a CPU with gemv panels: two panel-shaped b_layout buffers. */
 	tbc_module *lm = tbc_module_clone(m);
@@ -408,23 +417,17 @@ static char *winograd_model_text(void) {
 
 static void conv_weights_computed_at_load_take_winograd(void **state) {
 	(void)state;
-	char *text = winograd_model_text();
 	tbc_diags *d = tbc_diags_create();
-	tbc_module *m = tbc_parse(text, "winograd_load_time.ir", d);
-	free(text);
-	if (!m) tbc_test_fail_with("winograd_load_time.ir", d);
+	tbc_module *m = parsed(winograd_model_text(), "winograd_load_time.ir", d);
 
 	/* Lowered for a CPU with the fma tile: two U temporaries, each written
 	 * by a wino_weights launch that runs at load (init). */
 	tbc_module *lm = tbc_module_clone(m);
 	assert_non_null(lm);
 	tbc_arena *arena = tbc_arena_create();
-	tbc_pipeline_options po = tbc_pipeline_defaults();
-	assert_true(tbc_run_pipeline(lm, &po, d));
-	kir_program *p = NULL;
 	tbc_target_desc cpu = tbc_target_desc_cpu_default();
 	cpu.vector_bytes = 64, cpu.vector_regs = 32, cpu.fma_tile = true;
-	assert_int_equal(kir_lower(lm, &cpu, arena, d, &p), TBC_OK);
+	kir_program *p = lowered_for(lm, &cpu, arena, d);
 	assert_int_equal(tbc_diags_count(d), 0);
 	int n_u = 0, n_init = 0;
 	for (int i = 0; i < p->n_bufs; i++)
