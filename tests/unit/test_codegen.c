@@ -1258,6 +1258,27 @@ static void test_o1_pipeline_vectorizes(void **state) {
 	check_outputs_with(&md, -1, NULL, 1e-5, &o);
 }
 
+/* -O1 compiles what -O2 does: a Winograd convolution over a 7 x 7 map
+ * (its transforms left InstCombine short of a fixed point after one
+ * iteration, and `instcombine` named in a pipeline's text aborted the
+ * process there), against the interpreter. */
+static void test_o1_compiles_a_winograd_convolution(void **state) {
+	(void)state;
+	model md = model_new();
+	int64_t n = 32 * 16 * 9;
+	double *v = malloc((size_t)n * sizeof *v);
+	assert_non_null(v);
+	for (int64_t j = 0; j < n; j++) v[j] = (double)((j * 37) % 19 - 9) / 16.0;
+	tbc_value *w = constant(&md, TBC_DT_F32, 4, (const int64_t[]){32, 16, 3, 3}, v);
+	free(v);
+	tbc_op *o = node(&md, TBC_OP_Conv, 2, input(&md, TBC_DT_F32, "1,16,7,7"), w, NULL);
+	tbc_attr *a = tbc_op_add_attr(o, "pads", TBC_ATTR_INTS);
+	a->n = 4, a->ints = tbc_arena_array(md.m->arena, 4, sizeof *a->ints);
+	for (int i = 0; i < 4; i++) a->ints[i] = 1;
+	tbc_compile_options opts = opts_at(1);
+	check_outputs_with(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4, &opts);
+}
+
 /* -O1 emits CPU code without LLVM's loop strength reduction, a setting of
  * the whole process (codegen/llvm/llvm_machine.c): its code differs from
  * -O1 with it (TBC_O1_LSR=1), -O2 after -O1 is the same bytes as before,
@@ -1500,6 +1521,7 @@ int main(void) {
 		cmocka_unit_test(test_object_is_deterministic_with_header),
 		cmocka_unit_test(test_parallel_modules),
 		cmocka_unit_test(test_o1_pipeline_vectorizes),
+		cmocka_unit_test(test_o1_compiles_a_winograd_convolution),
 		cmocka_unit_test(test_o1_without_strength_reduction),
 		cmocka_unit_test(test_opencl_artifacts_are_deterministic),
 		cmocka_unit_test(test_shared_object_runs_like_the_interpreter),
