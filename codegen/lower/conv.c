@@ -533,17 +533,19 @@ static lower_result depthwise_flat(lower_cx *cx, const tbc_op *op, const conv_ge
  * of q reads input (r + kh DH - PT, SW ow + kw DW - PL), and with IW = SW
  * OW that is the plane's flat element SW q + off(kh, kw), a constant
  * offset (stride-SW loads).
- * - The plane goes in bands of BR virtual rows (a multiple of SH), each
- *   band's input span copied into scratch (`depthwise_pad`, a band a
- *   plane, so it stays in the first-level cache) as one contiguous copy,
- *   with zeros where it leaves the plane: a row outside the plane lands
- *   before or after it, in those zeros.
+ * - The plane goes in bands of BR virtual rows (a multiple of SH) whose
+ *   taps span at most DEPTHWISE_BAND input elements.  A band whose span
+ *   leaves the plane reads a copy of it (scratch `depthwise_pad`, a band a
+ *   plane, so it stays in the first-level cache) with zeros where it
+ *   leaves: a row outside the plane lands before or after it, in those
+ *   zeros.  The other bands read the plane where it is.
  * - A column outside the row lands in the row above or below, so each tap
  *   column's load is taken only where its column is inside (ow from a
- *   constant table of q mod OW: no division in the loop).
- * - At stride 1 the loop writes y; at SH > 1 it computes the SH - 1 rows
- *   between the output rows too, into the scratch, and copies the output
- *   rows out.
+ *   constant table of a band's q mod OW: no division in the loop).
+ * - At stride 1 the loop writes y.  At SH > 1, output rows of DEPTHWISE_ROW
+ *   or more go a loop a row; shorter ones are computed with the SH - 1
+ *   rows between them, into scratch of their own (`depthwise_rows`), and
+ *   every SH-th row is copied out.
  * depthwise_flat computed the padded width's outputs and copied the rows
  * in and out one at a time (14 or 7 long in MobileNetV2: scalar), and
  * depthwise_rows loads and stores each output once per tap. */
@@ -597,16 +599,16 @@ static void dw_band_emit(dw_band *d, kir_block *blk, kir_expr *q0, int64_t nq, k
 							kir_s_store(k, d->sc, ADD(k, d->sbase, V(k, i)), fconst(l, ct, 0))));
 		src = d->sc, base = d->sbase;
 	}
-	/* the outputs: bias, then each tap in the rows' order */
-	/* Outputs: at SH = 1 one loop over the band's q, writing y; at SH > 1
-	 * a loop a row where rows are wide, else over every virtual row into
-	 * scratch (the rows between the output rows computed and dropped) and
-	 * every SH-th row copied out. */
+	/* Outputs (bias, then each tap in the rows' order): at SH = 1 one loop
+	 * over the band's q, writing y; at SH > 1 a loop a row where rows are
+	 * wide, else over every virtual row into scratch (the rows between the
+	 * output rows computed and dropped) and every SH-th row copied out.
+	 * The band starts a row, so ow is the band's q mod OW. */
 	int64_t rows = (nq / d->OW - 1) / d->SH + 1;
 	bool by_rows = d->SH > 1 && d->OW >= DEPTHWISE_ROW;
 	kir_var *q = kir_var_new(k, "q", KIR_INDEX), *oh = kir_var_new(k, "oh", KIR_INDEX);
 	kir_expr *qv = by_rows ? ADD(k, MUL(k, V(k, oh), I(k, d->SH * d->OW)), V(k, q)) : V(k, q); /* band's virtual q */
-	kir_expr *col = kir_e_load(k, d->cols, by_rows ? V(k, q) : ADD(k, q0, qv)), *at = ADD(k, base, MUL(k, qv, I(k, d->SW)));
+	kir_expr *col = kir_e_load(k, d->cols, V(k, q)), *at = ADD(k, base, MUL(k, qv, I(k, d->SW)));
 	kir_expr *acc = d->acc0;
 	for (int64_t kh = 0; kh < d->KH; kh++)
 		for (int64_t kw = 0; kw < d->KW; kw++) {
@@ -669,11 +671,11 @@ static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_
 	bool virtual_rows = d.SH > 1 && d.OW < DEPTHWISE_ROW;
 	int zb = virtual_rows ? lower_shared_temp(cx, "depthwise_rows", ct, xt->dims[0], M * d.BQ) : -1;
 	if (sb < 0 || (virtual_rows && zb < 0)) return LOWER_FAILED;
-	/* ow of each output, a table shared by the planes */
+	/* ow of a band's outputs, a table shared by the bands and planes */
 	void *colsd;
-	int cb = lower_const_new(cx, TBC_DT_I16, 1, (int64_t[]){d.Q}, "depthwise_cols", &colsd);
+	int cb = lower_const_new(cx, TBC_DT_I16, 1, (int64_t[]){d.BQ}, "depthwise_cols", &colsd);
 	if (cb < 0) return LOWER_FAILED;
-	for (int64_t q = 0; q < d.Q; q++) ((int16_t *)colsd)[q] = (int16_t)(q % d.OW);
+	for (int64_t q = 0; q < d.BQ; q++) ((int16_t *)colsd)[q] = (int16_t)(q % d.OW);
 	lk l;
 	if (!lk_begin(&l, cx, "depthwise")) return LOWER_FAILED;
 	kir_kernel *k = l.k;
