@@ -228,11 +228,19 @@ static bool im2row(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
  * v the tap's x, or x_zp in the padding and for the channels past Cg (so
  * that b - zb' = v - x_zp is 0 there, whatever the weight), cb 128 for a
  * u8 x (vpdpbusd's second operand is signed); and cs[ng * ncs + p] = the
- * sum over k of b, less K zb' (zb' = x_zp - cb).  Parallel over (ng,
- * position of the outer spatial dims); per tap (generated apart) and group
- * of 4 channels, the positions whose tap lies inside the input row are a
- * vector loop of plain loads and 4-way interleaved stores, the borders
- * select, a tap whose outer dims lie in the padding is all x_zp. */
+ * sum over k of b, less K zb' (zb' = x_zp - cb).
+ *
+ * Parallel over (ng, block of PB positions), PB a multiple of 16, so that a
+ * block's bytes of every group of b and its column sums are whole cache
+ * lines (ldb and ncs are multiples of 16): parallel over output rows, two
+ * threads writing the halves of the same lines (a 7-wide row is 28 bytes
+ * of a group) for every group of k made the pack 3x slower on two threads
+ * than on one.  Whole rows where a block of them is still small enough to
+ * balance, else the rows clipped to the block.  Per row of the block, tap
+ * (generated apart) and group of 4 channels, the positions whose tap lies
+ * inside the input row are a vector loop of plain loads and 4-way
+ * interleaved stores, the borders select, a tap whose outer dims lie in the
+ * padding is all x_zp. */
 static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_value *zv, int bb, int csb, tbc_dim images,
 		   int64_t Cg4, int64_t ldb, int64_t ncs, int64_t cb) {
 	lk l;
@@ -243,21 +251,37 @@ static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 	const conv_geom *g = &q->g;
 	const tbc_dtype i32 = TBC_DT_I32;
 	int w = g->nsp - 1;
-	int64_t OW = g->out[w], OR = q->cg.P / OW, KW = g->kernel[w], G4 = q->KS * Cg4 / 4;
-	int64_t sw = g->stride[w], inw = g->in[w];
+	int64_t OW = g->out[w], KW = g->kernel[w], G4 = q->KS * Cg4 / 4;
+	int64_t sw = g->stride[w], inw = g->in[w], P = q->cg.P;
+	/* PB: about P / 16 positions, whole rows where lcm(OW, 16) allows */
+	int64_t target = (P + 15) / 16, line = OW, PB;
+	while (line % 16) line += OW;
+	PB = line <= 2 * target ? (target + line - 1) / line * line : (target + 15) / 16 * 16;
+	int64_t NB = (P + PB - 1) / PB;
+	bool whole = PB % OW == 0;
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX);
-	kir_block body = {0};
-	kir_expr *orow, *od[CONV_MAX_SPATIAL];
-	kir_expr *ng = row_coords(k, &body, g, V(k, r), OR, &orow, od);
-	kir_expr *zx = zb ? LET(k, &body, "zx", CAST(k, i32, LOAD(k, zb, I(k, 0)))) : kir_e_int(k, i32, 0);
-	kir_expr *pad = LET(k, &body, "pad", BIN(k, KIR_SUB, zx, kir_e_int(k, i32, cb)));
+	kir_block top = {0}, body = {0};
+	kir_expr *ng = LET(k, &top, "ng", DIV(k, V(k, r), I(k, NB)));
+	kir_expr *p0 = LET(k, &top, "p0", MUL(k, MOD(k, V(k, r), I(k, NB)), I(k, PB)));
+	kir_expr *p1 = LET(k, &top, "p1", MIN(k, ADD(k, p0, I(k, PB)), I(k, P)));
+	kir_expr *zx = zb ? LET(k, &top, "zx", CAST(k, i32, LOAD(k, zb, I(k, 0)))) : kir_e_int(k, i32, 0);
+	kir_expr *pad = LET(k, &top, "pad", BIN(k, KIR_SUB, zx, kir_e_int(k, i32, cb)));
+	kir_expr *xplane = LET(k, &top, "xplane", MUL(k, ng, I(k, q->Cg * q->in_size)));
+	/* the rows of the block, each its positions [lo, hi) of the block */
+	kir_var *orv = kir_var_new(k, "orow", KIR_INDEX);
+	kir_expr *orow = V(k, orv), *od[CONV_MAX_SPATIAL], *rest = orow;
+	for (int d = g->nsp - 2; d >= 0; d--) {
+		od[d] = LET(k, &body, "o", MOD(k, rest, I(k, g->out[d])));
+		rest = DIV(k, rest, I(k, g->out[d]));
+	}
 	kir_expr *prow = LET(k, &body, "prow", MUL(k, orow, I(k, OW)));
+	kir_expr *lo = whole ? I(k, 0) : LET(k, &body, "lo", MAX(k, SUB(k, p0, prow), I(k, 0)));
+	kir_expr *hi = whole ? I(k, OW) : LET(k, &body, "hi", MIN(k, SUB(k, p1, prow), I(k, OW)));
 	kir_expr *brow = LET(k, &body, "brow", ADD(k, MUL(k, ng, I(k, G4 * ldb)), MUL(k, prow, I(k, 4))));
 	kir_expr *csrow = LET(k, &body, "csrow", ADD(k, MUL(k, ng, I(k, ncs)), prow));
-	kir_expr *xplane = LET(k, &body, "xplane", MUL(k, ng, I(k, q->Cg * q->in_size)));
 	kir_var *ow0 = kir_var_new(k, "ow", KIR_INDEX);
 	kir_expr *cs0 = MUL(k, kir_e_int(k, i32, -G4 * 4), pad);
-	kir_block_add(k, &body, kir_s_for(k, ow0, I(k, 0), I(k, OW), 1, KIR_LOOP_VECTOR, kir_s_store(k, cs, ADD(k, csrow, V(k, ow0)), cs0)));
+	kir_block_add(k, &body, kir_s_for(k, ow0, lo, hi, 1, KIR_LOOP_VECTOR, kir_s_store(k, cs, ADD(k, csrow, V(k, ow0)), cs0)));
 
 	for (int64_t t = 0; t < q->KS; t++) {
 		/* the tap's outer dims: inside or not, and its input row */
@@ -286,6 +310,7 @@ static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 		for (int part = 0; part < 4; part++) {
 			int64_t from = part == 1 ? first : part == 2 ? end : 0, to = part == 0 ? first : part == 1 ? end : OW;
 			if (from >= to) continue;
+			kir_expr *efrom = whole ? I(k, from) : MAX(k, lo, I(k, from)), *eto = whole ? I(k, to) : MIN(k, hi, I(k, to));
 			kir_var *ow = kir_var_new(k, "ow", KIR_INDEX);
 			kir_block pb = {0};
 			kir_expr *sum = NULL;
@@ -305,14 +330,16 @@ static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
 			}
 			kir_expr *at = ADD(k, csrow, V(k, ow));
 			kir_block_add(k, &pb, kir_s_store(k, cs, at, BIN(k, KIR_ADD, LOAD(k, cs, at), sum)));
-			kir_stmt *loop = kir_s_for(k, ow, I(k, from), I(k, to), 1, part == 1 || part == 3 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, pb.first);
+			kir_stmt *loop = kir_s_for(k, ow, efrom, eto, 1, part == 1 || part == 3 ? KIR_LOOP_VECTOR : KIR_LOOP_SEQUENTIAL, pb.first);
 			kir_block_add(k, part == 3 ? &fill : &copy, loop);
 		}
 		kir_block_add(k, &grp, w > 0 ? kir_s_if(k, inside, copy.first, fill.first) : copy.first);
 		kir_block_add(k, &body, kir_s_for(k, cg, I(k, 0), I(k, Cg4 / 4), 1, KIR_LOOP_SEQUENTIAL, grp.first));
 	}
-	kir_expr *rows = MUL(k, lk_dim(&l, images), I(k, q->cg.G * OR));
-	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
+	kir_expr *first_row = DIV(k, p0, I(k, OW)), *end_row = ADD(k, DIV(k, SUB(k, p1, I(k, 1)), I(k, OW)), I(k, 1));
+	kir_block_add(k, &top, kir_s_for(k, orv, first_row, end_row, 1, KIR_LOOP_SEQUENTIAL, body.first));
+	kir_expr *blocks = MUL(k, lk_dim(&l, images), I(k, q->cg.G * NB));
+	return lk_end(&l, kir_s_for(k, r, I(k, 0), blocks, 1, KIR_LOOP_PARALLEL, top.first));
 }
 
 /* W as the dot4 GEMM's A: [M, KS * Cg4], column t * Cg4 + c = W[m, c, t],

@@ -286,7 +286,8 @@ static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
  * 4 in the dot4 form) and ones that are (16, 4), output channels (the
  * tile's rows) below, at and past its 8 (16, 17, 20, 40, 33, 34),
  * positions (its columns) not a multiple of 16 (42, 35, 20, 25, 21) and
- * one that is (32), groups, padding (with a nonzero x zero point: a tap in
+ * one that is (32), the pack's blocks of positions across rows (42) and
+ * of whole rows (120), groups, padding (with a nonzero x zero point: a tap in
  * the padding must add nothing), strides, dilations, 1-D and 3-D, a
  * symbolic batch; and fewer than 16 positions (4: the int16 form, W a
  * constant). */
@@ -303,6 +304,8 @@ static const struct qconv_case {
 	{"1,4,40", 3, {34, 2, 5}, 2, {3, 2}, {2}, {1}},
 	{"1,2,4,5,3", 5, {16, 2, 3, 1, 3}, 1, {1, 0, 1, 1, 2, 0}, {1, 2, 1}, {1, 1, 1}},
 	{"1,3,4,4", 4, {20, 3, 3, 3}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+	/* 120 positions: the pack's blocks are whole rows (two 8-wide rows; the last one) */
+	{"1,5,15,8", 4, {20, 5, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}},
 };
 
 static tbc_op *qconv_op(model *md, const struct qconv_case *c, tbc_opcode code, int n_in, tbc_value *const *ins) {
