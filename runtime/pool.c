@@ -1,9 +1,20 @@
 /* The thread pool behind tbc_abi_host.parallel_for.
  *
  * threads - 1 workers wait for work; a parallel loop publishes it (a new
- * generation), hands out chunks of at least `grain` iterations through one
- * atomic counter (the calling thread takes chunks too), and returns when
- * every worker has checked in.  Waiting spins briefly before it sleeps on a
+ * generation), hands out chunks of at least `grain` iterations (the calling
+ * thread takes chunks too), and returns when every worker has checked in.
+ *
+ * The iterations are cut into one contiguous range per thread, each with its
+ * own counter: thread i takes the chunks of range i first, front to back,
+ * then what is left of the others' (i + 1, i + 2, ..), so an uneven or
+ * delayed thread is still covered.  The same iterations of consecutive
+ * loops so land on the same thread as long as nothing is stolen: a kernel
+ * reading what the one before it wrote over the same outer dims (a pack
+ * after a plane copy, elementwise chains) finds it in its own core's cache.
+ * One shared counter had handed chunks out alternately, so about half of
+ * every intermediate crossed between cores, and a line written by one core
+ * and rewritten by the other moved each time (docs/performance.md, the
+ * nineteenth session).  Waiting spins briefly before it sleeps on a
  * condition variable, on both sides: a model runs its parallel kernels back
  * to back, and waking a sleeping thread costs tens of microseconds (more in
  * a virtual machine), as much as a small kernel.  One loop runs on the pool at a time: a loop
@@ -35,9 +46,23 @@ struct tbcrt_pool {
 	bool waiting;             /* the caller waits on done (under mu) */
 	body_fn body;
 	void *closure;
-	int64_t n, chunk;
-	_Atomic int64_t next;
+	int64_t chunk;
+	struct pool_range *ranges; /* n_workers + 1: thread i's iterations, in ranges_mem */
+	void *ranges_mem;
+	struct worker_arg *args;   /* n_workers */
 };
+
+/* Thread i's iterations [next, end), taken a chunk at a time; a cache line
+ * each, so that the threads' counters do not share one. */
+typedef struct pool_range {
+	_Alignas(64) _Atomic int64_t next;
+	int64_t end;
+} pool_range;
+
+typedef struct worker_arg {
+	tbcrt_pool *p;
+	uint32_t id; /* 1 .. n_workers: the caller is 0 */
+} worker_arg;
 
 /* Spins of a waiting thread before it sleeps: some tens of microseconds. */
 #define SPINS 4000
@@ -59,17 +84,23 @@ uint32_t tbcrt__online_cpus(void) {
 	return (uint32_t)n;
 }
 
-static void take_chunks(tbcrt_pool *p) {
-	for (;;) {
-		int64_t begin = atomic_fetch_add_explicit(&p->next, p->chunk, memory_order_relaxed);
-		if (begin >= p->n) return;
-		int64_t end = p->n - begin > p->chunk ? begin + p->chunk : p->n;
-		p->body(p->closure, begin, end);
+/* Thread id's own range, then the others' in turn. */
+static void take_chunks(tbcrt_pool *p, uint32_t id) {
+	uint32_t t = p->n_workers + 1;
+	for (uint32_t j = 0; j < t; j++) {
+		pool_range *r = &p->ranges[(id + j) % t];
+		for (;;) {
+			int64_t begin = atomic_fetch_add_explicit(&r->next, p->chunk, memory_order_relaxed);
+			if (begin >= r->end) break;
+			int64_t end = r->end - begin > p->chunk ? begin + p->chunk : r->end;
+			p->body(p->closure, begin, end);
+		}
 	}
 }
 
 static void *worker_main(void *arg) {
-	tbcrt_pool *p = arg;
+	tbcrt_pool *p = ((worker_arg *)arg)->p;
+	uint32_t id = ((worker_arg *)arg)->id;
 	in_loop = true; /* a body's nested parallel_for runs inline */
 	uint64_t seen = p->base_generation;
 	for (;;) {
@@ -86,7 +117,7 @@ static void *worker_main(void *arg) {
 		}
 		if (atomic_load(&p->stop)) break;
 		seen = atomic_load_explicit(&p->generation, memory_order_acquire);
-		take_chunks(p);
+		take_chunks(p, id);
 		if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
 			pthread_mutex_lock(&p->mu);
 			if (p->waiting) pthread_cond_signal(&p->done);
@@ -103,7 +134,11 @@ static void stop_workers(const tbcrt_context *c, tbcrt_pool *p) {
 	pthread_mutex_unlock(&p->mu);
 	for (uint32_t i = 0; i < p->n_workers; i++) pthread_join(p->workers[i], NULL);
 	tbcrt__free(c, p->workers);
+	tbcrt__free(c, p->args);
+	tbcrt__free(c, p->ranges_mem);
 	p->workers = NULL;
+	p->args = NULL;
+	p->ranges = NULL, p->ranges_mem = NULL;
 	p->n_workers = 0;
 	atomic_store(&p->stop, false);
 }
@@ -116,9 +151,19 @@ static tbcrt_status start_workers(const tbcrt_context *c, tbcrt_pool *p, uint32_
 	if (want == 0) return tbcrt__ok();
 	p->base_generation = atomic_load(&p->generation); /* no loop runs: start_workers holds submit or is in create */
 	p->workers = tbcrt__calloc(c, want, sizeof *p->workers);
-	if (!p->workers) return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for %u worker threads", want);
+	p->args = tbcrt__calloc(c, want, sizeof *p->args);
+	p->ranges_mem = tbcrt__calloc(c, (size_t)threads + 1, sizeof *p->ranges);
+	if (!p->workers || !p->args || !p->ranges_mem) {
+		tbcrt__free(c, p->workers);
+		tbcrt__free(c, p->args);
+		tbcrt__free(c, p->ranges_mem);
+		p->workers = NULL, p->args = NULL, p->ranges_mem = NULL;
+		return tbcrt__err(TBCRT_ERR_NO_MEMORY, "out of memory for %u worker threads", want);
+	}
+	p->ranges = (pool_range *)(((uintptr_t)p->ranges_mem + 63) & ~(uintptr_t)63); /* one spare: room to align */
 	for (uint32_t i = 0; i < want; i++) {
-		int rc = pthread_create(&p->workers[i], NULL, worker_main, p);
+		p->args[i] = (worker_arg){p, i + 1};
+		int rc = pthread_create(&p->workers[i], NULL, worker_main, &p->args[i]);
 		if (rc != 0) {
 			stop_workers(c, p);
 			return tbcrt__err(rc == EAGAIN ? TBCRT_ERR_LIMIT : TBCRT_ERR_NO_MEMORY,
@@ -190,9 +235,16 @@ void tbcrt__pool_parallel_for(tbcrt_pool *p, body_fn body, void *closure, int64_
 	if (chunk < grain) chunk = grain;
 	p->body = body;
 	p->closure = closure;
-	p->n = n;
 	p->chunk = chunk;
-	atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+	/* whole chunks a range: every chunk but the loop's last is `chunk` long
+	 * and starts at a multiple of it, as from one counter */
+	uint32_t t = p->n_workers + 1;
+	int64_t chunks = n / chunk + (n % chunk != 0);
+	for (uint32_t i = 0; i < t; i++) {
+		int64_t first = chunks / t * i + chunks % t * i / t, last = chunks / t * (i + 1) + chunks % t * (i + 1) / t;
+		atomic_store_explicit(&p->ranges[i].next, first * chunk, memory_order_relaxed);
+		p->ranges[i].end = last * chunk < n ? last * chunk : n;
+	}
 	atomic_store_explicit(&p->pending, p->n_workers, memory_order_relaxed);
 	atomic_fetch_add_explicit(&p->generation, 1, memory_order_release); /* publishes the fields above */
 	/* Workers that went to sleep need the signal; one about to sleep checks
@@ -202,7 +254,7 @@ void tbcrt__pool_parallel_for(tbcrt_pool *p, body_fn body, void *closure, int64_
 	pthread_mutex_unlock(&p->mu);
 
 	in_loop = true;
-	take_chunks(p);
+	take_chunks(p, 0);
 	in_loop = false;
 
 	for (int i = 0; i < SPINS && atomic_load_explicit(&p->pending, memory_order_acquire) != 0; i++) cpu_relax();

@@ -84,6 +84,39 @@ static void parallel_for_uses_more_than_one_thread(void **state) {
 	tbcrt_context_destroy(ctx);
 }
 
+/* Each thread's first chunk waits (up to two seconds) for the other's, then
+ * says where it began. */
+typedef struct {
+	pthread_t caller;
+	company met;
+	_Atomic int64_t caller_first, worker_first;
+} firsts;
+
+static void firsts_body(void *arg, int64_t begin, int64_t end) {
+	(void)end;
+	firsts *f = arg;
+	_Atomic int64_t *mine = pthread_equal(pthread_self(), f->caller) ? &f->caller_first : &f->worker_first;
+	int64_t none = -1;
+	if (atomic_compare_exchange_strong(mine, &none, begin)) company_body(&f->met, begin, end);
+}
+
+/* The iterations are one contiguous range per thread, taken front to back
+ * first: the caller starts at 0, the worker at the middle (8 chunks of 1 on
+ * two threads: 4 each), whoever gets there first; so a loop's halves land
+ * on the same threads as the loop's before. */
+static void parallel_for_gives_each_thread_its_own_range_first(void **state) {
+	(void)state;
+	tbcrt_context *ctx = rt_context(2);
+	for (int run = 0; run < 3; run++) {
+		firsts f = {.caller = pthread_self(), .caller_first = -1, .worker_first = -1};
+		tbcrt__pool_parallel_for(ctx->pool, firsts_body, &f, 8, 1);
+		assert_true(f.met.saw_company);
+		assert_int_equal(f.caller_first, 0);
+		assert_int_equal(f.worker_first, 4);
+	}
+	tbcrt_context_destroy(ctx);
+}
+
 typedef struct {
 	tbcrt_pool *pool;
 	_Atomic int64_t sum;
@@ -247,6 +280,7 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parallel_for_runs_every_index_once_in_chunks_of_at_least_grain),
 		cmocka_unit_test(parallel_for_uses_more_than_one_thread),
+		cmocka_unit_test(parallel_for_gives_each_thread_its_own_range_first),
 		cmocka_unit_test(nested_parallel_for_runs_inline_without_deadlock),
 		cmocka_unit_test(loops_from_several_threads_all_complete),
 		cmocka_unit_test(thread_count_changes_while_loops_run),
