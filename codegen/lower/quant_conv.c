@@ -243,6 +243,22 @@ static bool im2row(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_
  * padding is all x_zp. */
 static bool pack_b(lower_cx *cx, const qconv *q, const tbc_value *xv, const tbc_value *zv, int bb, int csb, tbc_dim images,
 		   int64_t Cg4, int64_t ldb, int64_t ncs, int64_t cb) {
+	/* A pointwise convolution (1 x .. x 1, stride 1, no padding) reads
+	 * position p of x for output position p: packed as one row of P
+	 * positions, its blocks' vector loops are PB long (a row of ResNet-50's
+	 * last stage is 7: every loop had been its scalar remainder). */
+	qconv flat;
+	bool pointwise = q->KS == 1;
+	for (int d = 0; d < q->g.nsp; d++)
+		pointwise = pointwise && q->g.stride[d] == 1 && q->g.pad_begin[d] == 0 && q->g.in[d] == q->g.out[d];
+	if (pointwise) {
+		flat = *q;
+		flat.g.nsp = 1;
+		flat.g.kernel[0] = flat.g.stride[0] = flat.g.dil[0] = 1;
+		flat.g.pad_begin[0] = flat.g.pad_end[0] = 0;
+		flat.g.in[0] = flat.g.out[0] = q->cg.P;
+		q = &flat;
+	}
 	lk l;
 	if (!lk_begin(&l, cx, "qconv_pack")) return false;
 	kir_kernel *k = l.k;
