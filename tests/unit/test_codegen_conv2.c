@@ -21,12 +21,6 @@
 #include "tbc/abi.h"
 #include "tests/unit/support/codegen_check.h"
 
-static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
-	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
-	at->n = n;
-	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
-	memcpy(at->ints, v, (size_t)n * sizeof *v);
-}
 static void set_str(tbc_op *o, const char *name, const char *v) {
 	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_STRING);
 	at->s = v;
@@ -58,11 +52,11 @@ static tbc_op *tconv_op(model *md, tbc_dtype dt, const tconv *c) {
 	}
 	tbc_op *o = node(md, TBC_OP_ConvTranspose, b ? 3 : 2, x, w, b);
 	if (c->group != 1) set_int(o, "group", c->group);
-	if (c->strides[0]) set_ints(md, o, "strides", (int)c->nsp, c->strides);
-	if (c->dil[0]) set_ints(md, o, "dilations", (int)c->nsp, c->dil);
-	if (c->pads[0] >= 0) set_ints(md, o, "pads", 2 * (int)c->nsp, c->pads);
-	if (c->out_pad[0]) set_ints(md, o, "output_padding", (int)c->nsp, c->out_pad);
-	if (c->out_shape[0]) set_ints(md, o, "output_shape", (int)c->nsp, c->out_shape);
+	if (c->strides[0]) attr_ints(o, "strides", (int)c->nsp, c->strides);
+	if (c->dil[0]) attr_ints(o, "dilations", (int)c->nsp, c->dil);
+	if (c->pads[0] >= 0) attr_ints(o, "pads", 2 * (int)c->nsp, c->pads);
+	if (c->out_pad[0]) attr_ints(o, "output_padding", (int)c->nsp, c->out_pad);
+	if (c->out_shape[0]) attr_ints(o, "output_shape", (int)c->nsp, c->out_shape);
 	if (c->auto_pad) set_str(o, "auto_pad", c->auto_pad);
 	return o;
 }
@@ -156,12 +150,12 @@ static void test_maxunpool_after_maxpool(void **state) {
 		model md = model_new();
 		tbc_value *x = input(&md, TBC_DT_F32, "2,3,6,8");
 		tbc_op *mp = tbc_op_new(md.m->main, TBC_OP_MaxPool, "mp", 1, &x, 2);
-		set_ints(&md, mp, "kernel_shape", 2, v ? k3 : k2);
-		set_ints(&md, mp, "strides", 2, v ? s1 : s2); /* v = 1: overlapping windows, repeated indices */
+		attr_ints(mp, "kernel_shape", 2, v ? k3 : k2);
+		attr_ints(mp, "strides", 2, v ? s1 : s2); /* v = 1: overlapping windows, repeated indices */
 		tbc_value *ins[2] = {mp->outputs[0], mp->outputs[1]};
 		tbc_op *up = tbc_op_new(md.m->main, TBC_OP_MaxUnpool, "up", 2, ins, 1);
-		set_ints(&md, up, "kernel_shape", 2, v ? k3 : k2);
-		set_ints(&md, up, "strides", 2, v ? s1 : s2);
+		attr_ints(up, "kernel_shape", 2, v ? k3 : k2);
+		attr_ints(up, "strides", 2, v ? s1 : s2);
 		check_outputs(&md, 1, (tbc_value *[]){up->outputs[0]}, 1e-6);
 	}
 }
@@ -174,16 +168,16 @@ static void test_maxunpool_constant_output_shape_and_bad_index(void **state) {
 	tbc_value *ix = constant(&md, TBC_DT_I64, 4, idx_dims, (const double[]){1, 3, 8, 15});
 	tbc_value *os = constant(&md, TBC_DT_I64, 1, os_dims, (const double[]){1, 1, 5, 5});
 	tbc_op *up = node(&md, TBC_OP_MaxUnpool, 3, x, ix, os);
-	set_ints(&md, up, "kernel_shape", 2, (const int64_t[]){2, 2});
-	set_ints(&md, up, "strides", 2, (const int64_t[]){2, 2});
+	attr_ints(up, "kernel_shape", 2, (const int64_t[]){2, 2});
+	attr_ints(up, "strides", 2, (const int64_t[]){2, 2});
 	check_outputs(&md, 1, (tbc_value *[]){up->outputs[0]}, 1e-6);
 	/* An index past the unpooled 4x4 fails the run, as in the interpreter. */
 	md = model_new();
 	x = input(&md, TBC_DT_F32, "1,1,2,2");
 	ix = constant(&md, TBC_DT_I64, 4, idx_dims, (const double[]){1, 3, 8, 16});
 	up = node(&md, TBC_OP_MaxUnpool, 2, x, ix, NULL);
-	set_ints(&md, up, "kernel_shape", 2, (const int64_t[]){2, 2});
-	set_ints(&md, up, "strides", 2, (const int64_t[]){2, 2});
+	attr_ints(up, "kernel_shape", 2, (const int64_t[]){2, 2});
+	attr_ints(up, "strides", 2, (const int64_t[]){2, 2});
 	tbc_value *y = up->outputs[0];
 	tbc_diags *d = tbc_diags_create();
 	tbc_graph_add_output(md.m->main, y);
@@ -257,9 +251,9 @@ static void test_deformconv_groups_masks_and_offsets_outside(void **state) {
 		tbc_op *o = tbc_op_new(md.m->main, TBC_OP_DeformConv, "n", mask ? 5 : b ? 4 : 3, ins, 1);
 		if (c->group != 1) set_int(o, "group", c->group);
 		if (c->offset_group != 1) set_int(o, "offset_group", c->offset_group);
-		if (c->strides[0]) set_ints(&md, o, "strides", (int)c->nsp, c->strides);
-		if (c->dil[0]) set_ints(&md, o, "dilations", (int)c->nsp, c->dil);
-		if (c->pads[0] >= 0) set_ints(&md, o, "pads", 2 * (int)c->nsp, c->pads);
+		if (c->strides[0]) attr_ints(o, "strides", (int)c->nsp, c->strides);
+		if (c->dil[0]) attr_ints(o, "dilations", (int)c->nsp, c->dil);
+		if (c->pads[0] >= 0) attr_ints(o, "pads", 2 * (int)c->nsp, c->pads);
 		check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 	}
 }

@@ -31,12 +31,6 @@ static void set_str(tbc_op *op, const char *name, const char *s) {
 	a->s = s;
 	a->s_len = strlen(s);
 }
-static void set_ints(model *md, tbc_op *op, const char *name, int n, const int64_t *v) {
-	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
-	a->n = n;
-	a->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
-}
 static tbc_value *ints(model *md, int n, const int64_t *v) {
 	double d[16];
 	for (int i = 0; i < n; i++) d[i] = (double)v[i];
@@ -66,7 +60,7 @@ static void test_transpose_every_dtype(void **state) {
 		tbc_value *x = input(&md, all_dtypes[t], "2,3,4");
 		tbc_op *o = node(&md, TBC_OP_Transpose, 1, x, NULL, NULL);
 		static const int64_t perm[3] = {2, 0, 1};
-		set_ints(&md, o, "perm", 3, perm);
+		attr_ints(o, "perm", 3, perm);
 		check(&md, o->outputs[0]);
 	}
 }
@@ -78,7 +72,7 @@ static void test_transpose_default_reverses_and_merges_contiguous_dims(void **st
 	model m2 = model_new();
 	tbc_op *o = node(&m2, TBC_OP_Transpose, 1, input_sym(&m2, TBC_DT_F32, "N,3,4,5", 2, -1, 1), NULL, NULL);
 	static const int64_t perm[4] = {0, 3, 1, 2}; /* dims 1 and 2 stay adjacent */
-	set_ints(&m2, o, "perm", 4, perm);
+	attr_ints(o, "perm", 4, perm);
 	check(&m2, o->outputs[0]);
 }
 
@@ -105,11 +99,11 @@ static void test_data_movement_on_a_device(void **state) {
 	static const int64_t perm[4] = {0, 2, 1, 3};
 	model md = model_new();
 	tbc_op *o = node(&md, TBC_OP_Transpose, 1, input_sym(&md, TBC_DT_F32, "N,3,4,5", 1, -1, 1), NULL, NULL);
-	set_ints(&md, o, "perm", 4, perm);
+	attr_ints(o, "perm", 4, perm);
 	check(&md, o->outputs[0]);
 	md = model_new();
 	o = node(&md, TBC_OP_Transpose, 1, input_sym(&md, TBC_DT_F32, "N,3,4,5", 1, -1, 1), NULL, NULL);
-	set_ints(&md, o, "perm", 4, perm);
+	attr_ints(o, "perm", 4, perm);
 	char *text = lowered_text(&md);
 	assert_non_null(strstr(text, "for %f = 0 .. 60 * $N parallel {\n    %i:index = floordiv(%f, 60)"));
 	assert_null(strstr(text, "sequential"));

@@ -24,12 +24,6 @@ static void set_str(tbc_op *o, const char *name, const char *v) {
 	at->s_len = strlen(v);
 }
 
-static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
-	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
-	at->n = n;
-	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
-	memcpy(at->ints, v, (size_t)n * sizeof *v);
-}
 
 /* An op with inputs ins[0..n) (NULL: omitted) and n_out outputs. */
 static tbc_op *opn(model *md, tbc_opcode code, int n, tbc_value *const *ins, int n_out) {
@@ -336,7 +330,7 @@ static void test_topk_errors_fail_the_run(void **state) {
 /* ---- CenterCropPad --------------------------------------------------------------------*/
 static tbc_value *center_crop_pad(model *md, tbc_value *x, tbc_value *shape, int n_axes, const int64_t *axes) {
 	tbc_op *o = node(md, TBC_OP_CenterCropPad, 2, x, shape, NULL);
-	if (axes) set_ints(md, o, "axes", n_axes, axes);
+	if (axes) attr_ints(o, "axes", n_axes, axes);
 	return o->outputs[0];
 }
 
@@ -389,9 +383,9 @@ static void test_affine_grid(void **state) {
 static tbc_value *col2im(model *md, tbc_value *x, tbc_value *image, tbc_value *block, const int64_t *strides,
 			 const int64_t *pads, const int64_t *dil) {
 	tbc_op *o = node(md, TBC_OP_Col2Im, 3, x, image, block);
-	if (strides) set_ints(md, o, "strides", 2, strides);
-	if (pads) set_ints(md, o, "pads", 4, pads);
-	if (dil) set_ints(md, o, "dilations", 2, dil);
+	if (strides) attr_ints(o, "strides", 2, strides);
+	if (pads) attr_ints(o, "pads", 4, pads);
+	if (dil) attr_ints(o, "dilations", 2, dil);
 	return o->outputs[0];
 }
 

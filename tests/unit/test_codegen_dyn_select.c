@@ -26,12 +26,6 @@ static tbc_op *op_n(model *md, tbc_opcode code, int n, tbc_value *const *ins, in
 }
 
 static void set_int(tbc_op *o, const char *name, int64_t v) { tbc_op_add_attr(o, name, TBC_ATTR_INT)->i = v; }
-static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
-	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
-	at->n = n;
-	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
-	memcpy(at->ints, v, (size_t)n * sizeof *v);
-}
 
 /* ---- NonZero ---------------------------------------------------------------------*/
 /* Coordinates of the non-zero elements, row-major; NaN counts, -0.0 does not. */
@@ -300,8 +294,8 @@ static tbc_value *unpool(model *md, tbc_value *shape) {
 	ix = node(md, TBC_OP_Reshape, 2, ix, s4, NULL)->outputs[0];
 	tbc_op *o = node(md, TBC_OP_MaxUnpool, 3, x, ix, shape);
 	int64_t k[2] = {2, 2};
-	set_ints(md, o, "kernel_shape", 2, k);
-	set_ints(md, o, "strides", 2, k);
+	attr_ints(o, "kernel_shape", 2, k);
+	attr_ints(o, "strides", 2, k);
 	return o->outputs[0];
 }
 

@@ -539,12 +539,6 @@ static void test_gemm_tensor_cores_f16_bf16(void **state) {
 }
 
 /* ---- Conv and pools ----------------------------------------------------------------*/
-static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
-	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
-	at->n = n;
-	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
-	memcpy(at->ints, v, (size_t)n * sizeof *v);
-}
 static void set_str(tbc_op *o, const char *name, const char *v) {
 	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_STRING);
 	at->s = v;
@@ -569,9 +563,9 @@ static tbc_op *conv_op(model *md, const window *c) {
 	}
 	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, x, w, b);
 	if (c->group != 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = c->group;
-	if (c->strides[0]) set_ints(md, o, "strides", (int)c->nsp, c->strides);
-	if (c->dil[0]) set_ints(md, o, "dilations", (int)c->nsp, c->dil);
-	if (c->pads[0] >= 0) set_ints(md, o, "pads", 2 * (int)c->nsp, c->pads);
+	if (c->strides[0]) attr_ints(o, "strides", (int)c->nsp, c->strides);
+	if (c->dil[0]) attr_ints(o, "dilations", (int)c->nsp, c->dil);
+	if (c->pads[0] >= 0) attr_ints(o, "pads", 2 * (int)c->nsp, c->pads);
 	if (c->auto_pad) set_str(o, "auto_pad", c->auto_pad);
 	return o;
 }
@@ -638,7 +632,7 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	model md = model_new();
 	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,6,6", 2, -1, 1), *w = input(&md, TBC_DT_F32, "4,3,3,3");
 	tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	attr_ints(o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
 	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 	md = model_new();
 	x = input(&md, TBC_DT_F64, "1,2,5,5");
@@ -649,13 +643,13 @@ static void test_conv_symbolic_batch_and_f64(void **state) {
 	x = input_sym(&md, TBC_DT_F32, "N,4,7,6", 3, -1, 1), w = input(&md, TBC_DT_F32, "4,1,3,3");
 	o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "4"));
 	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 4;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	attr_ints(o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
 	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 	md = model_new();
 	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
 	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
 	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "strides", 2, (const int64_t[]){2, 1});
+	attr_ints(o, "strides", 2, (const int64_t[]){2, 1});
 	check(&md, o->outputs[0]);
 }
 
@@ -681,8 +675,8 @@ static void test_depthwise_conv_has_no_im2col_on_the_cpu(void **state) {
 		tbc_op *o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
 		tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 8;
 		int64_t p = cases[i].pad;
-		set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
-		set_ints(&md, o, "strides", 2, (const int64_t[]){cases[i].stride, cases[i].stride});
+		attr_ints(o, "pads", 4, (const int64_t[]){p, p, p, p});
+		attr_ints(o, "strides", 2, (const int64_t[]){cases[i].stride, cases[i].stride});
 		char *text = lowered_text(&md);
 		assert_non_null(strstr(text, "depthwise"));
 		assert_null(strstr(text, "im2col"));
@@ -701,13 +695,13 @@ static void depthwise_symbolic_batch_and_f64(void) {
 	tbc_value *x = input_sym(&md, TBC_DT_F32, "N,3,5,6", 3, -1, 1), *w = input(&md, TBC_DT_F32, "3,1,3,3");
 	tbc_op *o = node(&md, TBC_OP_Conv, 3, x, w, input(&md, TBC_DT_F32, "3"));
 	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	attr_ints(o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
 	check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 	md = model_new();
 	x = input(&md, TBC_DT_F64, "1,3,6,5"), w = input(&md, TBC_DT_F64, "3,1,3,2");
 	o = node(&md, TBC_OP_Conv, 2, x, w, NULL);
 	tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = 3;
-	set_ints(&md, o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
+	attr_ints(o, "pads", 4, (const int64_t[]){1, 0, 1, 1});
 	check(&md, o->outputs[0]);
 }
 
@@ -851,9 +845,9 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 			model md = model_new();
 			tbc_op *o = const_weight_conv(&md, cases[i].x, cases[i].m, cases[i].kh, cases[i].kw, cases[i].group,
 						      cases[i].bias);
-			set_ints(&md, o, "pads", 4, cases[i].pads);
+			attr_ints(o, "pads", 4, cases[i].pads);
 			int64_t d = cases[i].dil;
-			set_ints(&md, o, "dilations", 2, (const int64_t[]){d, d});
+			attr_ints(o, "dilations", 2, (const int64_t[]){d, d});
 			if (run == 1) {
 				check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 				continue;
@@ -928,10 +922,10 @@ static void test_conv_winograd(void **state) {
 				g_target = &t;
 				model md = model_new();
 				tbc_op *o = const_weight_conv(&md, x, cases[i].m, cases[i].kh, cases[i].kw, cases[i].group, cases[i].bias);
-				set_ints(&md, o, "pads", 4, p);
+				attr_ints(o, "pads", 4, p);
 				int64_t d = cases[i].dil, st = cases[i].stride;
-				set_ints(&md, o, "dilations", 2, (const int64_t[]){d, d});
-				set_ints(&md, o, "strides", 2, (const int64_t[]){st, st});
+				attr_ints(o, "dilations", 2, (const int64_t[]){d, d});
+				attr_ints(o, "strides", 2, (const int64_t[]){st, st});
 				if (run == 1) {
 					check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 					continue;
@@ -1021,8 +1015,8 @@ static void test_conv_activation_fused(void **state) {
 					if (cases[i].group > 1) tbc_op_add_attr(o, "group", TBC_ATTR_INT)->i = cases[i].group;
 				}
 				int64_t p = cases[i].pad, st = cases[i].stride;
-				set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
-				set_ints(&md, o, "strides", 2, (const int64_t[]){st, st});
+				attr_ints(o, "pads", 4, (const int64_t[]){p, p, p, p});
+				attr_ints(o, "strides", 2, (const int64_t[]){st, st});
 				tbc_value *y = activation(&md, act, o->outputs[0]);
 				if (run == 1) {
 					check_outputs(&md, 1, (tbc_value *[]){y}, 1e-4);
@@ -1041,7 +1035,7 @@ static void test_conv_activation_fused(void **state) {
 			g_target = &t;
 			model md = model_new();
 			tbc_op *o = const_weight_conv(&md, "1,4,8,8", 8, 3, 3, 1, true);
-			set_ints(&md, o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+			attr_ints(o, "pads", 4, (const int64_t[]){1, 1, 1, 1});
 			tbc_value *y = o->outputs[0], *z, *outs[2] = {NULL, NULL};
 			int n = 1;
 			if (c == 2) op1(&md, TBC_OP_Neg, input(&md, TBC_DT_F32, "3")); /* an op between */
@@ -1111,8 +1105,8 @@ static void test_conv_transposed_where_positions_waste_the_tile(void **state) {
 				int64_t cin = atoll(strchr(cases[i].x, ',') + 1), cg = cin / cases[i].group, kk = cases[i].kh;
 				tbc_op *o = const_weight_conv(&md, cases[i].x, cases[i].m, kk, kk, cases[i].group, cases[i].bias);
 				int64_t p = cases[i].pad, s = cases[i].stride;
-				set_ints(&md, o, "pads", 4, (const int64_t[]){p, p, p, p});
-				set_ints(&md, o, "strides", 2, (const int64_t[]){s, s});
+				attr_ints(o, "pads", 4, (const int64_t[]){p, p, p, p});
+				attr_ints(o, "strides", 2, (const int64_t[]){s, s});
 				if (run == 1) {
 					check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 					continue;
@@ -1166,9 +1160,9 @@ static tbc_op *pool_op(model *md, tbc_opcode code, tbc_dtype dt, const char *x, 
 		       const int64_t *strides, const int64_t *pads, int n_out) {
 	tbc_value *xv = input_sym(md, dt, x, 1, -100, 100);
 	tbc_op *o = tbc_op_new(md->m->main, code, "n", 1, &xv, n_out);
-	set_ints(md, o, "kernel_shape", nsp, kernel);
-	if (strides) set_ints(md, o, "strides", nsp, strides);
-	if (pads) set_ints(md, o, "pads", 2 * nsp, pads);
+	attr_ints(o, "kernel_shape", nsp, kernel);
+	if (strides) attr_ints(o, "strides", nsp, strides);
+	if (pads) attr_ints(o, "pads", 2 * nsp, pads);
 	return o;
 }
 
@@ -1185,7 +1179,7 @@ static void test_maxpool_pads_strides_ceil_and_indices(void **state) {
 	md = model_new();
 	o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_F32, "1,1,6,6", 2, (const int64_t[]){2, 2}, NULL, NULL, 2);
 	tbc_op_add_attr(o, "storage_order", TBC_ATTR_INT)->i = 1;
-	set_ints(&md, o, "dilations", 2, (const int64_t[]){2, 2});
+	attr_ints(o, "dilations", 2, (const int64_t[]){2, 2});
 	check_outputs(&md, 2, (tbc_value *[]){o->outputs[0], o->outputs[1]}, 1e-6);
 	md = model_new();
 	o = pool_op(&md, TBC_OP_MaxPool, TBC_DT_U8, "1,2,5", 1, (const int64_t[]){2}, NULL, (const int64_t[]){1, 1}, 1);
@@ -1223,7 +1217,7 @@ static void maxpool_rows_cases(void) {
 		int nsp = cases[i].nsp;
 		tbc_op *o = pool_op(&md, TBC_OP_MaxPool, cases[i].dt, cases[i].x, nsp, cases[i].kernel, cases[i].strides,
 				    cases[i].pads, 1);
-		set_ints(&md, o, "dilations", nsp, cases[i].dil);
+		attr_ints(o, "dilations", nsp, cases[i].dil);
 		if (cases[i].ceil) tbc_op_add_attr(o, "ceil_mode", TBC_ATTR_INT)->i = 1;
 		check(&md, o->outputs[0]);
 	}
@@ -1323,9 +1317,9 @@ static void test_small_cnn_end_to_end(void **state) {
 	window c1 = {"1,3,16,16", "8,3,3,3", 1, 2, {0}, {0}, {1, 1, 1, 1}, NULL, true};
 	tbc_value *y = op1(&md, TBC_OP_Relu, conv_op(&md, &c1)->outputs[0]);
 	tbc_op *mp = tbc_op_new(md.m->main, TBC_OP_MaxPool, "mp", 1, &y, 1);
-	set_ints(&md, mp, "kernel_shape", 2, (const int64_t[]){3, 3});
-	set_ints(&md, mp, "strides", 2, (const int64_t[]){2, 2});
-	set_ints(&md, mp, "pads", 4, (const int64_t[]){1, 1, 1, 1});
+	attr_ints(mp, "kernel_shape", 2, (const int64_t[]){3, 3});
+	attr_ints(mp, "strides", 2, (const int64_t[]){2, 2});
+	attr_ints(mp, "pads", 4, (const int64_t[]){1, 1, 1, 1});
 	tbc_value *w2 = input(&md, TBC_DT_F32, "16,8,1,1");
 	y = op2(&md, TBC_OP_Conv, mp->outputs[0], w2);
 	y = op1(&md, TBC_OP_Flatten, op1(&md, TBC_OP_GlobalAveragePool, y));

@@ -25,12 +25,6 @@ static tbc_op *nodev(model *md, tbc_opcode code, int n_in, tbc_value *const *ins
 	return tbc_op_new(md->m->main, code, "n", n_in, ins, n_out);
 }
 static void set_int(tbc_op *op, const char *name, int64_t v) { tbc_op_add_attr(op, name, TBC_ATTR_INT)->i = v; }
-static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
-	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
-	a->n = n;
-	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
-}
 /* A constant 1-D (n > 1) or scalar (n == 0 with one value) tensor. */
 static tbc_value *vec(model *md, tbc_dtype dt, int64_t n, const double *vals) {
 	int64_t dims[1] = {n};
@@ -280,9 +274,9 @@ static void test_conv_integer_pads_strides_groups(void **state) {
 				     scalar(&md, TBC_DT_U8, 100), vec(&md, TBC_DT_U8, 6, (double[]){1, 2, 3, 4, 5, 6})};
 		tbc_op *c = nodev(&md, TBC_OP_ConvInteger, 4, ins, 1);
 		set_int(c, "group", 2);
-		set_ints(c, "pads", 4, (int64_t[]){1, 0, 2, 1});
-		set_ints(c, "strides", 2, (int64_t[]){2, 1});
-		set_ints(c, "dilations", 2, (int64_t[]){1, 2});
+		attr_ints(c, "pads", 4, (int64_t[]){1, 0, 2, 1});
+		attr_ints(c, "strides", 2, (int64_t[]){2, 1});
+		attr_ints(c, "dilations", 2, (int64_t[]){1, 2});
 		check_outputs(&md, 1, &c->outputs[0], 0);
 	}
 	{ /* 1-D, SAME_UPPER, int8. */
@@ -313,7 +307,7 @@ static void test_qlinear_conv_with_bias(void **state) {
 				     scalar(&md, t, lo + 90),
 				     vec(&md, TBC_DT_I32, 4, (double[]){-1000, 50, 3000, 0})};
 		tbc_op *c = nodev(&md, TBC_OP_QLinearConv, 9, ins, 1);
-		set_ints(c, "pads", 4, (int64_t[]){1, 1, 1, 1});
+		attr_ints(c, "pads", 4, (int64_t[]){1, 1, 1, 1});
 		check_outputs(&md, 1, &c->outputs[0], 0);
 	}
 }

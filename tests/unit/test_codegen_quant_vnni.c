@@ -275,12 +275,6 @@ static tbc_value *conv_weights(model *md, tbc_dtype dt, int rank, const int64_t 
 	return c;
 }
 
-static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
-	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
-	a->n = n;
-	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
-}
 
 /* The shapes: channels per group not a multiple of 4 (3, 5, 2: padded to
  * 4 in the dot4 form) and ones that are (16, 4), output channels (the
@@ -312,9 +306,9 @@ static tbc_op *qconv_op(model *md, const struct qconv_case *c, tbc_opcode code, 
 	tbc_op *op = tbc_op_new(md->m->main, code, "n", n_in, ins, 1);
 	int nsp = c->rank - 2;
 	tbc_op_add_attr(op, "group", TBC_ATTR_INT)->i = c->group;
-	set_ints(op, "pads", 2 * nsp, c->pads);
-	set_ints(op, "strides", nsp, c->strides);
-	set_ints(op, "dilations", nsp, c->dil);
+	attr_ints(op, "pads", 2 * nsp, c->pads);
+	attr_ints(op, "strides", nsp, c->strides);
+	attr_ints(op, "dilations", nsp, c->dil);
 	return op;
 }
 

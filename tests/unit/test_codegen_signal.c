@@ -20,12 +20,6 @@
 static tbc_op *nodev(model *md, tbc_opcode code, int n_in, tbc_value *const *ins, int n_out) {
 	return tbc_op_new(md->m->main, code, "n", n_in, ins, n_out);
 }
-static void set_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
-	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
-	a->n = n;
-	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof(int64_t));
-	memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
-}
 static void set_floats(tbc_op *op, const char *name, int n, const double *v) {
 	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_FLOATS);
 	a->n = n;
@@ -342,9 +336,9 @@ static tbc_op *tfidf(model *md, tbc_value *x, const char *mode, int64_t min_n, i
 	attr_int(op, "min_gram_length", min_n);
 	attr_int(op, "max_gram_length", max_n);
 	attr_int(op, "max_skip_count", skip);
-	set_ints(op, "ngram_counts", 3, counts);
-	set_ints(op, "pool_int64s", 15, pool);
-	set_ints(op, "ngram_indexes", 8, indexes);
+	attr_ints(op, "ngram_counts", 3, counts);
+	attr_ints(op, "pool_int64s", 15, pool);
+	attr_ints(op, "ngram_indexes", 8, indexes);
 	if (weights) set_floats(op, "weights", 7, w);
 	return op;
 }
@@ -386,9 +380,9 @@ static void test_tfidf_pool_token_beyond_int32(void **state) {
 	attr_int(op, "min_gram_length", 1);
 	attr_int(op, "max_gram_length", 2);
 	attr_int(op, "max_skip_count", 1);
-	set_ints(op, "ngram_counts", 2, (int64_t[]){0, 3});
-	set_ints(op, "pool_int64s", 7, (int64_t[]){1, 4294967297, 2, 1, 2, 4294967297, 1});
-	set_ints(op, "ngram_indexes", 5, (int64_t[]){0, 1, 2, 3, 4});
+	attr_ints(op, "ngram_counts", 2, (int64_t[]){0, 3});
+	attr_ints(op, "pool_int64s", 7, (int64_t[]){1, 4294967297, 2, 1, 2, 4294967297, 1});
+	attr_ints(op, "ngram_indexes", 5, (int64_t[]){0, 1, 2, 3, 4});
 	check_outputs(&md, 1, &op->outputs[0], 0);
 }
 

@@ -31,12 +31,6 @@
 #include "tests/unit/support/files.h"
 
 /* ---- Graphs -------------------------------------------------------------------*/
-static void set_ints(model *md, tbc_op *o, const char *name, int n, const int64_t *v) {
-	tbc_attr *at = tbc_op_add_attr(o, name, TBC_ATTR_INTS);
-	at->n = n;
-	at->ints = tbc_arena_array(md->m->arena, (size_t)n + 1, sizeof *at->ints);
-	memcpy(at->ints, v, (size_t)n * sizeof *v);
-}
 
 /* A symbolic dim of a or b is `batch` in the test's tensors. */
 static tbc_value *matmul_n(model *md, tbc_dtype dt, const char *a, const char *b, int64_t batch) {
@@ -50,7 +44,7 @@ static tbc_value *conv3x3(model *md, const char *x, const char *w, const char *b
 	tbc_value *b = bias ? input_sym(md, TBC_DT_F32, bias, 3, -1, 1) : NULL;
 	tbc_op *o = node(md, TBC_OP_Conv, b ? 3 : 2, input_sym(md, TBC_DT_F32, x, 1, -1, 1),
 			 input_sym(md, TBC_DT_F32, w, 3, -1, 1), b);
-	set_ints(md, o, "pads", 4, (int64_t[]){1, 1, 1, 1});
+	attr_ints(o, "pads", 4, (int64_t[]){1, 1, 1, 1});
 	if (group != 1) attr_int(o, "group", group);
 	return o->outputs[0];
 }

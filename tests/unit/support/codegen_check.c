@@ -345,3 +345,10 @@ tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v) {
 }
 
 void attr_int(tbc_op *op, const char *name, int64_t v) { tbc_op_add_attr(op, name, TBC_ATTR_INT)->i = v; }
+
+void attr_ints(tbc_op *op, const char *name, int n, const int64_t *v) {
+	tbc_attr *a = tbc_op_add_attr(op, name, TBC_ATTR_INTS);
+	a->n = n;
+	a->ints = tbc_arena_array(op->graph->module->arena, (size_t)n + 1, sizeof *a->ints);
+	if (n > 0) memcpy(a->ints, v, (size_t)n * sizeof *v);
+}

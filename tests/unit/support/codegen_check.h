@@ -42,6 +42,8 @@ tbc_value *op2(model *md, tbc_opcode code, tbc_value *a, tbc_value *b);
  * such as a shape or axes. */
 tbc_value *values_input(model *md, tbc_dtype dt, int n, const double *v);
 void attr_int(tbc_op *op, const char *name, int64_t v);
+/* An ints attribute of n values (copied into the op's module's arena). */
+void attr_ints(tbc_op *op, const char *name, int n, const int64_t *v);
 
 /* ---- Checking ----------------------------------------------------------------*/
 void print_diags(tbc_diags *d);
