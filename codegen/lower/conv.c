@@ -153,10 +153,14 @@ static int tile_rows(int64_t P, int mr, int64_t *padded) {
  * constants may be laid out in panels (gemv_panels: not when a device
  * program shares the CPU's weights, codegen/compile.c). */
 int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt) {
+	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct) return 0;
+	return conv_transposed_tile_rows(cx, c);
+}
+
+int conv_transposed_tile_rows(const lower_cx *cx, const conv_gemm *c) {
 	const char *e = getenv("TBC_CONV_TRANSPOSED"); /* 0: never, for measuring */
 	if ((e && !strcmp(e, "0")) || cx->target->parallel == TBC_PAR_GRID || c->pairs || !cx->target->gemv_panels)
 		return 0;
-	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct) return 0;
 	int mr, nr;
 	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
 	if (c->Mg % nr || c->P < 1) return 0;

@@ -160,13 +160,17 @@ static tbc_value *winograd_weights(lower_cx *cx, const wino_form *f, const tbc_v
 
 /* U as winograd_weights computes it, for weights wv computed when the
  * model loads (codegen/lower/load_time.c): a kernel of its own reading
- * them alone, so it runs once per session with them, into a temporary of
- * [a^2 M, C] (returned; -1 on failure).  The same sums in the same order,
- * in f64, rounded to f32 once, as when compiling. */
-static int winograd_weights_at_load(lower_cx *cx, const wino_form *f, const tbc_value *wv, int64_t M, int64_t C) {
+ * them alone, so it runs once per session with them, into a temporary
+ * (returned; -1 on failure).  The same sums in the same order, in f64,
+ * rounded to f32 once, as when compiling.  nr 0: U as [a^2 M, C]; else
+ * U^T in the transposed GEMM's panels, as gemm_const_tile_panels lays out
+ * a constant U: row n = xi M + m of U is column n of U^T, element (c, n) at
+ * (n / nr) stride + c nr + n % nr. */
+static int winograd_weights_at_load(lower_cx *cx, const wino_form *f, const tbc_value *wv, int64_t M, int64_t C, int64_t nr,
+				    int64_t stride) {
 	int a = f->a;
 	tbc_type t = {.dtype = TBC_DT_F32, .rank = 2};
-	t.dims[0] = (tbc_dim){a * a * M, NULL}, t.dims[1] = (tbc_dim){C, NULL};
+	t.dims[0] = (tbc_dim){nr ? a * a * M / nr : a * a * M, NULL}, t.dims[1] = (tbc_dim){nr ? stride : C, NULL};
 	int ub = lower_temp_buf(cx, &t, "wino_u");
 	lk l;
 	if (ub < 0 || !lk_begin(&l, cx, "wino_weights")) return -1;
@@ -187,7 +191,9 @@ static int winograd_weights_at_load(lower_cx *cx, const wino_form *f, const tbc_
 		for (int j = 0; j < a; j++) {
 			kir_expr *v = ADD(k, ADD(k, MUL(k, gk[i][0], F(k, TBC_DT_F64, f->G[j][0])), MUL(k, gk[i][1], F(k, TBC_DT_F64, f->G[j][1]))),
 					  MUL(k, gk[i][2], F(k, TBC_DT_F64, f->G[j][2])));
-			kir_expr *at = ADD(k, MUL(k, ADD(k, I(k, (i * a + j) * M), m), I(k, C)), c);
+			kir_expr *n = ADD(k, I(k, (i * a + j) * M), m);
+			kir_expr *at = nr ? ADD(k, ADD(k, MUL(k, DIV(k, n, I(k, nr)), I(k, stride)), MUL(k, c, I(k, nr))), MOD(k, n, I(k, nr)))
+					  : ADD(k, MUL(k, n, I(k, C)), c);
 			kir_block_add(k, &body, kir_s_store(k, u, at, CAST(k, TBC_DT_F32, v)));
 		}
 	if (!lk_end(&l, kir_s_for(k, r, I(k, 0), I(k, M * C), 1, KIR_LOOP_PARALLEL, body.first))) return -1;
@@ -360,22 +366,38 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 	int pb = lower_shared_temp(cx, "conv_planes", TBC_DT_F32, nd, C * q.PL);
 	int vb = lower_shared_temp(cx, "wino_v", TBC_DT_F32, nd, xis * C * T);
 	int mb = lower_shared_temp(cx, "wino_m", TBC_DT_F32, nd, xis * K * T);
+	/* computed transposed where that wastes less of the register tile (a
+	 * few tiles, many channels: 7 x 7 positions are 20 tiles); U computed
+	 * when loading is then laid out in U^T's panels by its own kernel */
+	conv_gemm cg = {.G = 1, .Mg = K, .Kg = C, .P = T, .M = K, .ct = TBC_DT_F32, .yt = TBC_DT_F32};
 	bool at_load = wv->kind != TBC_VALUE_CONST;
+	int tmr = conv_transposed_tile_rows(cx, &cg);
+	int mr_, nr = 0;
+	int64_t load_stride = 0;
+	if (at_load && tmr > 0) {
+		gemm_tile_shape(cx->target, TBC_DT_F32, &mr_, &nr);
+		load_stride = gemm_tile_panel_stride(C, nr, 4); /* as gemm_const_tile_panels lays out a constant U */
+	}
 	tbc_value *u = at_load ? NULL : winograd_weights(cx, f, wv, K, C);
-	int ub = at_load ? winograd_weights_at_load(cx, f, wv, K, C) : -1;
+	int ub = at_load ? winograd_weights_at_load(cx, f, wv, K, C, nr, load_stride) : -1;
 	if (pb < 0 || vb < 0 || mb < 0 || (at_load ? ub < 0 : !u) || !wino_planes(cx, g, &q, xb, pb, nd, C) || !wino_in(cx, f, &q, pb, vb, nd, C))
 		return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
-	/* computed transposed where that wastes less of the register tile (a
-	 * few tiles, many channels: 7 x 7 positions are 20 tiles) */
-	conv_gemm cg = {.G = 1, .Mg = K, .Kg = C, .P = T, .M = K, .ct = TBC_DT_F32, .yt = TBC_DT_F32};
-	int tmr = u ? conv_transposed_rows(cx, &cg, u, TBC_DT_F32) : 0; /* U computed when loading: as it is */
+	if (u) tmr = conv_transposed_rows(cx, &cg, u, TBC_DT_F32);
 	wino_gemm w = {.K = K, .C = C, .T = T, .xis = xis};
 	gemm_spec s = {.ct = TBC_DT_F32};
 	int64_t panel_stride = 0;
-	if (tmr > 0 && gemm_const_tile_panels(&l, u, xis * K, C, true, TBC_DT_F32, &s.b) &&
-	    kir_e_const_index(s.b.panel_stride, &panel_stride)) {
+	if (at_load && tmr > 0) {
+		s.b.buf = lk_buf(&l, ub);
+		s.b.panel = nr;
+		s.b.panel_stride = I(l.k, load_stride);
+		s.b.rs = I(l.k, nr), s.b.cs = I(l.k, 1);
+		panel_stride = load_stride;
+		if (!s.b.buf) return LOWER_FAILED;
+	}
+	if (tmr > 0 && (at_load ? s.b.buf != NULL : gemm_const_tile_panels(&l, u, xis * K, C, true, TBC_DT_F32, &s.b) &&
+							     kir_e_const_index(s.b.panel_stride, &panel_stride))) {
 		/* M[xi]^T (T x K) = V[xi]^T (T x C) U[xi]^T (C x K, panels) */
 		w.u_step = K / s.b.panel * panel_stride;
 		s.a.buf = lk_buf(&l, vb);

@@ -57,6 +57,9 @@ kir_stmt *conv_padded_row(kir_kernel *k, kir_buffer *x, kir_buffer *pl, kir_expr
 /* The register tile's rows when conv c's GEMM is computed transposed
  * (positions as rows, W^T's panels), 0 when it is not (conv.c). */
 int conv_transposed_rows(const lower_cx *cx, const conv_gemm *c, const tbc_value *wv, tbc_dtype xt);
+/* The same from the GEMM's shape alone, for weights whose transposed panels
+ * are laid out some other way (Winograd's U computed when loading). */
+int conv_transposed_tile_rows(const lower_cx *cx, const conv_gemm *c);
 
 /* Winograd F(2x2, 3x3) or F(4x4, 3x3) (codegen/lower/conv_winograd.c):
  * whether conv c (geometry g, weights wv, input dtype xt) takes it, and its

@@ -93,6 +93,9 @@ bool gemm_const_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bo
  * would overlap two). */
 bool gemm_const_tile_panels(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, tbc_dtype ct,
 			    gemm_operand *o);
+/* The elements from one such panel of K rows and nr columns to the next:
+ * K nr, and a cache line more where that is a multiple of 512 bytes. */
+int64_t gemm_tile_panel_stride(int64_t K, int64_t nr, int64_t elem_bytes);
 /* gemm_const_operand in k pairs (gemm_operand.pairs) for a constant v;
  * false, o untouched, when v is not a constant. */
 bool gemm_const_pairs(lk *l, const tbc_value *v, int64_t rows, int64_t cols, bool transpose, gemm_operand *o);

@@ -395,9 +395,12 @@ bool gemm_const_tile_panels(lk *l, const tbc_value *v, int64_t rows, int64_t col
 	gemm_tile_shape(l->cx->target, ct, &mr, &nr);
 	int64_t K = transpose ? cols : rows, N = transpose ? rows : cols, es = (int64_t)tbc_dtype_size(v->type.dtype);
 	if (v->kind != TBC_VALUE_CONST || !v->constant || K < 1 || N < 1 || N % nr) return false;
+	return const_panels(l, v, rows, cols, transpose, nr, gemm_tile_panel_stride(K, nr, es), o);
+}
+
+int64_t gemm_tile_panel_stride(int64_t K, int64_t nr, int64_t elem_bytes) {
 	int64_t stride = K * nr;
-	if (stride * es % 512 == 0) stride += 64 / es;
-	return const_panels(l, v, rows, cols, transpose, nr, stride, o);
+	return stride * elem_bytes % 512 == 0 ? stride + 64 / elem_bytes : stride;
 }
 
 bool gemm_dot2_wanted(const tbc_target_desc *t, tbc_dtype a, tbc_dtype b, bool a_k_contiguous, int64_t n) {

@@ -421,7 +421,10 @@ static void conv_weights_computed_at_load_take_winograd(void **state) {
 	tbc_module *m = parsed(winograd_model_text(), "winograd_load_time.ir", d);
 
 	/* Lowered for a CPU with the fma tile: two U temporaries, each written
-	 * by a wino_weights launch that runs at load (init). */
+	 * by a wino_weights launch that runs at load (init), each in U^T's
+	 * panels (rows of many columns, not [a^2 64, 32]): 42 and 20 tiles for
+	 * 64 channels take the transposed GEMM, as they would with constant
+	 * weights. */
 	tbc_module *lm = tbc_module_clone(m);
 	assert_non_null(lm);
 	tbc_arena *arena = tbc_arena_create();
@@ -431,7 +434,14 @@ static void conv_weights_computed_at_load_take_winograd(void **state) {
 	assert_int_equal(tbc_diags_count(d), 0);
 	int n_u = 0, n_init = 0;
 	for (int i = 0; i < p->n_bufs; i++)
-		if (p->bufs[i]->role == KIR_BUF_TEMP && p->bufs[i]->name && !strncmp(p->bufs[i]->name, "wino_u", 6)) n_u++;
+		if (p->bufs[i]->role == KIR_BUF_TEMP && p->bufs[i]->name && !strncmp(p->bufs[i]->name, "wino_u", 6)) {
+			const tbc_type *t = &p->bufs[i]->type;
+			assert_int_equal(t->rank, 2);
+			assert_null(t->dims[1].sym);
+			int64_t cols = t->dims[1].size;
+			if (cols <= 32) fail_msg("wino_u %d: rows of %lld, not U^T's panels", i, (long long)cols);
+			n_u++;
+		}
 	for (int l = 0; l < p->n_launches; l++)
 		if (p->launches[l].kernel && strstr(p->launches[l].kernel->name, "wino_weights")) {
 			assert_true(p->launches[l].init);
