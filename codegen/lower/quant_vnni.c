@@ -202,26 +202,12 @@ static kir_stmt *vnni_nest(lk *l, const gemm_spec *s, const qgemm_vnni *q, const
 	kir_expr *RT = DIV(k, ADD(k, s->M, I(k, mr - 1)), I(k, mr));
 	kir_expr *RGN = DIV(k, ADD(k, RT, I(k, rg - 1)), I(k, rg));
 
-	/* A convolution's B (runtime_b) was packed by blocks of positions, the
-	 * runtime's threads taking contiguous ranges of them: the column blocks
-	 * outside the row groups give a thread the panels it packed itself (and
-	 * y's positions the next convolution's pack reads there).  Else the row
-	 * groups outside. */
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block body = {0};
-	kir_expr *cbi, *rgi, *rest;
-	if (runtime_b) {
-		rgi = LET(k, &body, "rg", MOD(k, V(k, t), RGN));
-		rest = DIV(k, V(k, t), RGN);
-		cbi = LET(k, &body, "cb", MOD(k, rest, I(k, CB)));
-		rest = DIV(k, rest, I(k, CB));
-	} else {
-		cbi = LET(k, &body, "cb", MOD(k, V(k, t), I(k, CB)));
-		rest = DIV(k, V(k, t), I(k, CB));
-		rgi = LET(k, &body, "rg", MOD(k, rest, RGN));
-		rest = DIV(k, rest, RGN);
-	}
-	kir_expr *batch = LET(k, &body, "batch", rest);
+	kir_expr *cbi = LET(k, &body, "cb", MOD(k, V(k, t), I(k, CB)));
+	kir_expr *rest = DIV(k, V(k, t), I(k, CB));
+	kir_expr *rgi = LET(k, &body, "rg", MOD(k, rest, RGN));
+	kir_expr *batch = LET(k, &body, "batch", DIV(k, rest, RGN));
 	kir_expr *base[3];
 	for (int w = 0; w < 3; w++) {
 		kir_expr *b = s->base && w != 1 ? s->base(s->ctx, l, w, batch) : NULL;
