@@ -371,7 +371,7 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 	 * when loading is then laid out in U^T's panels by its own kernel */
 	conv_gemm cg = {.G = 1, .Mg = K, .Kg = C, .P = T, .M = K, .ct = TBC_DT_F32, .yt = TBC_DT_F32};
 	bool at_load = wv->kind != TBC_VALUE_CONST;
-	int tmr = conv_transposed_tile_rows(cx, &cg);
+	int tmr = at_load ? conv_transposed_tile_rows(cx, &cg) : conv_transposed_rows(cx, &cg, wv, TBC_DT_F32);
 	int mr_, nr = 0;
 	int64_t load_stride = 0;
 	if (at_load && tmr > 0) {
@@ -384,7 +384,6 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 		return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
-	if (u) tmr = conv_transposed_rows(cx, &cg, u, TBC_DT_F32);
 	wino_gemm w = {.K = K, .C = C, .T = T, .xis = xis};
 	gemm_spec s = {.ct = TBC_DT_F32};
 	int64_t panel_stride = 0;
@@ -396,8 +395,8 @@ lower_result conv_winograd(lower_cx *cx, const conv_geom *g, const conv_gemm *c,
 		panel_stride = load_stride;
 		if (!s.b.buf) return LOWER_FAILED;
 	}
-	if (tmr > 0 && (at_load ? s.b.buf != NULL : gemm_const_tile_panels(&l, u, xis * K, C, true, TBC_DT_F32, &s.b) &&
-							     kir_e_const_index(s.b.panel_stride, &panel_stride))) {
+	if (tmr > 0 && (at_load || (gemm_const_tile_panels(&l, u, xis * K, C, true, TBC_DT_F32, &s.b) &&
+				    kir_e_const_index(s.b.panel_stride, &panel_stride)))) {
 		/* M[xi]^T (T x K) = V[xi]^T (T x C) U[xi]^T (C x K, panels) */
 		w.u_step = K / s.b.panel * panel_stride;
 		s.a.buf = lk_buf(&l, vb);
