@@ -527,11 +527,12 @@ static bool load_time_operand(lk *l, const load_time_b *lb, gemm_operand *o) {
 	return true;
 }
 
-/* Row tiles and column blocks per parallel chunk.  Static M and N: blocks
- * of 4 NR tiles (a B panel that stays in L2 while every row tile of the
- * chunk passes over it), and as many row tiles per chunk as still leaves
- * about 16 chunks (a batch known only while running counts as one).
- * Symbolic M or N: one row tile, 16 NR tiles. */
+/* Row tiles and column blocks per parallel chunk.  Static N: blocks of 4
+ * NR tiles (a B panel that stays in L2 while every row tile of the chunk
+ * passes over it), and as many row tiles per chunk as still leaves about 16
+ * chunks (a batch known only while running counts as one; an M known only
+ * while running has its row tiles a chunk counted while running).
+ * Symbolic N, or the few rows' nest: one row tile, 16 NR tiles. */
 #define GEMM_CHUNKS 16
 
 static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap);
@@ -601,12 +602,16 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 	 * before (one micro-tile in the code, not a second for the columns past
 	 * the whole tiles: a tile's epilogue is 512 values, LLVM's time) */
 	kir_expr *NT = tile ? DIV(l->k, ADD(l->k, s->N, I(l->k, nr - 1)), I(l->k, nr)) : DIV(l->k, s->N, I(l->k, nr));
-	int64_t tb = 16, rg = 1, kc = 0;
-	if (m_static && n_static) {
+	int64_t tb = 16, rg = 1, kc = 0, groups = 1;
+	/* An M known only while running takes the static shape too, its row
+	 * groups counted while running (RG below); not the few rows' nest,
+	 * whose one row tile has no second to reuse a block of B. */
+	bool m_run = !m_static && !mr_cap && !tile;
+	if ((m_static || m_run) && n_static) {
 		/* A batch known only while running (a dynamic batch) counts as
 		 * one for the chunk shape. */
 		if (!kir_e_const_index(s->NB, &nbc)) nbc = 1;
-		int64_t rtc = (mc + mr - 1) / mr, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
+		int64_t rtc = m_static ? (mc + mr - 1) / mr : 0, ntc = tile ? (nc + nr - 1) / nr : nc / nr;
 		tb = 4;
 		kc = s->b.pairs || s->taps ? 0 : k_block(s, tb * nr);
 		/* No K blocks for a y of strided columns or a B of taps: a
@@ -620,13 +625,15 @@ static kir_stmt *gemm_nest(lk *l, const gemm_spec *s, bool tile, int mr_cap) {
 			tb = fit < 1 ? 1 : fit < tb ? fit : tb;
 		}
 		int64_t cbc = (ntc + tb - 1) / tb, chunks = nbc * cbc;
-		int64_t groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
-		if (groups > rtc) groups = rtc > 0 ? rtc : 1;
-		rg = (rtc + groups - 1) / groups;
+		groups = chunks >= GEMM_CHUNKS ? 1 : (GEMM_CHUNKS + chunks - 1) / chunks;
+		if (m_static && groups > rtc) groups = rtc > 0 ? rtc : 1;
+		if (m_static) rg = (rtc + groups - 1) / groups;
 	}
 	kir_expr *TB = I(l->k, tb), *RG = I(l->k, rg);
+	if (m_run && n_static) /* ceil(RT / groups) row tiles a chunk, at least one */
+		RG = MAX(l->k, DIV(l->k, ADD(l->k, RT, I(l->k, groups - 1)), I(l->k, groups)), I(l->k, 1));
 	kir_expr *CB = MAX(l->k, DIV(l->k, ADD(l->k, NT, I(l->k, tb - 1)), TB), I(l->k, 1));
-	kir_expr *RGN = DIV(l->k, ADD(l->k, RT, I(l->k, rg - 1)), RG);
+	kir_expr *RGN = DIV(l->k, ADD(l->k, RT, SUB(l->k, RG, I(l->k, 1))), RG);
 
 	kir_var *t = kir_var_new(k, "t", KIR_INDEX);
 	kir_block body = {0};

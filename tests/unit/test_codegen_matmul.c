@@ -416,6 +416,50 @@ static void test_gemm_runtime_rows_read_panels(void **state) {
 	g_atol = atol;
 }
 
+/* A GEMM whose rows are known only while running passes over K in blocks
+ * too: its chunks are groups of row tiles, counted while running, that
+ * reuse each block of B in turn (the general nest; the single row's nest
+ * has K blocks of its own, the few rows' none: one row tile reuses
+ * nothing).  The lowered text holds both nests' blocks; rows at run time
+ * from 5 (the general nest's least) to several groups, columns a whole
+ * number of tiles and not, B an input or a constant in panels, Gemm's
+ * epilogue; each against the interpreter on both tile widths. */
+static size_t count_of(const char *text, const char *what) {
+	size_t n = 0;
+	for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
+	return n;
+}
+
+static void test_gemm_runtime_rows_k_blocks(void **state) {
+	(void)state;
+	double atol = g_atol;
+	g_atol = 1e-4;
+	model md = model_new();
+	tbc_value *a = input_sym(&md, TBC_DT_F32, "N,600", 9, -1, 1), *b = input(&md, TBC_DT_F32, "600,64");
+	op2(&md, TBC_OP_MatMul, a, b);
+	tbc_graph_add_output(md.m->main, md.m->main->last->outputs[0]);
+	char *text = lowered_text(&md);
+	assert_int_equal(count_of(text, "for %kb"), 2);
+	free(text);
+	static const int64_t rows[] = {5, 9, 37, 130};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		for (int w = 0; w < 2; w++) {
+			g_target = w ? wide() : NULL;
+			md = model_new();
+			a = input_sym(&md, TBC_DT_F32, "N,600", rows[i], -1, 1), b = input(&md, TBC_DT_F32, "600,64");
+			check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+			md = model_new(); /* a batch of row blocks folded into the rows, B in panels, 50 columns */
+			a = input_sym(&md, TBC_DT_F32, "N,3,300", rows[i], -1, 1), b = weights(&md, TBC_DT_F32, 300, 50);
+			check_outputs(&md, 1, (tbc_value *[]){op2(&md, TBC_OP_MatMul, a, b)}, 1e-4);
+			md = model_new(); /* Gemm(A, B^T) + C, alpha and beta */
+			a = input_sym(&md, TBC_DT_F32, "N,700", rows[i], -1, 1), b = weights(&md, TBC_DT_F32, 45, 700);
+			tbc_value *c = input(&md, TBC_DT_F32, "45");
+			check_outputs(&md, 1, (tbc_value *[]){gemm_op(&md, a, b, c, 0, 1, 0.5, -2)->outputs[0]}, 1e-4);
+			g_target = NULL;
+		}
+	g_atol = atol;
+}
+
 /* ---- The devices' parallel form ---------------------------------------------------
  * Lowered for an OpenCL device (tbc_target_desc_opencl_default) every GEMM is
  * a grouped kernel: a work-group per output tile, tiles of a and b staged in
@@ -1345,6 +1389,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_integer),
 		cmocka_unit_test(test_gemm_symbolic_rows),
 		cmocka_unit_test(test_gemm_runtime_rows_read_panels),
+		cmocka_unit_test(test_gemm_runtime_rows_k_blocks),
 		cmocka_unit_test(test_gemm_as_work_groups),
 		cmocka_unit_test(test_gemm_tensor_cores_f16_bf16),
 		cmocka_unit_test(test_conv_2d_geometries),
