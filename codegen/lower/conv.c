@@ -59,6 +59,8 @@ bool conv_float_ct(tbc_dtype dt, tbc_dtype *ct) {
 }
 
 /* ---- Conv ---------------------------------------------------------------------------*/
+static int64_t conv_col_pitch(const conv_gemm *c) { return c->colp ? c->colp : c->P; }
+
 kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 	conv_gemm *c = ctx;
 	if (c->transposed) /* a: col^T, b: the group's columns of W^T */
@@ -69,7 +71,7 @@ kir_expr *conv_gemm_base(void *ctx, lk *l, int which, kir_expr *batch) {
 		if (c->a_img)
 			return ADD(l->k, MUL(l->k, DIV(l->k, batch, I(l->k, c->G)), I(l->k, c->a_img)),
 				   MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->a_grp)));
-		return MUL(l->k, batch, I(l->k, c->Kg * c->P));
+		return MUL(l->k, batch, I(l->k, c->Kg * conv_col_pitch(c)));
 	case 3: return c->G == 1 ? NULL : MUL(l->k, MOD(l->k, batch, I(l->k, c->G)), I(l->k, c->wt_group));
 	default: return MUL(l->k, batch, I(l->k, c->Mg * (c->yrows ? c->yrows : c->P)));
 	}
@@ -191,12 +193,12 @@ lower_result conv_gemm_launch(lower_cx *cx, const char *name, conv_gemm *c, cons
 	if (c->transposed) {
 		/* y^T (P x Mg) = col^T (P x Kg) W^T (Kg x Mg, panels) */
 		s.M = I(l.k, c->P), s.N = I(l.k, c->Mg), s.mr = tmr;
-		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, c->P);
+		s.a.rs = I(l.k, 1), s.a.cs = I(l.k, conv_col_pitch(c));
 		s.y.rs = I(l.k, 1), s.y.cs = I(l.k, c->P);
 	} else {
 		s.M = I(l.k, c->Mg), s.N = I(l.k, c->P);
 		s.a.rs = I(l.k, c->Kg), s.a.cs = I(l.k, 1);
-		s.b.rs = I(l.k, c->pairs ? 2 * c->P : c->P), s.b.cs = I(l.k, 1);
+		s.b.rs = I(l.k, c->pairs ? 2 * c->P : conv_col_pitch(c)), s.b.cs = I(l.k, 1);
 		s.b.pairs = c->pairs;
 		s.y.rs = I(l.k, c->P), s.y.cs = I(l.k, 1);
 	}
@@ -276,7 +278,7 @@ static bool im2col_flat(lk *l, const conv_geom *g, kir_buffer *x, kir_buffer *co
  * stride 1 a contiguous one), the few at the borders select 0 or a clamped
  * load, and a row whose outer tap is in the padding is all zeros. */
 static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, int cb, tbc_dim nd, int64_t C,
-		   int64_t Kg, int64_t P, bool pairs) {
+		   int64_t Kg, int64_t P, int64_t pitch, bool pairs) {
 	lk l;
 	if (!lk_begin(&l, cx, "im2col")) return false;
 	kir_kernel *k = l.k;
@@ -303,7 +305,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	/* One position of the outer dims: its tap, in the input or not. */
 	kir_block pos = {0};
 	kir_var *o[CONV_MAX_SPATIAL];
-	/* Row R = r KW + kw of col, position pos: at R P + pos, or in k pairs
+	/* Row R = r KW + kw of col, position pos: at R pitch + pos, or in k pairs
 	 * (Kg even, so a pair never spans two matrices) at (R / 2) 2 P +
 	 * 2 pos + R % 2. */
 	kir_expr *inside = kir_e_int(k, TBC_DT_BOOL, 1), *xi = xbase, *ci = I(l.k, 0);
@@ -327,7 +329,7 @@ static bool im2col(lower_cx *cx, const tbc_op *op, const conv_geom *g, int xb, i
 	for (int64_t kw = 0; kw < KW; kw++) {
 		kir_expr *R = ADD(l.k, MUL(l.k, V(l.k, r), I(l.k, KW)), I(l.k, kw));
 		kir_expr *rowat = pairs ? ADD(l.k, MUL(l.k, DIV(l.k, R, I(l.k, 2)), I(l.k, 2 * P)), MOD(l.k, R, I(l.k, 2)))
-					: MUL(l.k, R, I(l.k, P));
+					: MUL(l.k, R, I(l.k, pitch));
 		kir_expr *cr = ADD(l.k, crow, rowat);
 		/* Inside the row: 0 <= ow s - pw + kw dw <= inw - 1. */
 		int64_t off = kw * dw - pw, oa, ob;
@@ -997,8 +999,14 @@ static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {
 	if (!direct && !conv_transposed_rows(cx, &c, wv, xt->dtype) && conv_direct_rows_wanted(cx, &c, &g, wv, xt->dtype))
 		return conv_direct(cx, &g, &c, wv, bv, xb, yb, xt->dims[0], C, false);
 	if (!direct || c.pairs) {
-		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * c.P);
-		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, c.pairs)) return LOWER_FAILED;
+		/* On a CPU the rows of col start a whole number of vectors apart,
+		 * so that the GEMM's vector loads of B never span two cache lines
+		 * (AlexNet's 27 x 27 = 729 positions: rows 2916 bytes apart, 5x5
+		 * convolution 1.35x onnxruntime's time; docs/performance.md). */
+		int64_t lanes = cx->target->vector_bytes / (int64_t)tbc_dtype_size(xt->dtype);
+		if (!c.pairs && cx->target->parallel == TBC_PAR_HOST_THREADS && lanes > 1) c.colp = (c.P + lanes - 1) / lanes * lanes;
+		matb = lower_shared_temp(cx, c.pairs ? "im2col_pairs" : "im2col", xt->dtype, xt->dims[0], c.G * c.Kg * conv_col_pitch(&c));
+		if (matb < 0 || !im2col(cx, op, &g, xb, matb, xt->dims[0], C, c.Kg, c.P, conv_col_pitch(&c), c.pairs)) return LOWER_FAILED;
 	}
 	return conv_gemm_launch(cx, "conv", &c, wv, bv, matb, yb, xt->dims[0], xt->dtype);
 }

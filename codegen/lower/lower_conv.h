@@ -16,6 +16,9 @@ lower_result lower_conv_more(lower_cx *cx, const tbc_op *op);
  * output positions; M all output channels. */
 typedef struct conv_gemm {
 	int64_t G, Mg, Kg, P, M;
+	/* Elements from one row of col to the next where im2col pads its rows
+	 * (conv.c, lower_conv); 0: P. */
+	int64_t colp;
 	kir_buffer *bias;
 	tbc_dtype ct, yt;
 	/* col is laid out in k pairs for kir_dot2 (gemm_operand.pairs): row k,

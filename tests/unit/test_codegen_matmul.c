@@ -657,6 +657,42 @@ static void test_conv_2d_geometries(void **state) {
 	g_atol = 1e-6;
 }
 
+/* On a CPU im2col's rows start a whole number of vectors apart (their
+ * pitch P rounded up to the target's lanes), so the GEMM's vector loads of
+ * col never span two cache lines: 49 and 36 positions, a batch of two and
+ * groups (col's matrices a pitch-sized block apart), K blocks (360 rows),
+ * on both vector widths; the lowered program's col has the padded rows,
+ * and the results agree with the interpreter. */
+static void test_conv_im2col_rows_whole_vectors(void **state) {
+	(void)state;
+	static const struct {
+		window w;
+		int64_t batch, rows, pitch[2]; /* col's rows an image, its pitch at 8 and 16 lanes */
+	} cases[] = {
+		{{"1,3,17,17", "8,3,5,5", 1, 2, {2, 2}, {0}, {0, 0, 0, 0}, NULL, true}, 1, 75, {56, 64}},
+		{{"2,6,11,11", "6,3,3,3", 2, 2, {2, 2}, {0}, {1, 1, 1, 1}, NULL, true}, 2, 2 * 27, {40, 48}},
+		{{"1,40,13,13", "64,40,3,3", 1, 2, {2, 2}, {0}, {0, 0, 0, 0}, NULL, false}, 1, 360, {40, 48}},
+	};
+	g_atol = 1e-4;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int wide_target = 0; wide_target < 2; wide_target++) {
+			g_target = wide_target ? wide() : NULL;
+			model md = model_new();
+			conv_op(&md, &cases[i].w);
+			tbc_graph_add_output(md.m->main, md.m->main->last->outputs[0]);
+			char *text = lowered_text(&md);
+			char want[64];
+			snprintf(want, sizeof want, "temp im2col: f32[%lld, %lld]", (long long)cases[i].batch,
+				 (long long)(cases[i].rows * cases[i].pitch[wide_target]));
+			if (!strstr(text, want)) fail_msg("case %zu: no %s in\n%s", i, want, text);
+			free(text);
+			md = model_new();
+			check_outputs(&md, 1, (tbc_value *[]){conv_op(&md, &cases[i].w)->outputs[0]}, 1e-4);
+			g_target = NULL;
+		}
+	g_atol = 1e-6;
+}
+
 static void test_conv_1d_and_3d(void **state) {
 	(void)state;
 	static const window cases[] = {
@@ -1393,6 +1429,7 @@ int main(void) {
 		cmocka_unit_test(test_gemm_as_work_groups),
 		cmocka_unit_test(test_gemm_tensor_cores_f16_bf16),
 		cmocka_unit_test(test_conv_2d_geometries),
+		cmocka_unit_test(test_conv_im2col_rows_whole_vectors),
 		cmocka_unit_test(test_conv_1d_and_3d),
 		cmocka_unit_test(test_conv_symbolic_batch_and_f64),
 		cmocka_unit_test(test_maxpool_pads_strides_ceil_and_indices),
