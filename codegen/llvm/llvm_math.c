@@ -74,11 +74,28 @@ static LLVMValueRef emit_exp(mb *m, LLVMValueRef x) {
 	r = sub(m, r, mul(m, n, K(m, -2.12194440e-4)));
 	LLVMValueRef z = mul(m, r, r);
 	LLVMValueRef y = add(m, add(m, mul(m, horner(m, P, 6, r), z), r), K(m, 1.0));
-	/* y * 2^n in two exact steps: n may be past the normal exponents. */
+	/* y * 2^n, y in [0.7, 1.42), n in [-150, 128], with no subnormal
+	 * operand or result in any lane: Intel cores take a microcode assist
+	 * of a hundred cycles or more for each, and a causal softmax's masked
+	 * half is all exp(-huge) (GPT's prefill spent a fifth of its time
+	 * there; docs/performance.md).  For n >= -125 the result is normal:
+	 * two exact steps, as n may be past the normal exponents.  Below, it
+	 * is k 2^-149 with k = y 2^(n + 149) rounded to an integer (a normal
+	 * product, n + 149 in [-1, 23]), and k's bits are that float (a
+	 * subnormal, or the least normals at k >= 2^23): one rounding of
+	 * y 2^n, the same bits as the multiplication.  Each form gets an n
+	 * that keeps it normal in the lanes that take the other. */
 	LLVMValueRef ni = LLVMBuildFPToSI(m->b, n, m->c->i32, "");
-	LLVMValueRef n1 = LLVMBuildAShr(m->b, ni, I(m, 1), "");
-	LLVMValueRef n2 = LLVMBuildSub(m->b, ni, n1, "");
-	y = mul(m, mul(m, y, pow2i(m, n1)), pow2i(m, n2));
+	LLVMValueRef tiny = LLVMBuildICmp(m->b, LLVMIntSLT, ni, I(m, (unsigned)-125), "");
+	LLVMValueRef nn = sel(m, tiny, I(m, (unsigned)-125), ni);
+	LLVMValueRef n1 = LLVMBuildAShr(m->b, nn, I(m, 1), "");
+	LLVMValueRef n2 = LLVMBuildSub(m->b, nn, n1, "");
+	LLVMValueRef normal = mul(m, mul(m, y, pow2i(m, n1)), pow2i(m, n2));
+	LLVMValueRef nt = LLVMBuildAdd(m->b, sel(m, tiny, ni, I(m, (unsigned)-126)), I(m, 149), "");
+	LLVMValueRef k = mul(m, y, pow2i(m, nt));
+	k = intrinsic(m, "llvm.roundeven", &k, 1);
+	LLVMValueRef small = LLVMBuildBitCast(m->b, LLVMBuildFPToSI(m->b, k, m->c->i32, ""), m->c->f32, "");
+	y = sel(m, tiny, small, normal);
 	return sel(m, isnan_(m, x), x, y);
 }
 
