@@ -424,12 +424,6 @@ static void test_gemm_runtime_rows_read_panels(void **state) {
  * from 5 (the general nest's least) to several groups, columns a whole
  * number of tiles and not, B an input or a constant in panels, Gemm's
  * epilogue; each against the interpreter on both tile widths. */
-static size_t count_of(const char *text, const char *what) {
-	size_t n = 0;
-	for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
-	return n;
-}
-
 static void test_gemm_runtime_rows_k_blocks(void **state) {
 	(void)state;
 	double atol = g_atol;
@@ -439,7 +433,7 @@ static void test_gemm_runtime_rows_k_blocks(void **state) {
 	op2(&md, TBC_OP_MatMul, a, b);
 	tbc_graph_add_output(md.m->main, md.m->main->last->outputs[0]);
 	char *text = lowered_text(&md);
-	assert_int_equal(count_of(text, "for %kb"), 2);
+	assert_int_equal(text_count(text, "for %kb"), 2);
 	free(text);
 	static const int64_t rows[] = {5, 9, 37, 130};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)

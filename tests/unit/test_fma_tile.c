@@ -300,12 +300,6 @@ static char *blocked_matmul_ir(bool off) {
 	return ir;
 }
 
-static int count(const char *text, const char *what) {
-	int n = 0;
-	for (const char *p = text; (p = strstr(p, what)); p++) n++;
-	return n;
-}
-
 /* The tile's resume loads y as vectors and selects per vector (8 rows of
  * 2 vectors in each of the two micro-tiles: 32 selects), and a row's
  * stores are vector stores (the 64 columns of the whole tiles: 8 rows of
@@ -315,11 +309,11 @@ static int count(const char *text, const char *what) {
 static void test_fma_tile_resume_and_stores_are_vectors(void **state) {
 	(void)state;
 	char *on = blocked_matmul_ir(false), *off = blocked_matmul_ir(true);
-	assert_int_equal(count(on, ", <16 x float> %y"), 32);
-	assert_int_equal(count(on, "store <16 x float>"), 16);
-	assert_int_equal(count(on, "store <6 x float>"), 8);
-	assert_int_equal(count(off, ", <16 x float> %y"), 0);
-	assert_int_equal(count(off, "store <"), 0);
+	assert_int_equal(text_count(on, ", <16 x float> %y"), 32);
+	assert_int_equal(text_count(on, "store <16 x float>"), 16);
+	assert_int_equal(text_count(on, "store <6 x float>"), 8);
+	assert_int_equal(text_count(off, ", <16 x float> %y"), 0);
+	assert_int_equal(text_count(off, "store <"), 0);
 	free(on);
 	free(off);
 }

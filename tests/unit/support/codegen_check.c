@@ -312,6 +312,12 @@ void eval_and_jit(model *md, const tbc_target_desc *t, bool jit, tbc_tensor **ev
 	tbc_diags_destroy(d);
 }
 
+int text_count(const char *text, const char *what) {
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, what)); p++) n++;
+	return n;
+}
+
 char *lowered_text(model *md) {
 	tbc_diags *d = tbc_diags_create();
 	tbc_infer cx = {.module = md->m, .diags = d};

@@ -97,6 +97,8 @@ void eval_and_jit(model *md, const tbc_target_desc *t, bool jit, tbc_tensor **ev
 /* The program's text (kir_program_print) of the graph with the outputs it
  * has, after inference and lowering; malloc'd.  Frees the model. */
 char *lowered_text(model *md);
+/* How many times `what` occurs in `text` (overlapping occurrences too). */
+int text_count(const char *text, const char *what);
 /* Lowering fails with `code` and a message containing `text` (out NULL: the
  * graph has its outputs already); frees the model. */
 void check_lowering_fails(model *md, tbc_value *out, tbc_code code, const char *text);
