@@ -54,12 +54,6 @@ static LLVMValueRef horner(mb *m, const double *c, int n, LLVMValueRef x) {
 	return y;
 }
 
-/* 2^n for an i32 n in [-126, 127]: the exponent field. */
-static LLVMValueRef pow2i(mb *m, LLVMValueRef n) {
-	LLVMValueRef bits = LLVMBuildShl(m->b, LLVMBuildAdd(m->b, n, I(m, 127), ""), I(m, 23), "");
-	return LLVMBuildBitCast(m->b, bits, m->c->f32, "");
-}
-
 /* ---- exp ----------------------------------------------------------------- */
 static LLVMValueRef emit_exp(mb *m, LLVMValueRef x) {
 	static const double P[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
@@ -78,24 +72,29 @@ static LLVMValueRef emit_exp(mb *m, LLVMValueRef x) {
 	 * operand or result in any lane: Intel cores take a microcode assist
 	 * of a hundred cycles or more for each, and a causal softmax's masked
 	 * half is all exp(-huge) (GPT's prefill spent a fifth of its time
-	 * there; docs/performance.md).  For n >= -125 the result is normal:
-	 * two exact steps, as n may be past the normal exponents.  Below, it
-	 * is k 2^-149 with k = y 2^(n + 149) rounded to an integer (a normal
-	 * product, n + 149 in [-1, 23]), and k's bits are that float (a
-	 * subnormal, or the least normals at k >= 2^23): one rounding of
-	 * y 2^n, the same bits as the multiplication.  Each form gets an n
-	 * that keeps it normal in the lanes that take the other. */
-	LLVMValueRef ni = LLVMBuildFPToSI(m->b, n, m->c->i32, "");
-	LLVMValueRef tiny = LLVMBuildICmp(m->b, LLVMIntSLT, ni, I(m, (unsigned)-125), "");
-	LLVMValueRef nn = sel(m, tiny, I(m, (unsigned)-125), ni);
-	LLVMValueRef n1 = LLVMBuildAShr(m->b, nn, I(m, 1), "");
-	LLVMValueRef n2 = LLVMBuildSub(m->b, nn, n1, "");
-	LLVMValueRef normal = mul(m, mul(m, y, pow2i(m, n1)), pow2i(m, n2));
-	LLVMValueRef nt = LLVMBuildAdd(m->b, sel(m, tiny, ni, I(m, (unsigned)-126)), I(m, 149), "");
-	LLVMValueRef k = mul(m, y, pow2i(m, nt));
-	k = intrinsic(m, "llvm.roundeven", &k, 1);
-	LLVMValueRef small = LLVMBuildBitCast(m->b, LLVMBuildFPToSI(m->b, k, m->c->i32, ""), m->c->f32, "");
-	y = sel(m, tiny, small, normal);
+	 * there; docs/performance.md).  In integer arithmetic on y's bits: n
+	 * added to the exponent field is y 2^n exactly where that is a normal
+	 * float (the field lands in [1, 254]); at 255 or more it is an
+	 * overflow, and the bits are clamped to infinity's.  Below the normal
+	 * range (bits under 2^23 as a signed integer: a field of 0, or wrapped
+	 * below it) the result is k 2^-149 with k = y 2^(n + 149) rounded to
+	 * an integer: p = y 2^(n + 149) is a normal float (the field plus 149,
+	 * n + 149 in [-1, 23]) below 2^23 (at n = -126 only y < 1 lands
+	 * here), so p + 2^23 rounds it to nearest even with an ulp of 1, and
+	 * that sum's bits less 2^23's are k -- which as float bits is the
+	 * subnormal (or, at k = 2^23, the least normal): the one rounding the
+	 * multiplication makes.  Other lanes add 0 instead of p, so no float
+	 * operation sees their wrapped bits.  About as many operations as
+	 * two multiplications by 2^(n / 2) (how this was done before). */
+	LLVMBuilderRef b = m->b;
+	LLVMTypeRef i32 = m->c->i32;
+	LLVMValueRef ni = LLVMBuildFPToSI(b, n, i32, "");
+	LLVMValueRef bits = LLVMBuildAdd(b, LLVMBuildBitCast(b, y, i32, ""), LLVMBuildShl(b, ni, I(m, 23), ""), "");
+	bits = sel(m, LLVMBuildICmp(b, LLVMIntSGT, bits, I(m, 0x7f800000), ""), I(m, 0x7f800000), bits);
+	LLVMValueRef tiny = LLVMBuildICmp(b, LLVMIntSLT, bits, I(m, 0x00800000), "");
+	LLVMValueRef p = LLVMBuildBitCast(b, sel(m, tiny, LLVMBuildAdd(b, bits, I(m, 149u << 23), ""), I(m, 0)), m->c->f32, "");
+	LLVMValueRef k = LLVMBuildSub(b, LLVMBuildBitCast(b, add(m, p, K(m, 0x1p23)), i32, ""), I(m, 0x4b000000), "");
+	y = LLVMBuildBitCast(b, sel(m, tiny, k, bits), m->c->f32, "");
 	return sel(m, isnan_(m, x), x, y);
 }
 
