@@ -777,8 +777,9 @@ static lower_result lower_cum(lower_cx *cx, const tbc_op *op, bool prod) {
 }
 
 /* ---- Softmax / LogSoftmax / Hardmax --------------------------------------------
- * Max first (NaN sticks), then the sum of exp(x - max) in f64, then the
- * results; Hardmax marks the first maximum.  On a device a long row is a
+ * Max first (NaN sticks), then the sum of exp(x - max) in f64 (Softmax
+ * keeping each exp in y), then the results; Hardmax marks the first
+ * maximum.  On a device a long row is a
  * work-group's (rs_group): max and sum combined by trees (Hardmax's first
  * maximum by ArgMax's), each item writing its strided part of the row. */
 typedef enum { SM_SOFT, SM_LOG, SM_HARD } sm_kind;
@@ -801,6 +802,13 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	/* Devices: a work-group per long row (Hardmax: each item's first
 	 * maximum, at -1 until it has one, then ArgMax's tree of candidates). */
 	bool grouped = rs_group(&s);
+	/* Softmax in the type it computes in keeps exp(x - max) in y between
+	 * the sum and the last pass, which then multiplies: one exp per
+	 * element instead of two, the same values (a narrower y would round
+	 * them: it computes exp twice).  Each pass visits a row's elements
+	 * alike (a device's items their same strided part), so each element
+	 * is read back by whoever stored it. */
+	bool keep_exp = kind == SM_SOFT && ct == dt;
 	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
 	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
 	if (best) rs_set(&s, best, kir_e_index(k, grouped ? -1 : 0));
@@ -828,8 +836,13 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 		sv->reassoc = ct != TBC_DT_F64;
 		rs_set(&s, sv, kir_e_float(k, TBC_DT_F64, 0));
 		rs_pass_begin(&s);
-		v = kir_e_cast(k, ct, kir_e_load(k, xb, rs_linear(&s)));
+		kir_expr *at = rs_local(&s, "e", rs_linear(&s));
+		v = kir_e_cast(k, ct, kir_e_load(k, xb, at));
 		kir_expr *e = kir_e_unary(k, KIR_EXP, kir_e_binary(k, KIR_SUB, v, kir_e_var(k, mx)));
+		if (keep_exp) { /* exp(x - max) kept in y for the last pass */
+			e = rs_local(&s, "exp", e);
+			kir_block_add(k, &s.inner, kir_s_store(k, out, at, e));
+		}
 		rs_set(&s, sv, kir_e_binary(k, KIR_ADD, kir_e_var(k, sv), kir_e_cast(k, TBC_DT_F64, e)));
 		rs_pass_end(&s);
 		rs_group_combine(&s, sv, KIR_ADD);
@@ -843,6 +856,8 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	if (kind == SM_HARD) {
 		kir_expr *j = a >= 0 ? s.cur[a] : kir_e_index(k, 0);
 		y = kir_e_select(k, kir_e_cmp(k, KIR_EQ, j, kir_e_var(k, best)), kir_e_float(k, ct, 1), kir_e_float(k, ct, 0));
+	} else if (keep_exp) {
+		y = kir_e_binary(k, KIR_MUL, kir_e_load(k, out, idx), sum);
 	} else {
 		kir_expr *d = kir_e_binary(k, KIR_SUB, kir_e_cast(k, ct, kir_e_load(k, xb, idx)), kir_e_var(k, mx));
 		y = kind == SM_LOG ? kir_e_binary(k, KIR_SUB, d, sum) : kir_e_binary(k, KIR_MUL, kir_e_unary(k, KIR_EXP, d), sum);
