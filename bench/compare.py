@@ -167,4 +167,5 @@ def main():
                   f"{math.exp(sum(map(math.log, r)) / len(r)):.2f} over {len(r)}")
 
 
-main()
+if __name__ == "__main__":
+    main()
