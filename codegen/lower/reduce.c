@@ -851,7 +851,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 											 kir_e_var(k, sv))));
 	}
 	rs_pass_begin(&s);
-	s.independent_pass = true; /* each iteration stores its element from x and the row's scalars */
+	s.independent_pass = true; /* each iteration stores its element from x (or its kept exp) and the row's scalars */
 	kir_expr *idx = rs_local(&s, "e", rs_linear(&s)), *y;
 	if (kind == SM_HARD) {
 		kir_expr *j = a >= 0 ? s.cur[a] : kir_e_index(k, 0);
