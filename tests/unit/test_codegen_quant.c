@@ -197,6 +197,31 @@ static void test_dynamic_quantize(void **state) {
 	check_outputs(&md, 1, q->outputs, 0);
 }
 
+/* The range over tensors long enough for the range kernel's 16 lanes
+ * (chunks of 16 values and more), with the values its rule turns on: NaN
+ * never replaces, -0 never replaces the +0 the range starts from (a
+ * tensor of zeros and -0s, of negatives and -0s, of positives and NaNs,
+ * of NaNs alone), a lone extreme in any lane.  Scale, zero point and y
+ * against the interpreter, exactly. */
+static void test_dynamic_quantize_range_lanes(void **state) {
+	(void)state;
+	for (int form = 0; form < 6; form++)
+		for (int64_t n = 256; n <= 4100; n += 3844) {
+			model md = model_new();
+			tbc_value *x = input_sym(&md, TBC_DT_F32, "3,N", n, form == 2 ? -9 : -3, form == 2 ? -1 : 5);
+			float *p = md.in[md.n_in - 1]->data;
+			for (int64_t i = 0; i < 3 * n; i++) {
+				if (form == 1) p[i] = i % 2 ? -0.0f : 0.0f;
+				if (form == 2 && i % 5 == 0) p[i] = -0.0f;
+				if (form == 3 && i % 7 == 0) p[i] = NAN;
+				if (form == 4) p[i] = NAN;
+			}
+			if (form == 5) p[n + 37] = 1e6f, p[2 * n - 3] = -1e6f; /* one lane's, another's */
+			tbc_op *q = nodev(&md, TBC_OP_DynamicQuantizeLinear, 1, &x, 3);
+			check_outputs(&md, 3, q->outputs, 0);
+		}
+}
+
 /* ---- MatMulInteger, QLinearMatMul ------------------------------------------------*/
 static void test_matmul_integer(void **state) {
 	(void)state;
@@ -355,6 +380,7 @@ int main(void) {
 		cmocka_unit_test(test_dequantize_types_axes_blocks),
 		cmocka_unit_test(test_dequantize_float8_and_float4),
 		cmocka_unit_test(test_dynamic_quantize),
+		cmocka_unit_test(test_dynamic_quantize_range_lanes),
 		cmocka_unit_test(test_matmul_integer),
 		cmocka_unit_test(test_matmul_integer_full_rank_zero_point_is_refused),
 		cmocka_unit_test(test_qlinear_matmul),
