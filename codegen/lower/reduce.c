@@ -13,6 +13,7 @@
  * narrower, f64 for f64. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/lower/kir_short.h"
@@ -807,8 +808,15 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	 * element instead of two, the same values (a narrower y would round
 	 * them: it computes exp twice).  Each pass visits a row's elements
 	 * alike (a device's items their same strided part), so each element
-	 * is read back by whoever stored it. */
-	bool keep_exp = kind == SM_SOFT && ct == dt;
+	 * is read back by whoever stored it.  Not on a device: there the
+	 * passes stream the rows from memory and exp is cheap beside a store,
+	 * so the kept exps cost a write and a read of y more than they save
+	 * (Softmax over 8192 rows of 8192 on an H100: 0.547 ms against 0.418;
+	 * docs/gpu.md, run 24).  TBC_SOFTMAX_KEEP_EXP=0 / 1: never / always,
+	 * for measuring. */
+	const char *ke = getenv("TBC_SOFTMAX_KEEP_EXP");
+	bool keep_exp = kind == SM_SOFT && ct == dt &&
+			(ke ? strcmp(ke, "0") != 0 : cx->target->parallel != TBC_PAR_GRID);
 	kir_var *mx = kir_var_new(k, "max", ct), *best = kind == SM_HARD ? kir_var_new(k, "at", KIR_INDEX) : NULL;
 	rs_set(&s, mx, kir_e_float(k, ct, -INFINITY));
 	if (best) rs_set(&s, best, kir_e_index(k, grouped ? -1 : 0));
