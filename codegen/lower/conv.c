@@ -731,13 +731,14 @@ static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_
 }
 
 /* ---- The direct forms: taps as shifts over padded planes --------------------------
- * A 2-D convolution of stride 1 with no im2col matrix: its input is copied
- * once into planes padded by the convolution's pads (Hp x Wp each), and the
- * GEMM runs over the positions of the padded width, v = oh Wp + ow for ow <
- * Wp: tap (kh, kw) of position v is the plane's element v + kh dh Wp + kw
- * dw, a shift.  K runs over the taps and, inside a tap, the channels (the
- * weights in that order), so a tap is an fma tile whose plane operand steps
- * a plane per k (gemm_spec.taps).  Two layouts:
+ * A 2-D convolution with no im2col matrix: its input is copied once into
+ * planes padded by the convolution's pads (Hp x Wp each), and the GEMM runs
+ * over the positions of the padded width, v = oh Wp + ow for ow < Wp: at
+ * stride 1, tap (kh, kw) of position v is the plane's element v + kh dh Wp
+ * + kw dw, a shift (a stride above 1 splits the planes into phases, where
+ * a tap is a shift again: conv_phases).  K runs over the taps and, inside a
+ * tap, the channels (the weights in that order), so a tap is an fma tile
+ * whose plane operand steps a plane per k (gemm_spec.taps).  Two layouts:
  * - transposed (y^T = planes' rows W^T, as conv_gemm_launch computes where
  *   positions waste the tile): the positions are the rows, the channels
  *   the columns, W^T in panels; for few channels out (conv_direct_wanted);
@@ -747,26 +748,55 @@ static lower_result depthwise_masked(lower_cx *cx, const tbc_op *op, const conv_
  * ResNet's first stage, 9 / 7 at its last) into rows of Wp and not copied
  * out: a kernel moves y's OW columns of each row into place.  im2col wrote
  * and the GEMM read KH KW times the input; the planes are one copy of it. */
+
+/* The columns of 32-wide tiles (gemm_tile_shape's nr) over n: the last
+ * one overlaps the one before, so n < nr costs a tile and more costs
+ * ceil(n / nr) of them. */
+static int64_t tile_cols(int64_t n, int nr) { return (n < nr ? 1 : (n + nr - 1) / nr) * nr; }
+
+/* What both direct forms need: a 2-D f32 convolution of at least two
+ * taps, its weights a constant in the compute type, on a CPU whose
+ * constants the program may lay out (gemv_panels: not when a device
+ * program shares them).  TBC_CONV_DIRECT=0: never; TBC_CONV_DIRECT_STRIDED
+ * =0: not where a stride is above 1 (for measuring). */
+static bool conv_direct_possible(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
+				 tbc_dtype xt) {
+	const char *e = getenv("TBC_CONV_DIRECT"), *es = getenv("TBC_CONV_DIRECT_STRIDED");
+	if ((e && !strcmp(e, "0")) || g->nsp != 2 || c->pairs || !cx->target->fma_tile || !cx->target->gemv_panels ||
+	    cx->target->parallel != TBC_PAR_HOST_THREADS || g->kernel[0] * g->kernel[1] < 2 || c->ct != TBC_DT_F32)
+		return false;
+	if ((g->stride[0] > 1 || g->stride[1] > 1) && es && !strcmp(es, "0")) return false;
+	return wv->kind == TBC_VALUE_CONST && wv->constant && wv->type.dtype == c->ct && xt == c->ct && c->yt == c->ct;
+}
+
+/* The padded width of the positions: the phase planes' (conv_phases). */
+static int64_t direct_width(const conv_geom *g) {
+	return (g->in[1] + g->pad_begin[1] + g->pad_end[1] + g->stride[1] - 1) / g->stride[1];
+}
+
 static bool conv_direct_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
 			       tbc_dtype xt) {
-	const char *e = getenv("TBC_CONV_DIRECT"); /* 0: never, for measuring */
-	if ((e && !strcmp(e, "0")) || g->nsp != 2 || c->pairs || !cx->target->fma_tile || !cx->target->gemv_panels ||
-	    cx->target->parallel != TBC_PAR_HOST_THREADS)
-		return false;
-	if (g->stride[0] != 1 || g->stride[1] != 1 || g->kernel[0] * g->kernel[1] < 2) return false;
-	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct)
-		return false;
+	if (!conv_direct_possible(cx, c, g, wv, xt)) return false;
 	int mr, nr;
 	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
-	if (c->Mg % nr || c->ct != TBC_DT_F32) return false;
-	/* Worth it where im2col costs more than the junk columns: im2col's
-	 * share of the work falls as 1 / Mg (each column of col serves Mg
-	 * rows), the junk is the rows computed past P.  Measured on single
-	 * 3x3 convolutions (docs/performance.md): 32 channels out gained at
-	 * 56, 28 and 14 wide (junk 4%, 7%, 14%), lost at 7 (29%); 64 gained at
-	 * 56 and were even at 28; 96 or more lost 2-24% at 28 and below. */
-	int64_t Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1], padded;
-	tile_rows(g->out[0] * Wp, mr, &padded);
+	if (c->Mg % nr) return false;
+	int64_t V = g->out[0] * direct_width(g), padded;
+	tile_rows(V, mr, &padded);
+	/* Strided: im2col copies a fraction of what it does at stride 1 (a
+	 * 3x3 of stride 2 reads 9 / 4 of the input; stride 1, 9 times), so
+	 * either direct form beats it (ResNet-50's strided 3x3s and stem:
+	 * the model 0.95 of the time, docs/performance.md); transposed where
+	 * that tiles a tenth less area than rows of channels, as
+	 * conv_transposed_tile_rows decides for im2col (7 x 7 outputs). */
+	if (g->stride[0] > 1 || g->stride[1] > 1)
+		return (double)padded * (double)c->Mg * 1.1 < (double)((c->Mg + mr - 1) / mr * mr) * (double)tile_cols(V, nr);
+	/* Stride 1: worth it where im2col costs more than the junk columns:
+	 * im2col's share of the work falls as 1 / Mg (each column of col
+	 * serves Mg rows), the junk is the rows computed past P.  Measured on
+	 * single 3x3 convolutions (docs/performance.md): 32 channels out
+	 * gained at 56, 28 and 14 wide (junk 4%, 7%, 14%), lost at 7 (29%);
+	 * 64 gained at 56 and were even at 28; 96 or more lost 2-24% at 28
+	 * and below. */
 	return (double)(padded - c->P) / (double)c->P * (double)c->Mg < 5.0;
 }
 
@@ -810,36 +840,97 @@ kir_stmt *conv_padded_row(kir_kernel *k, kir_buffer *x, kir_buffer *pl, kir_expr
 	return kir_s_if(k, inside, copy.first, zeros);
 }
 
-/* The padded planes: pl[n][c] (Hp x Wp) = x[n][c] inside, 0 in the pads,
- * an image C Hp Wp + slack elements (the slack, zeros, is what the last
- * rows' junk columns read past the last plane). */
-static bool pad_planes(lower_cx *cx, const conv_geom *g, int xb, int pb, tbc_dim nd, int64_t C, int64_t slack) {
+/* The direct form's planes.  A padded input plane (Hp x Wp) is split, for
+ * strides sh and sw, into sh sw phase planes of Hq = ceil(Hp / sh) rows of
+ * Wq = ceil(Wp / sw): phase (ph, pw)'s element (i, j) is the padded plane's
+ * (i sh + ph, j sw + pw), 0 past it.  Output (oh, ow)'s tap (kh, kw) reads
+ * the padded plane at (oh sh + kh dh, ow sw + kw dw): phase ((kh dh) % sh,
+ * (kw dw) % sw) at (oh + kh dh / sh, ow + kw dw / sw) -- a shift of the
+ * position oh Wq + ow within that phase plane, as a stride-1 tap is a shift
+ * within the padded plane (strides 1: one phase, the padded plane itself).
+ * The positions are OH rows of Wq, ow >= OW the junk columns. */
+typedef struct conv_phases {
+	int64_t sh, sw, Hq, Wq;
+	int64_t block; /* sh sw Hq Wq: a channel's planes */
+	int64_t V;     /* OH Wq positions, junk included */
+	int64_t slack; /* what the last channel's junk reads past its block */
+	int64_t *shift; /* [KH KW], tap-major as the weights' K */
+} conv_phases;
+
+static bool conv_phases_make(lower_cx *cx, const conv_geom *g, conv_phases *ph) {
+	int64_t KH = g->kernel[0], KW = g->kernel[1];
+	ph->sh = g->stride[0], ph->sw = g->stride[1];
+	ph->Hq = (g->in[0] + g->pad_begin[0] + g->pad_end[0] + ph->sh - 1) / ph->sh;
+	ph->Wq = (g->in[1] + g->pad_begin[1] + g->pad_end[1] + ph->sw - 1) / ph->sw;
+	ph->block = ph->sh * ph->sw * ph->Hq * ph->Wq;
+	ph->V = g->out[0] * ph->Wq;
+	ph->slack = 0;
+	if (!(ph->shift = tbc_arena_alloc(cx->p->arena, (size_t)(KH * KW) * sizeof *ph->shift))) return false;
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			int64_t r = kh * g->dil[0], c = kw * g->dil[1];
+			int64_t t = ((r % ph->sh * ph->sw + c % ph->sw) * ph->Hq + r / ph->sh) * ph->Wq + c / ph->sw;
+			ph->shift[kh * KW + kw] = t;
+			if (ph->V + t - ph->block > ph->slack) ph->slack = ph->V + t - ph->block;
+		}
+	return true;
+}
+
+/* The phase planes of each image: pl[n][c][ph][pw] (Hq x Wq) as
+ * conv_phases says, an image C block + slack elements (the slack, zeros,
+ * is what the last positions' junk columns read past the last block). */
+static bool pad_planes(lower_cx *cx, const conv_geom *g, const conv_phases *ph, int xb, int pb, tbc_dim nd, int64_t C) {
 	lk l;
 	if (!lk_begin(&l, cx, "conv_planes")) return false;
 	kir_kernel *k = l.k;
 	kir_buffer *x = lk_buf(&l, xb), *pl = lk_buf(&l, pb);
 	if (!x || !pl) return false;
 	int64_t H = g->in[0], W = g->in[1], pt = g->pad_begin[0], pw = g->pad_begin[1];
-	int64_t Hp = H + pt + g->pad_end[0], Wp = W + pw + g->pad_end[1], img = C * Hp * Wp + slack;
+	int64_t sh = ph->sh, sw = ph->sw, Hq = ph->Hq, Wq = ph->Wq, img = C * ph->block + ph->slack;
 	kir_expr *zero = fconst(&l, x->dtype, 0);
 	kir_var *r = kir_var_new(k, "r", KIR_INDEX), *j = kir_var_new(k, "j", KIR_INDEX);
+	/* a row r of the padded planes' rows: channel nc, row phase rp, row hq */
 	kir_block body = {0};
-	kir_expr *nc = LET(k, &body, "nc", DIV(k, V(k, r), I(k, Hp)));
-	kir_expr *hp = LET(k, &body, "hp", MOD(k, V(k, r), I(k, Hp)));
+	kir_expr *hq = LET(k, &body, "hq", MOD(k, V(k, r), I(k, Hq)));
+	kir_expr *rp = LET(k, &body, "rp", MOD(k, DIV(k, V(k, r), I(k, Hq)), I(k, sh)));
+	kir_expr *nc = LET(k, &body, "nc", DIV(k, V(k, r), I(k, sh * Hq)));
 	kir_expr *n = LET(k, &body, "n", DIV(k, nc, I(k, C)));
-	kir_expr *out = LET(k, &body, "out", ADD(k, ADD(k, MUL(k, n, I(k, img)), MUL(k, MOD(k, nc, I(k, C)), I(k, Hp * Wp))),
-						 MUL(k, hp, I(k, Wp))));
-	kir_expr *ih = LET(k, &body, "ih", SUB(k, hp, I(k, pt)));
+	kir_expr *at = LET(k, &body, "at", ADD(k, MUL(k, n, I(k, img)), ADD(k, MUL(k, MOD(k, nc, I(k, C)), I(k, ph->block)),
+									   MUL(k, rp, I(k, sw * Hq * Wq)))));
+	kir_expr *ih = LET(k, &body, "ih", SUB(k, ADD(k, MUL(k, hq, I(k, sh)), rp), I(k, pt)));
 	kir_expr *in = LET(k, &body, "in", ADD(k, MUL(k, nc, I(k, H * W)), MUL(k, CLAMP(l.k, ih, H), I(k, W)))); /* used inside */
 	kir_expr *inside = kir_e_binary(k, KIR_AND, kir_e_cmp(k, KIR_GE, ih, I(k, 0)), kir_e_cmp(k, KIR_LT, ih, I(k, H)));
-	kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wp));
-	if (slack > 0) { /* after an image's last row: its slack */
-		kir_expr *last = kir_e_cmp(k, KIR_EQ, MOD(k, V(k, r), I(k, C * Hp)), I(k, C * Hp - 1));
-		kir_expr *at = ADD(k, MUL(k, n, I(k, img)), I(k, C * Hp * Wp));
-		kir_block_add(k, &body, kir_s_if(k, last, kir_s_for(k, j, I(k, 0), I(k, slack), 1, KIR_LOOP_SEQUENTIAL,
-								   kir_s_store(k, pl, ADD(k, at, V(k, j)), zero)), NULL));
+	for (int64_t cp = 0; cp < sw; cp++) { /* each column phase's row: x's columns j sw + cp - pw */
+		kir_expr *out = ADD(k, at, MUL(k, ADD(k, I(k, cp * Hq), hq), I(k, Wq)));
+		if (sw == 1) {
+			kir_block_add(k, &body, conv_padded_row(k, x, pl, out, in, inside, zero, pw, W, Wq));
+			continue;
+		}
+		/* [ja, jb): the columns inside x */
+		int64_t ja = pw - cp > 0 ? (pw - cp + sw - 1) / sw : 0, jb = (W + pw - cp + sw - 1) / sw;
+		if (jb > Wq) jb = Wq;
+		if (jb < ja) jb = ja;
+		kir_block copy = {0};
+		if (ja > 0)
+			kir_block_add(k, &copy, kir_s_for(k, j, I(k, 0), I(k, ja), 1, KIR_LOOP_SEQUENTIAL,
+							  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+		kir_block_add(k, &copy, kir_s_for(k, j, I(k, ja), I(k, jb), 1, KIR_LOOP_VECTOR,
+						  kir_s_store(k, pl, ADD(k, out, V(k, j)),
+							      kir_e_load(k, x, ADD(k, in, SUB(k, ADD(k, MUL(k, V(k, j), I(k, sw)), I(k, cp)), I(k, pw)))))));
+		if (jb < Wq)
+			kir_block_add(k, &copy, kir_s_for(k, j, I(k, jb), I(k, Wq), 1, KIR_LOOP_SEQUENTIAL,
+							  kir_s_store(k, pl, ADD(k, out, V(k, j)), zero)));
+		kir_stmt *zeros =
+			kir_s_for(k, j, I(k, 0), I(k, Wq), 1, KIR_LOOP_VECTOR, kir_s_store(k, pl, ADD(k, out, V(k, j)), zero));
+		kir_block_add(k, &body, kir_s_if(k, inside, copy.first, zeros));
 	}
-	kir_expr *rows = MUL(k, lk_dim(&l, nd), I(k, C * Hp));
+	if (ph->slack > 0) { /* after an image's last row: its slack */
+		kir_expr *last = kir_e_cmp(k, KIR_EQ, MOD(k, V(k, r), I(k, C * sh * Hq)), I(k, C * sh * Hq - 1));
+		kir_expr *end = ADD(k, MUL(k, n, I(k, img)), I(k, C * ph->block));
+		kir_block_add(k, &body, kir_s_if(k, last, kir_s_for(k, j, I(k, 0), I(k, ph->slack), 1, KIR_LOOP_SEQUENTIAL,
+								   kir_s_store(k, pl, ADD(k, end, V(k, j)), zero)), NULL));
+	}
+	kir_expr *rows = MUL(k, lk_dim(&l, nd), I(k, C * sh * Hq));
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), rows, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
@@ -860,11 +951,6 @@ static bool rows_out(lower_cx *cx, int rb, int yb, tbc_dim nd, int64_t M, int64_
 	return lk_end(&l, kir_s_for(k, r, I(k, 0), n, 1, KIR_LOOP_PARALLEL, body.first));
 }
 
-/* The columns of 32-wide tiles (gemm_tile_shape's nr) over n: the last
- * one overlaps the one before, so n < nr costs a tile and more costs
- * ceil(n / nr) of them. */
-static int64_t tile_cols(int64_t n, int nr) { return (n < nr ? 1 : (n + nr - 1) / nr) * nr; }
-
 /* The direct form laid out as it is (y = W col, the channels the rows, the
  * positions of the padded width the columns): where the transposed one is
  * not wanted (its channels not whole panels, or many of them), the tiles'
@@ -874,44 +960,35 @@ static int64_t tile_cols(int64_t n, int nr) { return (n < nr ? 1 : (n + nr - 1) 
  * (gemv_panels: not when a device program shares them). */
 static bool conv_direct_rows_wanted(const lower_cx *cx, const conv_gemm *c, const conv_geom *g, const tbc_value *wv,
 				    tbc_dtype xt) {
-	const char *e = getenv("TBC_CONV_DIRECT");
-	if ((e && !strcmp(e, "0")) || g->nsp != 2 || c->pairs || !cx->target->fma_tile || !cx->target->gemv_panels ||
-	    cx->target->parallel != TBC_PAR_HOST_THREADS)
-		return false;
-	if (g->stride[0] != 1 || g->stride[1] != 1 || g->kernel[0] * g->kernel[1] < 2) return false;
-	if (wv->kind != TBC_VALUE_CONST || !wv->constant || wv->type.dtype != c->ct || xt != c->ct || c->yt != c->ct ||
-	    c->ct != TBC_DT_F32)
-		return false;
+	if (!conv_direct_possible(cx, c, g, wv, xt)) return false;
 	int mr, nr;
 	gemm_tile_shape(cx->target, c->ct, &mr, &nr);
-	int64_t Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1];
-	return (double)tile_cols(g->out[0] * Wp, nr) <= 1.1 * (double)tile_cols(c->P, nr);
+	return (double)tile_cols(g->out[0] * direct_width(g), nr) <= 1.1 * (double)tile_cols(c->P, nr);
 }
 
 static lower_result conv_direct(lower_cx *cx, const conv_geom *g, conv_gemm *c, const tbc_value *wv, const tbc_value *bv,
 				int xb, int yb, tbc_dim nd, int64_t C, bool transposed) {
-	int64_t KH = g->kernel[0], KW = g->kernel[1], KS = KH * KW, Cg = C / c->G;
-	int64_t Hp = g->in[0] + g->pad_begin[0] + g->pad_end[0], Wp = g->in[1] + g->pad_begin[1] + g->pad_end[1];
-	int64_t OH = g->out[0], OW = g->out[1], V = OH * Wp, plane = Hp * Wp;
-	/* the last row's junk columns read (KW - 1) dw past the last plane */
-	int64_t slack = (KW - 1) * g->dil[1];
+	int64_t KS = g->kernel[0] * g->kernel[1], Cg = C / c->G;
+	conv_phases ph;
+	if (!conv_phases_make(cx, g, &ph)) return LOWER_FAILED;
+	int64_t OH = g->out[0], OW = g->out[1], V = ph.V, plane = ph.block;
 	tbc_dtype dt = c->ct;
-	int pb = lower_shared_temp(cx, "conv_planes", dt, nd, C * plane + slack);
+	int pb = lower_shared_temp(cx, "conv_planes", dt, nd, C * plane + ph.slack);
 	int rb = lower_shared_temp(cx, "conv_rows", dt, nd, c->M * V);
 	tbc_value *wt = tap_major_weights(cx, wv, c->M, Cg, KS);
-	if (pb < 0 || rb < 0 || !wt || !pad_planes(cx, g, xb, pb, nd, C, slack)) return LOWER_FAILED;
+	if (pb < 0 || rb < 0 || !wt || !pad_planes(cx, g, &ph, xb, pb, nd, C)) return LOWER_FAILED;
 	lk l;
 	if (!lk_begin(&l, cx, "conv")) return LOWER_FAILED;
 	gemm_spec s = {.ct = dt};
 	int mr, nr;
 	gemm_tile_shape(cx->target, dt, &mr, &nr);
-	c->a_img = C * plane + slack, c->a_grp = Cg * plane, c->yrows = V;
+	c->a_img = C * plane + ph.slack, c->a_grp = Cg * plane, c->yrows = V;
 	kir_buffer *planes = lk_buf(&l, pb);
 	s.y.buf = lk_buf(&l, rb);
 	if (bv && !(c->bias = lk_value(&l, bv))) return LOWER_FAILED;
 	s.K = I(l.k, c->Kg);
 	s.NB = MUL(l.k, lk_dim(&l, nd), I(l.k, c->G));
-	s.taps = KS, s.tk = Cg, s.tw = KW, s.trow = g->dil[0] * Wp, s.tcol = g->dil[1];
+	s.taps = KS, s.tk = Cg, s.tshift = ph.shift;
 	if (transposed) { /* y^T (V x Mg) = planes' rows (V x Kg) W^T (Kg x Mg, panels) */
 		int64_t padded, panel_stride;
 		s.mr = tile_rows(V, mr, &padded);
@@ -940,7 +1017,7 @@ static lower_result conv_direct(lower_cx *cx, const conv_geom *g, conv_gemm *c, 
 	s.base = conv_gemm_base;
 	s.epi = conv_gemm_epi;
 	if (!lk_end(&l, gemm_generate(&l, &s))) return LOWER_FAILED;
-	return conv_failed(rows_out(cx, rb, yb, nd, c->M, OH, OW, Wp));
+	return conv_failed(rows_out(cx, rb, yb, nd, c->M, OH, OW, ph.Wq));
 }
 
 static lower_result lower_conv(lower_cx *cx, const tbc_op *op) {

@@ -40,13 +40,13 @@ typedef struct gemm_spec {
 	/* A (or B, taps_b) read from a convolution's padded input planes
 	 * rather than from an im2col matrix (conv.c, the direct forms): K is
 	 * `taps` blocks of tk (the tap-major order k = t tk + c), and
-	 * A(row, t tk + c) is at base + row a.rs + c a.cs + shift(t) (B(t tk +
-	 * c, col) at base + c b.rs + col b.cs + shift(t)), shift(t) = (t / tw)
-	 * trow + (t % tw) tcol: a tap is a shift of the rows (the columns).
-	 * 0 taps: as the strides say.  Only for the CPU nest's fma tiles (one
-	 * per tap; a tile of the scalar k loop fails the kernel), without K
-	 * blocks. */
-	int64_t taps, tk, tw, trow, tcol;
+	 * A(row, t tk + c) is at base + row a.rs + c a.cs + tshift[t] (B(t tk
+	 * + c, col) at base + c b.rs + col b.cs + tshift[t]): a tap is a shift
+	 * of the rows (the columns).  0 taps: as the strides say.  Only for
+	 * the CPU nest's fma tiles (one per tap; a tile of the scalar k loop
+	 * fails the kernel), without K blocks. */
+	int64_t taps, tk;
+	const int64_t *tshift;
 	bool taps_b;
 } gemm_spec;
 

@@ -183,7 +183,7 @@ static void micro_tile(gemm_gen *g, kir_block *blk, int nc, kir_expr *const *col
 			for (int r = 0; r < g->mr; r++) arow[r] = d.a_at[r];
 			d.klo = I(l->k, 0), d.khi = I(l->k, s->tk);
 			for (int64_t t = 0; t < s->taps; t++) {
-				kir_expr *shift = I(l->k, t / s->tw * s->trow + t % s->tw * s->tcol);
+				kir_expr *shift = I(l->k, s->tshift[t]);
 				kir_expr *kblock = I(l->k, t * s->tk);
 				for (int r = 0; r < g->mr; r++)
 					d.a_at[r] = ADD(l->k, arow[r], s->taps_b ? MUL(l->k, kblock, s->a.cs) : shift);

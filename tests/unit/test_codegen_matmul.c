@@ -879,14 +879,18 @@ static tbc_op *const_weight_conv(model *md, const char *x, int64_t m, int64_t kh
 	return o;
 }
 
-/* A 2-D convolution of stride 1 reads its taps as shifts over padded
- * planes instead of an im2col matrix (codegen/lower/conv.c, conv_direct)
- * where the target has the fma tile: a planes kernel, fma tiles a tap each,
- * the junk columns dropped by the kernel moving the rows out; transposed
- * (few channels out, whole panels) or as it is (rows of channels).
- * Against the interpreter: a bias, uneven pads with dilation over two
- * images, groups, a 1 x 3 kernel, a 5 x 5 kernel without padding (its last
- * rows read the slack past the planes), channels not whole panels; and
+/* A 2-D convolution reads its taps as shifts over padded planes instead of
+ * an im2col matrix (codegen/lower/conv.c, conv_direct) where the target has
+ * the fma tile: a planes kernel, fma tiles a tap each, the junk columns
+ * dropped by the kernel moving the rows out; transposed (few channels out,
+ * whole panels) or as it is (rows of channels).  A stride above 1 splits
+ * each padded plane into its phases (one plane per row and column phase),
+ * where every tap is again a shift.  Against the interpreter: a bias,
+ * uneven pads with dilation over two images, groups, a 1 x 3 kernel, a
+ * 5 x 5 kernel without padding (its last rows read the slack past the
+ * planes), channels not whole panels; strides of 2 (odd and even padded
+ * sizes, with dilation, groups, a 7 x 7 stem of 3 channels, 7 x 7 outputs
+ * transposed), 4 (an 11 x 11 kernel), and unequal ones (2 x 1, 1 x 3); and
  * shapes whose junk columns cost more than im2col keep im2col. */
 static void test_conv_direct_taps_over_padded_planes(void **state) {
 	(void)state;
@@ -894,18 +898,30 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 		const char *x;
 		int64_t m, kh, kw, group, dil, pads[4];
 		bool bias, direct;
+		int64_t stride[2];
 	} cases[] = {
-		{"1,8,10,30", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, true},
-		{"2,6,9,40", 32, 3, 3, 1, 2, {2, 0, 1, 1}, false, true},
-		{"1,16,6,40", 64, 3, 3, 2, 1, {1, 1, 1, 1}, true, true},
-		{"1,4,5,60", 32, 1, 3, 1, 1, {0, 1, 0, 1}, true, true},
-		{"1,3,12,50", 32, 5, 5, 1, 1, {0, 0, 0, 0}, false, true},
-		{"1,16,7,7", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, false},
+		{"1,8,10,30", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, true, {1, 1}},
+		{"2,6,9,40", 32, 3, 3, 1, 2, {2, 0, 1, 1}, false, true, {1, 1}},
+		{"1,16,6,40", 64, 3, 3, 2, 1, {1, 1, 1, 1}, true, true, {1, 1}},
+		{"1,4,5,60", 32, 1, 3, 1, 1, {0, 1, 0, 1}, true, true, {1, 1}},
+		{"1,3,12,50", 32, 5, 5, 1, 1, {0, 0, 0, 0}, false, true, {1, 1}},
+		{"1,16,7,7", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, false, {1, 1}},
 		/* laid out as it is (channels not whole panels): rows of channels */
-		{"1,5,6,30", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, true},
-		{"1,8,6,30", 40, 3, 3, 2, 1, {1, 1, 1, 1}, false, true},
-		{"2,3,8,29", 16, 3, 3, 1, 2, {2, 1, 0, 2}, true, true},
-		{"1,4,9,20", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, false}, /* 22 wide: 224 columns for 180 */
+		{"1,5,6,30", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, true, {1, 1}},
+		{"1,8,6,30", 40, 3, 3, 2, 1, {1, 1, 1, 1}, false, true, {1, 1}},
+		{"2,3,8,29", 16, 3, 3, 1, 2, {2, 1, 0, 2}, true, true, {1, 1}},
+		{"1,4,9,20", 24, 3, 3, 1, 1, {1, 1, 1, 1}, true, false, {1, 1}}, /* 22 wide: 224 columns for 180 */
+		/* strided: phase planes */
+		{"1,8,15,61", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, true, {2, 2}},
+		{"2,6,16,62", 32, 3, 3, 1, 2, {2, 0, 1, 1}, false, true, {2, 2}},
+		{"1,16,9,62", 64, 3, 3, 2, 1, {1, 1, 1, 1}, true, true, {2, 2}},
+		{"1,3,23,61", 32, 7, 7, 1, 1, {3, 3, 3, 3}, true, true, {2, 2}},
+		{"1,3,27,93", 24, 11, 11, 1, 1, {2, 2, 2, 2}, false, true, {4, 4}},
+		{"1,8,13,13", 64, 3, 3, 1, 1, {1, 1, 1, 1}, true, true, {2, 2}}, /* 7 x 7 outputs: transposed */
+		{"1,4,12,30", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, true, {2, 1}},
+		{"1,8,15,63", 32, 3, 3, 1, 1, {1, 1, 1, 1}, true, false, {2, 2}}, /* 33 wide: 288 columns for 256 */
+		{"1,4,12,95", 32, 3, 3, 1, 1, {0, 1, 0, 2}, false, true, {1, 3}},
+		{"1,4,11,41", 32, 5, 5, 1, 1, {0, 0, 0, 0}, true, true, {2, 2}},
 	};
 	double atol = g_atol;
 	g_atol = 1e-4;
@@ -922,6 +938,7 @@ static void test_conv_direct_taps_over_padded_planes(void **state) {
 			attr_ints(o, "pads", 4, cases[i].pads);
 			int64_t d = cases[i].dil;
 			attr_ints(o, "dilations", 2, (const int64_t[]){d, d});
+			attr_ints(o, "strides", 2, cases[i].stride);
 			if (run == 1) {
 				check_outputs(&md, 1, (tbc_value *[]){o->outputs[0]}, 1e-4);
 				continue;
