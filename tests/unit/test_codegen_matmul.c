@@ -998,6 +998,9 @@ static void test_conv_winograd(void **state) {
 	 * output's: up to 1e-5 of the largest (|y| ~ 20 here) for F(4x4). */
 	double atol = g_atol;
 	g_atol = 1e-3;
+	/* not left over from a test before that failed while it had them set */
+	unsetenv("TBC_CONV_WINOGRAD");
+	unsetenv("TBC_CONV_WINOGRAD_TILE");
 	static tbc_target_desc t;
 	t = tbc_target_desc_cpu_default();
 	t.vector_bytes = 64, t.vector_regs = 32, t.fma_tile = true;
