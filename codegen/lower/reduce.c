@@ -811,7 +811,7 @@ static lower_result lower_softmax(lower_cx *cx, const tbc_op *op, sm_kind kind) 
 	 * is read back by whoever stored it.  Not on a device: there the
 	 * passes stream the rows from memory and exp is cheap beside a store,
 	 * so the kept exps cost a write and a read of y more than they save
-	 * (Softmax over 8192 rows of 8192 on an H100: 0.547 ms against 0.418;
+	 * (Softmax over 8192 rows of 8192 on an H100: 0.544 ms against 0.472;
 	 * docs/gpu.md, run 24).  TBC_SOFTMAX_KEEP_EXP=0 / 1: never / always,
 	 * for measuring. */
 	const char *ke = getenv("TBC_SOFTMAX_KEEP_EXP");
